@@ -1,0 +1,49 @@
+"""nadaraya: attention pooling by similarity (Nadaraya-Watson kernel regression)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import kernels
+from ._config import config_context, get_config, set_config
+from .pooling import EmptyWindowWarning, attention_weights, loo_pool, pool
+
+if TYPE_CHECKING:
+    from .estimator import NadarayaWatson
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "NadarayaWatson",
+    "EmptyWindowWarning",
+    "attention_weights",
+    "config_context",
+    "get_config",
+    "kernels",
+    "loo_pool",
+    "pool",
+    "set_config",
+    "__version__",
+]
+
+# Names whose modules pull in optional or heavy dependencies: imported on first access, so
+# that `import nadaraya` stays light (no numba, torch, dask, matplotlib or pandas).
+# scikit-learn itself imports pandas when it is installed, so the estimator is lazy too.
+_LAZY: dict[str, tuple[str, str]] = {
+    "NadarayaWatson": ("nadaraya.estimator", "NadarayaWatson"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'nadaraya' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

@@ -1,0 +1,160 @@
+"""Backends: the ways to compute partial sums, and the chooser behind ``backend="auto"``.
+
+Each backend is a module under ``nadaraya.backends`` imported on first use, exposing
+``partials(queries, keys, values, *, kernel, bandwidth, sample_weight, exclude) -> Partials``
+and ``supports(kernel, d) -> bool``. All of them compute the same sums; they differ in speed,
+memory and the dependencies they need.
+
+Examples
+--------
+>>> from nadaraya import backends
+>>> "reference" in backends.available()
+True
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..kernels import Kernel
+from ..partials import Partials
+
+__all__ = ["BackendName", "Choice", "available", "choose", "explain", "get", "compute", "NAMES"]
+
+BackendName = Literal["auto", "reference"]
+
+#: backend name -> (module, the extra that provides its dependencies, modules it needs)
+_REGISTRY: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
+    "reference": ("nadaraya.backends.reference", None, ()),
+}
+
+NAMES: tuple[str, ...] = ("auto", *_REGISTRY)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A backend chosen for one call, and why.
+
+    Examples
+    --------
+    >>> Choice("reference", "the only backend").name
+    'reference'
+    """
+
+    name: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.reason}"
+
+
+def _importable(modules: tuple[str, ...]) -> bool:
+    from importlib.util import find_spec
+
+    return all(find_spec(mod) is not None for mod in modules)
+
+
+def available() -> list[str]:
+    """Names of the backends whose dependencies are installed.
+
+    Examples
+    --------
+    >>> from nadaraya.backends import available
+    >>> available()[0]
+    'reference'
+    """
+    return [name for name, (_, _, needs) in _REGISTRY.items() if _importable(needs)]
+
+
+def get(name: str) -> ModuleType:
+    """Import a backend's module by name.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name (the message lists the valid ones).
+    ImportError
+        When the backend's dependencies are missing (the message names the extra).
+
+    Examples
+    --------
+    >>> from nadaraya.backends import get
+    >>> get("reference").__name__
+    'nadaraya.backends.reference'
+    """
+    if name not in _REGISTRY:
+        raise ValueError(f"backend={name!r} is not known; valid names are: {', '.join(NAMES)}")
+    module, extra, needs = _REGISTRY[name]
+    if not _importable(needs):
+        raise ImportError(
+            f"backend={name!r} needs {', '.join(needs)}; install it with "
+            f"`pip install nadaraya[{extra}]`"
+        )
+    return importlib.import_module(module)
+
+
+def choose(kernel: Kernel, *, n: int, m: int, d: int, bandwidth: NDArray[np.floating] | None = None,
+           backend: str = "auto") -> Choice:
+    """Pick a backend for a call of ``m`` queries against ``n`` keys in ``d`` features.
+
+    Examples
+    --------
+    >>> from nadaraya.kernels import get as kernel
+    >>> choose(kernel("gaussian"), n=10, m=10, d=1).name
+    'reference'
+    """
+    if backend != "auto":
+        get(backend)
+        return Choice(backend, "named explicitly by the caller")
+    return Choice("reference", "the exact NumPy reference is the only backend installed")
+
+
+def explain(kernel: str | Kernel = "gaussian", *, n: int, m: int, d: int = 1,
+            bandwidth: float | NDArray[np.floating] | None = None) -> str:
+    """Say which backend ``backend="auto"`` would use for such a call, and why.
+
+    Examples
+    --------
+    >>> from nadaraya.backends import explain
+    >>> explain("gaussian", n=1000, m=1000).startswith("reference")
+    True
+    """
+    from ..kernels import get as get_kernel
+
+    h = None if bandwidth is None else np.broadcast_to(np.asarray(bandwidth, float), (d,))
+    return str(choose(get_kernel(kernel), n=n, m=m, d=d, bandwidth=h))
+
+
+def compute(
+    name: str,
+    queries: NDArray[np.floating],
+    keys: NDArray[np.floating],
+    values: NDArray[np.floating],
+    *,
+    kernel: Kernel,
+    bandwidth: NDArray[np.floating],
+    sample_weight: NDArray[np.floating] | None = None,
+    exclude: NDArray[np.integer] | None = None,
+) -> Partials:
+    """Run one backend on validated arrays (see :func:`nadaraya.backends.reference.partials`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nadaraya.kernels import get as kernel
+    >>> x = np.arange(3.0)[:, None]
+    >>> p = compute("reference", x, x, x, kernel=kernel("boxcar"), bandwidth=np.ones(1))
+    >>> p.finalize()[:, 0].tolist()
+    [0.5, 1.0, 1.5]
+    """
+    module = get(name)
+    return module.partials(  # type: ignore[no-any-return]
+        queries, keys, values, kernel=kernel, bandwidth=bandwidth,
+        sample_weight=sample_weight, exclude=exclude,
+    )

@@ -1,0 +1,163 @@
+"""The exact reference backend: NumPy, blocked over queries and keys within the working memory.
+
+Every other backend is tested against this one. It is written for clarity and bounded
+memory, not speed: each (query block, key block) pair builds its block of weights feature by
+feature (product kernels), in the log domain with a running maximum where the kernel has a
+log-profile, and merges it into one :class:`~nadaraya.partials.Partials` per query block.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .._config import get_config
+from ..kernels import Kernel
+from ..partials import Partials, concat, merge
+from ..partials import empty as empty_partials
+
+__all__ = ["partials", "block_sizes", "block_weights"]
+
+#: how many (bq, bk) scratch arrays one block may hold at once (the kernel profiles make
+#: temporaries); the working memory is divided by this to size the blocks.
+_SCRATCH_ARRAYS = 8
+
+
+def block_sizes(m: int, n: int, itemsize: int, working_memory_mib: float | None = None) -> tuple[int, int]:
+    """Query and key block sizes whose scratch fits in the working memory.
+
+    Examples
+    --------
+    >>> block_sizes(20000, 20000, 8, working_memory_mib=16)
+    (64, 4096)
+    """
+    if working_memory_mib is None:
+        working_memory_mib = get_config()["working_memory"]
+    entries = max(1, int(working_memory_mib * 2**20) // (_SCRATCH_ARRAYS * itemsize))
+    bk = max(1, min(n, 4096, entries))
+    bq = max(1, min(m, entries // bk))
+    return bq, bk
+
+
+def block_weights(
+    q: NDArray[np.floating],
+    k: NDArray[np.floating],
+    kernel: Kernel,
+    inv_h: NDArray[np.floating],
+    log_sw: NDArray[np.floating] | None = None,
+    sw: NDArray[np.floating] | None = None,
+) -> NDArray[np.floating]:
+    """Unnormalised weights of a block: ``log w`` for log-domain kernels, ``w`` otherwise.
+
+    ``q`` (bq, d), ``k`` (bk, d); product over features of ``K((q - k) / h)``, times the
+    sample weights (added as ``log sw`` in the log domain).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nadaraya.kernels import get
+    >>> block_weights(np.array([[0.0]]), np.array([[1.0]]), get("gaussian"), np.ones(1)).tolist()
+    [[-0.5]]
+    """
+    bq, d = q.shape
+    bk = k.shape[0]
+    u = np.empty((bq, bk), dtype=q.dtype)
+    acc: NDArray[np.floating] | None = None
+    for j in range(d):
+        np.subtract(q[:, j, None], k[None, :, j], out=u)
+        u *= inv_h[j]
+        if kernel.log_profile is not None:
+            term = kernel.log_profile(u)
+            if acc is None:
+                acc = term
+            else:
+                acc += term
+        else:
+            term = kernel.profile(u)
+            if acc is None:
+                acc = term
+            else:
+                acc *= term
+    assert acc is not None
+    acc = acc.astype(q.dtype, copy=False)
+    if kernel.log_profile is not None:
+        if log_sw is not None:
+            acc += log_sw[None, :]
+    elif sw is not None:
+        acc *= sw[None, :]
+    return acc
+
+
+def partials(
+    queries: NDArray[np.floating],
+    keys: NDArray[np.floating],
+    values: NDArray[np.floating],
+    *,
+    kernel: Kernel,
+    bandwidth: NDArray[np.floating],
+    sample_weight: NDArray[np.floating] | None = None,
+    exclude: NDArray[np.integer] | None = None,
+) -> Partials:
+    """Exact partial sums of every query over every key.
+
+    Parameters
+    ----------
+    queries : ndarray of shape (m, d)
+    keys : ndarray of shape (n, d)
+    values : ndarray of shape (n, p)
+    kernel : Kernel
+    bandwidth : ndarray of shape (d,)
+    sample_weight : ndarray of shape (n,), optional
+    exclude : ndarray of shape (m,), optional
+        For each query, the index of one key whose term is left out of the sums (``-1``
+        for none): leave-one-out predictions use ``exclude = arange(n)``.
+
+    Returns
+    -------
+    Partials
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nadaraya.kernels import get
+    >>> x = np.array([[1.0], [2.0], [3.0]]); v = np.array([[3.0], [5.0], [4.0]])
+    >>> p = partials(np.array([[2.5]]), x, v, kernel=get("gaussian"), bandwidth=np.ones(1))
+    >>> round(float(p.finalize()[0, 0]), 2)
+    4.27
+    """
+    dtype = queries.dtype
+    m, n, p = queries.shape[0], keys.shape[0], values.shape[1]
+    inv_h = (1.0 / bandwidth).astype(dtype)
+    log_domain = kernel.log_profile is not None
+    log_sw = None
+    if sample_weight is not None and log_domain:
+        with np.errstate(divide="ignore"):
+            log_sw = np.log(sample_weight)
+    bq, bk = block_sizes(m, n, np.dtype(dtype).itemsize)
+    out = []
+    for q0 in range(0, m, bq):
+        q1 = min(m, q0 + bq)
+        ex = None if exclude is None else exclude[q0:q1]
+        acc = empty_partials(q1 - q0, p, dtype, log_domain)
+        for k0 in range(0, n, bk):
+            k1 = min(n, k0 + bk)
+            w = block_weights(
+                queries[q0:q1],
+                keys[k0:k1],
+                kernel,
+                inv_h,
+                None if log_sw is None else log_sw[k0:k1],
+                None if sample_weight is None else sample_weight[k0:k1],
+            )
+            if ex is not None:
+                rows = np.nonzero((ex >= k0) & (ex < k1))[0]
+                w[rows, ex[rows] - k0] = -np.inf if log_domain else 0.0
+            if log_domain:
+                shift = w.max(axis=1)
+                w -= np.where(np.isfinite(shift), shift, 0.0)[:, None]
+                np.exp(w, out=w)
+            else:
+                shift = np.zeros(q1 - q0, dtype=dtype)
+            acc = merge(acc, Partials(shift, w.sum(axis=1), w @ values[k0:k1]))
+        out.append(acc)
+    return concat(out)

@@ -1,0 +1,272 @@
+"""Kernel registry: each kernel's profile, support, log-profile and constants, as data.
+
+A kernel is a symmetric function ``K(u)`` of the scaled distance ``u = (q - k) / h``.
+Multivariate kernels are product kernels, ``prod_j K(u_j)``, as in R's ``np`` package and
+statsmodels. Normalising constants cancel in the attention weights, so they never change a
+prediction; they are kept so that rules of thumb can rescale bandwidths between kernels.
+
+=============  =========================  ========  ===============  ======
+name           K(u)                       support   log-profile      aliases
+=============  =========================  ========  ===============  ======
+gaussian       exp(-u^2/2) / sqrt(2 pi)   inf       -u^2/2
+epanechnikov   3/4 (1 - u^2)              1
+boxcar         1/2                        1                          uniform, tophat
+triangular     1 - |u|                    1
+biweight       15/16 (1 - u^2)^2          1                          quartic
+triweight      35/32 (1 - u^2)^3          1
+tricube        70/81 (1 - |u|^3)^3        1
+cosine         pi/4 cos(pi u / 2)         1
+parzen         cubic B-spline on [-1, 1]  1
+constant       1 (average pooling)        inf       0
+laplacian      exp(-|u|) / 2              inf       -|u|
+logistic       1 / (e^u + 2 + e^-u)       inf       -|u| - 2 log(1 + e^-|u|)
+=============  =========================  ========  ===============  ======
+
+Note: the function that the Dive into Deep Learning chapter on Nadaraya-Watson regression
+calls ``epanechikov``, ``max(1 - |u|, 0)``, is the *triangular* kernel. The Epanechnikov
+kernel is ``3/4 (1 - u^2)`` on ``|u| <= 1``.
+
+Examples
+--------
+>>> from nadaraya import kernels
+>>> k = kernels.get("quartic")
+>>> k.name, k.support
+('biweight', 1.0)
+>>> float(k(0.0))
+0.9375
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+__all__ = ["Kernel", "get", "names", "REGISTRY"]
+
+Profile = Callable[[NDArray[np.floating]], NDArray[np.floating]]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One univariate kernel and its constants.
+
+    Parameters
+    ----------
+    name : str
+        Canonical name.
+    profile : callable
+        ``K(u)`` on a NumPy array of scaled distances; zero outside the support.
+    support : float
+        ``1.0`` for compact kernels (zero for ``|u| > 1``), ``inf`` otherwise.
+    log_profile : callable or None
+        ``log K(u)`` up to an additive constant, for kernels computed in the log domain.
+    integral, second_moment, roughness : float
+        The integrals of ``K``, ``u^2 K`` and ``K^2`` over the real line (NaN for the
+        constant kernel, which is not integrable).
+    aliases : tuple of str
+        Other names accepted by :func:`get`.
+    polynomial : tuple of float or None
+        For kernels that are a polynomial in ``u^2`` (or ``|u|``) on their support, the
+        coefficients in increasing powers of ``u`` (``|u|`` for odd powers); used by the
+        windowed backend to sum from prefix moments.
+
+    Examples
+    --------
+    >>> from nadaraya.kernels import get
+    >>> g = get("gaussian")
+    >>> round(float(g(1.0)), 6)
+    0.241971
+    >>> g.canonical_bandwidth > 0
+    True
+    """
+
+    name: str
+    profile: Profile
+    support: float
+    log_profile: Profile | None
+    integral: float
+    second_moment: float
+    roughness: float
+    aliases: tuple[str, ...] = ()
+    polynomial: tuple[float, ...] | None = field(default=None)
+
+    def __call__(self, u: ArrayLike) -> NDArray[np.floating]:
+        """Evaluate the profile ``K(u)``."""
+        return self.profile(np.asarray(u, dtype=float))
+
+    @property
+    def compact(self) -> bool:
+        """Whether the kernel vanishes for ``|u| > 1``."""
+        return math.isfinite(self.support)
+
+    @property
+    def log_domain(self) -> bool:
+        """Whether weights are computed as ``exp(log K - running max)``."""
+        return self.log_profile is not None
+
+    @property
+    def canonical_bandwidth(self) -> float:
+        """``(R(K) / mu_2(K)^2) ** (1/5)``: scales a bandwidth between kernels.
+
+        Two kernels give (asymptotically) the same amount of smoothing when their
+        bandwidths are in the ratio of their canonical bandwidths (Marron and Nolan, 1988).
+        """
+        return float((self.roughness / self.second_moment**2) ** 0.2)
+
+    def __repr__(self) -> str:
+        return f"Kernel({self.name!r})"
+
+
+def _inside(u: NDArray[np.floating]) -> NDArray[np.bool_]:
+    return np.abs(u) <= 1.0
+
+
+def _gaussian(u: NDArray[np.floating]) -> NDArray[np.floating]:
+    return np.exp(-0.5 * u * u) / math.sqrt(2.0 * math.pi)
+
+
+def _epanechnikov(u: NDArray[np.floating]) -> NDArray[np.floating]:
+    return np.where(_inside(u), 0.75 * (1.0 - u * u), 0.0)
+
+
+def _boxcar(u: NDArray[np.floating]) -> NDArray[np.floating]:
+    return np.where(_inside(u), 0.5, 0.0)
+
+
+def _triangular(u: NDArray[np.floating]) -> NDArray[np.floating]:
+    return np.maximum(1.0 - np.abs(u), 0.0)
+
+
+def _biweight(u: NDArray[np.floating]) -> NDArray[np.floating]:
+    return np.where(_inside(u), 15.0 / 16.0 * (1.0 - u * u) ** 2, 0.0)
+
+
+def _triweight(u: NDArray[np.floating]) -> NDArray[np.floating]:
+    return np.where(_inside(u), 35.0 / 32.0 * (1.0 - u * u) ** 3, 0.0)
+
+
+def _tricube(u: NDArray[np.floating]) -> NDArray[np.floating]:
+    a = np.abs(u)
+    return np.where(a <= 1.0, 70.0 / 81.0 * (1.0 - a**3) ** 3, 0.0)
+
+
+def _cosine(u: NDArray[np.floating]) -> NDArray[np.floating]:
+    return np.where(_inside(u), math.pi / 4.0 * np.cos(math.pi / 2.0 * u), 0.0)
+
+
+def _parzen(u: NDArray[np.floating]) -> NDArray[np.floating]:
+    a = np.abs(u)
+    inner = 4.0 / 3.0 - 8.0 * a * a + 8.0 * a**3
+    outer = 8.0 / 3.0 * (1.0 - a) ** 3
+    return np.where(a <= 0.5, inner, np.where(a <= 1.0, outer, 0.0))
+
+
+def _constant(u: NDArray[np.floating]) -> NDArray[np.floating]:
+    return np.ones_like(u)
+
+
+def _constant_log(u: NDArray[np.floating]) -> NDArray[np.floating]:
+    return np.zeros_like(u)
+
+
+def _gaussian_log(u: NDArray[np.floating]) -> NDArray[np.floating]:
+    return -0.5 * u * u
+
+
+def _laplacian(u: NDArray[np.floating]) -> NDArray[np.floating]:
+    return 0.5 * np.exp(-np.abs(u))
+
+
+def _laplacian_log(u: NDArray[np.floating]) -> NDArray[np.floating]:
+    return -np.abs(u)
+
+
+def _logistic(u: NDArray[np.floating]) -> NDArray[np.floating]:
+    a = np.exp(-np.abs(u))
+    return a / (1.0 + a) ** 2
+
+
+def _logistic_log(u: NDArray[np.floating]) -> NDArray[np.floating]:
+    a = np.abs(u)
+    return -a - 2.0 * np.log1p(np.exp(-a))
+
+
+_NAN = float("nan")
+
+REGISTRY: dict[str, Kernel] = {
+    k.name: k
+    for k in (
+        Kernel("gaussian", _gaussian, math.inf, _gaussian_log, 1.0, 1.0, 0.5 / math.sqrt(math.pi),
+               aliases=("normal", "rbf")),
+        Kernel("epanechnikov", _epanechnikov, 1.0, None, 1.0, 0.2, 0.6,
+               polynomial=(0.75, 0.0, -0.75)),
+        Kernel("boxcar", _boxcar, 1.0, None, 1.0, 1.0 / 3.0, 0.5, aliases=("uniform", "tophat"),
+               polynomial=(0.5,)),
+        Kernel("triangular", _triangular, 1.0, None, 1.0, 1.0 / 6.0, 2.0 / 3.0,
+               polynomial=(1.0, -1.0)),
+        Kernel("biweight", _biweight, 1.0, None, 1.0, 1.0 / 7.0, 5.0 / 7.0, aliases=("quartic",),
+               polynomial=(15 / 16, 0.0, -30 / 16, 0.0, 15 / 16)),
+        Kernel("triweight", _triweight, 1.0, None, 1.0, 1.0 / 9.0, 350.0 / 429.0,
+               polynomial=(35 / 32, 0.0, -105 / 32, 0.0, 105 / 32, 0.0, -35 / 32)),
+        Kernel("tricube", _tricube, 1.0, None, 1.0, 35.0 / 243.0, 175.0 / 247.0,
+               polynomial=tuple(70 / 81 * c for c in (1, 0, 0, -3, 0, 0, 3, 0, 0, -1))),
+        Kernel("cosine", _cosine, 1.0, None, 1.0, 1.0 - 8.0 / math.pi**2, math.pi**2 / 16.0),
+        Kernel("parzen", _parzen, 1.0, None, 1.0, 1.0 / 12.0, 302.0 / 315.0),
+        Kernel("constant", _constant, math.inf, _constant_log, _NAN, _NAN, _NAN,
+               aliases=("average", "mean")),
+        Kernel("laplacian", _laplacian, math.inf, _laplacian_log, 1.0, 2.0, 0.25,
+               aliases=("laplace", "exponential")),
+        Kernel("logistic", _logistic, math.inf, _logistic_log, 1.0, math.pi**2 / 3.0, 1.0 / 6.0),
+    )
+}
+
+_ALIASES: dict[str, str] = {a: k.name for k in REGISTRY.values() for a in (k.name, *k.aliases)}
+
+
+def names() -> list[str]:
+    """Canonical names of the registered kernels.
+
+    Examples
+    --------
+    >>> from nadaraya.kernels import names
+    >>> "gaussian" in names()
+    True
+    """
+    return list(REGISTRY)
+
+
+def get(kernel: str | Kernel) -> Kernel:
+    """Look up a kernel by name or alias (case-insensitive).
+
+    Parameters
+    ----------
+    kernel : str or Kernel
+        A name such as ``"gaussian"`` or ``"uniform"``, or a :class:`Kernel` (returned as is).
+
+    Returns
+    -------
+    Kernel
+
+    Raises
+    ------
+    ValueError
+        If the name is unknown; the message lists the valid names.
+
+    Examples
+    --------
+    >>> from nadaraya.kernels import get
+    >>> get("tophat").name
+    'boxcar'
+    """
+    if isinstance(kernel, Kernel):
+        return kernel
+    if isinstance(kernel, str):
+        key = kernel.strip().lower()
+        if key in _ALIASES:
+            return REGISTRY[_ALIASES[key]]
+    valid = ", ".join(sorted(_ALIASES))
+    raise ValueError(f"kernel={kernel!r} is not a known kernel; valid names are: {valid}")
