@@ -121,9 +121,12 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):  # type: ignore[misc]
         self.bandwidth_ = self._resolve_bandwidth(X, sw)
         # validate once with the primitive's own checks, so fit fails where predict would
         call = prepare(X, X, y, kernel=self.kernel, bandwidth=self.bandwidth_, sample_weight=sw)
-        self.X_fit_ = call.keys
-        self.y_fit_ = np.asarray(y, dtype=np.float64)
-        self.sample_weight_ = sw
+        # The estimate does not depend on the order of the training points; keeping them
+        # sorted by the first feature lets window searches for compact kernels skip a sort.
+        order = np.argsort(call.keys[:, 0], kind="stable")
+        self.X_fit_ = call.keys[order]
+        self.y_fit_ = np.asarray(y, dtype=np.float64)[order]
+        self.sample_weight_ = None if sw is None else sw[order]
         choice = backends.choose(call.kernel, n=X.shape[0], m=X.shape[0], d=X.shape[1],
                                  bandwidth=self.bandwidth_, backend=self.backend)
         self.backend_, self.backend_reason_ = choice.name, choice.reason
