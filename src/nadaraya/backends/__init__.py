@@ -27,11 +27,14 @@ from ..partials import Partials
 
 __all__ = ["BackendName", "Choice", "available", "choose", "explain", "get", "compute", "NAMES"]
 
-BackendName = Literal["auto", "reference"]
+BackendName = Literal["auto", "reference", "fused", "windowed", "dask"]
 
 #: backend name -> (module, the extra that provides its dependencies, modules it needs)
 _REGISTRY: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
     "reference": ("nadaraya.backends.reference", None, ()),
+    "fused": ("nadaraya.backends.fused", None, ("numba",)),
+    "windowed": ("nadaraya.backends.windowed", None, ("scipy",)),
+    "dask": ("nadaraya.backends.dask", "dask", ("dask", "distributed")),
 }
 
 NAMES: tuple[str, ...] = ("auto", *_REGISTRY)
@@ -69,7 +72,7 @@ def available() -> list[str]:
     >>> available()[0]
     'reference'
     """
-    return [name for name, (_, _, needs) in _REGISTRY.items() if _importable(needs)]
+    return [name for name, (module, _, needs) in _REGISTRY.items() if _importable((module, *needs))]
 
 
 def get(name: str) -> ModuleType:
@@ -91,6 +94,8 @@ def get(name: str) -> ModuleType:
     if name not in _REGISTRY:
         raise ValueError(f"backend={name!r} is not known; valid names are: {', '.join(NAMES)}")
     module, extra, needs = _REGISTRY[name]
+    if not _importable((module,)):
+        raise ImportError(f"backend={name!r} is not built in this version of nadaraya")
     if not _importable(needs):
         raise ImportError(
             f"backend={name!r} needs {', '.join(needs)}; install it with "
