@@ -14,8 +14,9 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
-    "NadarayaWatson",
     "EmptyWindowWarning",
+    "NadarayaWatson",
+    "__version__",
     "attention_weights",
     "config_context",
     "get_config",
@@ -23,7 +24,6 @@ __all__ = [
     "loo_pool",
     "pool",
     "set_config",
-    "__version__",
 ]
 
 # Names whose modules pull in optional or heavy dependencies: imported on first access, so

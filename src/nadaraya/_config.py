@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["get_config", "set_config", "config_context"]
+__all__ = ["config_context", "get_config", "set_config"]
 
 _DEFAULTS: dict[str, Any] = {"working_memory": 256}
 _local = threading.local()

@@ -12,9 +12,11 @@ EMPTY_POLICIES: tuple[str, ...] = ("nan", "nearest", "mean", "raise")
 
 
 def _short(value: Any) -> str:
-    text = np.array2string(np.asarray(value), threshold=6, edgeitems=2) if not isinstance(
-        value, str
-    ) else repr(value)
+    text = (
+        np.array2string(np.asarray(value), threshold=6, edgeitems=2)
+        if not isinstance(value, str)
+        else repr(value)
+    )
     return text if len(text) < 80 else text[:77] + "..."
 
 
@@ -86,12 +88,15 @@ def as_bandwidth(bandwidth: ArrayLike, d: int) -> NDArray[np.float64]:
     try:
         h = np.asarray(bandwidth, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"bandwidth must be a positive number or one per feature; got {_short(bandwidth)}") from exc
+        raise ValueError(
+            f"bandwidth must be a positive number or one per feature; got {_short(bandwidth)}"
+        ) from exc
     if h.ndim == 0:
         h = np.full(d, float(h))
     elif h.ndim != 1 or h.shape[0] != d:
         raise ValueError(
-            f"bandwidth must be a scalar or have one entry per feature ({d}); got shape {h.shape}: {_short(bandwidth)}"
+            f"bandwidth must be a scalar or have one entry per feature ({d}); "
+            f"got shape {h.shape}: {_short(bandwidth)}"
         )
     if not (np.isfinite(h).all() and (h > 0).all()):
         raise ValueError(f"bandwidth must be positive and finite; got {_short(bandwidth)}")
@@ -116,5 +121,7 @@ def as_sample_weight(sample_weight: ArrayLike | None, n: int, dtype: np.dtype) -
 
 def as_empty(empty: str) -> str:
     if empty not in EMPTY_POLICIES:
-        raise ValueError(f"empty={empty!r} is not valid; choose one of {', '.join(map(repr, EMPTY_POLICIES))}")
+        raise ValueError(
+            f"empty={empty!r} is not valid; choose one of {', '.join(map(repr, EMPTY_POLICIES))}"
+        )
     return empty

@@ -66,8 +66,9 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):  # type: ignore[misc]
     True
     """
 
-    def __init__(self, *, kernel: str = "gaussian", bandwidth: Any = "scott", empty: str = "nan",
-                 backend: str = "auto") -> None:
+    def __init__(
+        self, *, kernel: str = "gaussian", bandwidth: Any = "scott", empty: str = "nan", backend: str = "auto"
+    ) -> None:
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.empty = empty
@@ -79,7 +80,9 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):  # type: ignore[misc]
         tags.regressor_tags.poor_score = False
         return tags
 
-    def _resolve_bandwidth(self, X: NDArray[np.floating], sample_weight: NDArray[np.floating] | None) -> NDArray[np.float64]:
+    def _resolve_bandwidth(
+        self, X: NDArray[np.floating], sample_weight: NDArray[np.floating] | None
+    ) -> NDArray[np.float64]:
         bw = self.bandwidth
         if isinstance(bw, str):
             if bw not in RULES:
@@ -113,7 +116,9 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):  # type: ignore[misc]
         get_kernel(self.kernel)
         as_empty(self.empty)
         if self.backend not in backends.NAMES:
-            raise ValueError(f"backend={self.backend!r} is not known; valid names are: {', '.join(backends.NAMES)}")
+            raise ValueError(
+                f"backend={self.backend!r} is not known; valid names are: {', '.join(backends.NAMES)}"
+            )
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
         sw = None
         if sample_weight is not None:
@@ -127,8 +132,14 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):  # type: ignore[misc]
         self.X_fit_ = call.keys[order]
         self.y_fit_ = np.asarray(y, dtype=np.float64)[order]
         self.sample_weight_ = None if sw is None else sw[order]
-        choice = backends.choose(call.kernel, n=X.shape[0], m=X.shape[0], d=X.shape[1],
-                                 bandwidth=self.bandwidth_, backend=self.backend)
+        choice = backends.choose(
+            call.kernel,
+            n=X.shape[0],
+            m=X.shape[0],
+            d=X.shape[1],
+            bandwidth=self.bandwidth_,
+            backend=self.backend,
+        )
         self.backend_, self.backend_reason_ = choice.name, choice.reason
         return self
 
@@ -152,7 +163,13 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):  # type: ignore[misc]
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        call = prepare(X, self.X_fit_, self.y_fit_, kernel=self.kernel, bandwidth=self.bandwidth_,
-                       sample_weight=self.sample_weight_)
+        call = prepare(
+            X,
+            self.X_fit_,
+            self.y_fit_,
+            kernel=self.kernel,
+            bandwidth=self.bandwidth_,
+            sample_weight=self.sample_weight_,
+        )
         parts, _ = compute_partials(call, backend=self.backend)
         return finish(parts, call, self.empty)

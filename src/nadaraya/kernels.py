@@ -41,13 +41,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["Kernel", "get", "names", "REGISTRY"]
+__all__ = ["REGISTRY", "Kernel", "get", "names"]
 
-Profile = Callable[[NDArray[np.floating]], NDArray[np.floating]]
+#: ``profile(u, xp=numpy)``: elementwise on an array of the namespace ``xp``.
+Profile = Callable[..., Any]
 
 
 @dataclass(frozen=True)
@@ -59,11 +61,13 @@ class Kernel:
     name : str
         Canonical name.
     profile : callable
-        ``K(u)`` on a NumPy array of scaled distances; zero outside the support.
+        ``K(u, xp=numpy)`` on an array of scaled distances; zero outside the support. ``xp``
+        is the array namespace (``numpy`` or ``torch``): the maths is written once.
     support : float
         ``1.0`` for compact kernels (zero for ``|u| > 1``), ``inf`` otherwise.
     log_profile : callable or None
-        ``log K(u)`` up to an additive constant, for kernels computed in the log domain.
+        ``log K(u, xp=numpy)`` up to an additive constant, for kernels computed in the log
+        domain.
     integral, second_moment, roughness : float
         The integrals of ``K``, ``u^2 K`` and ``K^2`` over the real line (NaN for the
         constant kernel, which is not integrable).
@@ -121,78 +125,79 @@ class Kernel:
         return f"Kernel({self.name!r})"
 
 
-def _inside(u: NDArray[np.floating]) -> NDArray[np.bool_]:
-    return np.abs(u) <= 1.0
+# Each profile takes the array namespace ``xp`` (NumPy by default, ``torch`` for the layers
+# in nadaraya.nn), so that the kernel maths is written once for every backend.
 
 
-def _gaussian(u: NDArray[np.floating]) -> NDArray[np.floating]:
-    return np.exp(-0.5 * u * u) / math.sqrt(2.0 * math.pi)
+def _gaussian(u: Any, xp: Any = np) -> Any:
+    return xp.exp(-0.5 * u * u) / math.sqrt(2.0 * math.pi)
 
 
-def _epanechnikov(u: NDArray[np.floating]) -> NDArray[np.floating]:
-    return np.where(_inside(u), 0.75 * (1.0 - u * u), 0.0)
+def _epanechnikov(u: Any, xp: Any = np) -> Any:
+    return xp.where(xp.abs(u) <= 1.0, 0.75 * (1.0 - u * u), 0.0)
 
 
-def _boxcar(u: NDArray[np.floating]) -> NDArray[np.floating]:
-    return np.where(_inside(u), 0.5, 0.0)
+def _boxcar(u: Any, xp: Any = np) -> Any:
+    return xp.where(xp.abs(u) <= 1.0, 0.5 + 0.0 * u, 0.0)
 
 
-def _triangular(u: NDArray[np.floating]) -> NDArray[np.floating]:
-    return np.maximum(1.0 - np.abs(u), 0.0)
+def _triangular(u: Any, xp: Any = np) -> Any:
+    a = xp.abs(u)
+    return xp.where(a <= 1.0, 1.0 - a, 0.0)
 
 
-def _biweight(u: NDArray[np.floating]) -> NDArray[np.floating]:
-    return np.where(_inside(u), 15.0 / 16.0 * (1.0 - u * u) ** 2, 0.0)
+def _biweight(u: Any, xp: Any = np) -> Any:
+    return xp.where(xp.abs(u) <= 1.0, 15.0 / 16.0 * (1.0 - u * u) ** 2, 0.0)
 
 
-def _triweight(u: NDArray[np.floating]) -> NDArray[np.floating]:
-    return np.where(_inside(u), 35.0 / 32.0 * (1.0 - u * u) ** 3, 0.0)
+def _triweight(u: Any, xp: Any = np) -> Any:
+    return xp.where(xp.abs(u) <= 1.0, 35.0 / 32.0 * (1.0 - u * u) ** 3, 0.0)
 
 
-def _tricube(u: NDArray[np.floating]) -> NDArray[np.floating]:
-    a = np.abs(u)
-    return np.where(a <= 1.0, 70.0 / 81.0 * (1.0 - a**3) ** 3, 0.0)
+def _tricube(u: Any, xp: Any = np) -> Any:
+    a = xp.abs(u)
+    return xp.where(a <= 1.0, 70.0 / 81.0 * (1.0 - a**3) ** 3, 0.0)
 
 
-def _cosine(u: NDArray[np.floating]) -> NDArray[np.floating]:
-    return np.where(_inside(u), math.pi / 4.0 * np.cos(math.pi / 2.0 * u), 0.0)
+def _cosine(u: Any, xp: Any = np) -> Any:
+    return xp.where(xp.abs(u) <= 1.0, math.pi / 4.0 * xp.cos(math.pi / 2.0 * u), 0.0)
 
 
-def _parzen(u: NDArray[np.floating]) -> NDArray[np.floating]:
-    a = np.abs(u)
+def _parzen(u: Any, xp: Any = np) -> Any:
+    a = xp.abs(u)
     inner = 4.0 / 3.0 - 8.0 * a * a + 8.0 * a**3
     outer = 8.0 / 3.0 * (1.0 - a) ** 3
-    return np.where(a <= 0.5, inner, np.where(a <= 1.0, outer, 0.0))
+    return xp.where(a <= 0.5, inner, xp.where(a <= 1.0, outer, 0.0))
 
 
-def _constant(u: NDArray[np.floating]) -> NDArray[np.floating]:
-    return np.ones_like(u)
+def _constant(u: Any, xp: Any = np) -> Any:
+    return xp.ones_like(u)
 
 
-def _constant_log(u: NDArray[np.floating]) -> NDArray[np.floating]:
-    return np.zeros_like(u)
+def _constant_log(u: Any, xp: Any = np) -> Any:
+    return xp.zeros_like(u)
 
 
-def _gaussian_log(u: NDArray[np.floating]) -> NDArray[np.floating]:
+def _gaussian_log(u: Any, xp: Any = np) -> Any:
     return -0.5 * u * u
 
 
-def _laplacian(u: NDArray[np.floating]) -> NDArray[np.floating]:
-    return 0.5 * np.exp(-np.abs(u))
+def _laplacian(u: Any, xp: Any = np) -> Any:
+    return 0.5 * xp.exp(-xp.abs(u))
 
 
-def _laplacian_log(u: NDArray[np.floating]) -> NDArray[np.floating]:
-    return -np.abs(u)
+def _laplacian_log(u: Any, xp: Any = np) -> Any:
+    return -xp.abs(u)
 
 
-def _logistic(u: NDArray[np.floating]) -> NDArray[np.floating]:
-    a = np.exp(-np.abs(u))
+def _logistic(u: Any, xp: Any = np) -> Any:
+    a = xp.exp(-xp.abs(u))
     return a / (1.0 + a) ** 2
 
 
-def _logistic_log(u: NDArray[np.floating]) -> NDArray[np.floating]:
-    a = np.abs(u)
-    return -a - 2.0 * np.log1p(np.exp(-a))
+def _logistic_log(u: Any, xp: Any = np) -> Any:
+    a = xp.abs(u)
+    return -a - 2.0 * xp.log1p(xp.exp(-a))
 
 
 _NAN = float("nan")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Partials", "merge", "merge_all", "empty"]
+__all__ = ["Partials", "empty", "merge", "merge_all"]
 
 
 @dataclass

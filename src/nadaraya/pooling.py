@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -24,7 +25,7 @@ from .kernels import Kernel
 from .kernels import get as get_kernel
 from .partials import Partials
 
-__all__ = ["pool", "loo_pool", "attention_weights", "EmptyWindowWarning"]
+__all__ = ["EmptyWindowWarning", "attention_weights", "loo_pool", "pool"]
 
 
 class EmptyWindowWarning(UserWarning):
@@ -70,14 +71,21 @@ def prepare(
     return Call(qq, kk, vv, one_d, k, h, sw)
 
 
-def compute_partials(call: Call, *, exclude: NDArray[np.integer] | None = None,
-                     backend: str = "auto") -> tuple[Partials, backends.Choice]:
+def compute_partials(
+    call: Call, *, exclude: NDArray[np.integer] | None = None, backend: str = "auto"
+) -> tuple[Partials, backends.Choice]:
     """The partial sums of a validated call on the chosen backend."""
     m, n, d, _ = call.shape
     choice = backends.choose(call.kernel, n=n, m=m, d=d, bandwidth=call.bandwidth, backend=backend)
     parts = backends.compute(
-        choice.name, call.queries, call.keys, call.values, kernel=call.kernel,
-        bandwidth=call.bandwidth, sample_weight=call.sample_weight, exclude=exclude,
+        choice.name,
+        call.queries,
+        call.keys,
+        call.values,
+        kernel=call.kernel,
+        bandwidth=call.bandwidth,
+        sample_weight=call.sample_weight,
+        exclude=exclude,
     )
     return parts, choice
 
@@ -88,7 +96,9 @@ def _nearest(call: Call, rows: NDArray[np.intp], exclude: NDArray[np.integer] | 
     from scipy.spatial import cKDTree
 
     scale = 1.0 / call.bandwidth
-    ok = np.arange(call.keys.shape[0]) if call.sample_weight is None else np.nonzero(call.sample_weight > 0)[0]
+    ok = (
+        np.arange(call.keys.shape[0]) if call.sample_weight is None else np.nonzero(call.sample_weight > 0)[0]
+    )
     tree = cKDTree(call.keys[ok] * scale)
     kq = min(2, ok.size)
     _, idx = tree.query(call.queries[rows] * scale, k=[1, 2][:kq])
@@ -104,16 +114,19 @@ def _nearest(call: Call, rows: NDArray[np.intp], exclude: NDArray[np.integer] | 
 
 def _report_empty(rows: NDArray[np.intp], m: int, call: Call, empty: str) -> None:
     """Raise or warn about queries with an empty window, as ``empty=`` says."""
-    what = (f"{rows.size} of {m} queries have no key with positive weight within the support "
-            f"of the {call.kernel.name!r} kernel (bandwidth {np.array2string(call.bandwidth, threshold=4)})")
+    what = (
+        f"{rows.size} of {m} queries have no key with positive weight within the support "
+        f"of the {call.kernel.name!r} kernel (bandwidth {np.array2string(call.bandwidth, threshold=4)})"
+    )
     if empty == "raise":
         raise ValueError(f"{what}; pass empty='nan', 'nearest' or 'mean', or a larger bandwidth")
     if empty == "nan":
         warnings.warn(f"{what}; their predictions are NaN (empty='nan')", EmptyWindowWarning, stacklevel=4)
 
 
-def _fill_empty(out: NDArray[np.floating], parts: Partials, call: Call, empty: str,
-                exclude: NDArray[np.integer] | None) -> None:
+def _fill_empty(
+    out: NDArray[np.floating], parts: Partials, call: Call, empty: str, exclude: NDArray[np.integer] | None
+) -> None:
     rows = np.nonzero(parts.empty)[0]
     if rows.size == 0:
         return
@@ -123,14 +136,24 @@ def _fill_empty(out: NDArray[np.floating], parts: Partials, call: Call, empty: s
         good = idx >= 0
         out[rows[good]] = call.values[idx[good]]
     elif empty == "mean":  # average pooling (the constant kernel) for these queries
-        sub = Call(call.queries[rows], call.keys, call.values, call.one_d, get_kernel("constant"),
-                   call.bandwidth, call.sample_weight)
-        fallback, _ = compute_partials(sub, exclude=None if exclude is None else exclude[rows],
-                                       backend="reference")
+        sub = Call(
+            call.queries[rows],
+            call.keys,
+            call.values,
+            call.one_d,
+            get_kernel("constant"),
+            call.bandwidth,
+            call.sample_weight,
+        )
+        fallback, _ = compute_partials(
+            sub, exclude=None if exclude is None else exclude[rows], backend="reference"
+        )
         out[rows] = fallback.finalize()
 
 
-def finish(parts: Partials, call: Call, empty: str, exclude: NDArray[np.integer] | None = None) -> NDArray[np.floating]:
+def finish(
+    parts: Partials, call: Call, empty: str, exclude: NDArray[np.integer] | None = None
+) -> NDArray[np.floating]:
     """Predictions from partials, applying the ``empty=`` policy; (m,) or (m, p)."""
     out = parts.finalize()
     _fill_empty(out, parts, call, empty, exclude)
@@ -279,8 +302,14 @@ def attention_weights(
 
     empty = as_empty(empty)
     kk = np.asarray(keys)
-    call = prepare(queries, kk, np.zeros(kk.shape[0] if kk.ndim else 1), kernel=kernel,
-                   bandwidth=bandwidth, sample_weight=sample_weight)
+    call = prepare(
+        queries,
+        kk,
+        np.zeros(kk.shape[0] if kk.ndim else 1),
+        kernel=kernel,
+        bandwidth=bandwidth,
+        sample_weight=sample_weight,
+    )
     m, n, _, _ = call.shape
     k = call.kernel
     inv_h = (1.0 / call.bandwidth).astype(call.queries.dtype)
@@ -291,11 +320,11 @@ def attention_weights(
     out = np.empty((m, n), dtype=call.queries.dtype)
     bq, _ = block_sizes(m, n, out.itemsize)
     for q0 in range(0, m, bq):
-        w = block_weights(call.queries[q0:q0 + bq], call.keys, k, inv_h, log_sw, call.sample_weight)
+        w = block_weights(call.queries[q0 : q0 + bq], call.keys, k, inv_h, log_sw, call.sample_weight)
         if k.log_domain:
             w -= w.max(axis=1, keepdims=True)
             np.exp(w, out=w)
-        out[q0:q0 + bq] = w
+        out[q0 : q0 + bq] = w
     total = out.sum(axis=1)
     ok = total > 0
     out[ok] /= total[ok, None]

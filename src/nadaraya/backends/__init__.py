@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from ..kernels import Kernel
 from ..partials import Partials
 
-__all__ = ["BackendName", "Choice", "available", "choose", "explain", "get", "compute", "NAMES"]
+__all__ = ["NAMES", "BackendName", "Choice", "available", "choose", "compute", "explain", "get"]
 
 BackendName = Literal["auto", "reference", "fused", "windowed", "dask"]
 
@@ -98,14 +98,20 @@ def get(name: str) -> ModuleType:
         raise ImportError(f"backend={name!r} is not built in this version of nadaraya")
     if not _importable(needs):
         raise ImportError(
-            f"backend={name!r} needs {', '.join(needs)}; install it with "
-            f"`pip install nadaraya[{extra}]`"
+            f"backend={name!r} needs {', '.join(needs)}; install it with `pip install nadaraya[{extra}]`"
         )
     return importlib.import_module(module)
 
 
-def choose(kernel: Kernel, *, n: int, m: int, d: int, bandwidth: NDArray[np.floating] | None = None,
-           backend: str = "auto") -> Choice:
+def choose(
+    kernel: Kernel,
+    *,
+    n: int,
+    m: int,
+    d: int,
+    bandwidth: NDArray[np.floating] | None = None,
+    backend: str = "auto",
+) -> Choice:
     """Pick a backend for a call of ``m`` queries against ``n`` keys in ``d`` features.
 
     Examples
@@ -120,8 +126,14 @@ def choose(kernel: Kernel, *, n: int, m: int, d: int, bandwidth: NDArray[np.floa
     return Choice("reference", "the exact NumPy reference is the only backend installed")
 
 
-def explain(kernel: str | Kernel = "gaussian", *, n: int, m: int, d: int = 1,
-            bandwidth: float | NDArray[np.floating] | None = None) -> str:
+def explain(
+    kernel: str | Kernel = "gaussian",
+    *,
+    n: int,
+    m: int,
+    d: int = 1,
+    bandwidth: float | NDArray[np.floating] | None = None,
+) -> str:
     """Say which backend ``backend="auto"`` would use for such a call, and why.
 
     Examples
@@ -160,6 +172,11 @@ def compute(
     """
     module = get(name)
     return module.partials(  # type: ignore[no-any-return]
-        queries, keys, values, kernel=kernel, bandwidth=bandwidth,
-        sample_weight=sample_weight, exclude=exclude,
+        queries,
+        keys,
+        values,
+        kernel=kernel,
+        bandwidth=bandwidth,
+        sample_weight=sample_weight,
+        exclude=exclude,
     )

@@ -16,7 +16,7 @@ from ..kernels import Kernel
 from ..partials import Partials, concat, merge
 from ..partials import empty as empty_partials
 
-__all__ = ["partials", "block_sizes", "block_weights"]
+__all__ = ["block_sizes", "block_weights", "partials"]
 
 #: how many (bq, bk) scratch arrays one block may hold at once (the kernel profiles make
 #: temporaries); the working memory is divided by this to size the blocks.
