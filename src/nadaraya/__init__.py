@@ -21,6 +21,7 @@ __all__ = [
     "config_context",
     "get_config",
     "kernels",
+    "load",
     "loo_pool",
     "pool",
     "set_config",
@@ -31,6 +32,7 @@ __all__ = [
 # scikit-learn itself imports pandas when it is installed, so the estimator is lazy too.
 _LAZY: dict[str, tuple[str, str]] = {
     "NadarayaWatson": ("nadaraya.estimator", "NadarayaWatson"),
+    "load": ("nadaraya.persist", "load"),
 }
 
 

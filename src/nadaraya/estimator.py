@@ -173,3 +173,30 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):  # type: ignore[misc]
         )
         parts, _ = compute_partials(call, backend=self.backend)
         return finish(parts, call, self.empty)
+
+    def save(self, path: Any) -> Any:
+        """Save the fitted model in the safe format (numbers in .npz, settings in JSON).
+
+        Load it back with :func:`nadaraya.load`; see :mod:`nadaraya.persist`.
+
+        Parameters
+        ----------
+        path : path-like
+            Written atomically, exactly as named (``.npz`` is conventional).
+
+        Returns
+        -------
+        pathlib.Path
+
+        Examples
+        --------
+        >>> import pathlib, tempfile
+        >>> import nadaraya
+        >>> m = nadaraya.NadarayaWatson(bandwidth=0.5).fit([[0.0], [1.0]], [0.0, 1.0])
+        >>> p = m.save(pathlib.Path(tempfile.mkdtemp()) / "model.npz")
+        >>> bool(nadaraya.load(p).predict([[0.25]]) == m.predict([[0.25]]))
+        True
+        """
+        from .persist import save
+
+        return save(self, path)
