@@ -12,11 +12,16 @@ EMPTY_POLICIES: tuple[str, ...] = ("nan", "nearest", "mean", "raise")
 
 
 def _short(value: Any) -> str:
-    text = (
-        np.array2string(np.asarray(value), threshold=6, edgeitems=2)
-        if not isinstance(value, str)
-        else repr(value)
-    )
+    """A short text of a value received, for error messages."""
+    if isinstance(value, str):
+        return repr(value)
+    try:
+        arr = np.asarray(value)
+    except Exception:
+        return repr(value)[:80]
+    if arr.ndim == 0:
+        return repr(arr.item())
+    text = np.array2string(arr, threshold=6, edgeitems=2, separator=", ")
     return text if len(text) < 80 else text[:77] + "..."
 
 
