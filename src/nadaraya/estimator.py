@@ -13,7 +13,7 @@ from . import backends
 from ._validation import as_bandwidth, as_empty
 from .bandwidth import RULES, rule_of_thumb
 from .kernels import get as get_kernel
-from .pooling import compute_partials, finish, prepare
+from .pooling import _is_dask, compute_partials, finish, prepare
 
 __all__ = ["NadarayaWatson"]
 
@@ -119,6 +119,8 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):  # type: ignore[misc]
             raise ValueError(
                 f"backend={self.backend!r} is not known; valid names are: {', '.join(backends.NAMES)}"
             )
+        if _is_dask(X, y, sample_weight):  # keep the Dask arrays, lazily (nadaraya.backends.dask)
+            return backends.get("dask").fit(self, X, y, sample_weight)  # type: ignore[no-any-return]
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
         sw = None
         if sample_weight is not None:
@@ -162,6 +164,8 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):  # type: ignore[misc]
         [1.0]
         """
         check_is_fitted(self)
+        if _is_dask(X, self.X_fit_):  # a lazy Dask array out (nadaraya.backends.dask)
+            return backends.get("dask").predict(self, X)  # type: ignore[no-any-return]
         X = validate_data(self, X, reset=False, dtype=np.float64)
         call = prepare(
             X,

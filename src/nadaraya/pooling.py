@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -160,6 +161,23 @@ def finish(
     return out[:, 0] if call.one_d else out
 
 
+def _is_dask(*arrays: object) -> bool:
+    """Whether any argument is a Dask collection (checked without importing dask)."""
+    return any(type(a).__module__.startswith("dask.") and hasattr(a, "__dask_graph__") for a in arrays)
+
+
+def _dask_pool(
+    queries: object, keys: object, values: object, kernel: str | Kernel, bandwidth: ArrayLike,
+    empty: str, sample_weight: object, backend: str,
+) -> Any:
+    """Dask input: a lazy Dask array from :func:`nadaraya.backends.dask.pool`; a backend other
+    than "auto" or "dask" names the engine each task runs."""
+    module = backends.get("dask")
+    engine = None if backend in ("auto", "dask") else backend
+    return module.pool(queries, keys, values, kernel=kernel, bandwidth=bandwidth, empty=empty,
+                       sample_weight=sample_weight, engine=engine)
+
+
 def pool(
     queries: ArrayLike,
     keys: ArrayLike,
@@ -220,6 +238,8 @@ def pool(
     array([4.27])
     """
     empty = as_empty(empty)
+    if _is_dask(queries, keys, values, sample_weight):
+        return _dask_pool(queries, keys, values, kernel, bandwidth, empty, sample_weight, backend)
     call = prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight)
     parts, _ = compute_partials(call, backend=backend)
     return finish(parts, call, empty)
@@ -260,6 +280,8 @@ def loo_pool(
     [2.5, 2.0, 1.5]
     """
     empty = as_empty(empty)
+    if _is_dask(keys, values, sample_weight):
+        return _dask_pool(None, keys, values, kernel, bandwidth, empty, sample_weight, backend)
     call = prepare(None, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight)
     exclude = np.arange(call.keys.shape[0])
     parts, _ = compute_partials(call, exclude=exclude, backend=backend)
