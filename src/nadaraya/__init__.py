@@ -10,10 +10,12 @@ from .pooling import EmptyWindowWarning, attention_weights, loo_pool, pool
 
 if TYPE_CHECKING:
     from .estimator import NadarayaWatson
+    from .nn import AttentionPoolingRegressor
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AttentionPoolingRegressor",
     "EmptyWindowWarning",
     "NadarayaWatson",
     "__version__",
@@ -32,6 +34,7 @@ __all__ = [
 # scikit-learn itself imports pandas when it is installed, so the estimator is lazy too.
 _LAZY: dict[str, tuple[str, str]] = {
     "NadarayaWatson": ("nadaraya.estimator", "NadarayaWatson"),
+    "AttentionPoolingRegressor": ("nadaraya.nn._regressor", "AttentionPoolingRegressor"),
     "load": ("nadaraya.persist", "load"),
 }
 

@@ -1,0 +1,161 @@
+"""The textbook's training loop for the pooling modules: every training point attends to the others."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+import torch
+from numpy.typing import ArrayLike
+from torch import Tensor, nn
+
+__all__ = ["fit"]
+
+OPTIMIZERS: dict[str, Callable[..., torch.optim.Optimizer]] = {
+    "sgd": torch.optim.SGD,
+    "adam": torch.optim.Adam,
+}
+
+
+def _module_place(module: nn.Module) -> tuple[torch.device, torch.dtype]:
+    """The device and floating dtype of a module's first parameter or buffer."""
+    for t in (*module.parameters(), *module.buffers()):
+        if t.is_floating_point():
+            return t.device, t.dtype
+    return torch.device("cpu"), torch.get_default_dtype()
+
+
+def _as_tensor(name: str, a: ArrayLike | Tensor, dtype: torch.dtype, device: torch.device) -> Tensor:
+    t = a if isinstance(a, Tensor) else torch.as_tensor(np.asarray(a, dtype=np.float64))
+    if not t.is_floating_point() and t.dtype not in (torch.int32, torch.int64, torch.bool):
+        raise TypeError(f"{name} must hold numbers; got dtype {t.dtype}")
+    return t.to(device=device, dtype=dtype)
+
+
+def _make_optimizer(
+    optimizer: str | Callable[..., torch.optim.Optimizer], params: Iterable[Tensor], lr: float
+) -> torch.optim.Optimizer:
+    if callable(optimizer):
+        return optimizer(params, lr=lr)
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(
+            f"optimizer={optimizer!r} is not known; use one of {', '.join(map(repr, OPTIMIZERS))} "
+            "or a callable (params, lr=...) -> torch.optim.Optimizer"
+        )
+    return OPTIMIZERS[optimizer](params, lr=lr)
+
+
+def fit(
+    module: nn.Module,
+    X: ArrayLike | Tensor,
+    y: ArrayLike | Tensor,
+    *,
+    epochs: int,
+    lr: float,
+    optimizer: str | Callable[..., torch.optim.Optimizer] = "sgd",
+    batch_size: int | None = None,
+    loo: bool = True,
+    device: torch.device | str | None = None,
+    seed: int | None = None,
+    callback: Callable[[int, dict[str, list[Any]]], bool | None] | None = None,
+) -> dict[str, list[Any]]:
+    """Train a pooling module by gradient descent on the leave-one-out squared error.
+
+    The textbook's training: each training point is a query that attends to all the
+    training points as keys and values, *its own key left out* (``exclude=``), and the loss is
+    the mean squared error of these predictions. For :class:`~nadaraya.nn.KernelPooling` that
+    loss is exactly the leave-one-out cross-validation criterion of the core, so training
+    ``log h`` to convergence finds the cross-validated bandwidth.
+
+    Parameters
+    ----------
+    module : nn.Module
+        One of the :mod:`nadaraya.nn` pooling modules (called as ``module(queries, keys,
+        values, exclude=...)``). Moved to ``device`` and trained in place.
+    X : array-like or Tensor of shape (n, d) or (n,)
+    y : array-like or Tensor of shape (n,) or (n, p)
+    epochs : int
+        Passes over the training points.
+    lr : float
+        Learning rate.
+    optimizer : {"sgd", "adam"} or callable, default "sgd"
+        A name, or ``factory(params, lr=lr) -> torch.optim.Optimizer``.
+    batch_size : int, optional
+        Queries per step (each still attends to all n keys); default all n (full batch).
+    loo : bool, default True
+        Leave each query's own key out. Without it a kernel model is rewarded for ``h -> 0``
+        (each point predicts itself).
+    device : torch.device or str, optional
+        Where to train; default the module's device.
+    seed : int, optional
+        Seeds the order of the mini-batches, so runs repeat exactly.
+    callback : callable, optional
+        ``callback(epoch, history)`` after each epoch; returning True stops the training.
+
+    Returns
+    -------
+    dict
+        ``"loss"``: per epoch, the mean training loss over its steps (each computed before its
+        step). ``"bandwidth"`` (modules with a ``bandwidth``): per epoch, after its steps, a
+        float or a list per feature.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nadaraya.nn import KernelPooling, fit
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.uniform(0, 5, 50); y = 2 * np.sin(x) + x + rng.normal(0, 0.5, 50)
+    >>> layer = KernelPooling("gaussian", bandwidth=1.0)
+    >>> history = fit(layer, x, y, epochs=5, lr=0.5)
+    >>> history["loss"][-1] < history["loss"][0], history["bandwidth"][-1] < 1.0
+    (True, True)
+    """
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 0:
+        raise ValueError(f"epochs must be a non-negative int; got {epochs!r}")
+    if not (isinstance(lr, (int, float)) and lr > 0):
+        raise ValueError(f"lr must be a positive number; got {lr!r}")
+    here, dtype = _module_place(module)
+    dev = torch.device(device) if device is not None else here
+    module.to(dev)
+    xt = _as_tensor("X", X, dtype, dev)
+    yt = _as_tensor("y", y, dtype, dev)
+    if xt.ndim == 1:
+        xt = xt[:, None]
+    if xt.ndim != 2 or xt.shape[0] == 0:
+        raise ValueError(f"X must have shape (n, d) or (n,) with n >= 1; got {tuple(xt.shape)}")
+    n = xt.shape[0]
+    if yt.ndim not in (1, 2) or yt.shape[0] != n:
+        raise ValueError(f"y must have shape ({n},) or ({n}, p), one row per row of X; got {tuple(yt.shape)}")
+    if batch_size is None:
+        batch_size = n
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int or None; got {batch_size!r}")
+    params = [p for p in module.parameters() if p.requires_grad]
+    opt = _make_optimizer(optimizer, params, lr) if params else None
+    gen = torch.Generator().manual_seed(seed) if seed is not None else None
+    history: dict[str, list[Any]] = {"loss": []}
+    has_bandwidth = isinstance(getattr(module, "bandwidth", None), Tensor)
+    if has_bandwidth:
+        history["bandwidth"] = []
+    module.train()
+    for epoch in range(epochs):
+        order = torch.arange(n) if batch_size >= n else torch.randperm(n, generator=gen)
+        total = 0.0
+        for start in range(0, n, batch_size):
+            idx = order[start : start + batch_size].to(dev)
+            pred = module(xt[idx], xt, yt, exclude=idx if loo else None)
+            loss = torch.mean((pred - yt[idx]) ** 2)
+            if opt is not None:
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            total += float(loss.detach()) * idx.numel()
+        history["loss"].append(total / n)
+        if has_bandwidth:
+            h = module.bandwidth.detach().cpu()  # type: ignore[union-attr]
+            history["bandwidth"].append(h.item() if h.numel() == 1 else h.tolist())
+        if callback is not None and callback(epoch, history):
+            break
+    module.eval()
+    return history
