@@ -39,6 +39,13 @@ _REGISTRY: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
 
 NAMES: tuple[str, ...] = ("auto", *_REGISTRY)
 
+#: below this many (query, key) pairs ``auto`` keeps the NumPy reference: loading numba and the
+#: cached machine code (about 0.5 s once per process) costs more than the sums themselves.
+SMALL_PAIRS = 200_000
+#: ``auto`` uses the windowed backend for compact kernels up to this many features; above it a
+#: k-d tree's windows hold most keys and the fused loop over all pairs is faster.
+WINDOWED_MAX_D = 3
+
 
 @dataclass(frozen=True)
 class Choice:
@@ -114,16 +121,50 @@ def choose(
 ) -> Choice:
     """Pick a backend for a call of ``m`` queries against ``n`` keys in ``d`` features.
 
+    The rule behind ``backend="auto"``, in order (all backends give the same sums):
+
+    1. fewer than :data:`SMALL_PAIRS` pairs ``m n``: ``reference`` (no compiled code to load);
+    2. a compact kernel in ``d <= WINDOWED_MAX_D`` features: ``windowed``, which never visits
+       keys outside a query's window (sorted prefix moments in 1-D, a k-d tree above);
+    3. any kernel the ``fused`` backend compiles: ``fused``, the multi-core loop over all pairs;
+    4. otherwise ``reference``.
+
+    A backend named explicitly is used as it is, after checking that it is installed and
+    supports the kernel in ``d`` features.
+
+    Raises
+    ------
+    ValueError
+        When the named backend does not support ``kernel`` in ``d`` features.
+
     Examples
     --------
     >>> from nadaraya.kernels import get as kernel
     >>> choose(kernel("gaussian"), n=10, m=10, d=1).name
     'reference'
+    >>> choose(kernel("gaussian"), n=10**5, m=10**5, d=1).name in available()
+    True
     """
     if backend != "auto":
-        get(backend)
+        module = get(backend)
+        if hasattr(module, "supports") and not module.supports(kernel, d):
+            raise ValueError(
+                f"backend={backend!r} does not support kernel={kernel.name!r} with d={d} features; "
+                "use backend='auto' or 'reference'"
+            )
         return Choice(backend, "named explicitly by the caller")
-    return Choice("reference", "the exact NumPy reference is the only backend installed")
+    pairs = n * m
+    if pairs < SMALL_PAIRS:
+        return Choice("reference", f"{pairs} pairs: too few to pay for loading compiled code")
+    have = available()
+    if kernel.compact and d <= WINDOWED_MAX_D and "windowed" in have and get("windowed").supports(kernel, d):
+        how = "sorted prefix moments" if d == 1 else "a k-d tree"
+        return Choice("windowed", f"compact {kernel.name!r} kernel in d={d}: only keys inside each "
+                                  f"window are visited ({how})")
+    if "fused" in have and get("fused").supports(kernel, d):
+        return Choice("fused", f"{pairs} pairs of the {kernel.name!r} kernel in d={d}: compiled "
+                               "multi-core loop over key blocks")
+    return Choice("reference", f"no compiled backend supports the {kernel.name!r} kernel here")
 
 
 def explain(
@@ -139,7 +180,9 @@ def explain(
     Examples
     --------
     >>> from nadaraya.backends import explain
-    >>> explain("gaussian", n=1000, m=1000).startswith("reference")
+    >>> explain("gaussian", n=100, m=100)
+    'reference: 10000 pairs: too few to pay for loading compiled code'
+    >>> explain("gaussian", n=10**5, m=10**5).split(":")[0] in ("fused", "reference")
     True
     """
     from ..kernels import get as get_kernel
