@@ -533,61 +533,60 @@ def _weighted_quantiles(
     w: da.Array | None,
     probs: Sequence[float],
     total: float,
+    bounds: tuple[NDArray[np.floating], NDArray[np.floating]],
     limit: int = 65536,
     bins: int = 1024,
 ) -> NDArray[np.float64]:
     """Exact weighted quantiles (inverted CDF, as ``np.quantile(..., method="inverted_cdf")``),
     per feature, by narrowing a bracket with Dask histograms until few points are left in it.
 
-    Returns an array of shape (len(probs), d). Each pass is one Dask reduction over the data
-    (a histogram of ``bins`` bins per bracket); only the points inside the final brackets
-    (at most ``limit`` each) are gathered.
+    ``bounds`` are the per-feature minimum and maximum. Each pass is one Dask reduction over
+    the data: per bracket, the weight, count, smallest and largest value in each of ``bins``
+    bins; the bracket shrinks to the data inside the bin where the target weight is reached,
+    so ties end the search at once. Only the points inside the final brackets (at most
+    ``limit`` each) are gathered. Returns an array of shape (len(probs), d).
     """
     n, d = x.shape
     ww = da.ones(n, chunks=x.chunks[0], dtype=np.float64) if w is None else w.astype(np.float64)
     targets = np.asarray(probs, dtype=np.float64) * total
     shape = (len(probs), d)
-    mins, maxs = dask.compute(x.min(axis=0), x.max(axis=0))
-    lo = np.broadcast_to(mins, shape).astype(np.float64)
-    hi = np.broadcast_to(maxs, shape).astype(np.float64)
+    lo = np.broadcast_to(bounds[0], shape).astype(np.float64)
+    hi = np.broadcast_to(bounds[1], shape).astype(np.float64)
     below = np.zeros(shape)  # weight of the points < lo
     count = np.full(shape, n)  # points in [lo, hi]
     result = np.where(lo == hi, lo, np.nan)
-    for _ in range(64):
-        todo = np.isnan(result) & (count > limit)
-        if not todo.any():
-            break
+    while (todo := np.isnan(result) & (count > limit)).any():
         edges = lo[..., None] + (hi - lo)[..., None] * np.linspace(0.0, 1.0, bins + 1)
-        edges[..., -1] = hi
 
         def hist(xb: NDArray[Any], wb: NDArray[Any], edges: NDArray[Any] = edges) -> NDArray[Any]:
-            out = np.zeros((1, 2, *shape, bins))
+            out = np.zeros((1, 4, *shape, bins))
+            out[0, 2], out[0, 3] = np.inf, -np.inf
             for a, j in np.ndindex(*shape):
                 col = xb[:, j]
-                inside = (col >= edges[a, j, 0]) & (col <= edges[a, j, -1])
+                inside = (col >= lo[a, j]) & (col <= hi[a, j])
                 idx = np.clip(np.searchsorted(edges[a, j], col[inside], side="right") - 1, 0, bins - 1)
                 out[0, 0, a, j] = np.bincount(idx, weights=wb[inside, 0], minlength=bins)
                 out[0, 1, a, j] = np.bincount(idx, minlength=bins)
+                np.minimum.at(out[0, 2, a, j], idx, col[inside])
+                np.maximum.at(out[0, 3, a, j], idx, col[inside])
             return out
 
-        h = (
-            da.map_blocks(hist, x, ww[:, None], new_axis=[2, 3, 4], dtype=np.float64,
-                          chunks=((1,) * x.numblocks[0], (2,), (shape[0],), (d,), (bins,)))
-            .sum(axis=0)
-            .compute()
-        )
+        per_chunk = da.map_blocks(hist, x, ww[:, None], new_axis=[2, 3, 4], dtype=np.float64,
+                                  chunks=((1,) * x.numblocks[0], (4,), (shape[0],), (d,), (bins,)))
+        sums, mins, maxs = dask.compute(per_chunk[:, :2].sum(axis=0), per_chunk[:, 2].min(axis=0),
+                                        per_chunk[:, 3].max(axis=0))
         for a, j in zip(*np.nonzero(todo)):
-            cum = below[a, j] + np.cumsum(h[0, a, j])
-            b = min(int(np.argmax(cum >= targets[a])), bins - 1)
-            below[a, j] = cum[b] - h[0, a, j, b]
-            count[a, j] = int(h[1, a, j, b])
-            lo[a, j], hi[a, j] = edges[a, j, b], edges[a, j, b + 1]
+            cum = below[a, j] + np.cumsum(sums[0, a, j])
+            b = int(np.argmax(cum >= targets[a])) if cum[-1] >= targets[a] else bins - 1
+            below[a, j] = cum[b] - sums[0, a, j, b]
+            count[a, j] = int(sums[1, a, j, b])
+            lo[a, j], hi[a, j] = mins[a, j, b], maxs[a, j, b]
             if lo[a, j] == hi[a, j]:
                 result[a, j] = lo[a, j]
-    for a, j in zip(*np.nonzero(np.isnan(result))):
-        col = x[:, j]
-        inside = (col >= lo[a, j]) & (col <= hi[a, j])
-        vals, wts = dask.compute(col[inside], ww[inside])
+    pending = list(zip(*np.nonzero(np.isnan(result))))
+    inside = [(x[:, j] >= lo[a, j]) & (x[:, j] <= hi[a, j]) for a, j in pending]
+    (gathered,) = dask.compute([(x[:, j][sel], ww[sel]) for (a, j), sel in zip(pending, inside)])
+    for (a, j), (vals, wts) in zip(pending, gathered):
         order = np.argsort(vals, kind="stable")
         cum = below[a, j] + np.cumsum(wts[order])
         result[a, j] = vals[order][min(int(np.argmax(cum >= targets[a])), vals.size - 1)]
@@ -619,12 +618,12 @@ def robust_scale(X: Any, sample_weight: Any = None) -> NDArray[np.float64]:
         w = _as_rows("sample_weight", sw, np.dtype(np.float64), None, like=x.chunks[0])[:, 0]
         w = w.map_blocks(_check_chunk, "sample_weight", True, dtype=np.float64)
     ww = da.ones(n, chunks=x.chunks[0]) if w is None else w
-    total, wx = dask.compute(ww.sum(), (ww[:, None] * x).sum(axis=0))
+    total, wx, bounds = dask.compute(ww.sum(), (ww[:, None] * x).sum(axis=0), (x.min(axis=0), x.max(axis=0)))
     mean = wx / total
     denom = total - 1.0
     var = (ww[:, None] * (x - mean) ** 2).sum(axis=0).compute() / denom if denom > 0 else np.zeros(x.shape[1])
     std = np.sqrt(np.maximum(var, 0.0))
-    q75, q25 = _weighted_quantiles(x, w, (0.75, 0.25), float(total))
+    q75, q25 = _weighted_quantiles(x, w, (0.75, 0.25), float(total), bounds)
     iqr = (q75 - q25) / 1.349
     return np.where(iqr > 0, np.minimum(std, iqr), std)  # type: ignore[no-any-return]
 
