@@ -26,6 +26,7 @@ __all__ = [
     "load",
     "loo_pool",
     "pool",
+    "select_bandwidth",
     "set_config",
 ]
 
@@ -36,6 +37,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "NadarayaWatson": ("nadaraya.estimator", "NadarayaWatson"),
     "AttentionPoolingRegressor": ("nadaraya.nn._regressor", "AttentionPoolingRegressor"),
     "load": ("nadaraya.persist", "load"),
+    "select_bandwidth": ("nadaraya.bandwidth", "select_bandwidth"),
 }
 
 
