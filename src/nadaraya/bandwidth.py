@@ -172,8 +172,8 @@ class BandwidthSelection:
     bounds : ndarray of shape (d, 2)
         The search interval of each bandwidth.
     search : dict of ndarray
-        Every bandwidth evaluated, in order: ``"bandwidth"`` (k, d), ``"score"`` (k,) and
-        ``"stage"`` (k,) among ``"grid"``, ``"refine"``, ``"per_feature"``.
+        Every bandwidth evaluated, in order: ``"bandwidths"`` (k, d), ``"scores"`` (k,) and
+        ``"stages"`` (k,) among ``"grid"``, ``"refine"``, ``"per_feature"``.
     n_passes : int
         Passes over the (n, n) pairs (a pass of the coarse grid computes all its bandwidths).
     converged : bool
@@ -187,7 +187,7 @@ class BandwidthSelection:
     >>> import nadaraya
     >>> x = np.linspace(0, 5, 60); y = np.sin(x) + 0.2 * np.cos(7 * x)
     >>> res = nadaraya.select_bandwidth(x, y)
-    >>> res.bandwidth.shape, bool(res.score < np.var(y)), res.search["stage"][0]
+    >>> res.bandwidth.shape, bool(res.score < np.var(y)), res.search["stages"][0]
     ((1,), True, 'grid')
     """
 
@@ -209,8 +209,10 @@ class BandwidthSelection:
 
         Examples
         --------
+        >>> import numpy as np
         >>> import nadaraya
-        >>> res = nadaraya.select_bandwidth([0.0, 1.0, 2.0, 3.0, 5.0], [0.0, 1.0, 0.0, 1.0, 0.5])
+        >>> x = np.linspace(0, 3, 30)
+        >>> res = nadaraya.select_bandwidth(x, np.sin(2 * x))
         >>> sorted(res.to_dict())[:3]
         ['bandwidth', 'bounds', 'converged']
         """
@@ -377,9 +379,9 @@ class _Objective:
 
     def record(self) -> dict[str, NDArray[Any]]:
         return {
-            "bandwidth": np.array(self.tried).reshape(-1, self.d),
-            "score": np.array(self.scores),
-            "stage": np.array(self.stages, dtype=object),
+            "bandwidths": np.array(self.tried).reshape(-1, self.d),
+            "scores": np.array(self.scores),
+            "stages": np.array(self.stages, dtype=object),
         }
 
 

@@ -29,10 +29,15 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):  # type: ignore[misc]
     ----------
     kernel : str, default "gaussian"
         Any name from :mod:`nadaraya.kernels`; ``"constant"`` is average pooling.
-    bandwidth : float, array-like of shape (n_features,), or {"scott", "silverman"}, default "scott"
-        A number, one number per feature, or a normal-reference rule computed from the
+    bandwidth : float, array-like of shape (n_features,), or {"cv", "aicc", "scott", "silverman"}, \
+default "scott"
+        A number, one number per feature, a normal-reference rule computed from the
         training data (per feature, with the robust scale ``min(std, IQR / 1.349)`` and
-        rescaled to the kernel); see :func:`nadaraya.bandwidth.rule_of_thumb`.
+        rescaled to the kernel; see :func:`nadaraya.bandwidth.rule_of_thumb`), or a
+        data-driven choice: ``"cv"`` (exact leave-one-out least-squares cross-validation) or
+        ``"aicc"`` (the corrected AIC of Hurvich, Simonoff and Tsai), chosen at ``fit`` by
+        :func:`nadaraya.select_bandwidth` with one bandwidth per feature when there are
+        several features; the search is kept in ``cv_results_``.
     empty : {"nan", "nearest", "mean", "raise"}, default "nan"
         What a query with no training point in a compact kernel's window predicts.
     backend : str, default "auto"
@@ -42,6 +47,10 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):  # type: ignore[misc]
     ----------
     bandwidth_ : ndarray of shape (n_features_in_,)
         The bandwidth used, per feature.
+    cv_results_ : BandwidthSelection or None
+        For ``bandwidth="cv"`` or ``"aicc"``: the score, every bandwidth tried, and which
+        features were smoothed out (:class:`nadaraya.bandwidth.BandwidthSelection`); None
+        otherwise.
     backend_ : str
         The backend chosen at the last ``fit`` for predicting on the training data's size,
         with the reason in ``backend_reason_``.
@@ -81,14 +90,33 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):  # type: ignore[misc]
         return tags
 
     def _resolve_bandwidth(
-        self, X: NDArray[np.floating], sample_weight: NDArray[np.floating] | None
+        self,
+        X: NDArray[np.floating],
+        sample_weight: NDArray[np.floating] | None,
+        y: NDArray[np.floating] | None = None,
     ) -> NDArray[np.float64]:
+        from .bandwidth import METHODS, select_bandwidth
+
         bw = self.bandwidth
+        self.cv_results_ = None
         if isinstance(bw, str):
+            if bw in METHODS:
+                if y is None:
+                    raise ValueError(f"bandwidth={bw!r} needs the targets y to select the bandwidth")
+                self.cv_results_ = select_bandwidth(
+                    X,
+                    y,
+                    method=bw,
+                    kernel=self.kernel,
+                    per_feature=X.shape[1] > 1,
+                    sample_weight=sample_weight,
+                    backend=self.backend if self.backend != "dask" else "auto",
+                )
+                return self.cv_results_.bandwidth
             if bw not in RULES:
                 raise ValueError(
                     f"bandwidth={bw!r} is not valid; pass a positive number, one per feature, "
-                    f"or one of {', '.join(map(repr, RULES))}"
+                    f"or one of {', '.join(map(repr, (*METHODS, *RULES)))}"
                 )
             return rule_of_thumb(X, bw, kernel=self.kernel, sample_weight=sample_weight)
         return as_bandwidth(bw, X.shape[1])
@@ -125,7 +153,7 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):  # type: ignore[misc]
         sw = None
         if sample_weight is not None:
             sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        self.bandwidth_ = self._resolve_bandwidth(X, sw)
+        self.bandwidth_ = self._resolve_bandwidth(X, sw, y)
         # validate once with the primitive's own checks, so fit fails where predict would
         call = prepare(X, X, y, kernel=self.kernel, bandwidth=self.bandwidth_, sample_weight=sw)
         # The estimate does not depend on the order of the training points; keeping them
