@@ -212,8 +212,24 @@ def _block(
         exclude = np.arange(q.shape[0])
     choice = backends.choose(kern, n=k.shape[0], m=q.shape[0], d=k.shape[1], bandwidth=bandwidth,
                              backend=engine)
+    if choice.name == "fused":
+        _share_cores_with_worker()
     return backends.compute(choice.name, q, k, v, kernel=kern, bandwidth=bandwidth,
                             sample_weight=None if sw is None else np.ascontiguousarray(sw), exclude=exclude)
+
+
+def _share_cores_with_worker() -> None:
+    """Inside a Dask worker, give numba's parallel loops as many threads as the worker has
+    (``threads_per_worker``), so that workers sharing a machine do not oversubscribe it."""
+    try:
+        from distributed import get_worker
+
+        nthreads = get_worker().state.nthreads
+    except (ImportError, ValueError):  # not running on a distributed worker
+        return
+    import numba
+
+    numba.set_num_threads(max(1, min(nthreads, numba.config.NUMBA_NUM_THREADS)))
 
 
 def _nearest_block(
