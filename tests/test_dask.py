@@ -342,3 +342,18 @@ def test_estimator_on_dask_is_lazy_and_matches_numpy(client):
     _close(plain.predict(da.from_array(q, chunks=(50, 2))).compute(), plain.predict(q))
     with pytest.raises(ValueError, match="fitted with 2 features"):
         model.predict(np.ones((3, 5)))
+
+
+def test_cross_validated_bandwidth_on_dask_data(client):
+    rng = np.random.default_rng(15)
+    k = rng.uniform(0, 5, size=(300, 1))
+    v = 3.0 + np.sin(2 * k) + rng.normal(0, 0.2, size=(300, 1))
+    model = nadaraya.NadarayaWatson(bandwidth="cv").fit(da.from_array(k, chunks=(70, 1)),
+                                                       da.from_array(v[:, 0], chunks=70))
+    plain = nadaraya.NadarayaWatson(bandwidth="cv").fit(k, v[:, 0])
+    assert 0.01 < plain.bandwidth_[0] < 1.0
+    np.testing.assert_allclose(model.bandwidth_, plain.bandwidth_, rtol=1e-12)
+    assert isinstance(model.X_fit_, da.Array)
+    # the criterion it minimised is the one the Dask leave-one-out sums give
+    loo = nadaraya.loo_pool(model.X_fit_, model.y_fit_, bandwidth=model.bandwidth_).compute()
+    _close(loo, nadaraya.loo_pool(k, v[:, 0], bandwidth=plain.bandwidth_))

@@ -716,9 +716,11 @@ def fit(estimator: Any, X: Any, y: Any, sample_weight: Any = None) -> Any:
         estimator.bandwidth_ = rule_of_thumb(graph.keys, bw, kernel=estimator.kernel,
                                              sample_weight=graph.sample_weight)
     elif isinstance(bw, str):
-        # other selectors (cross-validation) score leave-one-out predictions from loo_pool,
-        # which runs on Dask for Dask input
-        estimator.bandwidth_ = estimator._resolve_bandwidth(graph.keys, graph.sample_weight)
+        # Selectors ("cv", "aicc") search over exact leave-one-out passes of the single-machine
+        # engine: the training data are gathered to this process for the search (they must fit
+        # in its memory), then the model keeps the lazy Dask arrays.
+        Xn, yn, swn = dask.compute(graph.keys, graph.values, graph.sample_weight)
+        estimator.bandwidth_ = estimator._resolve_bandwidth(Xn, swn, yn[:, 0] if graph.one_d else yn)
     else:
         estimator.bandwidth_ = as_bandwidth(bw, d)
     estimator.X_fit_ = graph.keys
