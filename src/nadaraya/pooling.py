@@ -229,7 +229,9 @@ def pool(
     Returns
     -------
     ndarray of shape (m,) or (m, p)
-        float32 when all of queries, keys and values are float32, else float64.
+        float32 when all of queries, keys and values are float32, else float64. A lazy
+        ``dask.array.Array`` (one chunk per query chunk) when any input is a Dask array: see
+        :mod:`nadaraya.backends.dask` and docs/distributed.md.
 
     Examples
     --------
@@ -272,6 +274,7 @@ def loo_pool(
     Returns
     -------
     ndarray of shape (n,) or (n, p)
+        A lazy ``dask.array.Array`` when the keys, values or weights are Dask arrays.
 
     Examples
     --------
