@@ -87,7 +87,8 @@ def _gaussian_augment(qa: Tensor, ka: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def _additive_fn(qb: Tensor, kb: Tensor, w_v: Tensor) -> Tensor:
-    return torch.tanh(qb[:, :, None, :] + kb[:, None, :, :]) @ w_v
+    z = qb[:, :, None, :] + kb[:, None, :, :]
+    return z.tanh_() @ w_v  # in place: one (B, bq, bk, hidden) block less, autograd-safe
 
 
 def _dot_fn(qb: Tensor, kb: Tensor) -> Tensor:
@@ -298,9 +299,9 @@ def _flatten(
     squeeze = values.ndim == keys.ndim - 1
     if squeeze:
         values = values[..., None]
-    if values.ndim != keys.ndim:
+    if values.ndim < keys.ndim:
         raise ValueError(
-            f"values must have shape (..., n, p) with as many dimensions as keys, or (..., n); "
+            "values must have shape (..., n, p), or (..., n) with one dimension fewer than keys; "
             f"got values of shape {tuple(values.shape)} for keys of shape {tuple(keys.shape)}"
         )
     m, n = queries.shape[-2], keys.shape[-2]

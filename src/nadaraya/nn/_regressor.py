@@ -161,7 +161,7 @@ class AttentionPoolingRegressor(RegressorMixin, BaseEstimator):  # type: ignore[
         if X.shape[0] < 2:
             raise ValueError(
                 "AttentionPoolingRegressor needs at least 2 samples (each attends to the others); "
-                f"got {X.shape[0]}"
+                f"got n_samples = {X.shape[0]}"
             )
         device = torch.device(self.device or "cpu")
         dtype = getattr(torch, self.dtype)
@@ -181,8 +181,8 @@ class AttentionPoolingRegressor(RegressorMixin, BaseEstimator):  # type: ignore[
             seed=self.random_state,
         )
         self.module_ = module
-        self.keys_ = torch.as_tensor(X, dtype=dtype, device=device)
-        self.values_ = torch.as_tensor(y, dtype=dtype, device=device)
+        self.keys_ = torch.tensor(X, dtype=dtype, device=device)
+        self.values_ = torch.tensor(y, dtype=dtype, device=device)
         bw = getattr(module, "bandwidth", None)
         if isinstance(bw, torch.Tensor):
             self.bandwidth_ = np.broadcast_to(bw.detach().cpu().double().numpy(), (X.shape[1],)).copy()
@@ -211,7 +211,7 @@ class AttentionPoolingRegressor(RegressorMixin, BaseEstimator):  # type: ignore[
 
         check_is_fitted(self, "module_")
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        queries = torch.as_tensor(X, dtype=self.keys_.dtype, device=self.keys_.device)
+        queries = torch.tensor(X, dtype=self.keys_.dtype, device=self.keys_.device)
         with torch.no_grad():
             out = self.module_(queries, self.keys_, self.values_)
         return out.cpu().double().numpy()  # type: ignore[no-any-return]

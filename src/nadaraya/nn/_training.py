@@ -27,7 +27,7 @@ def _module_place(module: nn.Module) -> tuple[torch.device, torch.dtype]:
 
 
 def _as_tensor(name: str, a: ArrayLike | Tensor, dtype: torch.dtype, device: torch.device) -> Tensor:
-    t = a if isinstance(a, Tensor) else torch.as_tensor(np.asarray(a, dtype=np.float64))
+    t = a if isinstance(a, Tensor) else torch.tensor(np.asarray(a, dtype=np.float64))
     if not t.is_floating_point() and t.dtype not in (torch.int32, torch.int64, torch.bool):
         raise TypeError(f"{name} must hold numbers; got dtype {t.dtype}")
     return t.to(device=device, dtype=dtype)
