@@ -153,22 +153,28 @@ def _compile(kind: int):  # type: ignore[no-untyped-def]
             q1 = min(m, q0 + bq)
             for k0 in range(0, n, KEY_BLOCK):
                 nb = min(n, k0 + KEY_BLOCK) - k0
+                # 1-D views indexed by the loop counter alone: LLVM then sees unit strides and
+                # no negative-index wraparound, and vectorises (``kt[f, k0 + j]`` makes gathers)
+                kw = key_weight[k0 : k0 + nb]
+                v0 = vt[0, k0 : k0 + nb]
                 for i in range(q0, q1):
-                    for j in range(nb):
-                        buf[j] = key_weight[k0 + j]
                     for f in range(d):
                         qf = q[i, f]
                         hf = inv_h[f]
-                        for j in range(nb):
-                            t = _term(kind, (qf - kt[f, k0 + j]) * hf)
-                            if log_domain:
-                                buf[j] += t
-                            else:
-                                buf[j] *= t
+                        kf = kt[f, k0 : k0 + nb]
+                        if f == 0:  # the first feature starts from the key weights
+                            for j in range(nb):
+                                t = _term(kind, (qf - kf[j]) * hf)
+                                buf[j] = kw[j] + t if log_domain else kw[j] * t
+                        else:
+                            for j in range(nb):
+                                t = _term(kind, (qf - kf[j]) * hf)
+                                buf[j] = buf[j] + t if log_domain else buf[j] * t
                     e = exclude[i] - k0
                     if 0 <= e < nb:
                         buf[e] = -np.inf if log_domain else 0.0
                     s = 0.0
+                    acc0 = 0.0  # the first output, summed in the same pass as the weights
                     if log_domain:
                         top = _block_max(buf, nb)
                         if top == -np.inf:
@@ -177,6 +183,7 @@ def _compile(kind: int):  # type: ignore[no-untyped-def]
                             w = exp_fast(buf[j] - top)
                             buf[j] = w
                             s += w
+                            acc0 += w * v0[j]
                         old = shift[i]
                         if top > old:
                             scale_old = exp_fast(old - top)
@@ -188,13 +195,16 @@ def _compile(kind: int):  # type: ignore[no-untyped-def]
                     else:
                         for j in range(nb):
                             s += buf[j]
+                            acc0 += buf[j] * v0[j]
                         scale_old = 1.0
                         scale_new = 1.0
                     weight[i] = weight[i] * scale_old + s * scale_new
-                    for c in range(p):
+                    value[i, 0] = value[i, 0] * scale_old + acc0 * scale_new
+                    for c in range(1, p):
+                        vc = vt[c, k0 : k0 + nb]
                         acc = 0.0
                         for j in range(nb):
-                            acc += buf[j] * vt[c, k0 + j]
+                            acc += buf[j] * vc[j]
                         value[i, c] = value[i, c] * scale_old + acc * scale_new
 
     return fused
