@@ -1,0 +1,672 @@
+"""The textbook study behind ``nadaraya demo``: bandwidth search, models, figures and the offline HTML report.
+
+:func:`textbook_study` replays the chapter on attention pooling by similarity (average pooling,
+each kernel at several bandwidths and at the cross-validated one, and the learnable models when
+PyTorch is installed); :func:`write_figures` draws it as PNG files; :func:`write_html` writes
+one self-contained ``report.html`` (inline SVG, canvas and JavaScript; nothing is fetched) with
+a bandwidth slider and a kernel selector switching among precomputed states.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .datasets import Split, textbook
+from .persist import atomic_write
+
+__all__ = [
+    "DEMO_BANDWIDTHS",
+    "DEMO_KERNELS",
+    "Row",
+    "Search",
+    "Study",
+    "bandwidth_search",
+    "render_html",
+    "textbook_study",
+    "write_figures",
+    "write_html",
+]
+
+#: Kernels of the demo: average pooling, the textbook's three (its "epanechikov" is our
+#: triangular) and the true Epanechnikov kernel.
+DEMO_KERNELS: tuple[str, ...] = ("constant", "gaussian", "boxcar", "triangular", "epanechnikov")
+#: The textbook's bandwidths.
+DEMO_BANDWIDTHS: tuple[float, ...] = (0.1, 0.2, 0.5, 1.0)
+#: ``callback(done, total, description)`` after each unit of work.
+ProgressCallback = Callable[[int, int, str], None]
+
+
+@dataclass
+class Search:
+    """A bandwidth search: the grid tried, its scores (lower is better) and the choice.
+
+    Attributes
+    ----------
+    grid : ndarray of shape (k, d)
+        Bandwidths tried, one row per candidate.
+    scores : ndarray of shape (k,)
+        The criterion at each candidate (``inf`` where it is undefined).
+    bandwidth : ndarray of shape (d,)
+        The chosen bandwidth.
+    method : str
+        ``"cv"`` or ``"aicc"``.
+    source : str
+        What computed it: ``nadaraya.select_bandwidth`` or the leave-one-out grid here.
+    """
+
+    grid: NDArray[np.float64]
+    scores: NDArray[np.float64]
+    bandwidth: NDArray[np.float64]
+    method: str
+    source: str
+
+
+def _record_from(result: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The (grid, scores) of a ``select_bandwidth`` result, read by feature detection."""
+    for holder in (result, getattr(result, "search", None), getattr(result, "record", None)):
+        if holder is None:
+            continue
+        get = holder.get if isinstance(holder, dict) else lambda k, h=holder: getattr(h, k, None)
+        names = ("grid", "bandwidths_tried", "h", "bandwidths")
+        grid = next((get(k) for k in names if get(k) is not None), None)
+        scores = next((get(k) for k in ("scores", "cv_scores", "score_grid") if get(k) is not None), None)
+        if grid is not None and scores is not None and np.ndim(scores) == 1 and len(scores) > 1:
+            g = np.asarray(grid, dtype=np.float64)
+            return (g[:, None] if g.ndim == 1 else g), np.asarray(scores, dtype=np.float64)
+    return np.empty((0, 1)), np.empty(0)
+
+
+def bandwidth_search(
+    X: ArrayLike,
+    y: ArrayLike,
+    *,
+    kernel: str = "gaussian",
+    method: str = "cv",
+    per_feature: bool = False,
+    progress: ProgressCallback | None = None,
+) -> Search:
+    """Choose a bandwidth and keep the record of the search (for ``nadaraya select`` and the plots).
+
+    Uses :func:`nadaraya.select_bandwidth` when this installation has it. Otherwise it scores
+    a log grid of 41 multiples (0.03 to 10) of the Scott rule of thumb by the leave-one-out
+    CV score ``mean((nadaraya.loo_pool(X, y, bandwidth=h) - y) ** 2)``, counting a bandwidth
+    that leaves some point with an empty window as ``inf``.
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d) or (n,)
+    y : array-like of shape (n,)
+    kernel : str, default "gaussian"
+    method : {"cv", "aicc"}, default "cv"
+    per_feature : bool, default False
+        One bandwidth per feature (needs ``nadaraya.select_bandwidth``).
+    progress : callable, optional
+        ``progress(done, total, description)``.
+
+    Returns
+    -------
+    Search
+
+    Examples
+    --------
+    >>> from nadaraya.datasets import textbook
+    >>> s = textbook()
+    >>> search = bandwidth_search(s.x_train, s.y_train)
+    >>> bool(0.05 < search.bandwidth[0] < 1.0), search.method
+    (True, 'cv')
+    """
+    import nadaraya
+
+    from .bandwidth import rule_of_thumb
+
+    if method not in ("cv", "aicc"):
+        raise ValueError(f"method={method!r} is not known; choose 'cv' or 'aicc'")
+    select = getattr(nadaraya, "select_bandwidth", None)
+    if select is not None:
+        if progress:
+            progress(0, 1, f"selecting the bandwidth ({method})")
+        res = select(X, y, method=method, kernel=kernel, per_feature=per_feature)
+        bw = next(getattr(res, k) for k in ("bandwidth", "bandwidths", "bandwidth_") if hasattr(res, k))
+        grid, scores = _record_from(res)
+        if progress:
+            progress(1, 1, f"selecting the bandwidth ({method})")
+        return Search(grid, scores, np.atleast_1d(np.asarray(bw, dtype=np.float64)), method,
+                      "nadaraya.select_bandwidth")
+    if method != "cv" or per_feature:
+        raise ValueError(
+            f"method={method!r}{' with per_feature=True' if per_feature else ''} needs "
+            "nadaraya.select_bandwidth, which this installation lacks; use method='cv' with one bandwidth"
+        )
+    x = np.asarray(X, dtype=np.float64)
+    x = x[:, None] if x.ndim == 1 else x
+    yy = np.asarray(y, dtype=np.float64)
+    base = rule_of_thumb(x, "scott", kernel=kernel)
+    grid = base[None, :] * np.logspace(np.log10(0.03), 1.0, 41)[:, None]
+    scores = np.empty(len(grid))
+    for i, h in enumerate(grid):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", nadaraya.EmptyWindowWarning)
+            loo = nadaraya.loo_pool(x, yy, kernel=kernel, bandwidth=h, empty="nan")
+        scores[i] = np.mean((loo - yy) ** 2) if np.isfinite(loo).all() else np.inf
+        if progress:
+            progress(i + 1, len(grid), f"leave-one-out CV over {len(grid)} bandwidths ({kernel})")
+    if not np.isfinite(scores).any():
+        raise ValueError(f"every bandwidth tried leaves some point with no neighbour for kernel {kernel!r}")
+    best = int(np.argmin(scores))
+    return Search(grid, scores, grid[best].copy(), "cv", "leave-one-out CV on a log grid (nadaraya.loo_pool)")
+
+
+@dataclass
+class Row:
+    """One line of the validation table: a model, its kernel and bandwidth, and its MSE."""
+
+    model: str
+    kernel: str
+    bandwidth: float | None
+    mse: float
+    note: str = ""
+
+
+@dataclass
+class Study:
+    """Everything the demo computed: the data, the MSE table, the searches and the report states.
+
+    Attributes
+    ----------
+    split : Split
+    rows : list of Row
+        The validation MSE table.
+    searches : dict of str -> Search
+        The CV search per kernel (not for average pooling).
+    slider : ndarray
+        The bandwidths of the report's slider (log-spaced, with the textbook's values).
+    curves, heatmaps : dict of str -> ndarray
+        Per kernel: predictions at ``split.x_val`` (len(slider), m) and attention weights
+        (len(slider), m, n), queries and keys sorted.
+    learned : dict of str -> dict
+        Learnable models trained (name -> {"prediction", "history"}); empty without torch.
+    notes : list of str
+        What was skipped and why.
+    """
+
+    split: Split
+    rows: list[Row]
+    searches: dict[str, Search]
+    slider: NDArray[np.float64]
+    curves: dict[str, NDArray[np.float64]]
+    heatmaps: dict[str, NDArray[np.float64]]
+    learned: dict[str, dict[str, Any]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _label(kernel: str) -> str:
+    return "average pooling" if kernel == "constant" else kernel
+
+
+def _train_learnable(
+    split: Split, progress: Callable[[str], None]
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """Train the textbook's learnable-w and additive models when torch and nadaraya.nn exist."""
+    try:
+        import torch
+
+        from . import nn  # type: ignore[attr-defined]
+    except ImportError as exc:
+        return {}, [f"learnable models skipped: {exc}"]
+    out: dict[str, dict[str, Any]] = {}
+    notes: list[str] = []
+    X = torch.as_tensor(split.x_train[:, None])
+    Y = torch.as_tensor(split.y_train[:, None])
+    Q = torch.as_tensor(split.x_val[:, None])
+    specs = [
+        ("learnable w (Gaussian)", "KernelPooling", {}, {"epochs": 50, "lr": 0.5}),
+        ("additive attention", "AdditiveAttentionPooling", {"in_features": 1, "hidden": 16},
+         {"epochs": 300, "lr": 0.05, "optimizer": "adam"}),
+    ]
+    for name, cls_name, kw, fit_kw in specs:
+        progress(f"training {name}")
+        try:
+            cls, fit = getattr(nn, cls_name), nn.fit
+        except (AttributeError, ImportError) as exc:
+            notes.append(f"{name} skipped: nadaraya.nn has no working {cls_name} or fit ({exc})")
+            continue
+        try:
+            module = cls(**kw).double()
+            history = fit(module, X, Y, seed=0, **fit_kw)
+            with torch.no_grad():
+                pred = module(Q, X, Y)
+            pred = (pred[0] if isinstance(pred, tuple) else pred).detach().numpy().reshape(-1)
+            loss = getattr(history, "loss", history.get("loss") if isinstance(history, dict) else history)
+            out[name] = {"prediction": pred, "history": np.asarray(loss, dtype=np.float64)}
+        except Exception as exc:  # a peer module's API may differ: report it, do not crash the demo
+            notes.append(f"{name} skipped: {type(exc).__name__}: {exc}")
+    return out, notes
+
+
+def textbook_study(
+    split: Split | None = None,
+    *,
+    kernels: Sequence[str] = DEMO_KERNELS,
+    bandwidths: Sequence[float] = DEMO_BANDWIDTHS,
+    slider: Sequence[float] | None = None,
+    learnable: bool = True,
+    progress: ProgressCallback | None = None,
+) -> Study:
+    """Replay the textbook chapter on a data split and keep everything the figures and report need.
+
+    For each kernel: the CV-selected bandwidth (:func:`bandwidth_search`), the validation MSE at
+    each of ``bandwidths`` and at the selected one (average pooling once, it has no bandwidth),
+    and, for every bandwidth of the report's slider, the predictions at ``split.x_val`` and the
+    attention weights. Predictions come from :func:`nadaraya.pool` and weights from
+    :func:`nadaraya.attention_weights`, with ``empty="nearest"`` so that a compact kernel's
+    empty window takes its nearest training point.
+
+    Parameters
+    ----------
+    split : Split, optional
+        Default :func:`nadaraya.datasets.textbook` ``()``.
+    kernels : sequence of str
+    bandwidths : sequence of float, default (0.1, 0.2, 0.5, 1)
+    slider : sequence of float, optional
+        Default 25 log-spaced values from 0.05 to 2.5 merged with ``bandwidths``.
+    learnable : bool, default True
+        Train the learnable-w and additive models when torch and ``nadaraya.nn`` are present.
+    progress : callable, optional
+        ``progress(done, total, description)``.
+
+    Returns
+    -------
+    Study
+
+    Examples
+    --------
+    >>> study = textbook_study(kernels=["constant", "gaussian"], slider=[0.2, 1.0], learnable=False)
+    >>> [(r.model, r.bandwidth) for r in study.rows][:3]
+    [('average pooling', None), ('gaussian', 0.1), ('gaussian', 0.2)]
+    >>> study.heatmaps["gaussian"].shape
+    (2, 50, 50)
+    """
+    import nadaraya
+
+    split = textbook() if split is None else split
+    slide = np.unique(np.round(np.concatenate([
+        np.logspace(np.log10(0.05), np.log10(2.5), 25) if slider is None else np.asarray(slider, float),
+        np.asarray(bandwidths, float) if slider is None else [],
+    ]), 6))
+    q_order = np.argsort(split.x_val, kind="stable")
+    k_order = np.argsort(split.x_train, kind="stable")
+    bandwidthed = [k for k in kernels if k != "constant"]
+    total = len(bandwidthed) + len(kernels) * len(slide) + 2 * bool(learnable)
+    done = 0
+
+    def tick(what: str) -> None:
+        nonlocal done
+        done += 1
+        if progress:
+            progress(min(done, total), total, what)
+
+    def mse(kernel: str, h: float) -> float:
+        pred = nadaraya.pool(
+            split.x_val, split.x_train, split.y_train, kernel=kernel, bandwidth=h, empty="nearest"
+        )
+        return float(np.mean((pred - split.y_val) ** 2))
+
+    rows: list[Row] = []
+    searches: dict[str, Search] = {}
+    for kernel in kernels:
+        if kernel == "constant":
+            rows.append(Row(_label(kernel), kernel, None, mse(kernel, 1.0)))
+            continue
+        for h in bandwidths:
+            rows.append(Row(kernel, kernel, float(h), mse(kernel, h)))
+        searches[kernel] = bandwidth_search(split.x_train, split.y_train, kernel=kernel)
+        h_cv = float(searches[kernel].bandwidth[0])
+        rows.append(Row(kernel, kernel, h_cv, mse(kernel, h_cv), "selected by leave-one-out CV"))
+        tick(f"bandwidth search ({kernel})")
+    curves: dict[str, NDArray[np.float64]] = {}
+    heatmaps: dict[str, NDArray[np.float64]] = {}
+    for kernel in kernels:
+        c = np.empty((len(slide), split.x_val.size))
+        w = np.empty((len(slide), split.x_val.size, split.x_train.size))
+        for i, h in enumerate(slide):
+            c[i] = nadaraya.pool(split.x_val, split.x_train, split.y_train, kernel=kernel, bandwidth=h,
+                                 empty="nearest")
+            a = nadaraya.attention_weights(
+                split.x_val, split.x_train, kernel=kernel, bandwidth=h, empty="nearest"
+            )
+            w[i] = a[np.ix_(q_order, k_order)]
+            tick(f"report states ({kernel})")
+        curves[kernel], heatmaps[kernel] = c, w
+    learned: dict[str, dict[str, Any]] = {}
+    notes: list[str] = []
+    if learnable:
+        learned, notes = _train_learnable(split, tick)
+        for name, res in learned.items():
+            rows.append(Row(name, "learned", None, float(np.mean((res["prediction"] - split.y_val) ** 2))))
+    return Study(split, rows, searches, slide, curves, heatmaps, learned, notes)
+
+
+def write_figures(study: Study, out_dir: str | os.PathLike[str], *, dpi: int = 110) -> list[Path]:
+    """Draw the study as PNG files in ``out_dir``: kernels, fits, attention, CV curves, training.
+
+    Parameters
+    ----------
+    study : Study
+    out_dir : path-like
+        Must exist. Each file is written atomically.
+    dpi : int, default 110
+
+    Returns
+    -------
+    list of Path
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> study = textbook_study(kernels=["gaussian"], slider=[0.5], learnable=False)
+    >>> [p.name for p in write_figures(study, tempfile.mkdtemp())]
+    ['kernels.png', 'fit.png', 'attention.png', 'bandwidth.png']
+    """
+    from matplotlib.figure import Figure
+
+    import nadaraya
+
+    from . import plot
+
+    out = Path(out_dir)
+    s = study.split
+    kernels = list(study.curves)
+    bandwidthed = [k for k in kernels if k != "constant"]
+    written: list[Path] = []
+
+    def save(fig: Figure, name: str) -> None:
+        written.append(plot.savefig(fig, out / name, dpi=dpi))
+
+    fig = Figure(figsize=(3.0 * len(kernels), 2.8), layout="constrained")
+    for ax, k in zip(fig.subplots(1, len(kernels), squeeze=False)[0], kernels):
+        plot.kernels(k, ax=ax)
+    save(fig, "kernels.png")
+
+    # fit: one panel per kernel at its CV bandwidth (average pooling as it is)
+    fig = Figure(figsize=(3.6 * len(kernels), 3.2), layout="constrained")
+    for ax, k in zip(fig.subplots(1, len(kernels), squeeze=False, sharey=True)[0], kernels):
+        h = float(study.searches[k].bandwidth[0]) if k in study.searches else 1.0
+        pred = nadaraya.pool(s.x_val, s.x_train, s.y_train, kernel=k, bandwidth=h, empty="nearest")
+        plot.fit(s.x_train, s.y_train, s.x_val, pred, truth=s.y_val, ax=ax, label="prediction")
+        ax.set_title(_label(k) if k == "constant" else f"{k}, CV h = {h:.3g}")
+    save(fig, "fit.png")
+
+    # attention: the Gaussian (or first kernel) at the textbook's bandwidths
+    k = "gaussian" if "gaussian" in kernels else kernels[0]
+    wanted = [h for h in DEMO_BANDWIDTHS if np.isclose(study.slider, h).any()] or list(study.slider[:4])
+    fig = Figure(figsize=(3.4 * len(wanted), 3.0), layout="constrained")
+    for ax, h in zip(fig.subplots(1, len(wanted), squeeze=False)[0], wanted):
+        i = int(np.argmin(abs(study.slider - h)))
+        plot.attention(study.heatmaps[k][i], ax=ax, colorbar=True)
+        ax.set_xlabel("training inputs (sorted)")
+        ax.set_ylabel("validation inputs (sorted)")
+        ax.set_title(f"{k}, h = {study.slider[i]:.3g}")
+    save(fig, "attention.png")
+
+    if bandwidthed:
+        fig = Figure(figsize=(5.5, 3.6), layout="constrained")
+        ax = fig.subplots()
+        for j, k in enumerate(bandwidthed):
+            sr = study.searches[k]
+            if sr.scores.size < 2:
+                continue
+            ok = np.isfinite(sr.scores)
+            ax.plot(sr.grid[ok, 0], sr.scores[ok], "-", color=f"C{j}", label=k)
+            ax.plot(sr.bandwidth[0], sr.scores[ok].min(), "o", color=f"C{j}")
+        ax.set_xscale("log")
+        ax.set_xlabel("bandwidth h")
+        ax.set_ylabel("leave-one-out CV score (MSE)")
+        ax.set_title("bandwidth search (dots: chosen)")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(frameon=False)
+        save(fig, "bandwidth.png")
+
+    if study.learned:
+        fig = Figure(figsize=(10, 3.4), layout="constrained")
+        ax_loss, ax_fit = fig.subplots(1, 2)
+        plot.training({name: r["history"] for name, r in study.learned.items()}, ax=ax_loss)
+        ax_fit.scatter(s.x_train, s.y_train, s=14, color="0.55", label="training data")
+        ax_fit.plot(s.x_val, s.y_val, "--", color="k", label="truth")
+        for name, r in study.learned.items():
+            ax_fit.plot(s.x_val, r["prediction"], lw=2, label=name)
+        ax_fit.legend(frameon=False, fontsize="small")
+        ax_fit.set_xlabel("x")
+        save(fig, "training.png")
+    return written
+
+
+def _b64_uint8(a: NDArray[np.float64]) -> tuple[str, list[float]]:
+    """Each state's matrix scaled to 0..255 by its own maximum; the maxima kept for the colour bar."""
+    top = np.nanmax(a.reshape(a.shape[0], -1), axis=1)
+    top = np.where(top > 0, top, 1.0)
+    q = np.rint(np.nan_to_num(a / top[:, None, None]) * 255).astype(np.uint8)
+    return base64.b64encode(q.tobytes()).decode("ascii"), [float(t) for t in top]
+
+
+def render_html(study: Study, *, title: str = "Attention pooling by similarity") -> str:
+    """The report as one self-contained HTML string (no external resources).
+
+    Parameters
+    ----------
+    study : Study
+    title : str
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> study = textbook_study(kernels=["gaussian"], slider=[0.2, 1.0], learnable=False)
+    >>> page = render_html(study)
+    >>> "<script>" in page and "<script src" not in page and "<link" not in page
+    True
+    """
+    s = study.split
+    data = {
+        "xTrain": np.round(s.x_train, 5).tolist(),
+        "yTrain": np.round(s.y_train, 5).tolist(),
+        "xVal": np.round(s.x_val, 5).tolist(),
+        "yVal": np.round(s.y_val, 5).tolist(),
+        "slider": np.round(study.slider, 6).tolist(),
+        "kernels": {},
+        "m": int(s.x_val.size),
+        "n": int(s.x_train.size),
+    }
+    for k in study.curves:
+        pixels, top = _b64_uint8(study.heatmaps[k])
+        curve = study.curves[k]
+        data["kernels"][k] = {
+            "label": _label(k),
+            "curves": np.round(curve, 5).tolist(),
+            "mse": [float(np.mean((c - s.y_val) ** 2)) for c in curve],
+            "heat": pixels,
+            "heatMax": top,
+            "cv": float(study.searches[k].bandwidth[0]) if k in study.searches else None,
+        }
+    rows = "\n".join(
+        f"<tr><td>{html.escape(r.model)}</td><td>{'' if r.bandwidth is None else f'{r.bandwidth:.3g}'}</td>"
+        f"<td>{r.mse:.4f}</td><td>{html.escape(r.note)}</td></tr>"
+        for r in study.rows
+    )
+    notes = "".join(f"<li>{html.escape(n)}</li>" for n in study.notes)
+    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    return (
+        _TEMPLATE.replace("%%TITLE%%", html.escape(title))
+        .replace("%%DATASET%%", html.escape(s.name or "data"))
+        .replace("%%ROWS%%", rows)
+        .replace("%%NOTES%%", f"<ul class='notes'>{notes}</ul>" if notes else "")
+        .replace("%%DATA%%", payload)
+    )
+
+
+def write_html(
+    study: Study, path: str | os.PathLike[str], *, title: str = "Attention pooling by similarity"
+) -> Path:
+    """Write :func:`render_html` to ``path`` atomically.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> study = textbook_study(kernels=["gaussian"], slider=[0.5], learnable=False)
+    >>> p = write_html(study, pathlib.Path(tempfile.mkdtemp()) / "report.html")
+    >>> p.stat().st_size < 5_000_000
+    True
+    """
+    with atomic_write(path, "w") as f:
+        f.write(render_html(study, title=title))
+    return Path(path)
+
+
+_TEMPLATE = r"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy"
+ content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
+<title>%%TITLE%%</title>
+<style>
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;
+ margin:1.5rem auto;max-width:1100px;color:#222;padding:0 1rem}
+h1{font-size:1.5rem;margin-bottom:.2rem} .sub{color:#666;margin-top:0}
+.controls{display:flex;gap:2rem;align-items:center;flex-wrap:wrap;background:#f6f6f6;
+ padding:.7rem 1rem;border-radius:8px}
+.controls label{font-weight:600}
+#bwval{font-family:monospace;font-size:1.1rem;min-width:5ch;display:inline-block}
+.panels{display:flex;gap:1.5rem;flex-wrap:wrap;margin-top:1rem}
+.panel{flex:1 1 460px} .panel h2{font-size:1.05rem;margin:.3rem 0}
+svg{background:#fff;border:1px solid #ddd;border-radius:4px}
+#heat{border:1px solid #ddd;image-rendering:pixelated;width:380px;height:380px}
+.heatwrap{display:flex;gap:.6rem;align-items:stretch}
+.cbar{width:14px;border:1px solid #ccc;
+ background:linear-gradient(to top,#fff5f0,#fcbba1,#fb6a4a,#cb181d,#67000d)}
+.cbl{display:flex;flex-direction:column;justify-content:space-between;font-size:.8rem;color:#555}
+table{border-collapse:collapse;margin-top:.5rem}
+td,th{padding:.2rem .8rem;border-bottom:1px solid #e4e4e4;text-align:right}
+td:first-child,th:first-child,td:last-child,th:last-child{text-align:left} .notes{color:#777}
+.stat{font-family:monospace}
+</style></head><body>
+<h1>%%TITLE%%</h1>
+<p class="sub">Nadaraya-Watson regression on %%DATASET%%: each prediction is an attention-weighted
+average of the training targets; the weights come from a kernel of (query - key) / h.</p>
+<div class="controls">
+ <span><label for="kernel">kernel</label> <select id="kernel"></select></span>
+ <span><label for="bw">bandwidth h</label> <input type="range" id="bw" min="0" step="1">
+   <span id="bwval"></span></span>
+ <span>validation MSE <span id="mse" class="stat"></span></span>
+ <span id="cvnote" class="stat"></span>
+</div>
+<div class="panels">
+ <div class="panel"><h2>Fit</h2>
+  <svg id="fit" viewBox="0 0 520 380" width="520" height="380" role="img"
+   aria-label="fitted curve"></svg></div>
+ <div class="panel">
+  <h2>Attention weights (rows: validation inputs, columns: training inputs, both sorted)</h2>
+  <div class="heatwrap"><canvas id="heat"></canvas><div class="cbar"></div>
+  <div class="cbl"><span id="cbmax"></span><span>0</span></div></div></div>
+</div>
+<h2>Validation MSE</h2>
+<table><thead><tr><th>model</th><th>bandwidth</th><th>MSE</th><th></th></tr></thead><tbody>
+%%ROWS%%
+</tbody></table>
+%%NOTES%%
+<script id="data" type="application/json">%%DATA%%</script>
+<script>
+"use strict";
+const D = JSON.parse(document.getElementById("data").textContent);
+const NS = "http://www.w3.org/2000/svg";
+const sel = document.getElementById("kernel"), bw = document.getElementById("bw");
+const svg = document.getElementById("fit"), canvas = document.getElementById("heat");
+const W = 520, H = 380, L = 45, R = 12, T = 12, B = 36;
+const xs = D.xTrain.concat(D.xVal), ys = D.yTrain.concat(D.yVal);
+const x0 = Math.min(...xs), x1 = Math.max(...xs);
+const y0 = Math.min(...ys) - 0.5, y1 = Math.max(...ys) + 0.5;
+const sx = x => L + (x - x0) / (x1 - x0) * (W - L - R);
+const sy = y => H - B - (y - y0) / (y1 - y0) * (H - T - B);
+function el(name, attrs, parent) {
+  const e = document.createElementNS(NS, name);
+  for (const k in attrs) e.setAttribute(k, attrs[k]);
+  (parent || svg).appendChild(e); return e;
+}
+function pathOf(x, y) {
+  return x.map((v, i) => (i ? "L" : "M") + sx(v).toFixed(1) + "," + sy(y[i]).toFixed(1)).join("");
+}
+function axes() {
+  el("line", {x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#888"});
+  el("line", {x1: L, y1: T, x2: L, y2: H - B, stroke: "#888"});
+  const tick = (v, horiz) => {
+    const t = el("text", horiz ? {x: sx(v), y: H - B + 16, "text-anchor": "middle"}
+                               : {x: L - 6, y: sy(v) + 4, "text-anchor": "end"});
+    t.setAttribute("font-size", "11"); t.setAttribute("fill", "#555"); t.textContent = +v.toFixed(2);
+  };
+  for (let i = 0; i <= 5; i++) tick(x0 + i * (x1 - x0) / 5, true);
+  for (let i = 0; i <= 4; i++) tick(y0 + i * (y1 - y0) / 4, false);
+  const xl = el("text", {x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle", "font-size": "12"});
+  xl.textContent = "x";
+}
+axes();
+el("path", {d: pathOf(D.xVal, D.yVal), fill: "none", stroke: "#111", "stroke-dasharray": "6 4",
+            "stroke-width": 1.5, id: "truth"});
+D.xTrain.forEach((x, i) => el("circle", {cx: sx(x), cy: sy(D.yTrain[i]), r: 3, fill: "#8c8c8c",
+                                         "fill-opacity": 0.8}));
+const curve = el("path", {fill: "none", stroke: "#d62728", "stroke-width": 2.5, id: "curve"});
+const legend = [["training data", "#8c8c8c"], ["truth", "#111"], ["prediction", "#d62728"]];
+legend.forEach(([name, c], i) => {
+  el("rect", {x: L + 12, y: T + 6 + i * 16, width: 12, height: 3, fill: c});
+  const t = el("text", {x: L + 30, y: T + 11 + i * 16, "font-size": "12"}); t.textContent = name;
+});
+canvas.width = D.n; canvas.height = D.m;
+const ctx = canvas.getContext("2d");
+const ramp = [[255,245,240],[252,187,161],[251,106,74],[203,24,29],[103,0,13]];
+function colour(t) {
+  const f = t * (ramp.length - 1), i = Math.min(Math.floor(f), ramp.length - 2), u = f - i;
+  return ramp[i].map((c, j) => Math.round(c + u * (ramp[i + 1][j] - c)));
+}
+const lut = Array.from({length: 256}, (_, v) => colour(v / 255));
+const decoded = {};
+function heat(k) {
+  if (!decoded[k]) { const s = atob(D.kernels[k].heat); const a = new Uint8Array(s.length);
+    for (let i = 0; i < s.length; i++) a[i] = s.charCodeAt(i); decoded[k] = a; }
+  return decoded[k];
+}
+for (const k in D.kernels) {
+  const o = document.createElement("option");
+  o.value = k; o.textContent = D.kernels[k].label; sel.appendChild(o);
+}
+bw.max = D.slider.length - 1;
+const start = D.slider.findIndex(h => Math.abs(h - 0.5) < 1e-9);
+bw.value = start >= 0 ? start : Math.floor(D.slider.length / 2);
+if (D.kernels.gaussian) sel.value = "gaussian";
+function update() {
+  const k = sel.value, i = +bw.value, K = D.kernels[k];
+  document.getElementById("bwval").textContent = k === "constant" ? "(none)" : D.slider[i].toPrecision(3);
+  curve.setAttribute("d", pathOf(D.xVal, K.curves[i]));
+  document.getElementById("mse").textContent = K.mse[i].toFixed(4);
+  document.getElementById("cvnote").textContent = K.cv ? "CV choice h = " + K.cv.toPrecision(3) : "";
+  const px = heat(k), off = i * D.m * D.n, img = ctx.createImageData(D.n, D.m);
+  for (let p = 0; p < D.m * D.n; p++) { const c = lut[px[off + p]];
+    img.data[4 * p] = c[0]; img.data[4 * p + 1] = c[1]; img.data[4 * p + 2] = c[2];
+    img.data[4 * p + 3] = 255; }
+  ctx.putImageData(img, 0, 0);
+  document.getElementById("cbmax").textContent = K.heatMax[i].toPrecision(2);
+}
+sel.addEventListener("change", update); bw.addEventListener("input", update);
+update();
+</script>
+</body></html>
+"""
