@@ -331,10 +331,11 @@ class _Objective:
 
     def levels(self, h_top: NDArray[np.float64], n_levels: int) -> NDArray[np.float64]:
         """The criterion at ``h_top * 2**(-l/2)``, l = 0 .. n_levels - 1, in one pass (Gaussian)."""
-        from .backends._multibw import loo_levels
+        from .backends._multibw import loo_levels, threads_for
 
         zt, c = self._scaled(h_top)
-        S, T = loo_levels(zt, c, self.s, np.ascontiguousarray((self.s[:, None] * self.Y).T), n_levels)
+        with threads_for(self.n**2 * (1 + n_levels / 4)):
+            S, T = loo_levels(zt, c, self.s, np.ascontiguousarray((self.s[:, None] * self.Y).T), n_levels)
         self.n_passes += 1
         out = np.empty(n_levels)
         for lev in range(n_levels):
@@ -346,10 +347,11 @@ class _Objective:
 
     def with_gradient(self, h: NDArray[np.float64], stage: str = "per_feature") -> tuple[float, NDArray]:
         """The criterion and its gradient with respect to ``log h`` (Gaussian, one pass)."""
-        from .backends._multibw import loo_gradient
+        from .backends._multibw import loo_gradient, threads_for
 
         zt, c = self._scaled(h)
-        S, T, A, B = loo_gradient(zt, c, self.s, np.ascontiguousarray((self.s[:, None] * self.Y).T))
+        with threads_for(self.n**2 * (1 + self.d)):
+            S, T, A, B = loo_gradient(zt, c, self.s, np.ascontiguousarray((self.s[:, None] * self.Y).T))
         self.n_passes += 1
         pred = T / S[:, None]  # S > 0: the nearest neighbour has weight one
         # d pred_i / d log h_k = (B_ik - pred_i A_ik) / S_i, shape (n, d, p)
@@ -539,7 +541,10 @@ def select_bandwidth(
     times the rule below; above, the larger of ``2**5`` times the rule and 100 times the
     feature's range), with the analytic gradient of the criterion for the Gaussian kernel
     (from the same pass; finite differences through the primitive for other kernels). A
-    feature that does not help ends with a large bandwidth: ``smoothed_out`` says which. An
+    feature that does not help ends with a large bandwidth: after L-BFGS-B each feature is
+    tried at its upper bound (the criterion flattens out there, so its gradient vanishes
+    before the bound) and kept there when the score is no worse; ``smoothed_out`` says which
+    features the fit ignores. An
     optimum on a bound raises a :class:`BandwidthWarning` naming the feature and the bound.
 
     For compact kernels the search for ``"cv"`` stays above the smallest bandwidth at which
@@ -691,18 +696,28 @@ def select_bandwidth(
             return obj.at(np.exp(v), "per_feature") / scale
 
         jac = None
-    res = minimize(
-        fun,
-        v0,
-        jac=jac,
-        method="L-BFGS-B",
-        bounds=list(zip(np.log(lower), np.log(upper))),
-        options={"ftol": 1e-12, "gtol": 1e-7, "maxiter": 200},
-    )
+    bounds = list(zip(np.log(lower), np.log(upper)))
+    options = {"ftol": 1e-12, "gtol": 1e-7, "maxiter": 200}
+    res = minimize(fun, v0, jac=jac, method="L-BFGS-B", bounds=bounds, options=options)
     h = np.exp(res.x)
     s_final = float(res.fun) * scale
     if not s_final <= s_best:  # L-BFGS-B never returns worse than its start, but be sure
         h, s_final = t_best * direction, s_best
+    # The criterion flattens out as a useless feature's bandwidth grows, so the gradient
+    # vanishes before the bound: try smoothing each feature out altogether, keep what does
+    # not make the score worse, and polish the others from there.
+    moved = False
+    for j in range(d):
+        if h[j] < upper[j]:
+            trial = h.copy()
+            trial[j] = upper[j]
+            s_trial = obj.at(trial, "per_feature")
+            if s_trial <= s_final:
+                h, s_final, moved = trial, s_trial, True
+    if moved:
+        res = minimize(fun, np.log(h), jac=jac, method="L-BFGS-B", bounds=bounds, options=options)
+        if float(res.fun) * scale <= s_final:
+            h, s_final = np.exp(res.x), float(res.fun) * scale
     for j in range(d):
         if abs(math.log(h[j] / upper[j])) < 1e-6:
             _warn_bound(j, float(h[j]), "upper", float(upper[j]), method)
