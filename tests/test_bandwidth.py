@@ -161,7 +161,7 @@ def test_aicc_against_statsmodels():
     def theirs(h):
         with warnings.catch_warnings():  # it builds a KernelReg inside, which warns about its rng
             warnings.simplefilter("ignore", FutureWarning)
-            return float(kr.aic_hurvich(np.array([h])))
+            return float(np.ravel(kr.aic_hurvich(np.array([h])))[0])
 
     for h in (0.1, 0.3, 1.0):
         assert score_bandwidth(X, y, h, method="aicc") == pytest.approx(theirs(h), rel=1e-10)
