@@ -11,6 +11,7 @@ running code.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -105,6 +106,11 @@ def _encode(value: Any, arrays: dict[str, np.ndarray], key: str) -> Any:
         return {"__list__": [_encode(v, arrays, f"{key}.{i}") for i, v in enumerate(value)]}
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return {"__dict__": {k: _encode(v, arrays, f"{key}.{k}") for k, v in value.items()}}
+    cls = type(value)
+    if dataclasses.is_dataclass(value) and cls.__module__.startswith("nadaraya."):
+        fields = {f.name: _encode(getattr(value, f.name), arrays, f"{key}.{f.name}")
+                  for f in dataclasses.fields(value) if f.init}
+        return {"__record__": f"{cls.__module__}:{cls.__qualname__}", "fields": fields}
     raise TypeError(f"{key}: values of type {type(value).__name__} cannot be saved")
 
 
@@ -125,7 +131,28 @@ def _decode(value: Any, arrays: dict[str, np.ndarray], where: str) -> Any:
             return [_decode(v, arrays, where) for v in value["__list__"]]
         if "__dict__" in value and isinstance(value["__dict__"], dict):
             return {k: _decode(v, arrays, where) for k, v in value["__dict__"].items()}
+        if "__record__" in value and isinstance(value.get("fields"), dict):
+            return _record(value["__record__"], _decode({"__dict__": value["fields"]}, arrays, where), where)
     raise ModelFileError(f"{where}: unexpected entry {str(value)[:60]!r}")
+
+
+def _record(name: Any, fields: dict[str, Any], where: str) -> Any:
+    """Rebuild a result record (a dataclass defined in nadaraya); nothing else is ever imported."""
+    import importlib
+
+    module, _, qualname = str(name).partition(":")
+    if not (module.startswith("nadaraya.") and qualname.isidentifier()):
+        raise ModelFileError(f"{where}: {str(name)[:80]!r} is not a nadaraya record type")
+    try:
+        cls = getattr(importlib.import_module(module), qualname)
+    except (ImportError, AttributeError):
+        raise ModelFileError(f"{where}: unknown record type {name!r}") from None
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+        raise ModelFileError(f"{where}: {name!r} is not a nadaraya record type")
+    try:
+        return cls(**fields)
+    except TypeError as exc:
+        raise ModelFileError(f"{where}: the fields of {name!r} do not match ({exc})") from None
 
 
 def save(model: Any, path: str | os.PathLike[str]) -> Path:
