@@ -27,215 +27,119 @@ def cells(xs: np.ndarray, x0: float, inv_h: float) -> np.ndarray:  # pragma: no 
 
 
 @njit(cache=True)
-def cell_starts(kc: np.ndarray, ncells: int) -> np.ndarray:  # pragma: no cover - compiled
-    """``starts[c]``: index of the first key whose cell is ``>= c``, for ``c`` in ``0..ncells``."""
-    starts = np.empty(ncells + 1, np.int64)
-    i = 0
-    n = kc.shape[0]
-    for c in range(ncells + 1):
-        while i < n and kc[i] < c:
-            i += 1
-        starts[c] = i
-    return starts
-
-
-@njit(cache=True)
-def _first_cell_geq(kc, c):  # pragma: no cover - compiled
-    lo, hi = 0, kc.shape[0]
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if kc[mid] >= c:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
-@njit(cache=True)
-def window_bounds(
-    qs, xs, qs64, xs64, inv_h, breaks, h, x0, kc, starts, ncells
-):  # pragma: no cover - compiled
-    """Per query the key indices ``[lo, L_{P-1}, .., L_1, iq, R_1, .., R_{P-1}, hi]``.
+def sweep_bounds(qs, xs, qs64, xs64, inv_h, breaks, h):  # pragma: no cover - compiled
+    """For *sorted* queries, the key indices ``[lo, L_{P-1}, .., L_1, iq, R_1, .., R_{P-1}, hi]``.
 
     ``lo``/``hi`` use exactly the reference's test ``|(q - x) * inv_h| <= 1`` in the data's
-    dtype (``qs``, ``xs``, ``inv_h`` share it), so a key at ``|u| = 1`` is in or out exactly as
-    there. ``iq`` splits at the query (keys ``<= q`` on the left), the inner bounds split at
-    ``|u| = breaks[k]`` (where a piecewise kernel changes polynomial; it is continuous there).
-    Each search only looks at the keys of cells ``c - 2 .. c + 2`` around the query's cell.
+    dtype (``qs``, ``xs``, ``inv_h`` share it; the test is monotone in ``q`` and in ``x``), so a
+    key at ``|u| = 1`` is in or out exactly as there. ``iq`` splits at the query (keys
+    ``<= q`` on its left), the inner bounds at ``|u| = breaks[k]`` (where a piecewise kernel
+    changes polynomial; it is continuous there, so float64 is exact enough). Every bound only
+    moves forward as the queries grow: one merge-like sweep, O(n + m).
     """
     m = qs.shape[0]
+    n = xs.shape[0]
     nbreak = breaks.shape[0]  # inner breaks, strictly between 0 and 1
     nb = 2 * nbreak + 3
     out = np.empty((m, nb), np.int64)
-    inv_h64 = 1.0 / h
-    dense = starts.shape[0] > 0
+    ptr = np.zeros(nb, np.int64)
     for j in range(m):
         q = qs[j]
         q64 = qs64[j]
-        cf = np.floor((q64 - x0) * inv_h64)
-        cf = min(max(cf, -4.0), ncells + 4.0)
-        c = np.int64(cf)
-        if dense:
-            a = starts[min(max(c - 2, 0), ncells)]
-            b = starts[min(max(c + 3, 0), ncells)]
-        else:
-            a = _first_cell_geq(kc, c - 2)
-            b = _first_cell_geq(kc, c + 3)
-        # lo: first key with (q - x) * inv_h <= 1
-        lo, hi_ = a, b
-        while lo < hi_:
-            mid = (lo + hi_) >> 1
-            if (q - xs[mid]) * inv_h <= 1.0:
-                hi_ = mid
-            else:
-                lo = mid + 1
-        out[j, 0] = lo
-        # hi: first key with (q - x) * inv_h < -1
-        lo2, hi2 = a, b
-        while lo2 < hi2:
-            mid = (lo2 + hi2) >> 1
-            if (q - xs[mid]) * inv_h < -1.0:
-                hi2 = mid
-            else:
-                lo2 = mid + 1
-        out[j, nb - 1] = lo2
-        # inner bounds, left (first key >= q - b h, outermost first), iq (first key > q), right
-        # (first key > q + b h); the kernel is continuous there, so float64 is exact enough
+        i = ptr[0]
+        while i < n and not (q - xs[i]) * inv_h <= 1.0:
+            i += 1
+        ptr[0] = i
         for p in range(1, nb - 1):
-            if p <= nbreak:
+            i = max(ptr[p], ptr[p - 1])
+            if p <= nbreak:  # left inner bound: first key >= q - b h
                 target = q64 - breaks[nbreak - p] * h
-            elif p == nbreak + 1:
-                target = q64
-            else:
-                target = q64 + breaks[p - nbreak - 2] * h
-            left = p <= nbreak
-            s0, s1 = a, b
-            while s0 < s1:
-                mid = (s0 + s1) >> 1
-                beyond = xs64[mid] >= target if left else xs64[mid] > target
-                if beyond:
-                    s1 = mid
-                else:
-                    s0 = mid + 1
-            out[j, p] = s0
-        for k in range(1, nb):  # non-decreasing, all within [lo, hi]
-            if out[j, k] < out[j, k - 1]:
-                out[j, k] = out[j, k - 1]
-        for k in range(nb - 2, -1, -1):
+                while i < n and xs64[i] < target:
+                    i += 1
+            else:  # iq (first key > q), then right inner bounds (first key > q + b h)
+                target = q64 if p == nbreak + 1 else q64 + breaks[p - nbreak - 2] * h
+                while i < n and xs64[i] <= target:
+                    i += 1
+            ptr[p] = i
+        i = max(ptr[nb - 1], ptr[nbreak + 1])
+        while i < n and not (q - xs[i]) * inv_h < -1.0:
+            i += 1
+        ptr[nb - 1] = i
+        for k in range(nb):
+            out[j, k] = ptr[k]
+        for k in range(nb - 2, 0, -1):  # inner bounds within [lo, hi]
             if out[j, k] > out[j, k + 1]:
                 out[j, k] = out[j, k + 1]
     return out
 
 
 @njit(cache=True)
-def _features(g, t, kind):  # pragma: no cover - compiled
-    if kind == COSINE:
-        g[0] = np.cos(0.5 * np.pi * t)
-        g[1] = np.sin(0.5 * np.pi * t)
-    else:
-        p = 1.0
-        for j in range(g.shape[0]):
-            g[j] = p
-            p *= t
+def tables(xs64, sv, kc, x0, h, inv_h, AB, kind):  # pragma: no cover - compiled
+    """Moments of the keys summed within cells: ``AB[0]`` inclusive prefixes, ``AB[1]`` suffixes.
 
-
-@njit(cache=True)
-def tables(xs64, sv, kc, x0, h, inv_h, nfeat, kind):  # pragma: no cover - compiled
-    """Moments of the keys summed within cells: inclusive prefix ``A`` and suffix ``B``.
-
-    ``A[i, j, c] = sum of sv[i', c] g_j(t_i')`` over the keys ``i'`` of key ``i``'s cell with
-    ``i' <= i``; ``B`` likewise over ``i' >= i``. ``t = (x - centre of the cell) / h`` lies in
-    ``[-1/2, 1/2]``. Also returns each key's cell start and end (exclusive) indices.
+    ``AB[0, i, j, c] = sum of sv[i', c] g_j(t_i')`` over the keys ``i'`` of key ``i``'s cell
+    with ``i' <= i``; ``AB[1]`` likewise over ``i' >= i``; ``t = (x - centre of the cell) / h``
+    lies in ``[-1/2, 1/2]`` and ``g_j(t) = t^j`` (or the cosine pair). Also returns each key's
+    cell start and end (exclusive) indices. ``AB`` is a scratch buffer of shape
+    ``(2, >= n, J, ncol)``, filled in its first ``n`` rows.
     """
     n, ncol = sv.shape
-    A = np.empty((n, nfeat, ncol))
-    B = np.empty((n, nfeat, ncol))
+    nfeat = AB.shape[2]
     G = np.empty((n, nfeat))
     seg_start = np.empty(n, np.int64)
     seg_end = np.empty(n, np.int64)
     for i in range(n):
-        centre = x0 + (kc[i] + 0.5) * h
-        _features(G[i], (xs64[i] - centre) * inv_h, kind)
-        seg_start[i] = i if i == 0 or kc[i] != kc[i - 1] else seg_start[i - 1]
+        t = (xs64[i] - (x0 + (kc[i] + 0.5) * h)) * inv_h
+        if kind == COSINE:
+            G[i, 0] = np.cos(0.5 * np.pi * t)
+            G[i, 1] = np.sin(0.5 * np.pi * t)
+        else:
+            g = 1.0
+            for j in range(nfeat):
+                G[i, j] = g
+                g *= t
+        first = i == 0 or kc[i] != kc[i - 1]
+        seg_start[i] = i if first else seg_start[i - 1]
         for j in range(nfeat):
             for c in range(ncol):
                 term = G[i, j] * sv[i, c]
-                A[i, j, c] = term if seg_start[i] == i else A[i - 1, j, c] + term
+                AB[0, i, j, c] = term if first else AB[0, i - 1, j, c] + term
     for i in range(n - 1, -1, -1):
         last = i == n - 1 or kc[i] != kc[i + 1]
         seg_end[i] = i + 1 if last else seg_end[i + 1]
         for j in range(nfeat):
             for c in range(ncol):
                 term = G[i, j] * sv[i, c]
-                B[i, j, c] = term if last else B[i + 1, j, c] + term
-    return A, B, seg_start, seg_end
-
-
-@njit(cache=True)
-def _coefficients(acoef, coef, rng, Q, kind, amp):  # pragma: no cover - compiled
-    """``acoef[j]``: the weight of moment ``j`` for a cell at scaled offset ``Q = (q - centre) / h``."""
-    if kind == COSINE:
-        acoef[0] = amp * np.cos(0.5 * np.pi * Q)
-        acoef[1] = amp * np.sin(0.5 * np.pi * Q)
-        return
-    nf = acoef.shape[0]
-    for j in range(nf):
-        s = 0.0
-        for r in range(nf - 1 - j, -1, -1):  # Horner in Q
-            s = s * Q + coef[rng, j, r]
-        acoef[j] = s
-
-
-@njit(cache=True)
-def _add(out, T, i, sign, acoef):  # pragma: no cover - compiled
-    for c in range(out.shape[0]):
-        s = 0.0
-        for j in range(acoef.shape[0]):
-            s += acoef[j] * T[i, j, c]
-        out[c] += sign * s
-
-
-@njit(cache=True)
-def _add_range(out, a, b, rng, q, kc, seg_start, seg_end, A, B, coef, kind, amp, x0, h, inv_h, acoef):
-    # pragma: no cover - compiled
-    """Add the keys ``[a, b)`` (all on one side of the query, one polynomial piece)."""
-    pos = a
-    while pos < b:
-        c = kc[pos]
-        centre = x0 + (c + 0.5) * h
-        _coefficients(acoef, coef, rng, (q - centre) * inv_h, kind, amp)
-        s0 = seg_start[pos]
-        s1 = seg_end[pos]
-        stop = min(b, s1)
-        if stop == s1:
-            _add(out, B, pos, 1.0, acoef)  # suffix of the cell: no subtraction
-        elif pos == s0:
-            _add(out, A, stop - 1, 1.0, acoef)  # prefix of the cell: no subtraction
-        elif stop - s0 <= s1 - pos:  # inside one cell: subtract the smaller of the two tails
-            _add(out, A, stop - 1, 1.0, acoef)
-            _add(out, A, pos - 1, -1.0, acoef)
-        else:
-            _add(out, B, pos, 1.0, acoef)
-            _add(out, B, stop, -1.0, acoef)
-        pos = stop
+                AB[1, i, j, c] = term if last else AB[1, i + 1, j, c] + term
+    return seg_start, seg_end
 
 
 @njit(cache=True)
 def window_sums(
-    qs64, bounds, excl, kc, seg_start, seg_end, A, B, coef, kind, amp, x0, h, inv_h, cum_sw,
-    direct_max, threshold,
+    qs64, bounds, excl, k0, kc, seg_start, seg_end, AB, coef, kind, amp, x0, h, inv_h, cum_sw,
+    direct_max, threshold, out, flag,
 ):  # pragma: no cover - compiled
     """Per query the sums ``sum_i K(u_i) sv[i, c]`` over its window, from the cell moments.
 
-    Returns ``(out, flag)``: ``flag[j]`` marks the queries left for an exact direct sum:
-    windows of at most ``direct_max`` keys, and windows whose weight sum is below
+    Each part of the window between two consecutive ``bounds`` (one side of the query, one
+    polynomial piece; split once more around the excluded key) is cut at cell boundaries;
+    the keys of one cell are a suffix ``AB[1]`` or a prefix ``AB[0]`` of the cell, read
+    without subtraction (only a range strictly inside one cell subtracts, and then the
+    shorter of the two tails). The moments are weighted by ``a_j(Q)``,
+    ``Q = (q - centre) / h``: a Horner evaluation of ``coef[r, j]`` (or the cosine pair).
+
+    The tables hold the keys from ``k0`` on (``seg_start``, ``seg_end`` count from there).
+    Writes ``out`` (zeroed by the caller) and ``flag``: ``flag[j]`` marks the queries left
+    for an exact direct sum: windows of at most ``direct_max`` keys, and windows whose weight sum is below
     ``threshold * sum of sample weights`` (there the expansion could lose digits).
     """
     m, nb = bounds.shape
-    ncol = A.shape[2]
-    out = np.zeros((m, ncol))
-    flag = np.zeros(m, np.bool_)
-    acoef = np.empty(A.shape[1])
+    nf = AB.shape[2]
+    ncol = AB.shape[3]
+    acoef = np.empty(nf)
+    which = np.empty(2, np.int64)
+    index = np.empty(2, np.int64)
+    sign = np.empty(2)
     for j in range(m):
         lo = bounds[j, 0]
         hi = bounds[j, nb - 1]
@@ -248,21 +152,59 @@ def window_sums(
             flag[j] = True
             continue
         q = qs64[j]
-        row = out[j]
         for r in range(nb - 1):
             a = bounds[j, r]
             b = bounds[j, r + 1]
-            if a >= b:
-                continue
-            if a <= e < b:  # leave-one-out: split the range around the excluded key
-                _add_range(row, a, e, r, q, kc, seg_start, seg_end, A, B, coef, kind, amp, x0, h, inv_h,
-                           acoef)
-                _add_range(row, e + 1, b, r, q, kc, seg_start, seg_end, A, B, coef, kind, amp, x0, h,
-                           inv_h, acoef)
-            else:
-                _add_range(row, a, b, r, q, kc, seg_start, seg_end, A, B, coef, kind, amp, x0, h, inv_h,
-                           acoef)
+            split = a <= e < b  # leave-one-out: the parts [a, e) and (e, b)
+            for part in range(2 if split else 1):
+                pos = a if part == 0 else e + 1
+                end = e if split and part == 0 else b
+                while pos < end:
+                    c = kc[pos]
+                    rel = pos - k0
+                    Q = (q - (x0 + (c + 0.5) * h)) * inv_h
+                    if kind == COSINE:
+                        acoef[0] = amp * np.cos(0.5 * np.pi * Q)
+                        acoef[1] = amp * np.sin(0.5 * np.pi * Q)
+                    else:
+                        for jj in range(nf):
+                            s = 0.0
+                            for rr in range(nf - 1 - jj, -1, -1):  # Horner in Q
+                                s = s * Q + coef[r, jj, rr]
+                            acoef[jj] = s
+                    s0 = seg_start[rel] + k0
+                    s1 = seg_end[rel] + k0
+                    stop = min(end, s1)
+                    nt = 1
+                    sign[0] = 1.0
+                    if stop == s1:  # a suffix of the cell
+                        which[0], index[0] = 1, pos
+                    elif pos == s0:  # a prefix of the cell
+                        which[0], index[0] = 0, stop - 1
+                    elif stop - s0 <= s1 - pos:  # strictly inside: subtract the shorter tail
+                        nt = 2
+                        which[0], index[0], which[1], index[1], sign[1] = 0, stop - 1, 0, pos - 1, -1.0
+                    else:
+                        nt = 2
+                        which[0], index[0], which[1], index[1], sign[1] = 1, pos, 1, stop, -1.0
+                    for t in range(nt):
+                        w_, i_ = which[t], index[t] - k0
+                        for cc in range(ncol):
+                            s = 0.0
+                            for jj in range(nf):
+                                s += acoef[jj] * AB[w_, i_, jj, cc]
+                            out[j, cc] += sign[t] * s
+                    pos = stop
         total = cum_sw[hi] - cum_sw[lo]
-        if not row[0] > threshold * total:
+        if not out[j, 0] > threshold * total:
             flag[j] = True
-    return out, flag
+
+
+@njit(cache=True)
+def unsort_rows(out, perm):  # pragma: no cover - compiled
+    """``res[perm[j]] = out[j]``: rows computed in sorted query order back to the caller's order."""
+    res = np.empty_like(out)
+    for j in range(out.shape[0]):
+        for c in range(out.shape[1]):
+            res[perm[j], c] = out[j, c]
+    return res

@@ -18,7 +18,7 @@ bandwidth of it. This backend never looks at the others:
   suffix of one cell plus the prefix of the next, read in O(1). Leave-one-out splits the
   part around the excluded key (never subtracting its term afterwards).
   Windows of at most :data:`DIRECT_MAX_KEYS` keys, and windows whose weight sum is so small
-  against the sample weights that the expansion could lose more than ~20 bits, are summed
+  against the sample weights that the expansion could lose more than ~12 bits, are summed
   directly, pair by pair, with the kernel's own profile.
 * **d > 1, neighbour pairs.** A scipy ``cKDTree`` on ``keys / h`` finds, for blocks of
   queries sized to the working memory, the keys within the Chebyshev radius 1 (product
@@ -68,12 +68,15 @@ __all__ = ["DIRECT_MAX_KEYS", "Route", "partials", "route", "supports"]
 #: windows with at most this many keys are summed pair by pair rather than from moments
 DIRECT_MAX_KEYS = 16
 
-#: a prefix-moment window whose weight sum is below ``2**-20`` of the worst-case size of the
+#: a prefix-moment window whose weight sum is below ``2**-12`` of the worst-case size of the
 #: terms of the expansion (which is known per kernel) is summed directly instead
-_LOSS = 2.0**-20
+_LOSS = 2.0**-12
 
 #: kernels that are polynomial piece by piece in |u|: inner breakpoints and the degree
 _PIECEWISE: dict[str, tuple[tuple[float, ...], int]] = {"parzen": ((0.5,), 3)}
+
+#: the most bytes of moment tables held at once (a chunk of keys that stays in cache)
+_TABLE_BYTES = 8 * 2**20
 
 #: bytes of scratch per (query, key) pair in the direct sums
 _PAIR_BYTES = 96
@@ -292,44 +295,51 @@ def _one_d(
         excl = np.where(excl >= 0, rank[np.maximum(excl, 0)], -1)
     xs = np.ascontiguousarray(x)
     xs64 = xs.astype(np.float64)
-    q = np.ascontiguousarray(queries[:, 0])
+    q = queries[:, 0]
+    perm = None
+    if m > 1 and not bool(np.all(q[1:] >= q[:-1])):
+        perm = np.argsort(q)
+        q = q[perm]
+        if exclude is not None:
+            excl = excl[perm]
+    q = np.ascontiguousarray(q)
     q64 = q.astype(np.float64)
     h = float(bandwidth[0])
     inv_h64 = 1.0 / h
     x0 = float(xs64[0])
-    kc = jit.cells(xs64, x0, inv_h64)
-    ncells = int(kc[-1]) + 1
-    dense = ncells <= 4 * (n + m) + 1024
-    starts = jit.cell_starts(kc, ncells) if dense else np.empty(0, dtype=np.int64)
     rt = route(kernel)
     breaks = rt.breaks if rt is not None else np.empty(0)
-    bounds = jit.window_bounds(q, xs, q64, xs64, inv_h[0], breaks, h, x0, kc, starts, ncells)
+    bounds = jit.sweep_bounds(q, xs, q64, xs64, inv_h[0], breaks, h)
     lo, hi = bounds[:, 0], bounds[:, -1]
     out = np.zeros((m, ncol))
     if rt is None:
         flag = hi > lo
     else:
-        nf = rt.coef.shape[1]
-        cum_sw = np.concatenate([[0.0], np.cumsum(sv[:, 0])])
-        # the value columns in groups, so that the moment tables stay within the working memory
-        per_col = max(1, _working_bytes() // (8 * n * (2 * nf + 1)))
-        group = max(1, min(ncol - 1, per_col - 1))
         flag = np.zeros(m, dtype=bool)
-        for g0 in range(1, max(2, ncol), group):
-            cols = np.r_[0, g0 : min(ncol, g0 + group)]
-            A, B, seg_start, seg_end = jit.tables(xs64, np.ascontiguousarray(sv[:, cols]), kc, x0, h,
-                                                  inv_h64, nf, rt.kind)
-            sums, flagged = jit.window_sums(q64, bounds, excl, kc, seg_start, seg_end, A, B, rt.coef,
-                                            rt.kind, rt.amp, x0, h, inv_h64, cum_sw, DIRECT_MAX_KEYS,
-                                            rt.threshold)
-            del A, B
-            out[:, cols] = sums
-            flag |= flagged
+        kc = jit.cells(xs64, x0, inv_h64)
+        cum_sw = np.concatenate([[0.0], np.cumsum(sv[:, 0])])
+        nf = rt.coef.shape[1]
+        # consecutive (sorted) queries in chunks whose keys' moment tables stay small
+        cap = max(1, min(_working_bytes(), _TABLE_BYTES) // (8 * (2 * nf * ncol + nf + 2)))
+        chunks = []
+        j0 = 0
+        while j0 < m:
+            j1 = max(j0 + 1, int(np.searchsorted(hi, lo[j0] + cap, side="right")))
+            if hi[j1 - 1] > lo[j0]:
+                chunks.append((j0, j1, int(lo[j0]), int(hi[j1 - 1])))
+            j0 = j1
+        span = max((k1 - k0 for _, _, k0, k1 in chunks), default=0)
+        AB = np.empty((2, span, nf, ncol))
+        for j0, j1, k0, k1 in chunks:
+            seg_start, seg_end = jit.tables(xs64[k0:k1], sv[k0:k1], kc[k0:k1], x0, h, inv_h64, AB, rt.kind)
+            jit.window_sums(q64[j0:j1], bounds[j0:j1], excl[j0:j1], k0, kc, seg_start, seg_end, AB, rt.coef,
+                            rt.kind, rt.amp, x0, h, inv_h64, cum_sw, DIRECT_MAX_KEYS, rt.threshold,
+                            out[j0:j1], flag[j0:j1])
     rows = np.nonzero(flag)[0]
     if rows.size:
         out[rows] = 0.0
-        _direct_windows(rows, lo[rows], hi[rows], queries, xs[:, None], sv, kernel, inv_h, excl, out)
-    return out
+        _direct_windows(rows, lo[rows], hi[rows], q[:, None], xs[:, None], sv, kernel, inv_h, excl, out)
+    return out if perm is None else jit.unsort_rows(out, perm)
 
 
 def _tree(
