@@ -12,11 +12,13 @@ bandwidth of it. This backend never looks at the others:
   offset ``t = (x - centre) / h``, so the sum over a window is a handful of moment sums
   ``sum s_i v_i t_i^j``. These are kept as prefix and suffix sums *restarted at every cell*:
   ``|t| <= 1/2`` and ``|q - centre| <= 3h/2`` wherever they are used, so nothing cancels when
-  ``|x| >> h``. A window ``[q - h, q + h]`` (found by binary search among the keys of the five
-  cells around the query, with exactly the reference's test ``|(q - x) / h| <= 1``) is split
-  at the query (odd powers of ``|u|``) and at the kernel's breakpoints; each part is the
-  suffix of one cell plus the prefix of the next, read in O(1). Leave-one-out splits the
-  part around the excluded key (never subtracting its term afterwards).
+  ``|x| >> h``. The queries are sorted too (``argsort``, unless they already are), so the
+  windows ``[q - h, q + h]`` come from one merge-like sweep, with exactly the reference's
+  test ``|(q - x) / h| <= 1`` at the edges, and the tables are built for cache-sized chunks
+  of keys, one after the other. Each window is split at the query (odd powers of ``|u|``)
+  and at the kernel's breakpoints; each part is the suffix of one cell plus the prefix of
+  the next, read in O(1). Leave-one-out splits the part around the excluded key (never
+  subtracting its term afterwards).
   Windows of at most :data:`DIRECT_MAX_KEYS` keys, and windows whose weight sum is so small
   against the sample weights that the expansion could lose more than ~12 bits, are summed
   directly, pair by pair, with the kernel's own profile.
@@ -25,18 +27,21 @@ bandwidth of it. This backend never looks at the others:
   kernels vanish outside the unit cube); the weights are evaluated on those pairs only, with
   the registry's profiles, and summed per query. Exact.
 
-Complexity: 1-D O(n) (sorted keys; O(n log n) otherwise) + O(m log(n)) for the windows +
-O((n + m) J (1 + p)) for the sums, whatever the bandwidth, with J the number of moments
-(the kernel's degree + 1; 2 for the cosine); memory O(n J (1 + p)) for the moment tables,
-split over the value columns to stay within ``working_memory``. d > 1: O(n log n) for the
+Complexity: 1-D O(n) to check that the keys are sorted (O(n log n) when they are not) +
+O(m log m) to sort the queries (none when sorted) + O(n + m) for the windows + O((n + m) J
+(1 + p)) for the sums, whatever the bandwidth, with J the number of moments (the kernel's
+degree + 1; 2 for the cosine); scratch memory: tables of at most 8 MiB at a time (or one
+window's keys, if larger) plus O(m) for the bounds. d > 1: O(n log n) for the
 tree, O(m log n + pairs) for the searches and sums, where ``pairs`` is the number of
 (query, key) pairs within the support.
 
 Accuracy (float64, measured against the reference backend): windows summed directly agree
-to rounding (1e-15 relative); prefix-moment windows to about 1e-13 relative (the worst seen
-in the tests was 3e-13, for the tricube kernel, degree 9), including keys near 1e6 with
-``h = 1e-3``. float32 inputs are summed in float64 and returned as float32, with the
-reference's float32 window test, so they are at least as accurate as the float32 reference.
+to rounding (1e-15 relative); prefix-moment windows lose a little: the worst relative error
+of a prediction measured with every window forced through the moments was 5e-14 (biweight,
+h = 0.3 on U(0, 5)); 1.5e-14 for keys near 1e6 with ``h = 1e-3``; 1.4e-14 on the 1e6-point
+Epanechnikov benchmark. Tests hold 1e-12 (1e-9 for the keys near 1e6). float32 inputs are
+summed in float64 and returned as float32, with the reference's float32 window test, so they
+are at least as accurate as the float32 reference.
 
 Examples
 --------
