@@ -33,7 +33,10 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from .. import _threads
 from ._numba_exp import exp_fast
+
+_threads.configure()  # numba's pool shares the cores politely (see nadaraya._threads)
 
 __all__ = ["loo_gradient", "loo_levels", "shifts", "threads_for"]
 
@@ -95,7 +98,73 @@ def shifts(zt: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.ascontiguousarray(dist[:, 1] ** 2)
 
 
-@numba.njit(cache=True, parallel=True, fastmath=_FAST)
+@numba.njit(cache=True, fastmath=_FAST)
+def _levels_rows(
+    zt: NDArray[np.float64],
+    shift: NDArray[np.float64],
+    s: NDArray[np.float64],
+    sy: NDArray[np.float64],
+    n_levels: int,
+    i0: int,
+    i1: int,
+    S: NDArray[np.float64],
+    T: NDArray[np.float64],
+) -> None:  # pragma: no cover - compiled
+    """Rows ``i0:i1`` of :func:`loo_levels` (a plain loop, so that LLVM vectorises it)."""
+    d, n = zt.shape
+    p = sy.shape[0]
+    dz = np.empty(_TILE)
+    e = np.empty(_TILE)
+    y0 = sy[0]
+    for i in range(i0, i1):
+        c = shift[i]
+        for j0 in range(0, n, _TILE):
+            m = min(n, j0 + _TILE) - j0
+            zs = zt[0, j0 : j0 + m]
+            zi = zt[0, i]
+            for j in range(m):
+                t = zs[j] - zi
+                dz[j] = t * t - c
+            for k in range(1, d):
+                zs = zt[k, j0 : j0 + m]
+                zi = zt[k, i]
+                for j in range(m):
+                    t = zs[j] - zi
+                    dz[j] += t * t
+            if j0 <= i < j0 + m:
+                dz[i - j0] = np.inf
+            ss = s[j0 : j0 + m]
+            ys = y0[j0 : j0 + m]
+            scale = 1.0
+            for lev in range(n_levels):
+                acc = 0.0
+                acc0 = 0.0
+                if lev % _REFRESH == 0:
+                    for j in range(m):
+                        x = dz[j] * scale
+                        w = exp_fast(-x) if x < _CUT else 0.0
+                        e[j] = w
+                        acc += w * ss[j]
+                        acc0 += w * ys[j]
+                else:
+                    for j in range(m):
+                        w = e[j] * e[j]
+                        w = w if w > _TINY else 0.0
+                        e[j] = w
+                        acc += w * ss[j]
+                        acc0 += w * ys[j]
+                S[lev, i] += acc
+                T[lev, i, 0] += acc0
+                for q in range(1, p):
+                    yq = sy[q, j0 : j0 + m]
+                    acc = 0.0
+                    for j in range(m):
+                        acc += e[j] * yq[j]
+                    T[lev, i, q] += acc
+                scale *= 2.0
+
+
+@numba.njit(cache=True, parallel=True)
 def loo_levels(
     zt: NDArray[np.float64],
     shift: NDArray[np.float64],
@@ -123,60 +192,81 @@ def loo_levels(
     S : ndarray of shape (n_levels, n)
     T : ndarray of shape (n_levels, n, p)
     """
-    d, n = zt.shape
-    p = sy.shape[0]
+    n = zt.shape[1]
     S = np.zeros((n_levels, n))
-    T = np.zeros((n_levels, n, p))
+    T = np.zeros((n_levels, n, sy.shape[0]))
     n_blocks = (n + _ROWS - 1) // _ROWS
     for b in numba.prange(n_blocks):
-        dz = np.empty(_TILE)
-        e = np.empty(_TILE)
-        for i in range(b * _ROWS, min(n, (b + 1) * _ROWS)):
-            c = shift[i]
-            for j0 in range(0, n, _TILE):
-                j1 = min(n, j0 + _TILE)
-                m = j1 - j0
-                for j in range(m):
-                    dz[j] = 0.0
-                for k in range(d):
-                    zi = zt[k, i]
-                    for j in range(m):
-                        t = zt[k, j0 + j] - zi
-                        dz[j] += t * t
-                for j in range(m):
-                    dz[j] -= c
-                if j0 <= i < j1:
-                    dz[i - j0] = np.inf
-                scale = 1.0
-                for lev in range(n_levels):
-                    acc = 0.0
-                    acc0 = 0.0
-                    if lev % _REFRESH == 0:
-                        for j in range(m):
-                            x = dz[j] * scale
-                            w = exp_fast(-x) if x < _CUT else 0.0
-                            e[j] = w
-                            acc += w * s[j0 + j]
-                            acc0 += w * sy[0, j0 + j]
-                    else:
-                        for j in range(m):
-                            w = e[j] * e[j]
-                            w = w if w > _TINY else 0.0
-                            e[j] = w
-                            acc += w * s[j0 + j]
-                            acc0 += w * sy[0, j0 + j]
-                    S[lev, i] += acc
-                    T[lev, i, 0] += acc0
-                    for q in range(1, p):
-                        acc = 0.0
-                        for j in range(m):
-                            acc += e[j] * sy[q, j0 + j]
-                        T[lev, i, q] += acc
-                    scale *= 2.0
+        _levels_rows(zt, shift, s, sy, n_levels, b * _ROWS, min(n, (b + 1) * _ROWS), S, T)
     return S, T
 
 
-@numba.njit(cache=True, parallel=True, fastmath=_FAST)
+@numba.njit(cache=True, fastmath=_FAST)
+def _gradient_rows(
+    zt: NDArray[np.float64],
+    shift: NDArray[np.float64],
+    s: NDArray[np.float64],
+    sy: NDArray[np.float64],
+    i0: int,
+    i1: int,
+    S: NDArray[np.float64],
+    T: NDArray[np.float64],
+    A: NDArray[np.float64],
+    B: NDArray[np.float64],
+) -> None:  # pragma: no cover - compiled
+    """Rows ``i0:i1`` of :func:`loo_gradient`."""
+    d, n = zt.shape
+    p = sy.shape[0]
+    dz = np.empty(_TILE)
+    e = np.empty(_TILE)
+    u2 = np.empty(_TILE)
+    for i in range(i0, i1):
+        c = shift[i]
+        for j0 in range(0, n, _TILE):
+            m = min(n, j0 + _TILE) - j0
+            for j in range(m):
+                dz[j] = -c
+            for k in range(d):
+                zs = zt[k, j0 : j0 + m]
+                zi = zt[k, i]
+                for j in range(m):
+                    t = zs[j] - zi
+                    dz[j] += t * t
+            if j0 <= i < j0 + m:
+                dz[i - j0] = np.inf
+            ss = s[j0 : j0 + m]
+            acc = 0.0
+            for j in range(m):
+                x = dz[j]
+                w = exp_fast(-x) if x < _CUT else 0.0
+                e[j] = w
+                acc += w * ss[j]
+            S[i] += acc
+            for q in range(p):
+                yq = sy[q, j0 : j0 + m]
+                acc = 0.0
+                for j in range(m):
+                    acc += e[j] * yq[j]
+                T[i, q] += acc
+            for k in range(d):
+                zs = zt[k, j0 : j0 + m]
+                zi = zt[k, i]
+                acc = 0.0
+                for j in range(m):
+                    t = zs[j] - zi
+                    v = 2.0 * t * t * e[j]
+                    u2[j] = v
+                    acc += v * ss[j]
+                A[i, k] += acc
+                for q in range(p):
+                    yq = sy[q, j0 : j0 + m]
+                    acc = 0.0
+                    for j in range(m):
+                        acc += u2[j] * yq[j]
+                    B[i, k, q] += acc
+
+
+@numba.njit(cache=True, parallel=True)
 def loo_gradient(
     zt: NDArray[np.float64], shift: NDArray[np.float64], s: NDArray[np.float64], sy: NDArray[np.float64]
 ) -> tuple[  # pragma: no cover
@@ -206,46 +296,5 @@ def loo_gradient(
     B = np.zeros((n, d, p))
     n_blocks = (n + _ROWS - 1) // _ROWS
     for b in numba.prange(n_blocks):
-        dz = np.empty(_TILE)
-        e = np.empty(_TILE)
-        u2 = np.empty(_TILE)
-        for i in range(b * _ROWS, min(n, (b + 1) * _ROWS)):
-            c = shift[i]
-            for j0 in range(0, n, _TILE):
-                j1 = min(n, j0 + _TILE)
-                m = j1 - j0
-                for j in range(m):
-                    dz[j] = -c
-                for k in range(d):
-                    zi = zt[k, i]
-                    for j in range(m):
-                        t = zt[k, j0 + j] - zi
-                        dz[j] += t * t
-                if j0 <= i < j1:
-                    dz[i - j0] = np.inf
-                for j in range(m):
-                    e[j] = exp_fast(-dz[j]) if dz[j] < _CUT else 0.0
-                acc = 0.0
-                for j in range(m):
-                    acc += e[j] * s[j0 + j]
-                S[i] += acc
-                for q in range(p):
-                    acc = 0.0
-                    for j in range(m):
-                        acc += e[j] * sy[q, j0 + j]
-                    T[i, q] += acc
-                for k in range(d):
-                    zi = zt[k, i]
-                    for j in range(m):
-                        t = zt[k, j0 + j] - zi
-                        u2[j] = 2.0 * t * t * e[j]
-                    acc = 0.0
-                    for j in range(m):
-                        acc += u2[j] * s[j0 + j]
-                    A[i, k] += acc
-                    for q in range(p):
-                        acc = 0.0
-                        for j in range(m):
-                            acc += u2[j] * sy[q, j0 + j]
-                        B[i, k, q] += acc
+        _gradient_rows(zt, shift, s, sy, b * _ROWS, min(n, (b + 1) * _ROWS), S, T, A, B)
     return S, T, A, B
