@@ -94,7 +94,9 @@ def s1(n: int, with_statsmodels: bool) -> None:
     name = f"S1 1-D n={n}"
     row(name, "nadaraya select_bandwidth", t_ours, res.bandwidth, res.score,
         f"{res.n_passes} passes")
-    peers: list[tuple[str, Callable[[], float], int]] = [("kernelsmooth lscv", lambda: kernelsmooth_cv(x, y), 3)]
+    peers: list[tuple[str, Callable[[], float], int]] = [
+        ("kernelsmooth lscv", lambda: kernelsmooth_cv(x, y), 3)
+    ]
     if with_statsmodels:
         peers.append(("statsmodels KernelReg cv_ls", lambda: statsmodels_cv(x, y), 1))
     for impl, fn, repeat in peers:
