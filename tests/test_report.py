@@ -1,0 +1,82 @@
+"""The HTML report: self-contained and small; in headless Chromium the slider switches the curve, offline."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nadaraya import report
+from nadaraya.datasets import textbook
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.fixture(scope="module")
+def study() -> report.Study:
+    return report.textbook_study(
+        textbook(n=40, seed=2), kernels=["constant", "gaussian", "boxcar"], learnable=False
+    )
+
+
+@pytest.fixture(scope="module")
+def page(study: report.Study, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return report.write_html(study, tmp_path_factory.mktemp("report") / "report.html")
+
+
+def test_states_are_the_primitive(study: report.Study) -> None:
+    import nadaraya
+
+    s = study.split
+    i = int(np.argmin(abs(study.slider - 0.5)))
+    np.testing.assert_allclose(
+        study.curves["gaussian"][i], nadaraya.pool(s.x_val, s.x_train, s.y_train, bandwidth=study.slider[i])
+    )
+    w = nadaraya.attention_weights(s.x_val, s.x_train, bandwidth=study.slider[i])
+    np.testing.assert_allclose(study.heatmaps["gaussian"][i], w[np.argsort(s.x_val)][:, np.argsort(s.x_train)])
+    assert {0.1, 0.2, 0.5, 1.0} <= set(np.round(study.slider, 6))
+
+
+def test_report_is_self_contained_and_small(page: Path) -> None:
+    text = page.read_text()
+    assert page.stat().st_size < 5_000_000
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)
+    assert "@import" not in text and "url(" not in text
+    assert "Validation MSE" in text and "average pooling" in text
+
+
+def test_browser_slider_switches_the_curve_offline(page: Path) -> None:
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing (install Debian's chromium: apt-get install -y chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    errors: list[str] = []
+    requests: list[str] = []
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
+        )
+        try:
+            tab = browser.new_page()
+            tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            tab.on("pageerror", lambda e: errors.append(str(e)))
+            tab.on("request", lambda r: None if r.url.startswith(("file://", "data:")) else requests.append(r.url))
+            tab.goto(page.as_uri())
+            before = tab.get_attribute("#curve", "d")
+            mse_before = tab.inner_text("#mse")
+            assert before and before.startswith("M")
+            heat_before = tab.evaluate("document.getElementById('heat').toDataURL()")
+            tab.eval_on_selector("#bw", "el => { el.value = 2; el.dispatchEvent(new Event('input')); }")
+            after = tab.get_attribute("#curve", "d")
+            assert after != before
+            assert tab.inner_text("#mse") != mse_before
+            assert tab.evaluate("document.getElementById('heat').toDataURL()") != heat_before
+            tab.select_option("#kernel", "boxcar")
+            assert tab.get_attribute("#curve", "d") != after
+        finally:
+            browser.close()
+    assert errors == []
+    assert requests == []
