@@ -35,7 +35,8 @@ def test_states_are_the_primitive(study: report.Study) -> None:
         study.curves["gaussian"][i], nadaraya.pool(s.x_val, s.x_train, s.y_train, bandwidth=study.slider[i])
     )
     w = nadaraya.attention_weights(s.x_val, s.x_train, bandwidth=study.slider[i])
-    np.testing.assert_allclose(study.heatmaps["gaussian"][i], w[np.argsort(s.x_val)][:, np.argsort(s.x_train)])
+    sorted_w = w[np.argsort(s.x_val)][:, np.argsort(s.x_train)]
+    np.testing.assert_allclose(study.heatmaps["gaussian"][i], sorted_w)
     assert {0.1, 0.2, 0.5, 1.0} <= set(np.round(study.slider, 6))
 
 
@@ -63,7 +64,8 @@ def test_browser_slider_switches_the_curve_offline(page: Path) -> None:
             tab = browser.new_page()
             tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             tab.on("pageerror", lambda e: errors.append(str(e)))
-            tab.on("request", lambda r: None if r.url.startswith(("file://", "data:")) else requests.append(r.url))
+            local = ("file://", "data:")
+            tab.on("request", lambda r: None if r.url.startswith(local) else requests.append(r.url))
             tab.goto(page.as_uri())
             before = tab.get_attribute("#curve", "d")
             mse_before = tab.inner_text("#mse")

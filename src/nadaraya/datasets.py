@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Dataset", "Split", "TEXTBOOK_VARIANTS", "diabetes", "engel", "textbook", "textbook_function"]
+__all__ = ["TEXTBOOK_VARIANTS", "Dataset", "Split", "diabetes", "engel", "textbook", "textbook_function"]
 
 
 def _two_sin_plus_x(x: NDArray[np.float64]) -> NDArray[np.float64]:
