@@ -224,9 +224,10 @@ def exp_ceiling() -> tuple[float, str]:
     @numba.njit(parallel=True, fastmath={"contract"})
     def numba_exp(x, out, reps):  # type: ignore[no-untyped-def]
         for c in numba.prange(x.shape[0]):
+            xc, oc = x[c], out[c]  # 1-D rows: x[c, j] would compile to gathers
             for _ in range(reps):
-                for j in range(x.shape[1]):
-                    out[c, j] = exp_fast(x[c, j])
+                for j in range(xc.size):
+                    oc[j] = exp_fast(xc[j])
 
     x = np.random.default_rng(0).uniform(-20, 0, size=(cores, size))
     out = np.empty_like(x)

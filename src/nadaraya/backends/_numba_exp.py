@@ -9,12 +9,13 @@ to SIMD code.
 Method (Cody and Waite): ``x = n ln2 + r`` with ``n = round(x / ln2)`` and ``|r| <= ln2 / 2``,
 ``ln2`` split into a high part with trailing zero bits and a low correction so that ``n ln2``
 is exact; ``exp(r)`` by its Taylor polynomial (degree 13 in float64, 7 in float32, truncation
-below 2e-17 and 4e-9 relative, respectively) in Horner form; then ``2**n`` is built from the
-exponent bits, as two factors so that results in the subnormal range are right too.
+below 2e-17 and 4e-9 relative, respectively), evaluated in Estrin's form (float64) or Horner's
+(float32); then ``2**n`` is built from the exponent bits, as two factors so that results in the
+subnormal range are right too.
 
 Accuracy, measured against ``np.exp`` over the whole range (tests/test_fused.py):
 
-- float64: relative error below 4e-16 (2 ulp) wherever the result is a normal number;
+- float64: relative error at most 4.5e-16 (2 ulp) wherever the result is a normal number;
   subnormal results (``-745.1 < x < -708.4``) within 1 unit of the smallest subnormal;
   ``exp_fast(x) == 0`` for ``x < -745.2`` and for ``-inf``; ``inf`` for ``x > 709.78`` and
   ``inf``; NaN stays NaN.
@@ -106,20 +107,15 @@ def exp_fast(x: float) -> float:  # pragma: no cover - compiled
     xc = xc if xc < _X_MAX else _X_MAX
     t = np.floor(xc * _LOG2E + 0.5)
     r = (xc - t * _LN2_HI) - t * _LN2_LO
-    p = _C13
-    p = p * r + _C12
-    p = p * r + _C11
-    p = p * r + _C10
-    p = p * r + _C9
-    p = p * r + _C8
-    p = p * r + _C7
-    p = p * r + _C6
-    p = p * r + _C5
-    p = p * r + _C4
-    p = p * r + _C3
-    p = p * r + _C2
-    p = p * r + 1.0
-    p = p * r + 1.0
+    # Estrin's scheme: a dependency chain of 5 FMAs instead of Horner's 13 (1.5x faster here)
+    r2 = r * r
+    r4 = r2 * r2
+    r8 = r4 * r4
+    b0 = (1.0 + r) + (_C2 + _C3 * r) * r2
+    b1 = (_C4 + _C5 * r) + (_C6 + _C7 * r) * r2
+    b2 = (_C8 + _C9 * r) + (_C10 + _C11 * r) * r2
+    b3 = _C12 + _C13 * r
+    p = (b0 + b1 * r4) + (b2 + b3 * r4) * r8
     n = np.int64(t)  # in [-1075, 1024]
     n1 = n >> 1
     n2 = n - n1  # each in [-538, 512]: 2**n1 and 2**n2 are normal numbers
