@@ -136,9 +136,9 @@ def rule_of_thumb(
 #: criteria that :func:`select_bandwidth` minimises
 METHODS: tuple[str, ...] = ("cv", "aicc")
 
-#: the coarse grid: ratio sqrt(2) between neighbours, from 2**-7 to at least 2**5 times the
-#: rule of thumb (and up to 10 times the data's range), about four decades
-_GRID_BELOW = 14
+#: the coarse grid: ratio sqrt(2) between neighbours, from 2**-6 to at least 2**5 times the
+#: rule of thumb (and up to 3 times the data's range), over three decades
+_GRID_BELOW = 12
 _GRID_ABOVE = 10
 #: Brent's tolerance on log h: the bandwidth to a relative 1e-3
 _XATOL = 1e-3
@@ -212,7 +212,7 @@ class BandwidthSelection:
         >>> import numpy as np
         >>> import nadaraya
         >>> x = np.linspace(0, 3, 30)
-        >>> res = nadaraya.select_bandwidth(x, np.sin(2 * x))
+        >>> res = nadaraya.select_bandwidth(x, np.sin(2 * x) + 0.3 * np.cos(37 * x))
         >>> sorted(res.to_dict())[:3]
         ['bandwidth', 'bounds', 'converged']
         """
@@ -528,8 +528,8 @@ def select_bandwidth(
     bandwidth; nothing is refitted n times.
 
     **Scalar search** (one bandwidth for every feature): a coarse log-spaced grid, ratio
-    ``sqrt(2)``, from ``2**-7`` to at least ``2**5`` times Scott's rule of thumb (about four
-    decades, extended up to ten times the data's range so that "ignore x" is on the grid),
+    ``sqrt(2)``, from ``2**-6`` to at least ``2**5`` times Scott's rule of thumb (over three
+    decades, extended up to three times the data's range so that "ignore x" is on the grid),
     then a bounded Brent refinement on ``log h`` between the grid neighbours of the best grid
     point, to a relative 1e-3. The criterion has local minima; the grid is there for them. For
     the Gaussian kernel the whole grid costs one pass over the pairs: in the shifted log
@@ -539,7 +539,7 @@ def select_bandwidth(
     ``backend``.
 
     **Per feature** (``per_feature=True``): after the scalar search along Scott's per-feature
-    rule (``h = t * rule``), L-BFGS-B on ``log h_k`` within data-derived bounds (``2**-7``
+    rule (``h = t * rule``), L-BFGS-B on ``log h_k`` within data-derived bounds (``2**-6``
     times the rule below; above, the larger of ``2**5`` times the rule and 100 times the
     feature's range), with the analytic gradient of the criterion for the Gaussian kernel
     (from the same pass; finite differences through the primitive for other kernels). A
@@ -640,7 +640,7 @@ def select_bandwidth(
     if k.compact and method == "cv":
         t_floor = _nn_linf(obj.X / direction) * (1.0 + 1e-9)
     reach = float(np.max(span / direction))
-    n_above = max(_GRID_ABOVE, math.ceil(2.0 * math.log2(max(1.0, 10.0 * reach / geo))))
+    n_above = max(_GRID_ABOVE, math.ceil(2.0 * math.log2(max(1.0, 3.0 * reach / geo))))
     ts = geo * 2.0 ** (np.arange(n_above, -_GRID_BELOW - 1, -1) / 2.0)  # descending
     if t_floor > 0:
         ts = ts[ts > t_floor]
