@@ -33,7 +33,7 @@ BackendName = Literal["auto", "reference", "fused", "windowed", "dask"]
 _REGISTRY: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
     "reference": ("nadaraya.backends.reference", None, ()),
     "fused": ("nadaraya.backends.fused", None, ("numba",)),
-    "windowed": ("nadaraya.backends.windowed", None, ("scipy",)),
+    "windowed": ("nadaraya.backends.windowed", None, ("scipy", "numba")),
     "dask": ("nadaraya.backends.dask", "dask", ("dask", "distributed")),
 }
 
