@@ -232,7 +232,7 @@ def _train_learnable(
     specs = [
         ("learnable w (Gaussian)", "KernelPooling", {}, {"epochs": 50, "lr": 0.5}),
         ("additive attention", "AdditiveAttentionPooling", {"in_features": 1, "hidden": 16},
-         {"epochs": 300, "lr": 0.05, "optimizer": "adam"}),
+         {"epochs": 60, "lr": 0.05, "optimizer": "adam"}),
     ]
     for name, cls_name, kw, fit_kw in specs:
         progress(f"training {name}")
@@ -248,7 +248,10 @@ def _train_learnable(
                 pred = module(Q, X, Y)
             pred = (pred[0] if isinstance(pred, tuple) else pred).detach().numpy().reshape(-1)
             loss = getattr(history, "loss", history.get("loss") if isinstance(history, dict) else history)
-            out[name] = {"prediction": pred, "history": np.asarray(loss, dtype=np.float64)}
+            hs = history.get("bandwidth") if isinstance(history, dict) else None
+            hs = getattr(history, "bandwidth", hs)
+            h = float(np.ravel(hs[-1])[0]) if hs is not None and len(hs) else None
+            out[name] = {"prediction": pred, "history": np.asarray(loss, dtype=np.float64), "bandwidth": h}
         except Exception as exc:  # a peer module's API may differ: report it, do not crash the demo
             notes.append(f"{name} skipped: {type(exc).__name__}: {exc}")
     return out, notes
@@ -353,7 +356,8 @@ def textbook_study(
     if learnable:
         learned, notes = _train_learnable(split, tick)
         for name, res in learned.items():
-            rows.append(Row(name, "learned", None, float(np.mean((res["prediction"] - split.y_val) ** 2))))
+            mse_learned = float(np.mean((res["prediction"] - split.y_val) ** 2))
+            rows.append(Row(name, "learned", res["bandwidth"], mse_learned, "trained by gradient descent"))
     return Study(split, rows, searches, slide, curves, heatmaps, learned, notes)
 
 
