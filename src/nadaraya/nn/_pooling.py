@@ -609,8 +609,8 @@ class AveragePooling(KernelPooling):
     tensor([3., 3.])
     """
 
-    def __init__(self) -> None:
-        super().__init__("constant", 1.0, learnable=False, method="chunked")
+    def __init__(self, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None) -> None:
+        super().__init__("constant", 1.0, learnable=False, method="chunked", device=device, dtype=dtype)
 
     def extra_repr(self) -> str:
         return ""
@@ -639,6 +639,8 @@ class AdditiveAttentionPooling(_Pooling):
         A bias in ``W_q``: with it, two hidden units can form a bump ``tanh(a + b) - tanh(a - b)``
         around ``q = k``, which is what kernel-like attention on raw coordinates needs. The
         textbook's layer has none.
+    device, dtype : optional
+        Of the parameters, as for :class:`torch.nn.Linear`.
 
     Examples
     --------
@@ -652,14 +654,22 @@ class AdditiveAttentionPooling(_Pooling):
     """
 
     def __init__(
-        self, in_features: int, hidden: int, *, key_features: int | None = None, bias: bool = True
+        self,
+        in_features: int,
+        hidden: int,
+        *,
+        key_features: int | None = None,
+        bias: bool = True,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
         _check_sizes(in_features=in_features, hidden=hidden, key_features=key_features)
         self.method = "chunked"
-        self.W_q = nn.Linear(in_features, hidden, bias=bias)
-        self.W_k = nn.Linear(key_features or in_features, hidden, bias=False)
-        self.w_v = nn.Linear(hidden, 1, bias=False)
+        place = {"device": device, "dtype": dtype}
+        self.W_q = nn.Linear(in_features, hidden, bias=bias, **place)
+        self.W_k = nn.Linear(key_features or in_features, hidden, bias=False, **place)
+        self.w_v = nn.Linear(hidden, 1, bias=False, **place)
 
     def _project(self, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor, Scorer, tuple[Tensor, ...]]:
         scorer = Scorer(_additive_fn, True, 3 * self.w_v.in_features)
@@ -684,6 +694,8 @@ class DotProductAttentionPooling(_Pooling):
     key_features : int, optional
         Features of a key; default ``in_features``.
     method : {"auto", "sdpa", "chunked"}, default "auto"
+    device, dtype : optional
+        Of the parameters, as for :class:`torch.nn.Linear`.
 
     Examples
     --------
@@ -702,13 +714,16 @@ class DotProductAttentionPooling(_Pooling):
         *,
         key_features: int | None = None,
         method: Method = "auto",
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
         _check_sizes(in_features=in_features, dim=dim, key_features=key_features)
         self.method = self._check_method(method)
         self.scaled = scaled
-        self.W_q = nn.Linear(in_features, dim, bias=False)
-        self.W_k = nn.Linear(key_features or in_features, dim, bias=False)
+        place = {"device": device, "dtype": dtype}
+        self.W_q = nn.Linear(in_features, dim, bias=False, **place)
+        self.W_k = nn.Linear(key_features or in_features, dim, bias=False, **place)
 
     def _project(self, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor, Scorer, tuple[Tensor, ...]]:
         qa = self.W_q(q)
