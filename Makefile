@@ -26,7 +26,7 @@ lint: $(STAMP)
 # Debian's chromium for the report's browser test (CI runs as root on a fresh machine); the
 # test skips, saying why, when it cannot be installed.
 browser:
-	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium) || \
+	command -v chromium >/dev/null || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) || \
 		echo "chromium could not be installed; the browser test will be skipped"
 
 test: $(STAMP) lint browser
