@@ -486,7 +486,9 @@ class KernelPooling(_Pooling):
     augmented-dimension identity ``-|q - k|^2 / 2 = [q, 1] . [k, -|k|^2 / 2] - |q|^2 / 2``
     (after centring on the keys' mean), so torch's fused kernels serve it: on CPU
     ``_scaled_dot_product_flash_attention_for_cpu`` (also with a mask, in torch 2.13), on CUDA
-    flash or memory-efficient attention. Its precision: the log weights carry an absolute
+    flash or memory-efficient attention (float16/bfloat16/float32; in float64 CUDA has only
+    the math path, which builds the (m, n) matrix: use ``method="chunked"`` there for large
+    m n). Its precision: the log weights carry an absolute
     error of about ``eps * max |k - centre|^2 / h^2``; that is negligible in float64 and
     float32 for data within a few hundred bandwidths, but in float16/bfloat16 (eps 1e-3 and
     8e-3) it is already ~0.5 at ``|k - centre| / h = 10``: use float32, or ``method="chunked"``,
