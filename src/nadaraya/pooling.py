@@ -321,7 +321,7 @@ def attention_weights(
     --------
     >>> import nadaraya
     >>> nadaraya.attention_weights([2.5], [1.0, 2.0, 3.0]).round(3)
-    array([[0.156, 0.422, 0.422]])
+    array([[0.155, 0.422, 0.422]])
     """
     from .backends.reference import block_sizes, block_weights
 
