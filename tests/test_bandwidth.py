@@ -186,7 +186,7 @@ def test_per_feature_smooths_out_an_irrelevant_feature():
     scalar = select_bandwidth(X, y)
     assert res.score < scalar.score
     assert res.score == pytest.approx(plain_cv(X, y, res.bandwidth), rel=1e-9)
-    assert set(res.search["stages"]) == {"grid", "refine", "per_feature"}
+    assert set(res.search["stages"]) == {"grid", "per_feature"}
 
 
 def test_per_feature_without_gradient_for_other_kernels():

@@ -538,8 +538,8 @@ def select_bandwidth(
     the primitive (:func:`nadaraya.pooling.compute_partials` with ``exclude=arange(n)``) on
     ``backend``.
 
-    **Per feature** (``per_feature=True``): after the scalar search along Scott's per-feature
-    rule (``h = t * rule``), L-BFGS-B on ``log h_k`` within data-derived bounds (``2**-6``
+    **Per feature** (``per_feature=True``): from the best point of the same coarse grid along
+    Scott's per-feature rule (``h = t * rule``), L-BFGS-B on ``log h_k`` within data-derived bounds (``2**-6``
     times the rule below; above, the larger of ``2**5`` times the rule and 100 times the
     feature's range), with the analytic gradient of the criterion for the Gaussian kernel
     (from the same pass; finite differences through the primitive for other kernels). A
@@ -655,11 +655,12 @@ def select_bandwidth(
         raise ValueError(f"{method} is infinite at every bandwidth on the grid; the data are degenerate")
 
     # -- Brent on log t between the neighbours of the best grid point ----------------------------
+    # (per feature, L-BFGS-B refines every direction from the best grid point instead)
     lo = ts[min(best + 1, ts.size - 1)]
     hi = ts[max(best - 1, 0)]
     t_best, s_best = float(ts[best]), float(grid[best])
     converged = True
-    if hi > lo:
+    if hi > lo and (not per_feature or d == 1):
         res = minimize_scalar(
             lambda lt: obj.at(math.exp(lt) * direction),
             bounds=(math.log(lo), math.log(hi)),
@@ -700,8 +701,8 @@ def select_bandwidth(
 
         jac = None
     bounds = list(zip(np.log(lower), np.log(upper)))
-    # stop when a step gains less than 1e-10 of the (order-one) score: the bandwidths are
-    # then far inside the relative 1e-3 that the scalar search aims at
+    # stop when a step gains less than 1e-10 of the (order-one) score, or the projected
+    # gradient is below 1e-6: the bandwidths are then well inside a relative 1e-3
     options = {"ftol": 1e-10, "gtol": 1e-6, "maxiter": 200}
 
     def lbfgsb(start: NDArray[np.float64]) -> Any:
