@@ -1,16 +1,26 @@
-"""Compiled loops of the windowed backend: cells, exact window bounds and prefix-moment sums (numba).
+"""Compiled loops of the windowed backend: query buckets, exact window bounds and prefix-moment sums (numba).
 
 Imported on first use by :mod:`nadaraya.backends.windowed`, never by ``import nadaraya``.
-Everything here works on sorted 1-D keys split into *cells* of width ``h`` on the grid
-``x0 + c h``. Each cell carries its own anchor (its centre), and the moments of the keys are
-summed *within* a cell only (a prefix and a suffix restarted at every cell), so no sum ever
-mixes keys far apart and nothing cancels when ``|x| >> h``.
+Everything here works on sorted 1-D keys. Two grids share the origin ``x0`` (the first key):
+
+* the *moment cells* of width ``h``: each carries its own anchor (its centre), and the
+  moments of the keys are summed *within* a cell only (a prefix and a suffix restarted at
+  every cell), so no sum ever mixes keys far apart and nothing cancels when ``|x| >> h``;
+* the *buckets* of width ``g = s h`` (``s >= 1`` a whole number, 1 unless the keys are so
+  sparse that cells of width ``h`` would outnumber the points): the queries are sorted into
+  them by a counting sort, O(m), and a query's window lies within its bucket and the two
+  neighbours, which bounds its binary searches.
+
+One parallel task takes a run of consecutive buckets: it builds the moment tables of the keys
+of those buckets and one neighbour on each side (they stay in cache), then reads each of its
+queries' window sums from them and writes them straight to the query's row (no sort of the
+queries, no scatter back afterwards).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 #: route kinds: polynomial moments ``t^j``, or the cosine pair ``cos(pi t / 2), sin(pi t / 2)``
 POLYNOMIAL = 0
@@ -18,193 +28,390 @@ COSINE = 1
 
 
 @njit(cache=True)
-def cells(xs: np.ndarray, x0: float, inv_h: float) -> np.ndarray:  # pragma: no cover - compiled
-    """Cell of each sorted key: ``floor((x - x0) / h)``, non-decreasing."""
-    out = np.empty(xs.shape[0], np.int64)
-    for i in range(xs.shape[0]):
-        out[i] = np.int64(np.floor((xs[i] - x0) * inv_h))
-    return out
+def _cell(v, x0, inv_g, ncell):  # pragma: no cover - compiled
+    """Bucket cell of a float64 value: ``floor((v - x0) / g)`` clamped to ``[-1, ncell]``."""
+    c = np.floor((v - x0) * inv_g)
+    if not c >= -1.0:  # also NaN
+        return -1
+    if c >= ncell:
+        return ncell
+    return int(c)
 
 
 @njit(cache=True)
-def sweep_bounds(qs, xs, qs64, xs64, inv_h, breaks, h):  # pragma: no cover - compiled
-    """For *sorted* queries, the key indices ``[lo, L_{P-1}, .., L_1, iq, R_1, .., R_{P-1}, hi]``.
+def buckets(xs, qs, excl, x0, inv_g, ncell):  # pragma: no cover - compiled
+    """Cell starts of the sorted keys and a counting sort of the queries into buckets.
 
-    ``lo``/``hi`` use exactly the reference's test ``|(q - x) * inv_h| <= 1`` in the data's
-    dtype (``qs``, ``xs``, ``inv_h`` share it; the test is monotone in ``q`` and in ``x``), so a
-    key at ``|u| = 1`` is in or out exactly as there. ``iq`` splits at the query (keys
-    ``<= q`` on its left), the inner bounds at ``|u| = breaks[k]`` (where a piecewise kernel
-    changes polynomial; it is continuous there, so float64 is exact enough). Every bound only
-    moves forward as the queries grow: one merge-like sweep, O(n + m).
+    Returns ``cs`` (``cs[k]``: first key of cell ``>= k``, ``k = 0 .. ncell``), ``start``
+    (bucket ``b``, i.e. cell ``b - 1``, holds the sorted positions ``start[b]:start[b + 1]``;
+    buckets 0 and ``ncell + 1`` hold the queries below and above the keys), ``qb`` (each
+    query's bucket), and the queries and their excluded keys in bucket order. Each bucket is
+    written sequentially, so the scatter stays in cache while buckets are few.
     """
-    m = qs.shape[0]
     n = xs.shape[0]
-    nbreak = breaks.shape[0]  # inner breaks, strictly between 0 and 1
-    nb = 2 * nbreak + 3
-    out = np.empty((m, nb), np.int64)
-    ptr = np.zeros(nb, np.int64)
-    for j in range(m):
-        q = qs[j]
-        q64 = qs64[j]
-        i = ptr[0]
-        while i < n and not (q - xs[i]) * inv_h <= 1.0:
-            i += 1
-        ptr[0] = i
-        for p in range(1, nb - 1):
-            i = max(ptr[p], ptr[p - 1])
-            if p <= nbreak:  # left inner bound: first key >= q - b h
-                target = q64 - breaks[nbreak - p] * h
-                while i < n and xs64[i] < target:
-                    i += 1
-            else:  # iq (first key > q), then right inner bounds (first key > q + b h)
-                target = q64 if p == nbreak + 1 else q64 + breaks[p - nbreak - 2] * h
-                while i < n and xs64[i] <= target:
-                    i += 1
-            ptr[p] = i
-        i = max(ptr[nb - 1], ptr[nbreak + 1])
-        while i < n and not (q - xs[i]) * inv_h < -1.0:
-            i += 1
-        ptr[nb - 1] = i
-        for k in range(nb):
-            out[j, k] = ptr[k]
-        for k in range(nb - 2, 0, -1):  # inner bounds within [lo, hi]
-            if out[j, k] > out[j, k + 1]:
-                out[j, k] = out[j, k + 1]
-    return out
-
-
-@njit(cache=True)
-def tables(xs64, sv, kc, x0, h, inv_h, AB, kind):  # pragma: no cover - compiled
-    """Moments of the keys summed within cells: ``AB[0]`` inclusive prefixes, ``AB[1]`` suffixes.
-
-    ``AB[0, i, j, c] = sum of sv[i', c] g_j(t_i')`` over the keys ``i'`` of key ``i``'s cell
-    with ``i' <= i``; ``AB[1]`` likewise over ``i' >= i``; ``t = (x - centre of the cell) / h``
-    lies in ``[-1/2, 1/2]`` and ``g_j(t) = t^j`` (or the cosine pair). Also returns each key's
-    cell start and end (exclusive) indices. ``AB`` is a scratch buffer of shape
-    ``(2, >= n, J, ncol)``, filled in its first ``n`` rows.
-    """
-    n, ncol = sv.shape
-    nfeat = AB.shape[2]
-    G = np.empty((n, nfeat))
-    seg_start = np.empty(n, np.int64)
-    seg_end = np.empty(n, np.int64)
+    cs = np.empty(ncell + 1, np.int64)
+    k = 0
     for i in range(n):
-        t = (xs64[i] - (x0 + (kc[i] + 0.5) * h)) * inv_h
-        if kind == COSINE:
-            G[i, 0] = np.cos(0.5 * np.pi * t)
-            G[i, 1] = np.sin(0.5 * np.pi * t)
-        else:
-            g = 1.0
-            for j in range(nfeat):
-                G[i, j] = g
-                g *= t
-        first = i == 0 or kc[i] != kc[i - 1]
-        seg_start[i] = i if first else seg_start[i - 1]
-        for j in range(nfeat):
-            for c in range(ncol):
-                term = G[i, j] * sv[i, c]
-                AB[0, i, j, c] = term if first else AB[0, i - 1, j, c] + term
-    for i in range(n - 1, -1, -1):
-        last = i == n - 1 or kc[i] != kc[i + 1]
-        seg_end[i] = i + 1 if last else seg_end[i + 1]
-        for j in range(nfeat):
-            for c in range(ncol):
-                term = G[i, j] * sv[i, c]
-                AB[1, i, j, c] = term if last else AB[1, i + 1, j, c] + term
-    return seg_start, seg_end
-
-
-@njit(cache=True)
-def window_sums(
-    qs64, bounds, excl, k0, kc, seg_start, seg_end, AB, coef, kind, amp, x0, h, inv_h, cum_sw,
-    direct_max, threshold, out, flag,
-):  # pragma: no cover - compiled
-    """Per query the sums ``sum_i K(u_i) sv[i, c]`` over its window, from the cell moments.
-
-    Each part of the window between two consecutive ``bounds`` (one side of the query, one
-    polynomial piece; split once more around the excluded key) is cut at cell boundaries;
-    the keys of one cell are a suffix ``AB[1]`` or a prefix ``AB[0]`` of the cell, read
-    without subtraction (only a range strictly inside one cell subtracts, and then the
-    shorter of the two tails). The moments are weighted by ``a_j(Q)``,
-    ``Q = (q - centre) / h``: a Horner evaluation of ``coef[r, j]`` (or the cosine pair).
-
-    The tables hold the keys from ``k0`` on (``seg_start``, ``seg_end`` count from there).
-    Writes ``out`` (zeroed by the caller) and ``flag``: ``flag[j]`` marks the queries left
-    for an exact direct sum: windows of at most ``direct_max`` keys, and windows whose weight sum is below
-    ``threshold * sum of sample weights`` (there the expansion could lose digits).
-    """
-    m, nb = bounds.shape
-    nf = AB.shape[2]
-    ncol = AB.shape[3]
-    acoef = np.empty(nf)
-    which = np.empty(2, np.int64)
-    index = np.empty(2, np.int64)
-    sign = np.empty(2)
+        c = _cell(np.float64(xs[i]), x0, inv_g, ncell)
+        while k <= c:
+            cs[k] = i
+            k += 1
+    while k <= ncell:
+        cs[k] = n
+        k += 1
+    m = qs.shape[0]
+    nbucket = ncell + 2
+    qb = np.empty(m, np.int32)
+    start = np.zeros(nbucket + 1, np.int64)
     for j in range(m):
-        lo = bounds[j, 0]
-        hi = bounds[j, nb - 1]
-        e = excl[j]
-        inside = lo <= e < hi
-        count = hi - lo - (1 if inside else 0)
-        if count <= 0:
-            continue
-        if count <= direct_max:
-            flag[j] = True
-            continue
-        q = qs64[j]
-        for r in range(nb - 1):
-            a = bounds[j, r]
-            b = bounds[j, r + 1]
-            split = a <= e < b  # leave-one-out: the parts [a, e) and (e, b)
-            for part in range(2 if split else 1):
-                pos = a if part == 0 else e + 1
-                end = e if split and part == 0 else b
-                while pos < end:
-                    c = kc[pos]
-                    rel = pos - k0
-                    Q = (q - (x0 + (c + 0.5) * h)) * inv_h
-                    if kind == COSINE:
-                        acoef[0] = amp * np.cos(0.5 * np.pi * Q)
-                        acoef[1] = amp * np.sin(0.5 * np.pi * Q)
-                    else:
-                        for jj in range(nf):
-                            s = 0.0
-                            for rr in range(nf - 1 - jj, -1, -1):  # Horner in Q
-                                s = s * Q + coef[r, jj, rr]
-                            acoef[jj] = s
-                    s0 = seg_start[rel] + k0
-                    s1 = seg_end[rel] + k0
-                    stop = min(end, s1)
-                    nt = 1
-                    sign[0] = 1.0
-                    if stop == s1:  # a suffix of the cell
-                        which[0], index[0] = 1, pos
-                    elif pos == s0:  # a prefix of the cell
-                        which[0], index[0] = 0, stop - 1
-                    elif stop - s0 <= s1 - pos:  # strictly inside: subtract the shorter tail
-                        nt = 2
-                        which[0], index[0], which[1], index[1], sign[1] = 0, stop - 1, 0, pos - 1, -1.0
-                    else:
-                        nt = 2
-                        which[0], index[0], which[1], index[1], sign[1] = 1, pos, 1, stop, -1.0
-                    for t in range(nt):
-                        w_, i_ = which[t], index[t] - k0
-                        for cc in range(ncol):
-                            s = 0.0
-                            for jj in range(nf):
-                                s += acoef[jj] * AB[w_, i_, jj, cc]
-                            out[j, cc] += sign[t] * s
-                    pos = stop
-        total = cum_sw[hi] - cum_sw[lo]
-        if not out[j, 0] > threshold * total:
-            flag[j] = True
+        b = _cell(np.float64(qs[j]), x0, inv_g, ncell) + 1
+        qb[j] = b
+        start[b + 1] += 1
+    for b in range(nbucket):
+        start[b + 1] += start[b]
+    fill = start[:-1].copy()
+    qsort = np.empty_like(qs)
+    esort = np.empty_like(excl)
+    has_excl = excl.shape[0] > 0
+    for j in range(m):
+        b = qb[j]
+        qsort[fill[b]] = qs[j]
+        if has_excl:
+            esort[fill[b]] = excl[j]
+        fill[b] += 1
+    return cs, start, qb, qsort, esort
 
 
 @njit(cache=True)
-def unsort_rows(out, perm):  # pragma: no cover - compiled
-    """``res[perm[j]] = out[j]``: rows computed in sorted query order back to the caller's order."""
-    res = np.empty_like(out)
-    for j in range(out.shape[0]):
-        for c in range(out.shape[1]):
-            res[perm[j], c] = out[j, c]
-    return res
+def unbucket(qb, start, w_s, v_s, flag_s, lo_s, hi_s, weight, value, flag, lo, hi):  # pragma: no cover
+    """Results from bucket order back to the queries' order (the counting sort read backwards,
+    so again one sequential stream per bucket); bounds only for the flagged queries."""
+    fill = start[:-1].copy()
+    p = v_s.shape[1]
+    for j in range(qb.shape[0]):
+        b = qb[j]
+        k = fill[b]
+        fill[b] = k + 1
+        weight[j] = w_s[k]
+        for c in range(p):
+            value[j, c] = v_s[k, c]
+        if flag_s[k]:
+            flag[j] = True
+            lo[j] = lo_s[k]
+            hi[j] = hi_s[k]
+
+
+@njit(cache=True)
+def plan(cs, start, ncell, target):  # pragma: no cover - compiled
+    """Runs of consecutive buckets of about ``target`` keys plus queries each (task bounds)."""
+    nbucket = ncell + 2
+    bounds = np.empty(nbucket + 1, np.int64)
+    bounds[0] = 0
+    nt = 0
+    acc = 0
+    for b in range(nbucket):
+        if 1 <= b <= ncell:
+            acc += cs[b] - cs[b - 1] if b < ncell else cs[ncell] - cs[ncell - 1]
+        acc += start[b + 1] - start[b]
+        if acc >= target or b == nbucket - 1:
+            nt += 1
+            bounds[nt] = b + 1
+            acc = 0
+    return bounds[: nt + 1].copy()
+
+
+@njit(cache=True)
+def _csx(cs, k, ncell):  # pragma: no cover - compiled
+    return cs[min(max(k, 0), ncell)]
+
+
+@njit(cache=True)
+def _first_in(q, xs, inv, a, b):  # pragma: no cover - compiled
+    """First ``i`` in ``[a, b)`` with ``(q - xs[i]) * inv <= 1`` (the reference's test), else ``b``."""
+    while a < b:
+        mid = (a + b) >> 1
+        if (q - xs[mid]) * inv <= 1.0:
+            b = mid
+        else:
+            a = mid + 1
+    return a
+
+
+@njit(cache=True)
+def _first_out(q, xs, inv, a, b):  # pragma: no cover - compiled
+    """First ``i`` in ``[a, b)`` with ``(q - xs[i]) * inv < -1`` (past the window), else ``b``."""
+    while a < b:
+        mid = (a + b) >> 1
+        if (q - xs[mid]) * inv < -1.0:
+            b = mid
+        else:
+            a = mid + 1
+    return a
+
+
+@njit(cache=True)
+def _first_at(target, xs, a, b, strict):  # pragma: no cover - compiled
+    """First ``i`` in ``[a, b)`` with ``xs[i] > target`` (``strict``) or ``>= target``, else ``b``."""
+    while a < b:
+        mid = (a + b) >> 1
+        v = np.float64(xs[mid])
+        if v > target or (not strict and v >= target):
+            b = mid
+        else:
+            a = mid + 1
+    return a
+
+
+@njit(cache=True)
+def _ok_in(q, xs, inv, r):  # pragma: no cover - compiled
+    """Whether ``r`` is the first key with ``(q - xs[r]) * inv <= 1`` among all keys."""
+    n = xs.shape[0]
+    return (r == 0 or not (q - xs[r - 1]) * inv <= 1.0) and (r == n or (q - xs[r]) * inv <= 1.0)
+
+
+@njit(cache=True)
+def _ok_out(q, xs, inv, r):  # pragma: no cover - compiled
+    """Whether ``r`` is the first key with ``(q - xs[r]) * inv < -1`` among all keys."""
+    n = xs.shape[0]
+    return (r == 0 or not (q - xs[r - 1]) * inv < -1.0) and (r == n or (q - xs[r]) * inv < -1.0)
+
+
+@njit(cache=True)
+def _bounds(q, xs, inv, c, cs, ncell):  # pragma: no cover - compiled
+    """``lo, hi``: the keys of the query's window, searched within its bucket's neighbours and
+    checked at both ends (a search over every key when rounding put the window elsewhere)."""
+    n = xs.shape[0]
+    lo = _first_in(q, xs, inv, _csx(cs, c - 1, ncell), _csx(cs, c + 1, ncell))
+    if not _ok_in(q, xs, inv, lo):
+        lo = _first_in(q, xs, inv, 0, n)
+    hi = _first_out(q, xs, inv, max(lo, _csx(cs, c, ncell)), max(lo, _csx(cs, c + 2, ncell)))
+    if not _ok_out(q, xs, inv, hi):
+        hi = _first_out(q, xs, inv, lo, n)
+    return lo, hi
+
+
+@njit(cache=True)
+def _near(v, base, inv_gs, look):  # pragma: no cover - compiled
+    """Local key range ``[a, b)`` where the first key ``>= v`` lies, from the lookup grid (one
+    grid step of slack on each side; the callers check the answer)."""
+    top = look.shape[0] - 1
+    f = np.floor((v - base) * inv_gs)
+    if not f >= 1.0:  # also NaN
+        return look[0], look[min(2, top)]
+    if f >= top - 1:
+        return look[top - 2 if top >= 2 else 0], look[top]
+    k = int(f)
+    return look[k - 1], look[k + 2]
+
+
+@njit(cache=True)
+def _task(
+    b0, b1, qs, xs, inv, x0, h, inv_h, cs, ncell, start, values, sw, excl, coef, split, kind, amp,
+    breaks, direct_max, threshold, weight, value, flag, lo_out, hi_out,
+):  # pragma: no cover - compiled
+    """One run of buckets ``[b0, b1)``: moment tables of its keys, then its queries' sums."""
+    if start[b1] == start[b0]:
+        return
+    k0 = _csx(cs, b0 - 2, ncell)  # keys of cells b0 - 2 .. b1 (buckets b0 - 1 .. b1)
+    k1 = _csx(cs, b1, ncell)
+    nk = k1 - k0
+    nf = coef.shape[1]
+    p = values.shape[1]
+    ncol = p + 1
+    has_sw = sw.shape[0] > 0
+    # ---- tables: A inclusive prefixes, B inclusive suffixes of the moments within a cell
+    A = np.empty((nk, nf, ncol))
+    B = np.empty((nk, nf, ncol))
+    G = np.empty((nk, nf))  # g_j(t) times the sample weight
+    gs = np.empty(nk, np.int64)
+    ge = np.empty(nk, np.int64)
+    cen = np.empty(nk)
+    cw = np.empty(nk + 1)
+    cw[0] = 0.0
+    prev = np.nan
+    centre = 0.0
+    for i in range(nk):
+        x = np.float64(xs[k0 + i])
+        mc = np.floor((x - x0) * inv_h)
+        first = i == 0 or mc != prev
+        if first:
+            centre = x0 + (mc + 0.5) * h
+            prev = mc
+        gs[i] = i if first else gs[i - 1]
+        cen[i] = centre
+        t = (x - centre) * inv_h
+        w = sw[k0 + i] if has_sw else 1.0
+        cw[i + 1] = cw[i] + w
+        if kind == COSINE:
+            G[i, 0] = np.cos(0.5 * np.pi * t) * w
+            G[i, 1] = np.sin(0.5 * np.pi * t) * w
+        else:
+            gj = w
+            for j in range(nf):
+                G[i, j] = gj
+                gj *= t
+        for j in range(nf):
+            gw = G[i, j]
+            if first:
+                A[i, j, 0] = gw
+                for cc in range(p):
+                    A[i, j, cc + 1] = gw * values[k0 + i, cc]
+            else:
+                A[i, j, 0] = A[i - 1, j, 0] + gw
+                for cc in range(p):
+                    A[i, j, cc + 1] = A[i - 1, j, cc + 1] + gw * values[k0 + i, cc]
+    for i in range(nk - 1, -1, -1):
+        last = i == nk - 1 or gs[i + 1] != gs[i]
+        ge[i] = i + 1 if last else ge[i + 1]
+        for j in range(nf):
+            gw = G[i, j]
+            if last:
+                B[i, j, 0] = gw
+                for cc in range(p):
+                    B[i, j, cc + 1] = gw * values[k0 + i, cc]
+            else:
+                B[i, j, 0] = B[i + 1, j, 0] + gw
+                for cc in range(p):
+                    B[i, j, cc + 1] = B[i + 1, j, cc + 1] + gw * values[k0 + i, cc]
+    # ---- lookup grid over the task's keys, about one key per step: look[k] is the first local
+    # key at or past grid line k, so a search starts within a few keys of its answer
+    base = np.float64(xs[k0]) if nk > 0 else 0.0
+    width = np.float64(xs[k1 - 1]) - base if nk > 0 else 0.0
+    nl = max(1, nk)
+    inv_gs = nl / width if width > 0.0 else 0.0
+    look = np.empty(nl + 2, np.int64)
+    kk = 0
+    for i in range(nk):
+        f = np.floor((np.float64(xs[k0 + i]) - base) * inv_gs)
+        gk = nl if f >= nl else int(f)
+        while kk <= gk:
+            look[kk] = i
+            kk += 1
+    while kk <= nl + 1:
+        look[kk] = nk
+        kk += 1
+    # ---- the queries
+    nbreak = breaks.shape[0]
+    nb = 2 * nbreak + 3 if split else 2
+    bnd = np.empty(nb, np.int64)
+    acc = np.empty(ncol)
+    acoef = np.empty(nf)
+    has_excl = excl.shape[0] > 0
+    for b in range(b0, b1):
+        c = b - 1
+        for jq in range(start[b], start[b + 1]):
+            q = qs[jq]
+            q64 = np.float64(q)
+            a, z = _near(q64 - h, base, inv_gs, look)
+            lo = _first_in(q, xs, inv, k0 + a, k0 + z)
+            a, z = _near(q64 + h, base, inv_gs, look)
+            hi = _first_out(q, xs, inv, max(lo, k0 + a), max(lo, k0 + z))
+            if not (_ok_in(q, xs, inv, lo) and _ok_out(q, xs, inv, hi)):
+                lo, hi = _bounds(q, xs, inv, c, cs, ncell)
+            e = excl[jq] if has_excl else -1
+            inside = lo <= e < hi
+            count = hi - lo - (1 if inside else 0)
+            weight[jq] = 0.0
+            for cc in range(p):
+                value[jq, cc] = 0.0
+            if count <= 0:
+                continue
+            if count <= direct_max or lo < k0 or hi > k1:
+                flag[jq] = True
+                lo_out[jq] = lo
+                hi_out[jq] = hi
+                continue
+            bnd[0] = lo
+            bnd[nb - 1] = hi
+            if split:
+                for r in range(1, nbreak + 1):  # first key >= q - b h, outermost break first
+                    bnd[r] = _first_at(q64 - breaks[nbreak - r] * h, xs, lo, hi, False)
+                bnd[nbreak + 1] = _first_at(q64, xs, lo, hi, True)  # first key > q
+                for r in range(nbreak):  # first key > q + b h
+                    bnd[nbreak + 2 + r] = _first_at(q64 + breaks[r] * h, xs, lo, hi, True)
+            for cc in range(ncol):
+                acc[cc] = 0.0
+            for r in range(nb - 1):
+                a = bnd[r]
+                z = bnd[r + 1]
+                cut = a <= e < z  # leave-one-out: the parts [a, e) and (e, z)
+                for part in range(2 if cut else 1):
+                    pos = a if part == 0 else e + 1
+                    end = e if cut and part == 0 else z
+                    while pos < end:
+                        li = pos - k0
+                        Q = (q64 - cen[li]) * inv_h
+                        if kind == COSINE:
+                            acoef[0] = amp * np.cos(0.5 * np.pi * Q)
+                            acoef[1] = amp * np.sin(0.5 * np.pi * Q)
+                        else:
+                            for jj in range(nf):
+                                sa = 0.0
+                                for rr in range(nf - 1 - jj, -1, -1):  # Horner in Q
+                                    sa = sa * Q + coef[r, jj, rr]
+                                acoef[jj] = sa
+                        s0 = gs[li]
+                        s1 = ge[li]
+                        stop = min(end - k0, s1)
+                        if stop == s1:  # a suffix of the cell
+                            for cc in range(ncol):
+                                sa = 0.0
+                                for jj in range(nf):
+                                    sa += acoef[jj] * B[li, jj, cc]
+                                acc[cc] += sa
+                        elif li == s0:  # a prefix of the cell
+                            for cc in range(ncol):
+                                sa = 0.0
+                                for jj in range(nf):
+                                    sa += acoef[jj] * A[stop - 1, jj, cc]
+                                acc[cc] += sa
+                        elif stop - s0 <= s1 - li:  # strictly inside: subtract the shorter tail
+                            for cc in range(ncol):
+                                sa = 0.0
+                                for jj in range(nf):
+                                    sa += acoef[jj] * (A[stop - 1, jj, cc] - A[li - 1, jj, cc])
+                                acc[cc] += sa
+                        else:
+                            for cc in range(ncol):
+                                sa = 0.0
+                                for jj in range(nf):
+                                    sa += acoef[jj] * (B[li, jj, cc] - B[stop, jj, cc])
+                                acc[cc] += sa
+                        pos = stop + k0
+            total = cw[hi - k0] - cw[lo - k0]
+            if not acc[0] > threshold * total:
+                flag[jq] = True
+                lo_out[jq] = lo
+                hi_out[jq] = hi
+                continue
+            weight[jq] = acc[0]
+            for cc in range(p):
+                value[jq, cc] = acc[cc + 1]
+
+
+@njit(parallel=True, cache=True)
+def window_sums(
+    qs, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, excl, coef, split, kind, amp,
+    breaks, direct_max, threshold, weight, value, flag, lo_out, hi_out,
+):  # pragma: no cover - compiled
+    """Per query the sums ``sum_i K(u_i) sw_i (1, v_i)`` over its window, from the cell moments.
+
+    The queries ``qs`` (and ``excl``, the sorted key left out of each, or empty) come in
+    bucket order (see :func:`buckets`), and so do the results. ``qs``, the sorted keys ``xs``
+    and ``inv = 1 / h`` share the data's dtype: the window is exactly the reference's
+    ``|(q - x) * inv| <= 1``. Each part of a window (one side of the query and one
+    polynomial piece, only when ``split``: kernels even in ``u`` need no split; cut once more
+    around the excluded key) is cut at cell boundaries; the keys of one cell are a suffix or
+    a prefix of the cell, read without subtraction (only a range strictly inside one cell
+    subtracts, and then the shorter of the two tails). The moments are weighted by
+    ``a_j(Q)``, ``Q = (q - centre) / h``: a Horner evaluation of ``coef[r, j]`` (or the
+    cosine pair). ``sw`` may be empty (unit sample weights).
+
+    Writes ``weight`` (m,) and ``value`` (m, p), and ``flag`` (zeroed by the caller) for the
+    queries left for an exact direct sum, with their bounds in ``lo_out``/``hi_out``: windows
+    of at most ``direct_max`` keys, and windows whose weight sum is below ``threshold * sum
+    of sample weights`` (there the expansion could lose digits).
+    """
+    for t in prange(tasks.shape[0] - 1):
+        _task(tasks[t], tasks[t + 1], qs, xs, inv, x0, h, inv_h, cs, ncell, start, values, sw, excl,
+              coef, split, kind, amp, breaks, direct_max, threshold, weight, value, flag, lo_out, hi_out)

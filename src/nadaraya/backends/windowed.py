@@ -12,13 +12,16 @@ bandwidth of it. This backend never looks at the others:
   offset ``t = (x - centre) / h``, so the sum over a window is a handful of moment sums
   ``sum s_i v_i t_i^j``. These are kept as prefix and suffix sums *restarted at every cell*:
   ``|t| <= 1/2`` and ``|q - centre| <= 3h/2`` wherever they are used, so nothing cancels when
-  ``|x| >> h``. The queries are sorted too (``argsort``, unless they already are), so the
-  windows ``[q - h, q + h]`` come from one merge-like sweep, with exactly the reference's
-  test ``|(q - x) / h| <= 1`` at the edges, and the tables are built for cache-sized chunks
-  of keys, one after the other. Each window is split at the query (odd powers of ``|u|``)
-  and at the kernel's breakpoints; each part is the suffix of one cell plus the prefix of
-  the next, read in O(1). Leave-one-out splits the part around the excluded key (never
-  subtracting its term afterwards).
+  ``|x| >> h``. The queries are never sorted: a counting sort puts them into buckets of
+  whole cells (O(m)); one parallel task (numba ``prange``) per run of buckets builds the
+  moment tables of its keys, which stay in cache, and finds each query's window
+  ``[q - h, q + h]`` by a short search from a lookup grid of about one key per step, with
+  exactly the reference's test ``|(q - x) / h| <= 1`` at the edges (and a check of both
+  ends). Each window is split at the query (odd powers of ``|u|``; kernels even in ``u``
+  need no split) and at the kernel's breakpoints; each part is the suffix of one cell plus
+  the prefix of the next, read in O(1). Leave-one-out splits the part around the excluded
+  key (never subtracting its term afterwards). The results are read back into the queries'
+  order by running the counting sort backwards (no random access in either direction).
   Windows of at most :data:`DIRECT_MAX_KEYS` keys, and windows whose weight sum is so small
   against the sample weights that the expansion could lose more than ~12 bits, are summed
   directly, pair by pair, with the kernel's own profile.
@@ -28,20 +31,20 @@ bandwidth of it. This backend never looks at the others:
   the registry's profiles, and summed per query. Exact.
 
 Complexity: 1-D O(n) to check that the keys are sorted (O(n log n) when they are not) +
-O(m log m) to sort the queries (none when sorted) + O(n + m) for the windows + O((n + m) J
-(1 + p)) for the sums, whatever the bandwidth, with J the number of moments (the kernel's
-degree + 1; 2 for the cosine); scratch memory: tables of at most 8 MiB at a time (or one
-window's keys, if larger) plus O(m) for the bounds. d > 1: O(n log n) for the
-tree, O(m log n + pairs) for the searches and sums, where ``pairs`` is the number of
-(query, key) pairs within the support.
+O(n + m) for the buckets + O((n + m) J (1 + p)) for the tables and the sums, whatever the
+bandwidth, with J the number of moments (the kernel's degree + 1; 2 for the cosine); scratch
+memory: O(m) for the buckets and the results in bucket order, plus tables of about
+:data:`_TABLE_BYTES` per running task (or one cell's keys and its neighbours', if larger).
+d > 1: O(n log n) for the tree, O(m log n + pairs) for the searches and sums, where
+``pairs`` is the number of (query, key) pairs within the support.
 
 Accuracy (float64, measured against the reference backend): windows summed directly agree
 to rounding (1e-15 relative); prefix-moment windows lose a little: the worst relative error
 of a prediction measured with every window forced through the moments was 5e-14 (biweight,
-h = 0.3 on U(0, 5)); 1.5e-14 for keys near 1e6 with ``h = 1e-3``; 1.4e-14 on the 1e6-point
-Epanechnikov benchmark. Tests hold 1e-12 (1e-9 for the keys near 1e6). float32 inputs are
-summed in float64 and returned as float32, with the reference's float32 window test, so they
-are at least as accurate as the float32 reference.
+h = 0.3 on U(0, 5)); 1.5e-14 for keys near 1e6 with ``h = 1e-3``; 1.8e-14 on 1000 queries
+of the 1e6-point Epanechnikov benchmark. Tests hold 1e-12 (1e-9 for the keys near 1e6).
+float32 inputs are summed in float64 and returned as float32, with the reference's float32
+window test, so they are at least as accurate as the float32 reference.
 
 Examples
 --------
@@ -80,8 +83,8 @@ _LOSS = 2.0**-12
 #: kernels that are polynomial piece by piece in |u|: inner breakpoints and the degree
 _PIECEWISE: dict[str, tuple[tuple[float, ...], int]] = {"parzen": ((0.5,), 3)}
 
-#: the most bytes of moment tables held at once (a chunk of keys that stays in cache)
-_TABLE_BYTES = 8 * 2**20
+#: bytes of moment tables per parallel task (a run of keys whose tables stay in a core's cache)
+_TABLE_BYTES = 2**19
 
 #: bytes of scratch per (query, key) pair in the direct sums
 _PAIR_BYTES = 96
@@ -264,10 +267,10 @@ def _direct_windows(
     sv: NDArray[np.float64],
     kernel: Kernel,
     inv_h: NDArray[np.floating],
-    excl: NDArray[np.int64],
+    excl: NDArray[np.int64] | None,
     out: NDArray[np.float64],
 ) -> None:
-    """1-D: sum the windows ``[lo, hi)`` of the queries ``rows`` pair by pair into ``out``."""
+    """1-D: sum the windows ``[lo, hi)`` of the queries ``rows`` pair by pair into ``out[rows]``."""
     counts = hi - lo
     max_pairs = max(1, _working_bytes() // _PAIR_BYTES)
     for b0, b1 in _blocks(counts, max_pairs):
@@ -276,75 +279,103 @@ def _direct_windows(
         local = np.repeat(np.arange(b1 - b0), cnt)
         ki = (np.repeat(lo[b0:b1] - indptr[:-1], cnt) + np.arange(indptr[-1])).astype(np.intp)
         r = rows[b0:b1]
-        out[r] = _direct(queries[r], keys, sv, kernel, inv_h, local, ki, indptr, excl[r])
+        out[b0:b1] = _direct(queries[r], keys, sv, kernel, inv_h, local, ki, indptr,
+                             None if excl is None else excl[r])
+
+
+def _split(kernel: Kernel, rt: Route) -> bool:
+    """Whether windows must be split at the query: not for kernels even in ``u`` on one piece."""
+    if rt.kind == 1:  # cos(a - b) = cos a cos b + sin a sin b: even
+        return False
+    return rt.breaks.size > 0 or not np.array_equal(rt.coef[0], rt.coef[1])
 
 
 def _one_d(
     queries: NDArray[np.floating],
     keys: NDArray[np.floating],
-    sv: NDArray[np.float64],
+    values: NDArray[np.floating],
+    sample_weight: NDArray[np.floating] | None,
     kernel: Kernel,
     bandwidth: NDArray[np.floating],
     inv_h: NDArray[np.floating],
     exclude: NDArray[np.integer] | None,
-) -> NDArray[np.float64]:
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    from .. import _threads
+
+    _threads.configure()
     jit = _jit()
-    m, n, ncol = queries.shape[0], keys.shape[0], sv.shape[1]
+    import numba
+
+    m, n, p = queries.shape[0], keys.shape[0], values.shape[1]
     x = keys[:, 0]
-    excl = np.full(m, -1, dtype=np.int64) if exclude is None else np.asarray(exclude, dtype=np.int64)
+    sw = np.empty(0) if sample_weight is None else np.ascontiguousarray(sample_weight, dtype=np.float64)
+    excl = np.empty(0, dtype=np.int64) if exclude is None else np.asarray(exclude, dtype=np.int64)
     if n > 1 and not bool(np.all(x[1:] >= x[:-1])):
-        order = np.argsort(x, kind="stable")
-        x, sv = x[order], sv[order]
-        rank = np.empty(n, dtype=np.int64)
-        rank[order] = np.arange(n)
-        excl = np.where(excl >= 0, rank[np.maximum(excl, 0)], -1)
-    xs = np.ascontiguousarray(x)
-    xs64 = xs.astype(np.float64)
-    q = queries[:, 0]
-    perm = None
-    if m > 1 and not bool(np.all(q[1:] >= q[:-1])):
-        perm = np.argsort(q)
-        q = q[perm]
+        order = np.argsort(x)
+        x, values = x[order], values[order]
+        if sample_weight is not None:
+            sw = sw[order]
         if exclude is not None:
-            excl = excl[perm]
-    q = np.ascontiguousarray(q)
-    q64 = q.astype(np.float64)
+            rank = np.empty(n, dtype=np.int64)
+            rank[order] = np.arange(n)
+            excl = np.where(excl >= 0, rank[np.maximum(excl, 0)], -1)
+    xs = np.ascontiguousarray(x)
+    q = np.ascontiguousarray(queries[:, 0])
     h = float(bandwidth[0])
     inv_h64 = 1.0 / h
-    x0 = float(xs64[0])
+    x0 = float(xs[0])
+    span = (float(xs[-1]) - x0) * inv_h64
     rt = route(kernel)
-    breaks = rt.breaks if rt is not None else np.empty(0)
-    bounds = jit.sweep_bounds(q, xs, q64, xs64, inv_h[0], breaks, h)
-    lo, hi = bounds[:, 0], bounds[:, -1]
-    out = np.zeros((m, ncol))
-    if rt is None:
-        flag = hi > lo
-    else:
-        flag = np.zeros(m, dtype=bool)
-        kc = jit.cells(xs64, x0, inv_h64)
-        cum_sw = np.concatenate([[0.0], np.cumsum(sv[:, 0])])
-        nf = rt.coef.shape[1]
-        # consecutive (sorted) queries in chunks whose keys' moment tables stay small
-        cap = max(1, min(_working_bytes(), _TABLE_BYTES) // (8 * (2 * nf * ncol + nf + 2)))
-        chunks = []
-        j0 = 0
-        while j0 < m:
-            j1 = max(j0 + 1, int(np.searchsorted(hi, lo[j0] + cap, side="right")))
-            if hi[j1 - 1] > lo[j0]:
-                chunks.append((j0, j1, int(lo[j0]), int(hi[j1 - 1])))
-            j0 = j1
-        span = max((k1 - k0 for _, _, k0, k1 in chunks), default=0)
-        AB = np.empty((2, span, nf, ncol))
-        for j0, j1, k0, k1 in chunks:
-            seg_start, seg_end = jit.tables(xs64[k0:k1], sv[k0:k1], kc[k0:k1], x0, h, inv_h64, AB, rt.kind)
-            jit.window_sums(q64[j0:j1], bounds[j0:j1], excl[j0:j1], k0, kc, seg_start, seg_end, AB, rt.coef,
-                            rt.kind, rt.amp, x0, h, inv_h64, cum_sw, DIRECT_MAX_KEYS, rt.threshold,
-                            out[j0:j1], flag[j0:j1])
+    direct_max = DIRECT_MAX_KEYS
+    if rt is None or not span < 2.0**50:  # no route, or cells too fine to place a centre in
+        rt = Route(0, np.empty(0), np.zeros((2, 1, 1)), 0.0, 0.0)
+        direct_max = n + 1
+    split = _split(kernel, rt)
+    coef = np.ascontiguousarray(rt.coef if split else rt.coef[:1])
+    # buckets of s whole cells, never many more than there are points
+    s = max(1.0, math.ceil(span / (2.0 * (n + m))))
+    inv_g = inv_h64 / s
+    ncell = math.floor((float(xs[-1]) - x0) * inv_g) + 1
+    cs, start, qb, qsort, esort = jit.buckets(xs, q, excl, x0, inv_g, ncell)
+    nf = coef.shape[1]
+    per_key = 8 * (2 * nf * (p + 1) + nf + 6)
+    keys_per_task = max(64, min(_working_bytes(), _TABLE_BYTES) // per_key)
+    threads = numba.get_num_threads()
+    target = int(min(keys_per_task * (1.0 + m / max(n, 1)), max(256, (n + m) // (4 * threads))))
+    tasks = jit.plan(cs, start, ncell, max(1, target))
+    w_s = np.empty(m)
+    v_s = np.empty((m, p))
+    flag_s = np.zeros(m, dtype=bool)
+    lo_s = np.empty(m, dtype=np.int64)
+    hi_s = np.empty(m, dtype=np.int64)
+    with numba.parallel_chunksize(1):  # dynamic scheduling: the cores are shared
+        jit.window_sums(qsort, xs, inv_h[0], x0, h, inv_h64, cs, ncell, start, tasks, values, sw, esort, coef,
+                        split, rt.kind, rt.amp, rt.breaks, direct_max, rt.threshold, w_s, v_s, flag_s, lo_s,
+                        hi_s)
+    weight = np.empty(m)
+    value = np.empty((m, p))
+    flag = np.zeros(m, dtype=bool)
+    lo = np.empty(m, dtype=np.int64)  # written only where flagged
+    hi = np.empty(m, dtype=np.int64)
+    jit.unbucket(qb, start, w_s, v_s, flag_s, lo_s, hi_s, weight, value, flag, lo, hi)
     rows = np.nonzero(flag)[0]
     if rows.size:
-        out[rows] = 0.0
-        _direct_windows(rows, lo[rows], hi[rows], q[:, None], xs[:, None], sv, kernel, inv_h, excl, out)
-    return out if perm is None else jit.unsort_rows(out, perm)
+        sv = _weighted_values(values, None if sample_weight is None else sw)
+        res = np.empty((rows.size, p + 1))
+        _direct_windows(rows, lo[rows], hi[rows], queries, xs[:, None], sv, kernel, inv_h,
+                        None if exclude is None else excl, res)
+        weight[rows] = res[:, 0]
+        value[rows] = res[:, 1:]
+    return weight, value
+
+
+def _weighted_values(values: NDArray[np.floating], sample_weight: NDArray[np.floating] | None
+                     ) -> NDArray[np.float64]:
+    """``(sw, sw v)`` per key in float64, shape (n, 1 + p)."""
+    sv = np.empty((values.shape[0], 1 + values.shape[1]))
+    sv[:, 0] = 1.0 if sample_weight is None else sample_weight
+    np.multiply(values, sv[:, :1], out=sv[:, 1:])
+    return sv
 
 
 def _tree(
@@ -442,11 +473,11 @@ def partials(
             f"has support {kernel.support}"
         )
     dtype = queries.dtype
-    n, p = values.shape
     inv_h = (1.0 / bandwidth).astype(dtype)
-    sv = np.empty((n, 1 + p))
-    sv[:, 0] = 1.0 if sample_weight is None else sample_weight
-    np.multiply(values, sv[:, :1], out=sv[:, 1:])
-    compute = _one_d if d == 1 else _tree
-    out = compute(queries, keys, sv, kernel, bandwidth, inv_h, exclude)
-    return Partials(np.zeros(m, dtype=dtype), out[:, 0].astype(dtype), out[:, 1:].astype(dtype))
+    if d == 1:
+        weight, value = _one_d(queries, keys, values, sample_weight, kernel, bandwidth, inv_h, exclude)
+    else:
+        out = _tree(queries, keys, _weighted_values(values, sample_weight), kernel, bandwidth, inv_h, exclude)
+        weight, value = np.ascontiguousarray(out[:, 0]), np.ascontiguousarray(out[:, 1:])
+    cast = dict(dtype=dtype, copy=False)
+    return Partials(np.zeros(m, dtype=dtype), weight.astype(**cast), value.astype(**cast))
