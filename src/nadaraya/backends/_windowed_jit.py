@@ -11,7 +11,7 @@ Everything here works on sorted 1-D keys. Two grids share the origin ``x0`` (the
   them by a counting sort, O(m), and a query's window lies within its bucket and the two
   neighbours, which bounds its binary searches.
 
-One parallel task takes a run of consecutive buckets: it builds the moment tables of the keys
+One task takes a run of consecutive buckets: it builds the moment tables of the keys
 of those buckets and one neighbour on each side (they stay in cache), then reads each of its
 queries' window sums from them and writes them straight to the query's row (no sort of the
 queries, no scatter back afterwards).
@@ -20,7 +20,7 @@ queries, no scatter back afterwards).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 #: route kinds: polynomial moments ``t^j``, or the cosine pair ``cos(pi t / 2), sin(pi t / 2)``
 POLYNOMIAL = 0
@@ -353,30 +353,23 @@ def _task(
                         s0 = gs[li]
                         s1 = ge[li]
                         stop = min(end - k0, s1)
+                        i2 = -1  # a second row to subtract, when strictly inside a cell
                         if stop == s1:  # a suffix of the cell
-                            for cc in range(ncol):
-                                sa = 0.0
-                                for jj in range(nf):
-                                    sa += acoef[jj] * B[li, jj, cc]
-                                acc[cc] += sa
+                            T, i1 = B, li
                         elif li == s0:  # a prefix of the cell
-                            for cc in range(ncol):
-                                sa = 0.0
-                                for jj in range(nf):
-                                    sa += acoef[jj] * A[stop - 1, jj, cc]
-                                acc[cc] += sa
+                            T, i1 = A, stop - 1
                         elif stop - s0 <= s1 - li:  # strictly inside: subtract the shorter tail
-                            for cc in range(ncol):
-                                sa = 0.0
-                                for jj in range(nf):
-                                    sa += acoef[jj] * (A[stop - 1, jj, cc] - A[li - 1, jj, cc])
-                                acc[cc] += sa
+                            T, i1, i2 = A, stop - 1, li - 1
                         else:
-                            for cc in range(ncol):
-                                sa = 0.0
-                                for jj in range(nf):
-                                    sa += acoef[jj] * (B[li, jj, cc] - B[stop, jj, cc])
-                                acc[cc] += sa
+                            T, i1, i2 = B, li, stop
+                        for cc in range(ncol):
+                            sa = 0.0
+                            for jj in range(nf):
+                                mom = T[i1, jj, cc]
+                                if i2 >= 0:
+                                    mom -= T[i2, jj, cc]
+                                sa += acoef[jj] * mom
+                            acc[cc] += sa
                         pos = stop + k0
             total = cw[hi - k0] - cw[lo - k0]
             if not acc[0] > threshold * total:
@@ -389,12 +382,14 @@ def _task(
                 value[jq, cc] = acc[cc + 1]
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True, nogil=True)
 def window_sums(
-    qs, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, excl, coef, split, kind, amp,
+    t0, t1, qs, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, excl, coef, split, kind, amp,
     breaks, direct_max, threshold, weight, value, flag, lo_out, hi_out,
 ):  # pragma: no cover - compiled
-    """Per query the sums ``sum_i K(u_i) sw_i (1, v_i)`` over its window, from the cell moments.
+    """Per query the sums ``sum_i K(u_i) sw_i (1, v_i)`` over its window, from the cell moments,
+    for the tasks ``t0 .. t1 - 1`` (runs of buckets ``tasks[t] .. tasks[t + 1] - 1``). Runs
+    without the GIL: threads take disjoint runs of tasks.
 
     The queries ``qs`` (and ``excl``, the sorted key left out of each, or empty) come in
     bucket order (see :func:`buckets`), and so do the results. ``qs``, the sorted keys ``xs``
@@ -412,6 +407,6 @@ def window_sums(
     of at most ``direct_max`` keys, and windows whose weight sum is below ``threshold * sum
     of sample weights`` (there the expansion could lose digits).
     """
-    for t in prange(tasks.shape[0] - 1):
+    for t in range(t0, t1):
         _task(tasks[t], tasks[t + 1], qs, xs, inv, x0, h, inv_h, cs, ncell, start, values, sw, excl,
               coef, split, kind, amp, breaks, direct_max, threshold, weight, value, flag, lo_out, hi_out)

@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -348,10 +349,15 @@ def _one_d(
     flag_s = np.zeros(m, dtype=bool)
     lo_s = np.empty(m, dtype=np.int64)
     hi_s = np.empty(m, dtype=np.int64)
-    with numba.parallel_chunksize(1):  # dynamic scheduling: the cores are shared
-        jit.window_sums(qsort, xs, inv_h[0], x0, h, inv_h64, cs, ncell, start, tasks, values, sw, esort, coef,
-                        split, rt.kind, rt.amp, rt.breaks, direct_max, rt.threshold, w_s, v_s, flag_s, lo_s,
-                        hi_s)
+    args = (qsort, xs, inv_h[0], x0, h, inv_h64, cs, ncell, start, tasks, values, sw, esort, coef, split,
+            rt.kind, rt.amp, rt.breaks, direct_max, rt.threshold, w_s, v_s, flag_s, lo_s, hi_s)
+    ntask = tasks.size - 1
+    runs = np.linspace(0, ntask, min(ntask, 4 * threads) + 1).astype(np.int64)
+    if threads == 1 or runs.size <= 2:
+        jit.window_sums(0, ntask, *args)
+    else:  # the compiled loop releases the GIL: threads take runs of tasks as they free up
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(lambda r: jit.window_sums(runs[r], runs[r + 1], *args), range(runs.size - 1)))
     weight = np.empty(m)
     value = np.empty((m, p))
     flag = np.zeros(m, dtype=bool)
