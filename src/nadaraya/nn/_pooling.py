@@ -236,14 +236,11 @@ class _ChunkedPool(torch.autograd.Function):
                     ds = sc * (go @ v.transpose(-1, -2) - dq)
                 if need_v:
                     gv[:, k0:k1] += prob.transpose(-1, -2) @ go
-                targets = [t for t, w in zip(inputs, wanted) if w]
+                targets = [(i, t) for i, (t, w) in enumerate(zip(inputs, wanted)) if w]
                 if not targets or not s.requires_grad:  # e.g. the constant kernel: no parameters
                     continue
-                grads = iter(torch.autograd.grad(s, targets, ds, allow_unused=True))
-                for i, w in enumerate(wanted):
-                    if not w:
-                        continue
-                    g = next(grads)
+                grads = torch.autograd.grad(s, [t for _, t in targets], ds, allow_unused=True)
+                for (i, _), g in zip(targets, grads):
                     if g is None:
                         continue
                     if i == 0:
