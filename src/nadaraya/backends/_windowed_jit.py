@@ -83,19 +83,21 @@ def buckets(xs, qs, excl, x0, inv_g, ncell):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def unbucket(qb, start, w_s, v_s, flag_s, lo_s, hi_s, weight, value, flag, lo, hi):  # pragma: no cover
+def unbucket(qb, start, res, lo_s, hi_s, weight, value, flag, lo, hi):  # pragma: no cover - compiled
     """Results from bucket order back to the queries' order (the counting sort read backwards,
-    so again one sequential stream per bucket); bounds only for the flagged queries."""
+    so again one sequential stream per bucket); ``flag`` and the bounds for the queries whose
+    weight is NaN (left for a direct sum)."""
     fill = start[:-1].copy()
-    p = v_s.shape[1]
+    p = value.shape[1]
     for j in range(qb.shape[0]):
         b = qb[j]
         k = fill[b]
         fill[b] = k + 1
-        weight[j] = w_s[k]
+        w = res[k, 0]
+        weight[j] = w
         for c in range(p):
-            value[j, c] = v_s[k, c]
-        if flag_s[k]:
+            value[j, c] = res[k, c + 1]
+        if w != w:
             flag[j] = True
             lo[j] = lo_s[k]
             hi[j] = hi_s[k]
@@ -207,7 +209,7 @@ def _near(v, base, inv_gs, look):  # pragma: no cover - compiled
 @njit(cache=True)
 def _task(
     b0, b1, qs, xs, inv, x0, h, inv_h, cs, ncell, start, values, sw, excl, coef, split, kind, amp,
-    breaks, direct_max, threshold, weight, value, flag, lo_out, hi_out,
+    breaks, direct_max, threshold, res, lo_out, hi_out,
 ):  # pragma: no cover - compiled
     """One run of buckets ``[b0, b1)``: moment tables of its keys, then its queries' sums."""
     if start[b1] == start[b0]:
@@ -311,13 +313,12 @@ def _task(
             e = excl[jq] if has_excl else -1
             inside = lo <= e < hi
             count = hi - lo - (1 if inside else 0)
-            weight[jq] = 0.0
-            for cc in range(p):
-                value[jq, cc] = 0.0
             if count <= 0:
+                for cc in range(ncol):
+                    res[jq, cc] = 0.0
                 continue
             if count <= direct_max or lo < k0 or hi > k1:
-                flag[jq] = True
+                res[jq, 0] = np.nan
                 lo_out[jq] = lo
                 hi_out[jq] = hi
                 continue
@@ -373,19 +374,18 @@ def _task(
                         pos = stop + k0
             total = cw[hi - k0] - cw[lo - k0]
             if not acc[0] > threshold * total:
-                flag[jq] = True
+                res[jq, 0] = np.nan
                 lo_out[jq] = lo
                 hi_out[jq] = hi
                 continue
-            weight[jq] = acc[0]
-            for cc in range(p):
-                value[jq, cc] = acc[cc + 1]
+            for cc in range(ncol):
+                res[jq, cc] = acc[cc]
 
 
 @njit(cache=True, nogil=True)
 def window_sums(
     t0, t1, qs, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, excl, coef, split, kind, amp,
-    breaks, direct_max, threshold, weight, value, flag, lo_out, hi_out,
+    breaks, direct_max, threshold, res, lo_out, hi_out,
 ):  # pragma: no cover - compiled
     """Per query the sums ``sum_i K(u_i) sw_i (1, v_i)`` over its window, from the cell moments,
     for the tasks ``t0 .. t1 - 1`` (runs of buckets ``tasks[t] .. tasks[t + 1] - 1``). Runs
@@ -402,11 +402,11 @@ def window_sums(
     ``a_j(Q)``, ``Q = (q - centre) / h``: a Horner evaluation of ``coef[r, j]`` (or the
     cosine pair). ``sw`` may be empty (unit sample weights).
 
-    Writes ``weight`` (m,) and ``value`` (m, p), and ``flag`` (zeroed by the caller) for the
-    queries left for an exact direct sum, with their bounds in ``lo_out``/``hi_out``: windows
+    Writes ``res`` (m, 1 + p): the weight sum then the weighted value sums, with a NaN weight
+    for the queries left for an exact direct sum and their bounds in ``lo_out``/``hi_out``: windows
     of at most ``direct_max`` keys, and windows whose weight sum is below ``threshold * sum
     of sample weights`` (there the expansion could lose digits).
     """
     for t in range(t0, t1):
         _task(tasks[t], tasks[t + 1], qs, xs, inv, x0, h, inv_h, cs, ncell, start, values, sw, excl,
-              coef, split, kind, amp, breaks, direct_max, threshold, weight, value, flag, lo_out, hi_out)
+              coef, split, kind, amp, breaks, direct_max, threshold, res, lo_out, hi_out)

@@ -344,13 +344,11 @@ def _one_d(
     threads = numba.get_num_threads()
     target = int(min(keys_per_task * (1.0 + m / max(n, 1)), max(256, (n + m) // (4 * threads))))
     tasks = jit.plan(cs, start, ncell, max(1, target))
-    w_s = np.empty(m)
-    v_s = np.empty((m, p))
-    flag_s = np.zeros(m, dtype=bool)
+    res = np.empty((m, p + 1))  # bucket order
     lo_s = np.empty(m, dtype=np.int64)
     hi_s = np.empty(m, dtype=np.int64)
     args = (qsort, xs, inv_h[0], x0, h, inv_h64, cs, ncell, start, tasks, values, sw, esort, coef, split,
-            rt.kind, rt.amp, rt.breaks, direct_max, rt.threshold, w_s, v_s, flag_s, lo_s, hi_s)
+            rt.kind, rt.amp, rt.breaks, direct_max, rt.threshold, res, lo_s, hi_s)
     ntask = tasks.size - 1
     runs = np.linspace(0, ntask, min(ntask, 4 * threads) + 1).astype(np.int64)
     if threads == 1 or runs.size <= 2:
@@ -363,7 +361,7 @@ def _one_d(
     flag = np.zeros(m, dtype=bool)
     lo = np.empty(m, dtype=np.int64)  # written only where flagged
     hi = np.empty(m, dtype=np.int64)
-    jit.unbucket(qb, start, w_s, v_s, flag_s, lo_s, hi_s, weight, value, flag, lo, hi)
+    jit.unbucket(qb, start, res, lo_s, hi_s, weight, value, flag, lo, hi)
     rows = np.nonzero(flag)[0]
     if rows.size:
         sv = _weighted_values(values, None if sample_weight is None else sw)
