@@ -504,6 +504,54 @@ def _warn_bound(j: int | None, h: float, side: str, bound: float, method: str) -
     )
 
 
+_GOLDEN = 0.3819660112501051  # (3 - sqrt 5) / 2
+
+
+def _brent(
+    f: Any, xs: tuple[float, float, float], fs: tuple[float, float, float], tol: float, max_eval: int = 40
+) -> tuple[float, float, bool]:
+    """Brent's minimisation from a bracket whose three values are known already.
+
+    ``xs = (a, b, c)`` ascending with ``f(b) <= f(a), f(c)`` (the best grid point and its
+    neighbours), so no evaluation is spent on the bracket. Each step is the vertex of the
+    parabola through the three points, safeguarded by a golden-section step into the larger
+    side when the vertex falls outside the bracket, and kept ``tol`` inside its ends; a vertex
+    within ``tol`` of ``b`` is replaced by a probe ``tol`` away from ``b`` on the larger side,
+    so that the bracket shrinks on both sides. Stops when ``c - a <= 2 tol``: the minimiser is then within ``tol``
+    of the returned point (for a function unimodal on the bracket). Returns ``(x, f(x),
+    converged)``.
+    """
+    (a, b, c), (fa, fb, fc) = xs, fs
+    for _ in range(max_eval):
+        if c - a <= 2.0 * tol:
+            return b, fb, True
+        x = math.nan
+        if math.isfinite(fa) and math.isfinite(fc):
+            num = (b - a) ** 2 * (fb - fc) - (b - c) ** 2 * (fb - fa)
+            den = (b - a) * (fb - fc) - (b - c) * (fb - fa)
+            if den != 0.0:
+                x = b - 0.5 * num / den
+        right = (c - b) >= (b - a)
+        if not a < x < c:
+            x = b + _GOLDEN * (c - b) if right else b - _GOLDEN * (b - a)
+        elif abs(x - b) < tol:
+            x = b + tol if right else b - tol
+        else:
+            x = min(max(x, a + tol), c - tol)
+        fx = f(x)
+        if fx < fb:
+            if x > b:
+                a, fa = b, fb
+            else:
+                c, fc = b, fb
+            b, fb = x, fx
+        elif x > b:
+            c, fc = x, fx
+        else:
+            a, fa = x, fx
+    return b, fb, False
+
+
 def _smoothed_out(kernel: Kernel, h: NDArray[np.float64], span: NDArray[np.float64]) -> NDArray[np.bool_]:
     if kernel.name == "constant":
         return np.ones(h.shape, dtype=bool)
@@ -660,7 +708,19 @@ def select_bandwidth(
     hi = ts[max(best - 1, 0)]
     t_best, s_best = float(ts[best]), float(grid[best])
     converged = True
-    if hi > lo and (not per_feature or d == 1):
+    inner = 0 < best < ts.size - 1
+    if inner and (not per_feature or d == 1):
+        # the grid's three values around its best point are the first bracket: no evaluation
+        # is spent on it (in log t, ascending)
+        x_best, s_brent, converged = _brent(
+            lambda lt: obj.at(math.exp(lt) * direction),
+            (math.log(lo), math.log(ts[best]), math.log(hi)),
+            (float(grid[best + 1]), float(grid[best]), float(grid[best - 1])),
+            _XATOL,
+        )
+        if s_brent < s_best:
+            t_best, s_best = math.exp(x_best), s_brent
+    elif hi > lo and (not per_feature or d == 1):
         res = minimize_scalar(
             lambda lt: obj.at(math.exp(lt) * direction),
             bounds=(math.log(lo), math.log(hi)),
