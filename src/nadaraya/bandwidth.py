@@ -517,9 +517,9 @@ def _brent(
     parabola through the three points, safeguarded by a golden-section step into the larger
     side when the vertex falls outside the bracket, and kept ``tol`` inside its ends; a vertex
     within ``tol`` of ``b`` is replaced by a probe ``tol`` away from ``b`` on the larger side,
-    so that the bracket shrinks on both sides. Stops when ``c - a <= 2 tol``: the minimiser is then within ``tol``
-    of the returned point (for a function unimodal on the bracket). Returns ``(x, f(x),
-    converged)``.
+    so that the bracket shrinks on both sides. Stops when ``c - a <= 2 tol``: the minimiser
+    is then within ``tol`` of the returned point (for a function unimodal on the bracket).
+    Returns ``(x, f(x), converged)``.
     """
     (a, b, c), (fa, fb, fc) = xs, fs
     for _ in range(max_eval):
