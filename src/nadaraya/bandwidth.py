@@ -401,7 +401,7 @@ def _validate(
     n_live = x.shape[0] if sw is None else int((sw > 0).sum())
     if n_live < 3:
         raise ValueError(
-            f"bandwidth selection needs at least 3 samples (with positive weight); got {n_live}. "
+            f"bandwidth selection needs at least 3 samples (with positive weight); got n_samples = {n_live}. "
             "Pass a numeric bandwidth instead"
         )
     return x, Y, sw, k
@@ -518,19 +518,29 @@ def _brent(
     side when the vertex falls outside the bracket, and kept ``tol`` inside its ends; a vertex
     within ``tol`` of ``b`` is replaced by a probe ``tol`` away from ``b`` on the larger side,
     so that the bracket shrinks on both sides. Stops when ``c - a <= 2 tol``: the minimiser
-    is then within ``tol`` of the returned point (for a function unimodal on the bracket).
-    Returns ``(x, f(x), converged)``.
+    is then within ``tol`` of ``b`` (for a function unimodal on the bracket); a last parabola
+    step inside that bracket is kept when it scores lower. Returns ``(x, f(x), converged)``.
     """
     (a, b, c), (fa, fb, fc) = xs, fs
+
+    def vertex() -> float:
+        if not (math.isfinite(fa) and math.isfinite(fc)):
+            return math.nan
+        num = (b - a) ** 2 * (fb - fc) - (b - c) ** 2 * (fb - fa)
+        den = (b - a) * (fb - fc) - (b - c) * (fb - fa)
+        return b - 0.5 * num / den if den != 0.0 else math.nan
+
     for _ in range(max_eval):
         if c - a <= 2.0 * tol:
+            # one last parabola step inside the final bracket: the score to (nearly) its
+            # minimum, not only the bandwidth to tol
+            x = vertex()
+            if a < x < c and x != b:
+                fx = f(x)
+                if fx < fb:
+                    return x, fx, True
             return b, fb, True
-        x = math.nan
-        if math.isfinite(fa) and math.isfinite(fc):
-            num = (b - a) ** 2 * (fb - fc) - (b - c) ** 2 * (fb - fa)
-            den = (b - a) * (fb - fc) - (b - c) * (fb - fa)
-            if den != 0.0:
-                x = b - 0.5 * num / den
+        x = vertex()
         right = (c - b) >= (b - a)
         if not a < x < c:
             x = b + _GOLDEN * (c - b) if right else b - _GOLDEN * (b - a)
