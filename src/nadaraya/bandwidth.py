@@ -21,6 +21,7 @@ __all__ = [
     "BandwidthSelection",
     "BandwidthWarning",
     "robust_scale",
+    "rule_factor",
     "rule_of_thumb",
     "score_bandwidth",
     "select_bandwidth",
@@ -119,14 +120,36 @@ def rule_of_thumb(
             "cannot be computed; pass a numeric bandwidth (a float or one per feature)"
         )
     n = float(n_rows if sample_weight is None else np.sum(sample_weight))
+    return np.asarray(scale * rule_factor(method, n, d, k), dtype=np.float64)
+
+
+def rule_factor(method: str, n: float, d: int, kernel: str | Kernel = "gaussian") -> float:
+    """The factor a rule of thumb multiplies the robust scale by (see :func:`rule_of_thumb`).
+
+    Parameters
+    ----------
+    method : {"scott", "silverman"}
+    n : float
+        The (effective) sample size.
+    d : int
+        The number of features.
+    kernel : str or Kernel
+
+    Examples
+    --------
+    >>> round(rule_factor("scott", 100.0, 1), 4)
+    0.3981
+    """
+    if method not in RULES:
+        raise ValueError(f"method={method!r} is not a rule of thumb; choose one of {', '.join(RULES)}")
     if method == "scott":
         factor = n ** (-1.0 / (d + 4))
     else:
         factor = (n * (d + 2) / 4.0) ** (-1.0 / (d + 4))
-    ratio = 1.0
+    k = get_kernel(kernel)
     if k.name != "constant":
-        ratio = k.canonical_bandwidth / get_kernel("gaussian").canonical_bandwidth
-    return np.asarray(scale * factor * ratio, dtype=np.float64)
+        factor *= k.canonical_bandwidth / get_kernel("gaussian").canonical_bandwidth
+    return float(factor)
 
 
 # --------------------------------------------------------------------------------------------

@@ -650,7 +650,7 @@ def rule_of_thumb(
     """:func:`nadaraya.bandwidth.rule_of_thumb` on a Dask array, with Dask reductions.
 
     The scale comes from :func:`robust_scale` (Dask reductions, exact quartiles); the factor
-    from the single-machine rule, so that the formula lives in one place.
+    from :func:`nadaraya.bandwidth.rule_factor`, the one place its formula lives.
 
     Examples
     --------
@@ -660,9 +660,7 @@ def rule_of_thumb(
     >>> bool(np.allclose(rule_of_thumb(da.from_array(x, chunks=100)), plain(x), rtol=1e-12))
     True
     """
-    from ..bandwidth import RULES
-    from ..bandwidth import robust_scale as plain_scale
-    from ..bandwidth import rule_of_thumb as plain
+    from ..bandwidth import RULES, rule_factor
 
     if method not in RULES:
         raise ValueError(f"method={method!r} is not a rule of thumb; choose one of {', '.join(RULES)}")
@@ -681,13 +679,7 @@ def rule_of_thumb(
             "pass a numeric bandwidth (a float or one per feature)"
         )
     n = float(n_rows if sample_weight is None else da.asarray(sample_weight).sum().compute())
-    # The rule's factor at this (effective) size, kernel and dimension comes from the
-    # single-machine rule itself, so that its formula lives in one place: applied to a
-    # two-point stand-in of total weight n, divided by the stand-in's own robust scale.
-    stand_in = np.tile(np.array([[-1.0], [1.0]]), (1, d))
-    halves = np.array([n / 2, n / 2])
-    factor = plain(stand_in, method, kernel=kernel, sample_weight=halves) / plain_scale(stand_in, halves)
-    return np.asarray(scale * factor, dtype=np.float64)
+    return np.asarray(scale * rule_factor(method, n, d, kernel), dtype=np.float64)
 
 
 # --------------------------------------------------------------------------- the estimator on Dask
