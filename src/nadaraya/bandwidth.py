@@ -20,6 +20,7 @@ __all__ = [
     "RULES",
     "BandwidthSelection",
     "BandwidthWarning",
+    "check_rule_input",
     "robust_scale",
     "rule_factor",
     "rule_of_thumb",
@@ -101,26 +102,49 @@ def rule_of_thumb(
     >>> bool(0.2 < h[0] < 0.3)
     True
     """
-    if method not in RULES:
-        raise ValueError(f"method={method!r} is not a rule of thumb; choose one of {', '.join(RULES)}")
     k = get_kernel(kernel)
     x = as_points("X", X, np.dtype(np.float64))
     n_rows, d = x.shape
+    check_rule_input(method, n_rows)
+    scale = robust_scale(x, sample_weight)
+    check_rule_input(method, n_rows, scale, x[0])
+    n = float(n_rows if sample_weight is None else np.sum(sample_weight))
+    return np.asarray(scale * rule_factor(method, n, d, k), dtype=np.float64)
+
+
+def check_rule_input(
+    method: str, n_rows: int, scale: NDArray[np.floating] | None = None, first_row: Any = None
+) -> None:
+    """Raise a clear error where a rule of thumb cannot be computed.
+
+    An unknown ``method``, fewer than 2 samples, or (given the per-feature ``scale``) a
+    feature with zero spread, named with its value when ``first_row`` is given.
+
+    Examples
+    --------
+    >>> check_rule_input("scott", 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: bandwidth='scott' needs at least 2 samples to measure the spread; got n_samples = 1. \
+Pass a numeric bandwidth instead
+    """
+    if method not in RULES:
+        raise ValueError(f"method={method!r} is not a rule of thumb; choose one of {', '.join(RULES)}")
     if n_rows < 2:
         raise ValueError(
             f"bandwidth={method!r} needs at least 2 samples to measure the spread; got n_samples = "
             f"{n_rows}. Pass a numeric bandwidth instead"
         )
-    scale = robust_scale(x, sample_weight)
-    flat = np.nonzero(~(scale > 0))[0]
+    if scale is None:
+        return
+    flat = np.nonzero(~(np.asarray(scale) > 0))[0]
     if flat.size:
         j = int(flat[0])
+        value = "" if first_row is None else f" (all values equal {first_row[j]!r})"
         raise ValueError(
-            f"feature {j} has zero spread (all values equal {x[0, j]!r}), so bandwidth={method!r} "
+            f"feature {j} has zero spread{value}, so bandwidth={method!r} "
             "cannot be computed; pass a numeric bandwidth (a float or one per feature)"
         )
-    n = float(n_rows if sample_weight is None else np.sum(sample_weight))
-    return np.asarray(scale * rule_factor(method, n, d, k), dtype=np.float64)
 
 
 def rule_factor(method: str, n: float, d: int, kernel: str | Kernel = "gaussian") -> float:

@@ -660,24 +660,13 @@ def rule_of_thumb(
     >>> bool(np.allclose(rule_of_thumb(da.from_array(x, chunks=100)), plain(x), rtol=1e-12))
     True
     """
-    from ..bandwidth import RULES, rule_factor
+    from ..bandwidth import check_rule_input, rule_factor
 
-    if method not in RULES:
-        raise ValueError(f"method={method!r} is not a rule of thumb; choose one of {', '.join(RULES)}")
     x = _as_rows("X", X, np.dtype(np.float64), None)
     n_rows, d = x.shape
-    if n_rows < 2:
-        raise ValueError(
-            f"bandwidth={method!r} needs at least 2 samples to measure the spread; got n_samples = "
-            f"{n_rows}. Pass a numeric bandwidth instead"
-        )
+    check_rule_input(method, n_rows)
     scale = robust_scale(x, sample_weight)
-    flat = np.nonzero(~(scale > 0))[0]
-    if flat.size:
-        raise ValueError(
-            f"feature {int(flat[0])} has zero spread, so bandwidth={method!r} cannot be computed; "
-            "pass a numeric bandwidth (a float or one per feature)"
-        )
+    check_rule_input(method, n_rows, scale)
     n = float(n_rows if sample_weight is None else da.asarray(sample_weight).sum().compute())
     return np.asarray(scale * rule_factor(method, n, d, kernel), dtype=np.float64)
 
