@@ -250,7 +250,7 @@ def demo(
         raise BadInput(f"cannot write into '{out}': it is a file, not a folder")
     out.mkdir(parents=True, exist_ok=True)
     with _progress(quiet, "computing") as update:
-        study = report.textbook_study(split, learnable=learn, progress=update)
+        study = report.textbook_study(split, learnable=learn, every_kernel=True, progress=update)
         update(0, 1, "drawing figures")
         figures = report.write_figures(study, out)
         page = report.write_html(study, out / "report.html")

@@ -236,24 +236,15 @@ def _train_learnable(
     ]
     for name, cls_name, kw, fit_kw in specs:
         progress(f"training {name}")
-        try:
-            cls, fit = getattr(nn, cls_name), nn.fit
-        except (AttributeError, ImportError) as exc:
-            notes.append(f"{name} skipped: nadaraya.nn has no working {cls_name} or fit ({exc})")
-            continue
-        try:
-            module = cls(**kw).double()
-            history = fit(module, X, Y, seed=0, **fit_kw)
-            with torch.no_grad():
-                pred = module(Q, X, Y)
-            pred = (pred[0] if isinstance(pred, tuple) else pred).detach().numpy().reshape(-1)
-            loss = getattr(history, "loss", history.get("loss") if isinstance(history, dict) else history)
-            hs = history.get("bandwidth") if isinstance(history, dict) else None
-            hs = getattr(history, "bandwidth", hs)
-            h = float(np.ravel(hs[-1])[0]) if hs is not None and len(hs) else None
-            out[name] = {"prediction": pred, "history": np.asarray(loss, dtype=np.float64), "bandwidth": h}
-        except Exception as exc:  # a peer module's API may differ: report it, do not crash the demo
-            notes.append(f"{name} skipped: {type(exc).__name__}: {exc}")
+        torch.manual_seed(0)  # the modules draw their initial parameters from torch's generator
+        module = getattr(nn, cls_name)(**kw).double()
+        history = nn.fit(module, X, Y, seed=0, **fit_kw)
+        with torch.no_grad():
+            pred = module(Q, X, Y).numpy().reshape(-1)
+        hs = history.get("bandwidth")
+        h = float(np.ravel(hs[-1])[0]) if hs else None
+        out[name] = {"prediction": pred, "history": np.asarray(history["loss"], dtype=np.float64),
+                     "bandwidth": h}
     return out, notes
 
 
@@ -264,6 +255,7 @@ def textbook_study(
     bandwidths: Sequence[float] = DEMO_BANDWIDTHS,
     slider: Sequence[float] | None = None,
     learnable: bool = True,
+    every_kernel: bool = False,
     progress: ProgressCallback | None = None,
 ) -> Study:
     """Replay the textbook chapter on a data split and keep everything the figures and report need.
@@ -285,6 +277,8 @@ def textbook_study(
         Default 25 log-spaced values from 0.05 to 2.5 merged with ``bandwidths``.
     learnable : bool, default True
         Train the learnable-w and additive models when torch and ``nadaraya.nn`` are present.
+    every_kernel : bool, default False
+        Also add a row for every other kernel of the registry at its CV-selected bandwidth.
     progress : callable, optional
         ``progress(done, total, description)``.
 
@@ -337,6 +331,10 @@ def textbook_study(
         h_cv = float(searches[kernel].bandwidth[0])
         rows.append(Row(kernel, kernel, h_cv, mse(kernel, h_cv), "selected by leave-one-out CV"))
         tick(f"bandwidth search ({kernel})")
+    if every_kernel:  # the rest of the registry, each at its own CV bandwidth
+        for kernel in (k for k in nadaraya.kernels.names() if k not in kernels):
+            h_cv = float(bandwidth_search(split.x_train, split.y_train, kernel=kernel).bandwidth[0])
+            rows.append(Row(kernel, kernel, h_cv, mse(kernel, h_cv), "selected by leave-one-out CV"))
     curves: dict[str, NDArray[np.float64]] = {}
     heatmaps: dict[str, NDArray[np.float64]] = {}
     for kernel in kernels:
