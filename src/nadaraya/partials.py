@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -86,16 +87,18 @@ def empty(m: int, p: int, dtype: np.dtype | type = np.float64, log_domain: bool 
     )
 
 
-def _scale(old: NDArray[np.floating], new: NDArray[np.floating]) -> NDArray[np.floating]:
+def _scale(old: Any, new: Any, xp: Any) -> Any:
     """``exp(old - new)`` with ``exp(-inf - (-inf)) = 0`` (nothing seen on either side)."""
-    with np.errstate(invalid="ignore"):
-        s = np.exp(old - new)
-    s[~np.isfinite(old)] = 0.0
-    return s
+    finite = xp.isfinite(old)
+    return xp.where(finite, xp.exp(xp.where(finite, old, 0.0) - xp.where(finite, new, 0.0)), 0.0)
 
 
-def merge(a: Partials, b: Partials) -> Partials:
+def merge(a: Partials, b: Partials, xp: Any = np) -> Partials:
     """Merge partials of the same queries over two disjoint sets of keys. Exact.
+
+    The fields may have leading batch dimensions (shift and weight ``(..., m)``, value
+    ``(..., m, p)``) and may be arrays of another namespace ``xp`` with NumPy's names
+    (``torch`` for the layers of :mod:`nadaraya.nn`): one merge serves every backend.
 
     Examples
     --------
@@ -105,13 +108,13 @@ def merge(a: Partials, b: Partials) -> Partials:
     >>> merge(a, b).weight.tolist()
     [1.0]
     """
-    shift = np.maximum(a.shift, b.shift)
-    sa = _scale(a.shift, shift)
-    sb = _scale(b.shift, shift)
+    shift = xp.maximum(a.shift, b.shift)
+    sa = _scale(a.shift, shift, xp)
+    sb = _scale(b.shift, shift, xp)
     return Partials(
         shift,
         a.weight * sa + b.weight * sb,
-        a.value * sa[:, None] + b.value * sb[:, None],
+        a.value * sa[..., None] + b.value * sb[..., None],
     )
 
 

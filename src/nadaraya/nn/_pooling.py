@@ -15,6 +15,7 @@ from torch.autograd.function import once_differentiable
 from .._config import get_config
 from ..kernels import Kernel
 from ..kernels import get as get_kernel
+from ..partials import Partials, merge
 
 __all__ = [
     "AdditiveAttentionPooling",
@@ -173,26 +174,22 @@ class _ChunkedPool(torch.autograd.Function):
         stat = values.new_empty(batch, m)  # log-sum-exp (log domain) or sum of weights
         for q0 in range(0, m, bq):
             q1 = min(m, q0 + bq)
-            shift = values.new_full((batch, q1 - q0), -math.inf if scorer.log_domain else 0.0)
-            total = values.new_zeros(batch, q1 - q0)
-            acc = values.new_zeros(batch, q1 - q0, p)
+            start = -math.inf if scorer.log_domain else 0.0
+            acc = Partials(values.new_full((batch, q1 - q0), start), values.new_zeros(batch, q1 - q0),
+                           values.new_zeros(batch, q1 - q0, p))
             for k0 in range(0, n, bk):
                 k1 = min(n, k0 + bk)
                 s = _fill(scorer.fn(qa[:, q0:q1], ka[:, k0:k1], *params), allowed.block(q0, q1, k0, k1),
                           scorer.log_domain)
                 if scorer.log_domain:
-                    new = torch.maximum(shift, s.amax(-1))
-                    safe = torch.where(torch.isfinite(new), new, 0.0)
-                    rescale = torch.exp(shift - safe)
-                    s = torch.exp(s - safe[..., None])
-                    total = total * rescale + s.sum(-1)
-                    acc = acc * rescale[..., None] + s @ values[:, k0:k1]
-                    shift = new
+                    top = s.amax(-1)
+                    s = torch.exp(s - torch.where(torch.isfinite(top), top, 0.0)[..., None])
                 else:
-                    total = total + s.sum(-1)
-                    acc = acc + s @ values[:, k0:k1]
-            out[:, q0:q1] = acc / total[..., None]  # 0 / 0 = NaN: an empty window
-            stat[:, q0:q1] = shift + torch.log(total) if scorer.log_domain else total
+                    top = torch.zeros_like(acc.shift)
+                # the one merge of nadaraya.partials, on torch tensors
+                acc = merge(acc, Partials(top, s.sum(-1), s @ values[:, k0:k1]), xp=torch)
+            out[:, q0:q1] = acc.value / acc.weight[..., None]  # 0 / 0 = NaN: an empty window
+            stat[:, q0:q1] = acc.shift + torch.log(acc.weight) if scorer.log_domain else acc.weight
         ctx.scorer, ctx.allowed, ctx.blocks = scorer, allowed, blocks
         ctx.save_for_backward(qa, ka, values, out, stat, *params)
         return out
