@@ -284,6 +284,15 @@ def _direct_windows(
                              None if excl is None else excl[r])
 
 
+def _sweep_threshold(coef: NDArray[np.float64]) -> float:
+    """The direct-sum threshold of the sweep: moments about the query's cell centre, so
+    ``|t| <= 3/2`` and ``|Q| <= 1/2`` (the other way round from :func:`route`'s)."""
+    nf = coef.shape[0]
+    qgrid = np.linspace(-0.5, 0.5, 101)
+    powers = qgrid[:, None] ** np.arange(nf)[None, :]
+    return float(np.max(np.abs(powers @ coef.T) @ (1.5 ** np.arange(nf)))) * _LOSS
+
+
 def _split(kernel: Kernel, rt: Route) -> bool:
     """Whether windows must be split at the query: not for kernels even in ``u`` on one piece."""
     if rt.kind == 1:  # cos(a - b) = cos a cos b + sin a sin b: even
@@ -349,13 +358,18 @@ def _one_d(
     hi_s = np.empty(m, dtype=np.int64)
     args = (qsort, xs, inv_h[0], x0, h, inv_h64, cs, ncell, start, tasks, values, sw, esort, coef, split,
             rt.kind, rt.amp, rt.breaks, direct_max, rt.threshold, res, lo_s, hi_s)
+    loop = jit.window_sums
+    if not split and rt.kind == 0 and s == 1.0 and direct_max <= n:  # one even polynomial: a sweep
+        loop = jit.sweep_sums
+        args = (qsort, xs, inv_h[0], x0, h, inv_h64, cs, ncell, start, tasks, values, sw, esort, coef,
+                direct_max, _sweep_threshold(coef[0]), res, lo_s, hi_s)
     ntask = tasks.size - 1
     runs = np.linspace(0, ntask, min(ntask, 4 * threads) + 1).astype(np.int64)
     if threads == 1 or runs.size <= 2:
-        jit.window_sums(0, ntask, *args)
+        loop(0, ntask, *args)
     else:  # the compiled loop releases the GIL: threads take runs of tasks as they free up
         with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(lambda r: jit.window_sums(runs[r], runs[r + 1], *args), range(runs.size - 1)))
+            list(pool.map(lambda r: loop(runs[r], runs[r + 1], *args), range(runs.size - 1)))
     weight = np.empty(m)
     value = np.empty((m, p))
     flag = np.zeros(m, dtype=bool)
