@@ -59,8 +59,10 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import ModuleType
@@ -215,6 +217,12 @@ def _jit() -> ModuleType:
     return _windowed_jit
 
 
+@functools.cache
+def _sweep(nf: int, p: int) -> Callable[..., None]:
+    """The sweep loop compiled for ``nf`` moments and ``p`` outputs (one per pair, cached)."""
+    return _jit().sweep_loop(nf, p)  # type: ignore[no-any-return]
+
+
 def _working_bytes() -> int:
     return int(float(get_config()["working_memory"]) * 2**20)
 
@@ -360,7 +368,7 @@ def _one_d(
             rt.kind, rt.amp, rt.breaks, direct_max, rt.threshold, res, lo_s, hi_s)
     loop = jit.window_sums
     if not split and rt.kind == 0 and s == 1.0 and direct_max <= n:  # one even polynomial: a sweep
-        loop = jit.sweep_sums
+        loop = _sweep(coef.shape[1], p)
         args = (qsort, xs, inv_h[0], x0, h, inv_h64, cs, ncell, start, tasks, values, sw, esort, coef,
                 direct_max, _sweep_threshold(coef[0]), res, lo_s, hi_s)
     ntask = tasks.size - 1
