@@ -44,9 +44,10 @@ def buckets(xs, qs, excl, x0, inv_g, ncell):  # pragma: no cover - compiled
 
     Returns ``cs`` (``cs[k]``: first key of cell ``>= k``, ``k = 0 .. ncell``), ``start``
     (bucket ``b``, i.e. cell ``b - 1``, holds the sorted positions ``start[b]:start[b + 1]``;
-    buckets 0 and ``ncell + 1`` hold the queries below and above the keys), ``qb`` (each
-    query's bucket), and the queries and their excluded keys in bucket order. Each bucket is
-    written sequentially, so the scatter stays in cache while buckets are few.
+    buckets 0 and ``ncell + 1`` hold the queries below and above the keys), ``qidx`` (the
+    query at each sorted position), and the queries and their excluded keys in bucket
+    order. Each bucket is written sequentially, so the scatter stays in cache while buckets
+    are few.
     """
     n = xs.shape[0]
     cs = np.empty(ncell + 1, np.int64)
@@ -72,27 +73,27 @@ def buckets(xs, qs, excl, x0, inv_g, ncell):  # pragma: no cover - compiled
     fill = start[:-1].copy()
     qsort = np.empty_like(qs)
     esort = np.empty_like(excl)
+    qidx = np.empty(m, np.int64)
     has_excl = excl.shape[0] > 0
     for j in range(m):
         b = qb[j]
-        qsort[fill[b]] = qs[j]
+        k = fill[b]
+        qsort[k] = qs[j]
+        qidx[k] = j
         if has_excl:
-            esort[fill[b]] = excl[j]
-        fill[b] += 1
-    return cs, start, qb, qsort, esort
+            esort[k] = excl[j]
+        fill[b] = k + 1
+    return cs, start, qidx, qsort, esort
 
 
 @njit(cache=True)
-def unbucket(qb, start, res, lo_s, hi_s, weight, value, flag, lo, hi):  # pragma: no cover - compiled
-    """Results from bucket order back to the queries' order (the counting sort read backwards,
-    so again one sequential stream per bucket); ``flag`` and the bounds for the queries whose
-    weight is NaN (left for a direct sum)."""
-    fill = start[:-1].copy()
+def unbucket(qidx, res, lo_s, hi_s, weight, value, flag, lo, hi):  # pragma: no cover - compiled
+    """Results from bucket order back to the queries' order (read in sequence, scattered:
+    stores need not wait for their cache lines); ``flag`` and the bounds for the queries
+    whose weight is NaN (left for a direct sum)."""
     p = value.shape[1]
-    for j in range(qb.shape[0]):
-        b = qb[j]
-        k = fill[b]
-        fill[b] = k + 1
+    for k in range(qidx.shape[0]):
+        j = qidx[k]
         w = res[k, 0]
         weight[j] = w
         for c in range(p):

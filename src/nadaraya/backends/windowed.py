@@ -354,7 +354,7 @@ def _one_d(
     s = max(1.0, math.ceil(span / (2.0 * (n + m))))
     inv_g = inv_h64 / s
     ncell = math.floor((float(xs[-1]) - x0) * inv_g) + 1
-    cs, start, qb, qsort, esort = jit.buckets(xs, q, excl, x0, inv_g, ncell)
+    cs, start, qidx, qsort, esort = jit.buckets(xs, q, excl, x0, inv_g, ncell)
     nf = coef.shape[1]
     per_key = 8 * (2 * nf * (p + 1) + nf + 6)
     keys_per_task = max(64, min(_working_bytes(), _TABLE_BYTES) // per_key)
@@ -383,7 +383,7 @@ def _one_d(
     flag = np.zeros(m, dtype=bool)
     lo = np.empty(m, dtype=np.int64)  # written only where flagged
     hi = np.empty(m, dtype=np.int64)
-    jit.unbucket(qb, start, res, lo_s, hi_s, weight, value, flag, lo, hi)
+    jit.unbucket(qidx, res, lo_s, hi_s, weight, value, flag, lo, hi)
     rows = np.nonzero(flag)[0]
     if rows.size:
         sv = _weighted_values(values, None if sample_weight is None else sw)
