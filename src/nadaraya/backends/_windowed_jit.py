@@ -39,15 +39,17 @@ def _cell(v, x0, inv_g, ncell):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def buckets(xs, qs, excl, x0, inv_g, ncell):  # pragma: no cover - compiled
+def buckets(xs, qs, excl, x0, inv_g, ncell, qb, qsort, qidx, esort):  # pragma: no cover - compiled
     """Cell starts of the sorted keys and a counting sort of the queries into buckets.
 
-    Returns ``cs`` (``cs[k]``: first key of cell ``>= k``, ``k = 0 .. ncell``), ``start``
+    Returns ``cs`` (``cs[k]``: first key of cell ``>= k``, ``k = 0 .. ncell``) and ``start``
     (bucket ``b``, i.e. cell ``b - 1``, holds the sorted positions ``start[b]:start[b + 1]``;
-    buckets 0 and ``ncell + 1`` hold the queries below and above the keys), ``qidx`` (the
-    query at each sorted position), and the queries and their excluded keys in bucket
-    order. Each bucket is written sequentially, so the scatter stays in cache while buckets
-    are few.
+    buckets 0 and ``ncell + 1`` hold the queries below and above the keys); fills ``qidx``
+    (the query at each sorted position, int32 or int64) and ``qsort``, ``esort`` (the queries
+    and their excluded keys in bucket order; ``esort`` empty when ``excl`` is). ``qb`` (m,)
+    int32 is scratch. The large arrays come from the caller: NumPy backs them with huge pages,
+    numba's allocator with 4 KiB pages that each fault on first touch. Each bucket is written
+    sequentially, so the scatter stays in cache while buckets are few.
     """
     n = xs.shape[0]
     cs = np.empty(ncell + 1, np.int64)
@@ -62,7 +64,6 @@ def buckets(xs, qs, excl, x0, inv_g, ncell):  # pragma: no cover - compiled
         k += 1
     m = qs.shape[0]
     nbucket = ncell + 2
-    qb = np.empty(m, np.int32)
     start = np.zeros(nbucket + 1, np.int64)
     for j in range(m):
         b = _cell(np.float64(qs[j]), x0, inv_g, ncell) + 1
@@ -71,9 +72,6 @@ def buckets(xs, qs, excl, x0, inv_g, ncell):  # pragma: no cover - compiled
     for b in range(nbucket):
         start[b + 1] += start[b]
     fill = start[:-1].copy()
-    qsort = np.empty_like(qs)
-    esort = np.empty_like(excl)
-    qidx = np.empty(m, np.int64)
     has_excl = excl.shape[0] > 0
     for j in range(m):
         b = qb[j]
@@ -83,7 +81,7 @@ def buckets(xs, qs, excl, x0, inv_g, ncell):  # pragma: no cover - compiled
         if has_excl:
             esort[k] = excl[j]
         fill[b] = k + 1
-    return cs, start, qidx, qsort, esort
+    return cs, start
 
 
 @njit(cache=True)

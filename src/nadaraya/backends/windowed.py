@@ -354,7 +354,10 @@ def _one_d(
     s = max(1.0, math.ceil(span / (2.0 * (n + m))))
     inv_g = inv_h64 / s
     ncell = math.floor((float(xs[-1]) - x0) * inv_g) + 1
-    cs, start, qidx, qsort, esort = jit.buckets(xs, q, excl, x0, inv_g, ncell)
+    qsort = np.empty_like(q)
+    esort = np.empty_like(excl)
+    qidx = np.empty(m, dtype=np.int32 if m < 2**31 else np.int64)
+    cs, start = jit.buckets(xs, q, excl, x0, inv_g, ncell, np.empty(m, dtype=np.int32), qsort, qidx, esort)
     nf = coef.shape[1]
     per_key = 8 * (2 * nf * (p + 1) + nf + 6)
     keys_per_task = max(64, min(_working_bytes(), _TABLE_BYTES) // per_key)
