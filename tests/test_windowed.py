@@ -212,3 +212,20 @@ def test_cost_does_not_grow_with_the_window():
         windowed.partials(queries, keys, values, kernel=k, bandwidth=np.array([h]))
         times[h] = time.perf_counter() - t
     assert times[100.0] < 10 * times[0.01] + 0.05
+
+
+@pytest.mark.parametrize("kernel", ["epanechnikov", "boxcar"])
+def test_sweep_crowded_and_outlying_queries(kernel):
+    """The sweep sorts each bucket's queries: repeated queries (crowded sub-cells, a merge
+    sort), queries far outside the keys and queries in one bucket in reverse order."""
+    rng = np.random.default_rng(9)
+    keys = rng.uniform(0, 2, (3000, 1))
+    values = np.ascontiguousarray(np.cos(keys) + 1.0)
+    queries = np.concatenate([
+        np.repeat(rng.uniform(0, 2, 5), 100),  # 100 copies each
+        [-50.0, -0.05, 2.05, 1e3],  # outside the keys, two within a bandwidth of them
+        np.linspace(1.1, 1.0, 300),  # one bucket, reversed
+    ])[:, None]
+    sw = rng.uniform(0.5, 2.0, 3000)
+    ref, got = _both(queries, keys, values, kernel, [0.1], sample_weight=sw)
+    _assert_close(ref, got, 1e-12)

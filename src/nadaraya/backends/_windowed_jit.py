@@ -562,7 +562,7 @@ def sweep_loop(nf: int, p: int):  # type: ignore[no-untyped-def]
                     hi = k0
                 prev = q
                 lo = _walk_in(q, xs, inv, lo)
-                hi = _walk_out(q, xs, inv, max(hi, lo))
+                hi = _walk_out(q, xs, inv, hi)  # not after lo: two independent chains
                 glo = lo
                 ghi = hi
                 if lo == k0 and k0 > 0 and (q - xs[k0 - 1]) * inv <= 1.0:  # rounding: window starts earlier
