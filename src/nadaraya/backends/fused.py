@@ -1,6 +1,7 @@
 """The fused multi-core backend: one numba loop per kernel, streaming keys in cache-sized blocks.
 
-For each block of queries (one parallel task per block, ``prange``) the keys stream past in
+For each range of queries (one task per range, run by a pool of threads on jitted code that
+releases the GIL, ``numba.get_num_threads()`` of them) the keys stream past in
 blocks of :data:`KEY_BLOCK` that stay in the L1/L2 cache; each query's block of product-kernel
 terms goes to a small per-task scratch row, never to an (m, n) matrix, and merges into the
 query's :class:`~nadaraya.partials.Partials` with the running maximum of FlashAttention.
@@ -11,7 +12,7 @@ Specialisation: the loop is built per kernel by a small factory in which the ker
 is a frozen closure constant, so each kernel gets its own machine code with its expression
 inlined and the other branches folded away, and nothing is passed into jitted code as a
 function. Compiled code is cached on disk (``cache=True``; numba keys the cache on the closure
-constant): the first call of a kernel in a fresh environment compiles (about 5 s), later
+constant): the first call of a kernel in a fresh environment compiles (about 4 s here), later
 processes load it. Rows of keys and values are taken as 1-D views indexed by the loop counter,
 so LLVM sees unit strides and vectorises (``kt[f, k0 + j]`` compiles to gathers).
 
@@ -48,12 +49,14 @@ True
 
 from __future__ import annotations
 
+import itertools
 import math
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numba
 import numpy as np
-from numba import prange
 from numpy.typing import NDArray
 
 from .. import _threads
@@ -182,7 +185,7 @@ def _compile(kind: int):  # type: ignore[no-untyped-def]
     numba folds the other kernels' branches away, and its on-disk cache keys on the value."""
     log_domain = kind < _N_LOG
 
-    @numba.njit(cache=True, fastmath=_FASTMATH_MAX)
+    @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH_MAX)
     def task(q, kt, vt, inv_h, key_weight, exclude, q0, q1, shift, weight, value):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
         """Accumulate every key into the partials of queries ``q0:q1`` (updated in place).
 
@@ -201,8 +204,6 @@ def _compile(kind: int):  # type: ignore[no-untyped-def]
             kw = key_weight[k0 : k0 + nb]
             v0 = vt[0, k0 : k0 + nb]
             for i in range(q0, q1):
-                # the features into the scratch row, two per pass; the last pass also gives the
-                # row's maximum (a reduction fused into it, not a pass of its own)
                 # the features into the scratch row; in d = 1 the one pass (reading the key
                 # weights, writing the row) also takes the row's maximum: a pass fewer. (A maximum
                 # in a pass updating the row in place, or in the exp pass, does not vectorise.)
@@ -232,12 +233,12 @@ def _compile(kind: int):  # type: ignore[no-untyped-def]
                         acc0 += w * v0[j]
                     old = shift[i]
                     if top > old:
-                        scale_old = exp_fast(old - top)
+                        scale_old = math.exp(old - top)
                         scale_new = 1.0
                         shift[i] = top
                     else:
                         scale_old = 1.0
-                        scale_new = exp_fast(top - old)
+                        scale_new = math.exp(top - old)
                 else:
                     for j in range(nb):
                         s += buf[j]
@@ -253,14 +254,7 @@ def _compile(kind: int):  # type: ignore[no-untyped-def]
                         acc += buf[j] * vc[j]
                     value[i, c] = value[i, c] * scale_old + acc * scale_new
 
-    @numba.njit(parallel=True, cache=True)
-    def fused(q, kt, vt, inv_h, key_weight, exclude, bq, shift, weight, value):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-        """``task`` over blocks of ``bq`` queries, one parallel task each."""
-        m = q.shape[0]
-        for b in prange((m + bq - 1) // bq):
-            task(q, kt, vt, inv_h, key_weight, exclude, b * bq, min(m, b * bq + bq), shift, weight, value)
-
-    return fused
+    return task
 
 
 _LOOPS: dict[int, Any] = {}
@@ -278,10 +272,32 @@ def supports(kernel: Kernel, d: int) -> bool:
     return kernel.name in KINDS and d >= 1
 
 
-def _query_block(m: int) -> int:
-    """Queries per parallel task: enough tasks to balance the threads, few enough to reuse keys."""
-    tasks = 8 * max(1, numba.get_num_threads())
-    return max(1, min(256, -(-m // tasks)))
+_POOL: tuple[ThreadPoolExecutor, int] | None = None  # the pool and its number of threads
+_POOL_LOCK = threading.Lock()
+_CHUNKS = 4
+
+
+def _run(task: Any, args: tuple[Any, ...], m: int, outputs: tuple[Any, ...]) -> None:
+    """Run ``task`` over contiguous ranges of queries on ``numba.get_num_threads()`` threads.
+
+    The jitted task releases the GIL (``nogil=True``), so Python threads run it on all cores.
+    This replaces a ``prange`` loop: numba's parallel compiler added about 1.7 s to each
+    kernel's first compilation, which the 5 s budget could not afford.
+    """
+    global _POOL
+    threads = max(1, min(numba.get_num_threads(), -(-m // 64)))
+    if threads == 1:
+        task(*args, 0, m, *outputs)
+        return
+    with _POOL_LOCK:
+        if _POOL is None or _POOL[1] < threads:
+            _POOL = (ThreadPoolExecutor(max_workers=threads, thread_name_prefix="nadaraya-fused"), threads)
+        pool = _POOL[0]
+    chunks = _CHUNKS * threads  # a few ranges per thread, so that a slow thread does not hold the rest
+    edges = np.linspace(0, m, min(m, chunks) + 1).astype(np.int64)
+    futures = [pool.submit(task, *args, int(a), int(b), *outputs) for a, b in itertools.pairwise(edges)]
+    for f in futures:
+        f.result()
 
 
 def partials(
@@ -335,7 +351,7 @@ def partials(
     kind = KINDS[kernel.name]
     if kind not in _LOOPS:
         _LOOPS[kind] = _compile(kind)
-    _LOOPS[kind](q, kt, vt, inv_h, key_weight, ex, _query_block(m), shift, weight, value)
+    _run(_LOOPS[kind], (q, kt, vt, inv_h, key_weight, ex), m, (shift, weight, value))
     if dtype != f64:
         return Partials(shift.astype(dtype), weight.astype(dtype), value.astype(dtype))
     return Partials(shift, weight, value)
