@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 
     nadaraya.pool(queries[:10], keys[:100], values[:100], bandwidth=h, backend="fused")  # compile
     print(f"W1 1-D gaussian, n = m = {n:.0e}, h = {h}, query chunks of {q_chunk}, key chunks of {k_chunk} "
-          f"({shards} shards); machine shared with other engineers' jobs, load {os.getloadavg()[0]:.1f}")
+          f"({shards} shards); load average before the run {os.getloadavg()[0]:.1f}")
     print(f"{'path':<38}{'seconds':>10}{'vs fused':>10}")
     t0 = time.perf_counter()
     ref = nadaraya.pool(queries, keys, values, bandwidth=h, backend="fused")
