@@ -154,3 +154,35 @@ def test_compiled_code_is_cached_across_processes(tmp_path) -> None:
     assert any(tmp_path.rglob("*.nbi")), "nothing was written to the numba cache"
     assert first < 50.0  # the 5 s target, with a 10x guard for a loaded CI machine
     assert second < first
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "laplacian", "logistic"])
+def test_bound_shift_falls_back_to_the_exact_maximum(kernel: str) -> None:
+    """Sparse keys in 5-D with a small bandwidth: the bounding-box bound of a block exceeds its
+    largest term by far more than 300 for most queries, so blocks are redone with the exact
+    maximum (and, after enough failures, computed exactly at once). Results still match the
+    reference, with sample weights and leave-one-out, and the float32 weights do not underflow."""
+    from nadaraya.backends import reference
+    from nadaraya.kernels import REGISTRY
+
+    rng = np.random.default_rng(11)
+    n = fused.KEY_BLOCK + 900
+    keys = rng.uniform(size=(n, 5))
+    v = rng.normal(size=(n, 2))
+    sw = rng.uniform(0.5, 2.0, size=n)
+    sw[::7] = 0.0
+    q = np.concatenate([keys[:150] + 1e-3, rng.uniform(size=(150, 5))])
+    ex = np.where(np.arange(300) < 100, np.arange(300), -1)
+    h = np.full(5, 0.004 if kernel == "gaussian" else 0.0005)
+    kw = dict(kernel=REGISTRY[kernel], bandwidth=h, sample_weight=sw, exclude=ex)
+    got = fused.partials(q, keys, v, **kw)
+    want = reference.partials(q, keys, v, **kw)
+    np.testing.assert_array_equal(got.empty, want.empty)
+    ok = ~want.empty
+    lse = lambda r: r.shift[ok] + np.log(r.weight[ok])  # noqa: E731
+    np.testing.assert_allclose(lse(got), lse(want), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got.finalize()[ok], want.finalize()[ok], rtol=1e-12, atol=1e-12)
+    f32 = [a.astype(np.float32) for a in (q, keys, v, sw)]
+    got32 = fused.partials(*f32[:3], **{**kw, "sample_weight": f32[3]})
+    assert not got32.empty[ok].any()
+    np.testing.assert_allclose(got32.finalize()[ok], want.finalize()[ok], rtol=1e-4, atol=1e-4)

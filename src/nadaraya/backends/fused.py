@@ -16,11 +16,23 @@ constant): the first call of a kernel in a fresh environment compiles (about 4 s
 processes load it. Rows of keys and values are taken as 1-D views indexed by the loop counter,
 so LLVM sees unit strides and vectorises (``kt[f, k0 + j]`` compiles to gathers).
 
-Per key block and query: the features' terms go to the scratch row (in d = 1 the same pass takes
-the row's maximum; in d > 1 a vectorised reduction follows), then one pass takes the
-exponentials, the weights and the first output. Exponentials below ``exp(-708)`` of the block's
-largest are flushed to 0 rather than computed as subnormals (a microcode assist per far key,
-which made W1 up to 2x slower; the sums change by less than ``KEY_BLOCK * 2**-1022`` relative).
+Per key block and query, log-domain kernels take one pass: the shift is not the block's exact
+maximum term but an upper bound of it, from the block's largest log sample weight and the
+distance of the query to the block's per-feature bounding box (computed once per call), so the
+terms, their exponentials ``exp(t - shift)``, the weights' sum and the first output come from the
+same loop. If the bound is far above the true maximum the block's sum is small; below
+``exp(-300)`` the block is redone with the exact maximum (one pass for it, one more for the
+exponentials), so any term flushed is below ``exp(-400)`` of the block's largest and results stay
+exact to double precision; where the bound keeps failing in a block (sparse keys, small
+bandwidths in several dimensions) the task goes to the exact maximum at once. The left-out key
+of leave-one-out gets a log weight of ``-inf`` in the task's copy of the block's key weights
+(the bound stays valid). Consequently the partials' ``shift`` is at least the maximum, not
+equal to it (``shift + log(weight)`` is what the partials mean; float32 results move the
+weight's binary exponent into the shift before rounding, so that no weight underflows). In
+d > 1 the features but the last go to the scratch row first. Exponentials below ``exp(-708)``
+of the shift are flushed to 0 rather than computed as subnormals (a microcode assist per far
+key, which made W1 up to 2x slower). Kernels that are not in the log domain (compact support)
+write the features' product to the scratch row and sum it.
 
 Distances are exact differences ``(q_j - k_j) / h_j``, as in the reference backend. The
 ``|q|^2 + |k|^2 - 2 q.k`` form computed as a matrix product was considered for the Gaussian in
@@ -93,6 +105,8 @@ _FASTMATH = {"contract", "reassoc"}  # FMA and reordered sums (so reductions vec
 _FASTMATH_MAX = {"contract", "reassoc", "nnan", "nsz"}
 #: exponentials below ``exp(_FLUSH)`` of a block's largest are taken as 0 (see ``_exp_flushed``)
 _FLUSH = -708.0
+#: a block summed against an upper bound of its terms is redone exactly if its sum is below this
+_REDO = math.exp(-300.0)
 _PI_4 = math.pi / 4.0
 _PI_2 = math.pi / 2.0
 
@@ -137,15 +151,6 @@ def _term(kind: int, u: float) -> float:  # pragma: no cover - compiled
     return 4.0 / 3.0 - 8.0 * a * a + 8.0 * (a * a * a) if a <= 0.5 else outer
 
 
-@numba.njit(cache=True, fastmath=_FASTMATH_MAX)
-def _block_max(buf: NDArray[np.float64], nb: int) -> float:  # pragma: no cover - compiled
-    """``max(buf[:nb])``, vectorised: the scratch row holds no NaN, so ``nnan`` is true here."""
-    top = -np.inf
-    for j in range(nb):
-        top = top if top > buf[j] else buf[j]
-    return top
-
-
 @numba.njit(inline="always", cache=True, fastmath=_FASTMATH)
 def _exp_flushed(x: float) -> float:  # pragma: no cover - compiled
     """``exp(x)``, or 0 where the result would be subnormal (``x < _FLUSH``).
@@ -153,8 +158,8 @@ def _exp_flushed(x: float) -> float:  # pragma: no cover - compiled
     Computing a subnormal result costs a microcode assist of ~100 cycles on x86, and in a
     streamed block most far keys land there (``exp_fast`` clamps its argument to -745.1 and
     computes 2**-1074 before selecting 0): up to 2x slower overall. The flushed terms are below
-    ``2**-1022`` of the block's largest, which is 1, so the sums change by less than
-    ``KEY_BLOCK * 2**-1022`` relative.
+    ``2**-1022`` of the shift, and a block's sum kept is at least ``exp(-300)`` of it, so the
+    sums change by less than ``KEY_BLOCK * exp(-408)`` relative.
     """
     y = exp_fast(x if x > _FLUSH else 0.0)
     return y if x > _FLUSH else 0.0
@@ -180,57 +185,108 @@ def _pass_more(kind: int, log_domain: bool, buf, qa, ha, ka, nb):  # type: ignor
         buf[j] = buf[j] + ta if log_domain else buf[j] * ta
 
 
+@numba.njit(inline="always", cache=True, fastmath=_FASTMATH_MAX)
+def _prefix(kind, q, kt, kw, inv_h, i, k0, nb, buf):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The log weights and every feature's term but the last into the scratch row (d > 1)."""
+    for j in range(nb):  # (a loop: slice assignment costs numba much more to compile)
+        buf[j] = kw[j]
+    for f in range(q.shape[1] - 1):
+        _pass_more(kind, True, buf, q[i, f], inv_h[f], kt[f, k0 : k0 + nb], nb)
+
+
+@numba.njit(inline="always", cache=True, fastmath=_FASTMATH_MAX)
+def _top_of(kind, src, qa, ha, ka, nb):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The exact maximum of ``src + term(last feature)`` over the block."""
+    top = -np.inf
+    for j in range(nb):
+        t = src[j] + _term(kind, (qa - ka[j]) * ha)
+        top = top if top > t else t
+    return top
+
+
+@numba.njit(inline="always", cache=True, fastmath=_FASTMATH_MAX)
+def _exp_sum(kind, src, qa, ha, ka, v0, top, row, nb):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The weights ``exp(src + term(last feature) - top)`` into ``row``, their sum and the
+    first output, in one pass (``top`` at least about the largest term)."""
+    s = 0.0
+    acc0 = 0.0
+    for j in range(nb):
+        w = _exp_flushed(src[j] + _term(kind, (qa - ka[j]) * ha) - top)
+        row[j] = w
+        s += w
+        acc0 += w * v0[j]
+    return s, acc0
+
+
 def _compile(kind: int):  # type: ignore[no-untyped-def]
     """The fused loop specialised to one kernel: ``kind`` is a frozen closure constant, so
     numba folds the other kernels' branches away, and its on-disk cache keys on the value."""
     log_domain = kind < _N_LOG
 
     @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH_MAX)
-    def task(q, kt, vt, inv_h, key_weight, exclude, q0, q1, shift, weight, value):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    def task(q, kt, vt, inv_h, key_weight, exclude, lo, hi, kw_top, q0, q1, shift, weight, value):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
         """Accumulate every key into the partials of queries ``q0:q1`` (updated in place).
 
         q (m, d), kt (d, n) and vt (p, n) float64 C-contiguous; ``key_weight`` (n,) is
         ``log sample_weight`` for log-domain kinds and ``sample_weight`` otherwise; ``exclude``
-        (m,) int64 key index per query (-1: none); shift (m,), weight (m,), value (m, p).
+        (m,) int64 key index per query (-1: none); lo, hi (d, blocks) each key block's bounding
+        box and kw_top (blocks,) its largest key weight (log-domain kinds);
+        shift (m,), weight (m,), value (m, p).
         """
         d = q.shape[1]
         n = kt.shape[1]
         p = vt.shape[0]
         buf = np.empty(KEY_BLOCK, dtype=np.float64)
+        row = np.empty(KEY_BLOCK, dtype=np.float64) if log_domain else buf  # the block's weights
+        kwb = np.empty(KEY_BLOCK, dtype=np.float64)  # this task's copy of the block's key weights
         for k0 in range(0, n, KEY_BLOCK):
             nb = min(n, k0 + KEY_BLOCK) - k0
+            b = k0 // KEY_BLOCK
             # 1-D views indexed by the loop counter alone: LLVM then sees unit strides and no
             # negative-index wraparound, and vectorises (``kt[f, k0 + j]`` makes gathers)
-            kw = key_weight[k0 : k0 + nb]
+            for j in range(nb):
+                kwb[j] = key_weight[k0 + j]
+            kw = kwb[:nb]
             v0 = vt[0, k0 : k0 + nb]
+            ka = kt[d - 1, k0 : k0 + nb]
+            ha = inv_h[d - 1]
+            tries = 0
+            redone = 0
             for i in range(q0, q1):
-                # the features into the scratch row; in d = 1 the one pass (reading the key
-                # weights, writing the row) also takes the row's maximum: a pass fewer. (A maximum
-                # in a pass updating the row in place, or in the exp pass, does not vectorise.)
-                if d == 1:
-                    top = _pass1(kind, log_domain, kw, buf, q[i, 0], inv_h[0], kt[0, k0 : k0 + nb], nb)
-                else:
-                    buf[:nb] = kw
-                for f in range(1 if d == 1 else 0, d):
-                    _pass_more(kind, log_domain, buf, q[i, f], inv_h[f], kt[f, k0 : k0 + nb], nb)
-                if d > 1:
-                    top = _block_max(buf, nb)
                 e = exclude[i] - k0
-                if 0 <= e < nb:
-                    if log_domain and buf[e] == top:  # the maximum was the excluded key's
-                        buf[e] = -np.inf
-                        top = _block_max(buf, nb)
-                    buf[e] = -np.inf if log_domain else 0.0
+                excluded = 0 <= e < nb
+                if excluded:  # the left-out key weighs nothing (the bounds stay valid)
+                    kwb[e] = -np.inf if log_domain else 0.0
                 s = 0.0
-                acc0 = 0.0  # the first output, summed in the same pass as the weights
+                acc0 = 0.0
                 if log_domain:
+                    # an upper bound of the block's terms, from the distance to its bounding box
+                    top = kw_top[b]
+                    for f in range(d):
+                        qa = q[i, f]
+                        dist = lo[f, b] - qa if qa < lo[f, b] else (qa - hi[f, b] if qa > hi[f, b] else 0.0)
+                        top += _term(kind, dist * inv_h[f])
+                    if top != -np.inf:
+                        if d > 1:
+                            _prefix(kind, q, kt, kw, inv_h, i, k0, nb, buf)
+                        src = buf[:nb] if d > 1 else kw
+                        qa = q[i, d - 1]
+                        # where the bound keeps failing in this block (sparse keys), go exact at once
+                        redo = tries >= 32 and 2 * redone > tries
+                        if not redo:
+                            tries += 1
+                            s, acc0 = _exp_sum(kind, src, qa, ha, ka, v0, top, row, nb)
+                            # a bound far above the true maximum may have flushed terms that matter
+                            redo = s < _REDO
+                            redone += redo
+                        if redo:
+                            top = _top_of(kind, src, qa, ha, ka, nb)
+                            if top != -np.inf:
+                                s, acc0 = _exp_sum(kind, src, qa, ha, ka, v0, top, row, nb)
                     if top == -np.inf:
+                        if excluded:
+                            kwb[e] = key_weight[k0 + e]
                         continue
-                    for j in range(nb):
-                        w = _exp_flushed(buf[j] - top)
-                        buf[j] = w
-                        s += w
-                        acc0 += w * v0[j]
                     old = shift[i]
                     if top > old:
                         scale_old = math.exp(old - top)
@@ -240,24 +296,43 @@ def _compile(kind: int):  # type: ignore[no-untyped-def]
                         scale_old = 1.0
                         scale_new = math.exp(top - old)
                 else:
+                    _pass1(kind, False, kw, buf, q[i, 0], inv_h[0], kt[0, k0 : k0 + nb], nb)
+                    for f in range(1, d):
+                        _pass_more(kind, False, buf, q[i, f], inv_h[f], kt[f, k0 : k0 + nb], nb)
                     for j in range(nb):
                         s += buf[j]
                         acc0 += buf[j] * v0[j]
                     scale_old = 1.0
                     scale_new = 1.0
+                if excluded:
+                    kwb[e] = key_weight[k0 + e]
                 weight[i] = weight[i] * scale_old + s * scale_new
                 value[i, 0] = value[i, 0] * scale_old + acc0 * scale_new
                 for c in range(1, p):
                     vc = vt[c, k0 : k0 + nb]
                     acc = 0.0
                     for j in range(nb):
-                        acc += buf[j] * vc[j]
+                        acc += row[j] * vc[j]
                     value[i, c] = value[i, c] * scale_old + acc * scale_new
 
     return task
 
 
 _LOOPS: dict[int, Any] = {}
+
+
+def _block_bounds(kt: NDArray[np.float64], key_weight: NDArray[np.float64]) -> tuple[Any, Any, Any]:
+    """Per key block of :data:`KEY_BLOCK`: the per-feature minimum and maximum (d, blocks) and
+    the largest key weight (blocks,)."""
+    d, n = kt.shape
+    if n == 0:
+        return np.empty((d, 0)), np.empty((d, 0)), np.empty(0)
+    blocks = -(-n // KEY_BLOCK)
+    pad = blocks * KEY_BLOCK - n
+    edge = lambda a: np.pad(a, [(0, 0)] * (a.ndim - 1) + [(0, pad)], mode="edge")  # noqa: E731
+    kb = edge(kt).reshape(d, blocks, KEY_BLOCK)
+    kw_top = edge(key_weight).reshape(blocks, KEY_BLOCK).max(axis=1)
+    return kb.min(axis=2), kb.max(axis=2), kw_top
 
 
 def supports(kernel: Kernel, d: int) -> bool:
@@ -351,7 +426,14 @@ def partials(
     kind = KINDS[kernel.name]
     if kind not in _LOOPS:
         _LOOPS[kind] = _compile(kind)
-    _run(_LOOPS[kind], (q, kt, vt, inv_h, key_weight, ex), m, (shift, weight, value))
+    lo, hi, kw_top = _block_bounds(kt, key_weight)
+    _run(_LOOPS[kind], (q, kt, vt, inv_h, key_weight, ex, lo, hi, kw_top), m, (shift, weight, value))
     if dtype != f64:
+        # the weight may be as small as exp(-300) (the shift is an upper bound, not the maximum):
+        # move its binary exponent into the shift, exactly, before rounding to float32
+        mant, expo = np.frexp(weight)
+        shift = np.where(weight > 0, shift + expo * math.log(2.0), shift)
+        value = np.ldexp(value, -expo[:, None])
+        weight = mant
         return Partials(shift.astype(dtype), weight.astype(dtype), value.astype(dtype))
     return Partials(shift, weight, value)
