@@ -1,10 +1,13 @@
 """The partial-sums type that every backend returns, and its exact merge.
 
-A block of keys contributes to a block of queries a :class:`Partials`: per query the
-running maximum ``shift`` of the log weights seen so far, the sum of the weights rescaled by
-``exp(-shift)``, and the same weighted sum of the values. Two partials over disjoint key sets
-merge exactly by rescaling the one with the smaller maximum (the online-softmax rescaling of
-FlashAttention). Kernels that are not computed in the log domain use ``shift = 0``.
+A block of keys contributes to a block of queries a :class:`Partials`: per query a ``shift``
+at or above the largest log weight seen so far (the running maximum, or a cheap upper bound of
+it such as the fused backend's), the sum of the weights rescaled by ``exp(-shift)``, and the
+same weighted sum of the values. What a partial means is ``shift + log(weight)`` (the
+log-sum-exp of the weights) and ``value / weight``; the split between shift and weight is free.
+Two partials over disjoint key sets merge exactly by rescaling the one with the smaller shift
+(the online-softmax rescaling of FlashAttention). Kernels that are not computed in the log
+domain use ``shift = 0``.
 
 Examples
 --------
@@ -37,8 +40,9 @@ class Partials:
     Parameters
     ----------
     shift : ndarray of shape (m,)
-        Running maximum of the log weights (``-inf`` where no key contributed yet; ``0`` for
-        kernels computed directly rather than in the log domain).
+        At or above the largest log weight (the running maximum, or an upper bound of it);
+        ``-inf`` where no key contributed yet; ``0`` for kernels computed directly rather than
+        in the log domain.
     weight : ndarray of shape (m,)
         ``sum_i exp(log w_i - shift)``.
     value : ndarray of shape (m, p)
