@@ -17,7 +17,6 @@ Workloads (issue 4):
 from __future__ import annotations
 
 import argparse
-import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -25,20 +24,13 @@ from typing import Any
 import numpy as np
 
 import nadaraya
+from _timing import timed as _timed
 from nadaraya.bandwidth import BandwidthWarning, score_bandwidth, select_bandwidth
 
 
 def timed(fn: Callable[[], Any], repeat: int = 3) -> tuple[float, Any]:
     """Best of ``repeat`` runs (one run when it takes over two seconds)."""
-    best, out = np.inf, None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        dt = time.perf_counter() - t
-        best = min(best, dt)
-        if dt > 2.0:
-            break
-    return best, out
+    return _timed(fn, repeat, slow=2.0)
 
 
 def data_1d(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

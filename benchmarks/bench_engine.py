@@ -19,29 +19,16 @@ import argparse
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 
 import numpy as np
 
 import nadaraya
+from _timing import timed
 from nadaraya import NadarayaWatson
 
 LIMIT_S = 120.0
 ROWS: list[tuple[str, str, float | None, float, str]] = []  # workload, impl, seconds, pairs, note
-
-
-def timed(fn: Callable[[], object], repeat: int = 3) -> tuple[float, object]:
-    """Best of ``repeat`` runs (one run when it takes over a second)."""
-    best, out = np.inf, None
-    for i in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        dt = time.perf_counter() - t
-        best = min(best, dt)
-        if dt > 1.0 or i == repeat - 1:
-            break
-    return best, out
 
 
 # ----------------------------------------------------------------------------- peers (Gaussian)
