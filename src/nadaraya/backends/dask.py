@@ -272,14 +272,14 @@ def _nearest_merge(
 def _finish(
     parts: Partials,
     fallback: Any,
-    own: tuple[NDArray[np.floating], NDArray[np.floating] | None] | None,
     *,
     empty: str,
     one_d: bool,
     start: int,
 ) -> NDArray[np.floating]:
-    """Predictions of one query chunk, with the ``empty=`` policy; ``fallback`` is the global
-    constant-kernel Partials ("mean") or the nearest candidates ("nearest")."""
+    """Predictions of one query chunk, with the ``empty=`` policy; ``fallback`` is the
+    constant-kernel Partials ("mean": one row for all queries, or one per query for
+    leave-one-out) or the nearest candidates ("nearest")."""
     out = parts.finalize()
     rows = np.nonzero(parts.empty)[0]
     if rows.size:
@@ -293,16 +293,9 @@ def _finish(
             dist, val = fallback
             good = rows[np.isfinite(dist[rows])]
             out[good] = val[good]
-        elif empty == "mean":
+        elif empty == "mean":  # per query (leave-one-out) or one row for all
             mean: Partials = fallback
-            weight = np.repeat(mean.weight, rows.size)
-            value = np.repeat(mean.value, rows.size, axis=0)
-            if own is not None:  # leave-one-out: take the point's own term out of the totals
-                v, sw = own
-                scale = np.exp(-mean.shift) * (1.0 if sw is None else sw[rows])
-                weight = weight - scale
-                value = value - np.asarray(scale)[..., None] * v[rows]
-            out[rows] = Partials(np.zeros(rows.size), weight, value).finalize()
+            out[rows] = mean.finalize()[rows if mean.weight.shape[0] > 1 else 0]
     return out[:, 0] if one_d else out
 
 
@@ -417,7 +410,20 @@ class _Graph:
         q, k, v, sw = self._chunks()
         merged = self.partials(split_every, engine)
         fallback: list[Any] = [None] * len(q)
-        if empty == "mean":
+        if empty == "mean" and self.loo:
+            # average pooling of the other points: each point's own term masked inside the sums
+            # of its diagonal block, as loo_pool does on one machine (never subtracted afterwards)
+            block = dask.delayed(_block, pure=True)
+            fallback = [
+                tree_merge(
+                    [block(qi, k[j], v[j], sw[j], "diagonal" if i == j else None, kernel="constant",
+                           bandwidth=self.bandwidth, engine=engine) for j in range(len(k))],
+                    dask.delayed(_merge, pure=True),
+                    split_every,
+                )
+                for i, qi in enumerate(q)
+            ]
+        elif empty == "mean":  # the same for every query: one row per key chunk, merged once
             first = [kj[:1] for kj in k]
             block = dask.delayed(_block, pure=True)
             parts = [block(first[j], k[j], v[j], sw[j], None, kernel="constant", bandwidth=self.bandwidth,
@@ -440,8 +446,7 @@ class _Graph:
         starts = np.cumsum((0, *self.queries.chunks[0]))
         pieces = []
         for i, size in enumerate(self.queries.chunks[0]):
-            own = (v[i], sw[i]) if self.loo and empty == "mean" else None
-            task = finish(merged[i], fallback[i], own, empty=empty, one_d=self.one_d, start=int(starts[i]))
+            task = finish(merged[i], fallback[i], empty=empty, one_d=self.one_d, start=int(starts[i]))
             shape = (size,) if self.one_d else (size, p)
             pieces.append(da.from_delayed(task, shape=shape, dtype=self.dtype))
         return da.concatenate(pieces, axis=0)
@@ -481,8 +486,8 @@ def pool(
     empty : {"nan", "nearest", "mean", "raise"}
         As for :func:`nadaraya.pool`, applied per query chunk when it is computed. The
         result is lazy, so ``"nan"`` cannot warn at call time and does not warn; ``"raise"``
-        raises when the chunk is computed. Leave-one-out with ``"mean"`` takes the point's
-        own term out of the global totals (exact up to rounding).
+        raises when the chunk is computed. Leave-one-out with ``"mean"`` masks each point's
+        own term inside the constant-kernel sums of its diagonal block, as on one machine.
     split_every : int, optional
         Partials per merge task (default from :func:`options`, 8).
     engine : str, optional
