@@ -7,13 +7,19 @@ import pytest
 
 numba = pytest.importorskip("numba")
 
-from nadaraya.backends._numba_exp import exp_fast, exp_fast32  # noqa: E402
+from nadaraya.backends._numba_exp import FLUSH, exp_fast, exp_fast32, exp_flushed  # noqa: E402
 
 
 @numba.njit
 def _exp64(x, out):
     for i in range(x.size):
         out[i] = exp_fast(x[i])
+
+
+@numba.njit
+def _exp64_flushed(x, out):
+    for i in range(x.size):
+        out[i] = exp_flushed(x[i])
 
 
 @numba.njit
@@ -46,6 +52,21 @@ def test_exp_fast_float64_special_values() -> None:
     np.testing.assert_array_equal(out, np.exp(x))
 
 
+def test_exp_flushed_whole_range() -> None:
+    """The fused loops' exponential: 2 ulp where exp(x) is above exp(FLUSH), exactly 0 at and below."""
+    x = np.concatenate([np.linspace(-760.0, 708.9, 400_001), np.random.default_rng(2).normal(0, 3, 10_000),
+                        [FLUSH, np.nextafter(FLUSH, 0), np.nextafter(FLUSH, -1), -1e300, -np.inf]])
+    out = np.empty_like(x)
+    _exp64_flushed(x, out)
+    kept = x > FLUSH
+    assert np.max(np.abs(out[kept] / np.exp(x[kept]) - 1.0)) <= 4.5e-16
+    assert np.all(out[~kept] == 0.0)
+    # agrees with the whole-range exponential wherever it keeps a value (no drift between the two)
+    full = np.empty_like(x)
+    _exp64(x, full)
+    assert np.max(np.abs(out[kept] / full[kept] - 1.0)) <= 4.5e-16
+
+
 def test_exp_fast_float32_whole_range() -> None:
     x = np.concatenate([np.linspace(-110.0, 90.0, 200_001), _SPECIAL]).astype(np.float32)
     out = np.empty_like(x)
@@ -67,10 +88,15 @@ from nadaraya.backends import fused  # noqa: E402
 from nadaraya.kernels import REGISTRY, Kernel  # noqa: E402
 
 
-@numba.njit
-def _terms(kind, u, out):
-    for i in range(u.size):
-        out[i] = fused._term(kind, u[i])
+def _compiled_terms(kind: int):  # type: ignore[no-untyped-def]
+    """A jitted loop over ``fused._term`` with ``kind`` a compile-time constant, as in the loops."""
+
+    @numba.njit
+    def terms(u, out):  # type: ignore[no-untyped-def]
+        for i in range(u.size):
+            out[i] = fused._term(kind, u[i])
+
+    return terms
 
 
 @pytest.mark.parametrize("name", list(REGISTRY))
@@ -79,7 +105,8 @@ def test_jitted_kernel_expression_matches_the_registry(name: str) -> None:
     k = REGISTRY[name]
     u = np.concatenate([np.linspace(-3.0, 3.0, 6001), [-1.0, 1.0, -0.5, 0.5, 0.0, 1 + 1e-15]])
     got = np.empty_like(u)
-    _terms(fused.KINDS[name], u, got)
+    _compiled_terms(fused.KINDS[name])(u, got)
+    assert got[0] == fused._term(fused.KINDS[name], u[0])  # the same expression in plain Python
     if k.log_domain:
         want = k.log_profile(u)
         np.testing.assert_allclose(got - got[u == 0][0], want - want[u == 0][0], rtol=1e-14, atol=1e-14)
@@ -186,3 +213,35 @@ def test_bound_shift_falls_back_to_the_exact_maximum(kernel: str) -> None:
     got32 = fused.partials(*f32[:3], **{**kw, "sample_weight": f32[3]})
     assert not got32.empty[ok].any()
     np.testing.assert_allclose(got32.finalize()[ok], want.finalize()[ok], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "laplacian"])
+@pytest.mark.parametrize("d", [2, 5, fused.MAX_FUSED + 2])
+def test_one_pass_loops_match_the_reference(kernel: str, d: int) -> None:
+    """The loops generated per number of features (all in registers up to MAX_FUSED, the first
+    ones through the scratch row beyond) on data far from the origin, with sample weights,
+    several outputs and leave-one-out, over more than one key block: exact to 1e-12."""
+    from nadaraya.backends import reference
+
+    rng = np.random.default_rng(d)
+    n = fused.KEY_BLOCK + 301
+    keys = 1e4 + rng.uniform(size=(n, d)) * np.arange(1, d + 1)
+    v = rng.normal(size=(n, 3))
+    sw = rng.uniform(0.5, 2.0, size=n)
+    q = np.concatenate([keys[:60], 1e4 + rng.uniform(-0.5, 1.5, size=(40, d)) * np.arange(1, d + 1)])
+    ex = np.where(np.arange(100) < 60, np.arange(100), -1)
+    h = 0.3 * np.sqrt(np.arange(1, d + 1))
+    kw = dict(kernel=REGISTRY[kernel], bandwidth=h, sample_weight=sw, exclude=ex)
+    got, want = fused.partials(q, keys, v, **kw), reference.partials(q, keys, v, **kw)
+    np.testing.assert_allclose(got.finalize(), want.finalize(), rtol=1e-12, atol=1e-12)
+    lse = lambda r: r.shift + np.log(r.weight)  # noqa: E731
+    np.testing.assert_allclose(lse(got), lse(want), rtol=1e-12, atol=1e-12)
+
+
+def test_one_pass_source_names_every_feature() -> None:
+    """The generated loop reads each of its features from its own 1-D view (no gathers)."""
+    src = fused._one_pass_source(3)
+    for f in range(3):
+        assert f"k_{f} = kt[f0 + {f}, k0 : k0 + nb]" in src and f"(q_{f} - k_{f}[j]) * h_{f}" in src
+    assert "k_3" not in src
+    compile(src, "<test>", "exec")

@@ -74,26 +74,10 @@ from numpy.typing import NDArray
 from .. import _threads
 from ..kernels import Kernel
 from ..partials import Partials
-from ._numba_exp import exp_fast
+from ._numba_exp import exp_flushed
 
 __all__ = ["KEY_BLOCK", "KINDS", "partials", "supports"]
 
-#: kernel name -> the constant that selects its expression in the jitted code. The first four
-#: are computed in the log domain (their kernels have a log-profile in the registry).
-KINDS: dict[str, int] = {
-    "gaussian": 0,
-    "laplacian": 1,
-    "logistic": 2,
-    "constant": 3,
-    "epanechnikov": 4,
-    "boxcar": 5,
-    "triangular": 6,
-    "biweight": 7,
-    "triweight": 8,
-    "tricube": 9,
-    "cosine": 10,
-    "parzen": 11,
-}
 _N_LOG = 4
 
 #: keys per streamed block: the block of keys, its scratch row and its values stay in L1/L2.
@@ -103,66 +87,108 @@ _FASTMATH = {"contract", "reassoc"}  # FMA and reordered sums (so reductions vec
 #: the loop also assumes no NaN (inputs are finite, and no expression it keeps makes one), so that
 #: LLVM vectorises the running maximum; infinities stay (``-inf`` log weights are meaningful)
 _FASTMATH_MAX = {"contract", "reassoc", "nnan", "nsz"}
-#: exponentials below ``exp(_FLUSH)`` of a block's largest are taken as 0 (see ``_exp_flushed``)
-_FLUSH = -708.0
 #: a block summed against an upper bound of its terms is redone exactly if its sum is below this
 _REDO = math.exp(-300.0)
 _PI_4 = math.pi / 4.0
 _PI_2 = math.pi / 2.0
 
 
-@numba.njit(inline="always", cache=True, fastmath=_FASTMATH)
-def _term(kind: int, u: float) -> float:  # pragma: no cover - compiled
-    """One feature's factor: ``log K(u)`` for log-domain kinds, ``K(u)`` for the others.
+# One feature's factor per kernel: ``log K(u)`` for the log-domain kernels (the first _N_LOG),
+# ``K(u)`` for the others. The same formulas as the profiles of :mod:`nadaraya.kernels`
+# (tests/test_fused.py checks each against them), written for scalars because numba cannot take
+# the array namespace; normalising constants of the log-domain kernels are left out (they cancel).
 
-    The same formulas as the profiles of :mod:`nadaraya.kernels` (tests/test_fused.py checks
-    each against them), written for scalars because numba cannot take the array namespace.
-    """
+
+def _gaussian(u: float) -> float:
+    return -0.5 * u * u
+
+
+def _laplacian(u: float) -> float:
+    return -abs(u)
+
+
+def _logistic(u: float) -> float:
     a = abs(u)
-    if kind == 0:
-        return -0.5 * u * u
-    if kind == 1:
-        return -a
-    if kind == 2:
-        return -a - 2.0 * math.log1p(exp_fast(-a))
-    if kind == 3:
-        return 0.0
-    inside = a <= 1.0
-    if kind == 4:
-        return 0.75 * (1.0 - u * u) if inside else 0.0
-    if kind == 5:
-        return 0.5 if inside else 0.0
-    if kind == 6:
-        return 1.0 - a if inside else 0.0
-    if kind == 7:
-        t = 1.0 - u * u
-        return 15.0 / 16.0 * (t * t) if inside else 0.0
-    if kind == 8:
-        t = 1.0 - u * u
-        return 35.0 / 32.0 * (t * t * t) if inside else 0.0
-    if kind == 9:
-        t = 1.0 - a * a * a
-        return 70.0 / 81.0 * (t * t * t) if inside else 0.0
-    if kind == 10:
-        return _PI_4 * math.cos(_PI_2 * u) if inside else 0.0
-    # kind == 11, parzen
+    return -a - 2.0 * math.log1p(math.exp(-a))
+
+
+def _constant(u: float) -> float:
+    return 0.0
+
+
+def _epanechnikov(u: float) -> float:
+    return 0.75 * (1.0 - u * u) if abs(u) <= 1.0 else 0.0
+
+
+def _boxcar(u: float) -> float:
+    return 0.5 if abs(u) <= 1.0 else 0.0
+
+
+def _triangular(u: float) -> float:
+    a = abs(u)
+    return 1.0 - a if a <= 1.0 else 0.0
+
+
+def _biweight(u: float) -> float:
+    t = 1.0 - u * u
+    return 15.0 / 16.0 * (t * t) if abs(u) <= 1.0 else 0.0
+
+
+def _triweight(u: float) -> float:
+    t = 1.0 - u * u
+    return 35.0 / 32.0 * (t * t * t) if abs(u) <= 1.0 else 0.0
+
+
+def _tricube(u: float) -> float:
+    a = abs(u)
+    t = 1.0 - a * a * a
+    return 70.0 / 81.0 * (t * t * t) if a <= 1.0 else 0.0
+
+
+def _cosine(u: float) -> float:
+    return _PI_4 * math.cos(_PI_2 * u) if abs(u) <= 1.0 else 0.0
+
+
+def _parzen(u: float) -> float:
+    a = abs(u)
     b = 1.0 - a
-    outer = 8.0 / 3.0 * (b * b * b) if inside else 0.0
+    outer = 8.0 / 3.0 * (b * b * b) if a <= 1.0 else 0.0
     return 4.0 / 3.0 - 8.0 * a * a + 8.0 * (a * a * a) if a <= 0.5 else outer
 
 
-@numba.njit(inline="always", cache=True, fastmath=_FASTMATH)
-def _exp_flushed(x: float) -> float:  # pragma: no cover - compiled
-    """``exp(x)``, or 0 where the result would be subnormal (``x < _FLUSH``).
+_TERMS = (_gaussian, _laplacian, _logistic, _constant, _epanechnikov, _boxcar, _triangular, _biweight,
+          _triweight, _tricube, _cosine, _parzen)
+#: kernel name -> the constant that selects its expression in the jitted code. The first four
+#: are computed in the log domain (their kernels have a log-profile in the registry).
+KINDS: dict[str, int] = {f.__name__[1:]: kind for kind, f in enumerate(_TERMS)}
+#: compiled as functions that LLVM inlines, except the logistic's, which LLVM leaves as a call
+#: (2x slower); numba inlines that one itself (the others' conditional expressions trip numba's
+#: SSA checks when inlined through the overload below)
+_TERMS_JIT = tuple(numba.njit(fastmath=_FASTMATH_MAX, inline="always" if f is _logistic else "never")(f)
+                   for f in _TERMS)
 
-    Computing a subnormal result costs a microcode assist of ~100 cycles on x86, and in a
-    streamed block most far keys land there (``exp_fast`` clamps its argument to -745.1 and
-    computes 2**-1074 before selecting 0): up to 2x slower overall. The flushed terms are below
-    ``2**-1022`` of the shift, and a block's sum kept is at least ``exp(-300)`` of it, so the
-    sums change by less than ``KEY_BLOCK * exp(-408)`` relative.
+
+def _term(kind: int, u: float) -> float:
+    """One feature's factor: ``log K(u)`` for log-domain kinds, ``K(u)`` for the others.
+
+    In jitted code ``kind`` must be a compile-time constant (the loops' closure constant): only
+    that kernel's expression is compiled and inlined, which keeps numba's compile time low (a
+    function with every kernel's branch, inlined at each of its call sites, took seconds).
+
+    Examples
+    --------
+    >>> _term(KINDS["gaussian"], 2.0), _term(KINDS["triangular"], 0.25)
+    (-2.0, 0.75)
     """
-    y = exp_fast(x if x > _FLUSH else 0.0)
-    return y if x > _FLUSH else 0.0
+    return _TERMS[kind](u)
+
+
+@numba.extending.overload(_term, inline="always", prefer_literal=True)
+def _term_compiled(kind, u):  # type: ignore[no-untyped-def]
+    if not isinstance(kind, numba.types.IntegerLiteral):
+        return None
+    term = _TERMS_JIT[kind.literal_value]
+    return lambda kind, u: term(u)
 
 
 @numba.njit(inline="always", cache=True, fastmath=_FASTMATH_MAX)
@@ -186,41 +212,107 @@ def _pass_more(kind: int, log_domain: bool, buf, qa, ha, ka, nb):  # type: ignor
 
 
 @numba.njit(inline="always", cache=True, fastmath=_FASTMATH_MAX)
-def _prefix(kind, q, kt, kw, inv_h, i, k0, nb, buf):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """The log weights and every feature's term but the last into the scratch row (d > 1)."""
+def _prefix(kind, q, kt, kw, inv_h, i, k0, nb, buf, f0):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The log weights and the terms of features ``0 .. f0 - 1`` into the scratch row."""
     for j in range(nb):  # (a loop: slice assignment costs numba much more to compile)
         buf[j] = kw[j]
-    for f in range(q.shape[1] - 1):
+    for f in range(f0):
         _pass_more(kind, True, buf, q[i, f], inv_h[f], kt[f, k0 : k0 + nb], nb)
 
 
-@numba.njit(inline="always", cache=True, fastmath=_FASTMATH_MAX)
-def _top_of(kind, src, qa, ha, ka, nb):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """The exact maximum of ``src + term(last feature)`` over the block."""
+#: the most features whose terms a one-pass loop keeps in registers (``q``, ``1 / h`` of each in
+#: two vector registers): more features go through the scratch row first
+MAX_FUSED = 8
+#: log-domain kinds whose loop is specialised to the number of features (the others take the
+#: last feature in the one-pass loop: logistic calls libm's ``log1p``, constant has no terms)
+_SPECIALISED = (0, 1)
+
+_ONE_PASS = """
+def top_of(kind, nf, src, q, i, kt, f0, k0, inv_h, nb):
+    {views}
     top = -np.inf
     for j in range(nb):
-        t = src[j] + _term(kind, (qa - ka[j]) * ha)
+        t = {terms}
         top = top if top > t else t
     return top
 
 
-@numba.njit(inline="always", cache=True, fastmath=_FASTMATH_MAX)
-def _exp_sum(kind, src, qa, ha, ka, v0, top, row, nb):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """The weights ``exp(src + term(last feature) - top)`` into ``row``, their sum and the
-    first output, in one pass (``top`` at least about the largest term)."""
+def exp_sum(kind, nf, src, q, i, kt, f0, k0, inv_h, v0, top, row, nb):
+    {views}
     s = 0.0
     acc0 = 0.0
     for j in range(nb):
-        w = _exp_flushed(src[j] + _term(kind, (qa - ka[j]) * ha) - top)
+        w = exp_flushed({terms} - top)
         row[j] = w
         s += w
         acc0 += w * v0[j]
     return s, acc0
+"""
 
 
-def _compile(kind: int):  # type: ignore[no-untyped-def]
-    """The fused loop specialised to one kernel: ``kind`` is a frozen closure constant, so
-    numba folds the other kernels' branches away, and its on-disk cache keys on the value."""
+def _one_pass_source(nf: int) -> str:
+    """Python source of the one-pass loops over a key block for the last ``nf`` features.
+
+    ``top_of`` returns the exact largest term ``src[j] + sum_f term((q_f - k_fj) / h_f)`` of
+    the block; ``exp_sum`` writes the weights ``exp(term - top)`` into ``row`` and returns their
+    sum and the first output's. Each feature's row of keys is a 1-D view named in the source
+    (``k_3[j]`` is a unit-stride load that LLVM vectorises; ``kt[f, k0 + j]`` with ``f`` a loop
+    variable compiles to gathers), and its query coordinate and inverse bandwidth are scalars
+    held in registers, so a pair costs ``nf`` loads rather than a load and a store of the
+    scratch row per feature.
+    """
+    views = "\n    ".join(
+        f"q_{f} = q[i, f0 + {f}]; h_{f} = inv_h[f0 + {f}]; k_{f} = kt[f0 + {f}, k0 : k0 + nb]"
+        for f in range(nf)
+    )
+    terms = " + ".join(["src[j]"] + [f"_term(kind, (q_{f} - k_{f}[j]) * h_{f})" for f in range(nf)])
+    return _ONE_PASS.format(views=views, terms=terms)
+
+
+_GENERATED: dict[int, dict[str, Any]] = {}
+
+
+def _generated(nf: Any, name: str) -> Any:
+    """The generated loop ``name`` for ``nf`` features, where ``nf`` is a compile-time constant
+    (numba types the task's closure constant as an integer literal); else None."""
+    if not isinstance(nf, numba.types.IntegerLiteral):
+        return None
+    nf = nf.literal_value
+    if nf not in _GENERATED:
+        namespace = {"__name__": __name__, "np": np, "_term": _term, "exp_flushed": exp_flushed}
+        exec(compile(_one_pass_source(nf), f"<fused one-pass loops, {nf} features>", "exec"), namespace)
+        _GENERATED[nf] = namespace
+    return _GENERATED[nf][name]
+
+
+def _block_top(kind, nf, src, q, i, kt, f0, k0, inv_h, nb):  # type: ignore[no-untyped-def]
+    """The exact largest term of a key block; compiled only (see :func:`_one_pass_source`)."""
+    raise NotImplementedError("only callable from jitted code")
+
+
+def _block_exp_sum(kind, nf, src, q, i, kt, f0, k0, inv_h, v0, top, row, nb):  # type: ignore[no-untyped-def]
+    """A key block's weights, their sum and the first output's; compiled only."""
+    raise NotImplementedError("only callable from jitted code")
+
+
+_OVERLOAD = dict(inline="never", prefer_literal=True, jit_options={"fastmath": _FASTMATH_MAX})
+
+
+@numba.extending.overload(_block_top, **_OVERLOAD)
+def _block_top_impl(kind, nf, src, q, i, kt, f0, k0, inv_h, nb):  # type: ignore[no-untyped-def]
+    return _generated(nf, "top_of")
+
+
+@numba.extending.overload(_block_exp_sum, **_OVERLOAD)
+def _block_exp_sum_impl(kind, nf, src, q, i, kt, f0, k0, inv_h, v0, top, row, nb):  # type: ignore[no-untyped-def]
+    return _generated(nf, "exp_sum")
+
+
+def _compile(kind: int, nf: int):  # type: ignore[no-untyped-def]
+    """The fused loop specialised to one kernel and, for log-domain kernels, to the number of
+    features ``nf`` whose terms the one-pass loop computes in registers (the last ``nf``; any
+    others go through the scratch row first). ``kind`` and ``nf`` are frozen closure constants,
+    so numba folds the other kernels' branches away, and its on-disk cache keys on the values."""
     log_domain = kind < _N_LOG
 
     @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH_MAX)
@@ -248,8 +340,6 @@ def _compile(kind: int):  # type: ignore[no-untyped-def]
                 kwb[j] = key_weight[k0 + j]
             kw = kwb[:nb]
             v0 = vt[0, k0 : k0 + nb]
-            ka = kt[d - 1, k0 : k0 + nb]
-            ha = inv_h[d - 1]
             tries = 0
             redone = 0
             for i in range(q0, q1):
@@ -267,22 +357,23 @@ def _compile(kind: int):  # type: ignore[no-untyped-def]
                         dist = lo[f, b] - qa if qa < lo[f, b] else (qa - hi[f, b] if qa > hi[f, b] else 0.0)
                         top += _term(kind, dist * inv_h[f])
                     if top != -np.inf:
-                        if d > 1:
-                            _prefix(kind, q, kt, kw, inv_h, i, k0, nb, buf)
-                        src = buf[:nb] if d > 1 else kw
-                        qa = q[i, d - 1]
+                        f0 = d - nf  # features before the ones the one-pass loop takes
+                        if f0 > 0:
+                            _prefix(kind, q, kt, kw, inv_h, i, k0, nb, buf, f0)
+                        src = buf[:nb] if f0 > 0 else kw
                         # where the bound keeps failing in this block (sparse keys), go exact at once
                         redo = tries >= 32 and 2 * redone > tries
                         if not redo:
                             tries += 1
-                            s, acc0 = _exp_sum(kind, src, qa, ha, ka, v0, top, row, nb)
+                            s, acc0 = _block_exp_sum(kind, nf, src, q, i, kt, f0, k0, inv_h, v0, top, row, nb)
                             # a bound far above the true maximum may have flushed terms that matter
                             redo = s < _REDO
                             redone += redo
                         if redo:
-                            top = _top_of(kind, src, qa, ha, ka, nb)
+                            top = _block_top(kind, nf, src, q, i, kt, f0, k0, inv_h, nb)
                             if top != -np.inf:
-                                s, acc0 = _exp_sum(kind, src, qa, ha, ka, v0, top, row, nb)
+                                s, acc0 = _block_exp_sum(kind, nf, src, q, i, kt, f0, k0, inv_h, v0, top, row,
+                                                         nb)
                     if top == -np.inf:
                         if excluded:
                             kwb[e] = key_weight[k0 + e]
@@ -318,7 +409,14 @@ def _compile(kind: int):  # type: ignore[no-untyped-def]
     return task
 
 
-_LOOPS: dict[int, Any] = {}
+_LOOPS: dict[tuple[int, int], Any] = {}
+
+
+def _features_in_registers(kind: int, d: int) -> int:
+    """How many features the one-pass loop of ``kind`` takes in registers for ``d`` features."""
+    if kind in _SPECIALISED:
+        return min(d, MAX_FUSED)
+    return 1 if kind < _N_LOG else 0
 
 
 def _block_bounds(kt: NDArray[np.float64], key_weight: NDArray[np.float64]) -> tuple[Any, Any, Any]:
@@ -424,10 +522,11 @@ def partials(
     weight = np.zeros(m)
     value = np.zeros((m, p))
     kind = KINDS[kernel.name]
-    if kind not in _LOOPS:
-        _LOOPS[kind] = _compile(kind)
+    key = (kind, _features_in_registers(kind, queries.shape[1]))
+    if key not in _LOOPS:
+        _LOOPS[key] = _compile(*key)
     lo, hi, kw_top = _block_bounds(kt, key_weight)
-    _run(_LOOPS[kind], (q, kt, vt, inv_h, key_weight, ex, lo, hi, kw_top), m, (shift, weight, value))
+    _run(_LOOPS[key], (q, kt, vt, inv_h, key_weight, ex, lo, hi, kw_top), m, (shift, weight, value))
     if dtype != f64:
         # the weight may be as small as exp(-300) (the shift is an upper bound, not the maximum):
         # move its binary exponent into the shift, exactly, before rounding to float32
