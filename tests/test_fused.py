@@ -162,16 +162,18 @@ def test_many_blocks_and_threads_match_one_block() -> None:
 
 
 @pytest.mark.slow
-def test_compiled_code_is_cached_across_processes(tmp_path) -> None:
-    """First call of a kernel in a fresh process: under 5 s to compile; the next process loads it."""
+@pytest.mark.parametrize(("kernel", "d"), [("triangular", 1), ("gaussian", 5)])
+def test_compiled_code_is_cached_across_processes(tmp_path, kernel: str, d: int) -> None:
+    """First call of a kernel in a fresh process: under 5 s to compile; the next process loads it.
+    (The gaussian in d = 5 is a loop generated for its number of features.)"""
     import os
     import subprocess
     import sys
 
     script = (
         "import time, numpy as np; from nadaraya.backends import fused; from nadaraya.kernels import get;"
-        "x = np.random.default_rng(0).normal(size=(500, 1)); t = time.perf_counter();"
-        "fused.partials(x, x, x, kernel=get('triangular'), bandwidth=np.ones(1));"
+        f"x = np.random.default_rng(0).normal(size=(500, {d})); t = time.perf_counter();"
+        f"fused.partials(x, x, x[:, :1].copy(), kernel=get({kernel!r}), bandwidth=np.ones({d}));"
         "print(time.perf_counter() - t)"
     )
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
