@@ -99,6 +99,56 @@ def test_gradient_matches_finite_differences(method):
     np.testing.assert_allclose(grad, fd, rtol=1e-5, atol=1e-9 * np.abs(fd).max())
 
 
+def test_curvature_pass_derivatives_match_finite_differences():
+    """The Halley steps' one pass: CV and its first three derivatives along log h."""
+    from nadaraya.bandwidth import _Objective
+    from nadaraya.kernels import get
+
+    X, y = data(80, 2, seed=11)
+    Y = np.stack([y, np.cos(3 * X[:, 1])], axis=1)
+    sw = np.random.default_rng(2).uniform(0.3, 2.0, len(y))
+    obj = _Objective(X, Y, sw, get("gaussian"), "cv", "auto")
+    h = np.array([0.4, 0.9])
+    f, d1, d2, d3 = obj.curvature(h)
+    assert f == pytest.approx(score_bandwidth(X, Y, h, sample_weight=sw), rel=1e-12)
+    eps = 1e-3
+    fs = [score_bandwidth(X, Y, h * np.exp(k * eps), sample_weight=sw) for k in (-2, -1, 0, 1, 2)]
+    fd1 = (fs[3] - fs[1]) / (2 * eps)
+    fd2 = (fs[3] - 2 * fs[2] + fs[1]) / eps**2
+    fd3 = (fs[4] - 2 * fs[3] + 2 * fs[1] - fs[0]) / (2 * eps**3)
+    assert d1 == pytest.approx(fd1, rel=1e-5)
+    assert d2 == pytest.approx(fd2, rel=1e-4)
+    assert d3 == pytest.approx(fd3, rel=1e-2)
+
+
+def test_grid_pass_skips_far_tiles_exactly():
+    """Clusters far apart (in units of the finer bandwidths): the grid pass skips their
+    tiles at the finer levels, and every level still equals the plain formula."""
+    rng = np.random.default_rng(8)
+    x = np.concatenate([rng.uniform(0, 1, 300), rng.uniform(40, 41, 300), rng.uniform(90, 90.5, 200)])
+    y = np.sin(x) + rng.normal(0, 0.1, x.size)
+    perm = rng.permutation(x.size)  # the search sorts the points itself
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BandwidthWarning)
+        res = select_bandwidth(x[perm], y[perm])
+    grid = res.search["stages"] == "grid"
+    for hh, sc in zip(res.search["bandwidths"][grid], res.search["scores"][grid]):
+        assert sc == pytest.approx(plain_cv(x, y, hh), rel=1e-9)
+
+
+def test_halley_search_from_a_concave_start_and_at_the_bracket():
+    from nadaraya.bandwidth import _halley
+
+    def f(x):  # a double well: concave near 0, minima at -1 and +1 (the right one lower)
+        return (x**4 - 2 * x**2 - 0.2 * x, 4 * x**3 - 4 * x - 0.2, 12 * x**2 - 4, 24 * x)
+
+    xs = (-0.2, 0.05, 1.6)
+    x, fx, ok = _halley(f, xs, tuple(f(v)[0] for v in xs), 1e-6)
+    # the minimum inside the bracket that the slope leads to, to the tolerance
+    assert ok and abs(f(x)[1]) < 1e-4 and 0.9 < x < 1.1
+    assert fx == pytest.approx(f(x)[0])
+
+
 def test_multi_output_is_the_mean_over_outputs():
     X, y = data(40)
     Y = np.stack([y, np.cos(X[:, 0])], axis=1)

@@ -1,25 +1,34 @@
-"""Leave-one-out Gaussian sums at several bandwidths per pass, and their bandwidth gradients (numba).
+"""Leave-one-out Gaussian sums at several bandwidths per pass, and their bandwidth derivatives (numba).
 
 The generic primitive (:func:`nadaraya.pooling.compute_partials` with ``exclude=arange(n)``)
-computes leave-one-out sums at one bandwidth per pass. Bandwidth selection needs two things it
-cannot give, and this module gives them for the Gaussian product kernel:
+computes leave-one-out sums at one bandwidth per pass. Bandwidth selection needs more, and
+this module gives it for the Gaussian product kernel:
 
 - :func:`loo_levels`: the sums at the bandwidths ``h, h / sqrt(2), h / 2, ...`` from one pass
   over the pairs. In the shifted log domain ``w(h / sqrt 2) = w(h) ** 2``: each level costs a
   multiplication per pair instead of an exponential. Squaring amplifies the relative rounding
   error of a weight by two per level, so the exponential is recomputed every
-  ``_REFRESH`` levels (error below ``2**_REFRESH`` ulp, about 3e-14).
+  ``_REFRESH`` levels (error below ``2**_REFRESH`` ulp, about 3e-14). The levels go in groups
+  of four whose eight sums stay in registers (each key's numbers are loaded once per group,
+  not once per level), and a tile of keys whose bounding box is so far from a point that its
+  weights would be flushed to zero skips those levels (the search sorts the points by their
+  first feature, so that tiles are narrow).
 - :func:`loo_gradient`: the sums at one bandwidth per feature plus the moments
   ``sum_j w_ij u_ijk^2`` and ``sum_j w_ij u_ijk^2 y_j`` that the derivative of the
   leave-one-out predictions with respect to ``log h_k`` needs (``d w_ij / d log h_k =
   w_ij u_ijk^2``).
+- :func:`loo_curvature`: for one bandwidth scaling every feature, the moments of ``g^r``,
+  r = 0 .. 3, from which the first three derivatives of the criterion along ``log h`` follow
+  (the Halley steps of the scalar search).
 
-Both take ``Z = X / (sqrt(2) h)`` transposed to shape (d, n), so that ``sum_k (Z_ki - Z_kj)^2``
-is ``|u_ij|^2 / 2`` and the kernel is ``exp(-that)``. Row ``i`` is shifted by
-``c_i = min_{j != i} |u_ij|^2 / 2`` (its nearest neighbour gets weight one), so no query
+All take ``Z = X / (sqrt(2) h)`` transposed to shape (d, n), so that ``sum_k (Z_ki - Z_kj)^2``
+is ``g_ij = |u_ij|^2 / 2`` and the kernel is ``exp(-g_ij)``. Row ``i`` is shifted by
+``c_i = min_{j != i} g_ij`` (its nearest neighbour gets weight one), so no query
 underflows to 0/0. They return, per level (or once), ``S_i = sum_{j != i} s_j exp(c_i - ...)``,
 ``T_i = sum_{j != i} s_j y_j exp(c_i - ...)`` and the shift ``c_i`` (at the first level; the
 shift at level ``l`` is ``c_i 2**l``). The own term is masked inside the sums, never subtracted.
+Weights below ``exp(-_CUT)`` (about 1e-38) of the nearest neighbour's are taken as zero: they
+change a sum by less than ``n * 1e-38`` relative.
 
 numba is imported here; import this module lazily.
 """
@@ -27,6 +36,7 @@ numba is imported here; import this module lazily.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Iterator
 
 import numba
@@ -38,19 +48,24 @@ from ._numba_exp import exp_fast
 
 _threads.configure()  # numba's pool shares the cores politely (see nadaraya._threads)
 
-__all__ = ["loo_gradient", "loo_levels", "shifts", "threads_for"]
+__all__ = ["loo_curvature", "loo_gradient", "loo_levels", "shifts", "threads_for"]
 
 #: recompute the exponential every this many levels (squarings amplify rounding by 2 each)
 _REFRESH = 8
 #: keys processed per tile (fits the level loop's working set in L1/L2)
 _TILE = 1024
+#: keys per tile of the grid pass: small enough that far tiles skip the finer levels
+_LEVEL_TILE = 256
 #: rows per parallel task
 _ROWS = 32
-#: weights below exp(-_CUT) ~ 1e-150 of the nearest neighbour's are set to zero: they change a
-#: sum by less than n * 1e-150 relative (nothing, in float64), and left alone the squarings
-#: would turn them into subnormal numbers, whose arithmetic is a hundred times slower
-_CUT = 345.0
-_TINY = 1e-150
+#: weights below exp(-_CUT) ~ 1e-38 of the nearest neighbour's are set to zero: they change a
+#: sum by less than n * 1e-38 relative (nothing, in float64), and left alone the squarings
+#: would turn them into subnormal numbers, whose arithmetic is a hundred times slower. A
+#: weight kept is at least 1e-38, so its next three squares (down to 1e-304) are normal
+#: numbers: the levels are computed in groups of _GROUP with a flush at the end of each.
+_CUT = 87.0
+_TINY = 1e-38
+_GROUP = 4
 #: reassociation lets LLVM vectorise the reductions; no "nnan"/"ninf", the loops rely on
 #: ``exp(-inf) == 0`` for the masked own term
 _FAST = {"reassoc", "contract", "nsz", "arcp"}
@@ -98,6 +113,40 @@ def shifts(zt: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.ascontiguousarray(dist[:, 1] ** 2)
 
 
+@numba.njit(inline="always", cache=True, fastmath=_FAST)
+def _flush(w: float) -> float:  # pragma: no cover - compiled
+    """``w``, or 0 below ``_TINY`` (so that no later square is a subnormal number)."""
+    return w if w > _TINY else 0.0
+
+
+@numba.njit(cache=True, fastmath=_FAST)
+def _four_levels(e, ss, ys, m, advance):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``sum_j ss_j w_j`` and ``sum_j ys_j w_j`` for ``w = e, e**2, e**4, e**8``, the eight sums
+    held in registers (each key's numbers loaded once for four levels instead of four times);
+    when ``advance``, ``e`` becomes ``e**16``, the next group's first level. ``e`` is 0 or at
+    least ``_TINY`` = 1e-38, so ``e**8`` is a normal number; it is flushed, and so is ``e**16``."""
+    s0 = s1 = s2 = s3 = 0.0
+    t0 = t1 = t2 = t3 = 0.0
+    for j in range(m):
+        a = ss[j]
+        b = ys[j]
+        w = e[j]
+        s0 += w * a
+        t0 += w * b
+        w = w * w
+        s1 += w * a
+        t1 += w * b
+        w = w * w
+        s2 += w * a
+        t2 += w * b
+        w = _flush(w * w)
+        s3 += w * a
+        t3 += w * b
+        if advance:
+            e[j] = _flush(w * w)
+    return (s0, s1, s2, s3), (t0, t1, t2, t3)
+
+
 @numba.njit(cache=True, fastmath=_FAST)
 def _levels_rows(
     zt: NDArray[np.float64],
@@ -105,21 +154,40 @@ def _levels_rows(
     s: NDArray[np.float64],
     sy: NDArray[np.float64],
     n_levels: int,
+    lo: NDArray[np.float64],
+    hi: NDArray[np.float64],
     i0: int,
     i1: int,
     S: NDArray[np.float64],
     T: NDArray[np.float64],
 ) -> None:  # pragma: no cover - compiled
-    """Rows ``i0:i1`` of :func:`loo_levels` (a plain loop, so that LLVM vectorises it)."""
+    """Rows ``i0:i1`` of :func:`loo_levels` (plain loops, so that LLVM vectorises them).
+
+    A tile of keys whose bounding box is far from the row's point weighs nothing at the finer
+    levels: with ``gmin`` the squared distance to the box, every weight of the tile at level
+    ``l`` is at most ``exp(-(gmin - c) 2**l)``, so the levels where that is below
+    ``exp(-_CUT)`` are skipped (their terms would be flushed to zero). With the points
+    sorted by the first feature the tiles are narrow in it and most fine levels skip most
+    tiles."""
     d, n = zt.shape
     p = sy.shape[0]
-    dz = np.empty(_TILE)
-    e = np.empty(_TILE)
-    y0 = sy[0]
+    dz = np.empty(_LEVEL_TILE)
+    e = np.empty(_LEVEL_TILE)
     for i in range(i0, i1):
         c = shift[i]
-        for j0 in range(0, n, _TILE):
-            m = min(n, j0 + _TILE) - j0
+        for j0 in range(0, n, _LEVEL_TILE):
+            m = min(n, j0 + _LEVEL_TILE) - j0
+            b = j0 // _LEVEL_TILE
+            gmin = -c
+            for k in range(d):
+                zi = zt[k, i]
+                gap = lo[k, b] - zi if zi < lo[k, b] else (zi - hi[k, b] if zi > hi[k, b] else 0.0)
+                gmin += gap * gap
+            levels = n_levels
+            if gmin > 0.0:
+                if gmin >= _CUT:
+                    continue
+                levels = min(n_levels, math.floor(math.log2(_CUT / gmin)) + 1)
             zs = zt[0, j0 : j0 + m]
             zi = zt[0, i]
             for j in range(m):
@@ -134,34 +202,63 @@ def _levels_rows(
             if j0 <= i < j0 + m:
                 dz[i - j0] = np.inf
             ss = s[j0 : j0 + m]
-            ys = y0[j0 : j0 + m]
-            scale = 1.0
-            for lev in range(n_levels):
-                acc = 0.0
-                acc0 = 0.0
-                if lev % _REFRESH == 0:
+            lev = 0
+            while lev < levels:
+                grouped = levels - lev >= _GROUP and lev % _REFRESH + _GROUP <= _REFRESH
+                if lev % _REFRESH == 0 and not grouped:
+                    # a lone level at a refresh: its exponentials and sums in one sweep
+                    scale = 2.0**lev
+                    acc = 0.0
+                    acc0 = 0.0
+                    ys = sy[0, j0 : j0 + m]
                     for j in range(m):
                         x = dz[j] * scale
                         w = exp_fast(-x) if x < _CUT else 0.0
                         e[j] = w
                         acc += w * ss[j]
                         acc0 += w * ys[j]
-                else:
+                    S[lev, i] += acc
+                    T[lev, i, 0] += acc0
+                    for q in range(1, p):
+                        yq = sy[q, j0 : j0 + m]
+                        acc = 0.0
+                        for j in range(m):
+                            acc += e[j] * yq[j]
+                        T[lev, i, q] += acc
+                elif lev % _REFRESH == 0:
+                    scale = 2.0**lev
                     for j in range(m):
-                        w = e[j] * e[j]
-                        w = w if w > _TINY else 0.0
-                        e[j] = w
-                        acc += w * ss[j]
-                        acc0 += w * ys[j]
-                S[lev, i] += acc
-                T[lev, i, 0] += acc0
-                for q in range(1, p):
-                    yq = sy[q, j0 : j0 + m]
+                        x = dz[j] * scale
+                        e[j] = exp_fast(-x) if x < _CUT else 0.0
+                # e holds level lev's weights, each 0 or at least _TINY
+                if grouped:
+                    # _GROUP levels in one sweep, their sums in registers; e moves on to the
+                    # next group's first level
+                    for q in range(p):
+                        ys = sy[q, j0 : j0 + m]
+                        sums, tsums = _four_levels(e, ss, ys, m, q == p - 1)
+                        for k in range(_GROUP):
+                            if q == 0:
+                                S[lev + k, i] += sums[k]
+                            T[lev + k, i, q] += tsums[k]
+                    lev += _GROUP
+                    continue
+                if lev % _REFRESH != 0:
                     acc = 0.0
                     for j in range(m):
-                        acc += e[j] * yq[j]
-                    T[lev, i, q] += acc
-                scale *= 2.0
+                        acc += e[j] * ss[j]
+                    S[lev, i] += acc
+                    for q in range(p):
+                        yq = sy[q, j0 : j0 + m]
+                        acc = 0.0
+                        for j in range(m):
+                            acc += e[j] * yq[j]
+                        T[lev, i, q] += acc
+                if lev + 1 < levels:
+                    for j in range(m):
+                        w = e[j] * e[j]
+                        e[j] = w if w > _TINY else 0.0
+                lev += 1
 
 
 @numba.njit(cache=True, parallel=True)
@@ -195,9 +292,18 @@ def loo_levels(
     n = zt.shape[1]
     S = np.zeros((n_levels, n))
     T = np.zeros((n_levels, n, sy.shape[0]))
+    d = zt.shape[0]
+    n_tiles = (n + _LEVEL_TILE - 1) // _LEVEL_TILE
+    lo = np.empty((d, n_tiles))  # each tile's bounding box
+    hi = np.empty((d, n_tiles))
+    for b in range(n_tiles):
+        for k in range(d):
+            zs = zt[k, b * _LEVEL_TILE : min(n, (b + 1) * _LEVEL_TILE)]
+            lo[k, b] = zs.min()
+            hi[k, b] = zs.max()
     n_blocks = (n + _ROWS - 1) // _ROWS
     for b in numba.prange(n_blocks):
-        _levels_rows(zt, shift, s, sy, n_levels, b * _ROWS, min(n, (b + 1) * _ROWS), S, T)
+        _levels_rows(zt, shift, s, sy, n_levels, lo, hi, b * _ROWS, min(n, (b + 1) * _ROWS), S, T)
     return S, T
 
 
@@ -298,3 +404,132 @@ def loo_gradient(
     for b in numba.prange(n_blocks):
         _gradient_rows(zt, shift, s, sy, b * _ROWS, min(n, (b + 1) * _ROWS), S, T, A, B)
     return S, T, A, B
+
+
+@numba.njit(cache=True, fastmath=_FAST)
+def _curvature_rows(
+    zt: NDArray[np.float64],
+    shift: NDArray[np.float64],
+    s: NDArray[np.float64],
+    sy: NDArray[np.float64],
+    i0: int,
+    i1: int,
+    M: NDArray[np.float64],
+    N: NDArray[np.float64],
+) -> None:  # pragma: no cover - compiled
+    """Rows ``i0:i1`` of :func:`loo_curvature`: one sweep per key tile, the sums in registers."""
+    d, n = zt.shape
+    p = sy.shape[0]
+    dz = np.empty(_TILE)
+    e = np.empty(_TILE)
+    for i in range(i0, i1):
+        c = shift[i]
+        for j0 in range(0, n, _TILE):
+            m = min(n, j0 + _TILE) - j0
+            zs = zt[0, j0 : j0 + m]
+            zi = zt[0, i]
+            for j in range(m):
+                t = zs[j] - zi
+                dz[j] = t * t
+            for k in range(1, d):
+                zs = zt[k, j0 : j0 + m]
+                zi = zt[k, i]
+                for j in range(m):
+                    t = zs[j] - zi
+                    dz[j] += t * t
+            if j0 <= i < j0 + m:
+                dz[i - j0] = np.inf
+            ss = s[j0 : j0 + m]
+            ys = sy[0, j0 : j0 + m]
+            # two sweeps of four sums each: eight sums and the exponential in one loop would
+            # not fit the vector registers
+            m0 = m1 = n0 = n1 = 0.0
+            for j in range(m):
+                g = dz[j]
+                x = g - c
+                near = x < _CUT
+                w = exp_fast(-x) if near else 0.0
+                g = g if near else 0.0  # (the masked own term: no inf * 0)
+                dz[j] = g
+                e[j] = w
+                a = w * ss[j]
+                b = w * ys[j]
+                m0 += a
+                n0 += b
+                m1 += a * g
+                n1 += b * g
+            m2 = m3 = n2 = n3 = 0.0
+            for j in range(m):
+                g = dz[j]
+                gg = g * g
+                a = e[j] * ss[j] * gg
+                b = e[j] * ys[j] * gg
+                m2 += a
+                n2 += b
+                m3 += a * g
+                n3 += b * g
+            M[0, i] += m0
+            M[1, i] += m1
+            M[2, i] += m2
+            M[3, i] += m3
+            N[0, i, 0] += n0
+            N[1, i, 0] += n1
+            N[2, i, 0] += n2
+            N[3, i, 0] += n3
+            for q in range(1, p):
+                ys = sy[q, j0 : j0 + m]
+                n0 = n1 = n2 = n3 = 0.0
+                for j in range(m):
+                    g = dz[j]  # (0 for the masked own term)
+                    b = e[j] * ys[j]
+                    n0 += b
+                    b *= g
+                    n1 += b
+                    b *= g
+                    n2 += b
+                    n3 += b * g
+                N[0, i, q] += n0
+                N[1, i, q] += n1
+                N[2, i, q] += n2
+                N[3, i, q] += n3
+
+
+@numba.njit(cache=True, parallel=True)
+def loo_curvature(
+    zt: NDArray[np.float64], shift: NDArray[np.float64], s: NDArray[np.float64], sy: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:  # pragma: no cover
+    """Leave-one-out sums and the moments of their first three derivatives along ``log h``.
+
+    For the Halley steps of the scalar search: with ``g_ij = |u_ij|^2 / 2`` (one bandwidth
+    scaling every feature), ``w_ij = exp(-g_ij)`` and ``d g_ij / d log h = -2 g_ij``, so
+    ``w' = 2 g w``, ``w'' = (4 g^2 - 4 g) w`` and ``w''' = (8 g^3 - 24 g^2 + 8 g) w``.
+
+    Parameters
+    ----------
+    zt, shift, s, sy
+        As for :func:`loo_levels`.
+
+    Returns
+    -------
+    M : ndarray of shape (4, n)
+        ``M[r, i] = sum_{j != i} s_j w_ij g_ij^r``, r = 0 .. 3 (shifted like ``S``).
+    N : ndarray of shape (4, n, p)
+        The same with ``s_j y_j``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> z = np.array([[0.0, 0.5, 2.0]]); y = np.array([[1.0, 2.0, 4.0]])
+    >>> M, N = loo_curvature(z, shifts(z), np.ones(3), y)
+    >>> g = np.array([0.25, 4.0]); w = np.exp(0.25 - g)  # row 0, shifted by its nearest
+    >>> bool(np.allclose(M[:, 0], [w @ g**r for r in range(4)]))
+    True
+    """
+    n = zt.shape[1]
+    p = sy.shape[0]
+    M = np.zeros((4, n))
+    N = np.zeros((4, n, p))
+    n_blocks = (n + _ROWS - 1) // _ROWS
+    for b in numba.prange(n_blocks):
+        _curvature_rows(zt, shift, s, sy, b * _ROWS, min(n, (b + 1) * _ROWS), M, N)
+    return M, N
