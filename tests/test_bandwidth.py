@@ -121,6 +121,31 @@ def test_curvature_pass_derivatives_match_finite_differences():
     assert d3 == pytest.approx(fd3, rel=1e-2)
 
 
+def test_gradient_pass_reuses_old_neighbours_and_recovers_from_overflow():
+    """A new direction of h takes the shift from the last direction's nearest neighbours;
+    where that neighbour is now far (its weight would overflow the others'), the pass is
+    redone with exact shifts. Either way the results equal a fresh computation."""
+    from nadaraya.bandwidth import _Objective
+    from nadaraya.kernels import get
+
+    rng = np.random.default_rng(4)
+    X = np.stack([np.repeat(np.arange(20.0), 2), np.tile([0.0, 50.0], 20)], axis=1)
+    X += rng.normal(0, 1e-3, X.shape)
+    y = np.sin(X[:, 0]) + X[:, 1] / 50
+    # first direction: feature 1 ignored, each point's nearest is its twin 50 away in feature 1;
+    # second: feature 1 matters (h = 0.5), the twin is g = 5000 away while the next point is 2
+    pairs = [([1.0, 1e4], [1.0, 0.5]), ([0.7, 3.0], [0.9, 2.0])]
+    for h1, h2 in (tuple(map(np.array, p)) for p in pairs):
+        obj = _Objective(X, y[:, None], None, get("gaussian"), "cv", "auto")
+        obj.with_gradient(h1)
+        score, grad = obj.with_gradient(h2)
+        fresh = _Objective(X, y[:, None], None, get("gaussian"), "cv", "auto")
+        fresh_score, fresh_grad = fresh.with_gradient(h2)
+        assert np.isfinite(score) and score == pytest.approx(fresh_score, rel=1e-12)
+        np.testing.assert_allclose(grad, fresh_grad, rtol=1e-9, atol=1e-15)
+        assert score == pytest.approx(plain_cv(X, y, h2), rel=1e-10)
+
+
 def test_grid_pass_skips_far_tiles_exactly():
     """Clusters far apart (in units of the finer bandwidths): the grid pass skips their
     tiles at the finer levels, and every level still equals the plain formula."""

@@ -330,7 +330,7 @@ class _Objective:
         self.scores: list[float] = []
         self.stages: list[str] = []
         self.n_passes = 0
-        self._nearest: tuple[NDArray[np.float64], NDArray[np.float64], float] | None = None
+        self._nearest: tuple[NDArray[np.float64], NDArray[np.float64], float, NDArray[np.int64]] | None = None
 
     # -- the criterion from leave-one-out predictions ---------------------------------------
     def criterion(self, pred: NDArray[np.float64], rho: NDArray[np.float64]) -> float:
@@ -378,21 +378,28 @@ class _Objective:
         return self.criterion(parts.finalize(), rho)
 
     # -- Gaussian: many bandwidths per pass, and gradients -----------------------------------
-    def _scaled(self, h: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    def _scaled(
+        self, h: NDArray[np.float64], exact: bool = True
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """``X / (sqrt(2) h)`` transposed, and each point's shift (its nearest neighbour's
         ``g``). Along one direction of ``h`` the nearest neighbours stay the same and the
-        shifts scale as ``1 / t^2``: the k-d tree runs once per direction."""
+        shifts scale as ``1 / t^2``: the k-d tree runs once per direction. Not ``exact``, a
+        new direction takes the distance to the neighbour that was nearest in the last one (a
+        valid shift, see :func:`~nadaraya.backends._multibw.loo_levels`; the caller checks
+        the sums and asks again exactly if one overflowed)."""
         from .backends._multibw import shifts
 
         zt = np.ascontiguousarray((self.X / (math.sqrt(2.0) * h)).T)
         cached = self._nearest
         if cached is not None and np.allclose(h / h[0], cached[0], rtol=1e-12, atol=0.0):
             return zt, cached[1] * (cached[2] / h[0]) ** 2
-        c = shifts(zt)
-        self._nearest = (h / h[0], c, float(h[0]))
+        if not exact and cached is not None:
+            return zt, np.sum((zt - zt[:, cached[3]]) ** 2, axis=0)
+        c, nearest = shifts(zt)
+        self._nearest = (h / h[0], c, float(h[0]), nearest)
         return zt, c
 
-    def levels(self, h_top: NDArray[np.float64], n_levels: int) -> NDArray[np.float64]:
+    def levels(self, h_top: NDArray[np.float64], n_levels: int, stage: str = "grid") -> NDArray[np.float64]:
         """The criterion at ``h_top * 2**(-l/2)``, l = 0 .. n_levels - 1, in one pass (Gaussian)."""
         from .backends._multibw import loo_levels, threads_for
 
@@ -405,18 +412,22 @@ class _Objective:
             with np.errstate(divide="ignore", invalid="ignore"):
                 pred = T[lev] / S[lev][:, None]
                 rho = np.log(S[lev]) - c * 2.0**lev - np.log(self.s)
-            out[lev] = self._record(h_top * 2.0 ** (-lev / 2), self.criterion(pred, rho), "grid")
+            out[lev] = self._record(h_top * 2.0 ** (-lev / 2), self.criterion(pred, rho), stage)
         return out
 
     def with_gradient(self, h: NDArray[np.float64], stage: str = "per_feature") -> tuple[float, NDArray]:
         """The criterion and its gradient with respect to ``log h`` (Gaussian, one pass)."""
         from .backends._multibw import loo_gradient, threads_for
 
-        zt, c = self._scaled(h)
+        sy = np.ascontiguousarray((self.s[:, None] * self.Y).T)
+        zt, c = self._scaled(h, exact=False)
         with threads_for(self.n**2 * (1 + self.d)):
-            S, T, A, B = loo_gradient(zt, c, self.s, np.ascontiguousarray((self.s[:, None] * self.Y).T))
+            S, T, A, B = loo_gradient(zt, c, self.s, sy)
+            if not np.isfinite(S).all():  # a shift far from the minimum: again, exactly
+                zt, c = self._scaled(h)
+                S, T, A, B = loo_gradient(zt, c, self.s, sy)
         self.n_passes += 1
-        pred = T / S[:, None]  # S > 0: the nearest neighbour has weight one
+        pred = T / S[:, None]  # S >= 1: the shift's neighbour has weight one
         # d pred_i / d log h_k = (B_ik - pred_i A_ik) / S_i, shape (n, d, p)
         dpred = (B - pred[:, None, :] * A[:, :, None]) / S[:, None, None]
         resid = self.Y - pred
@@ -759,8 +770,9 @@ def select_bandwidth(
     times the rule below; above, the larger of ``2**5`` times the rule and 100 times the
     feature's range), with the analytic gradient of the criterion for the Gaussian kernel
     (from the same pass; finite differences through the primitive for other kernels). A
-    feature that does not help ends with a large bandwidth: before L-BFGS-B and after it,
-    each feature is tried at its upper bound (the criterion flattens out there, so its
+    feature that does not help ends with a large bandwidth: before L-BFGS-B (and after it,
+    where the bandwidth has grown past the feature's range), each feature is tried at its
+    upper bound (the criterion flattens out there, so its
     gradient vanishes long before the bound and L-BFGS-B would crawl) and kept there when the
     score is no worse; ``smoothed_out`` says which features the fit ignores. This favours
     smoothing a noise feature out: where such a feature also has an interior CV minimum, it
@@ -943,13 +955,16 @@ def select_bandwidth(
     def lbfgsb(start: NDArray[np.float64]) -> Any:
         return minimize(fun, start, jac=jac, method="L-BFGS-B", bounds=bounds, options=options)
 
-    # L-BFGS-B's BLAS calls on a few numbers: OpenBLAS's thread pool only fights numba's
-    # for the cores there (measured: 10 ms per step on 2 busy cores, instead of microseconds)
-    def smooth_out(h: NDArray[np.float64], score: float) -> tuple[NDArray[np.float64], float, bool]:
-        """Try each feature at its upper bound (smoothed out); keep what is no worse."""
+    def smooth_out(
+        h: NDArray[np.float64], score: float, wide: bool = False
+    ) -> tuple[NDArray[np.float64], float, bool]:
+        """Try each feature at its upper bound (smoothed out); keep what is no worse. With
+        ``wide``, only the features whose bandwidth is at least their range (where the
+        criterion has flattened out: the others shape the weights, and an optimiser that
+        stopped there found them useful)."""
         moved = False
         for j in range(d):
-            if h[j] < upper[j]:
+            if h[j] < upper[j] and (not wide or h[j] >= span[j]):
                 trial = h.copy()
                 trial[j] = upper[j]
                 s_trial = obj.at(trial, "per_feature")
@@ -959,8 +974,8 @@ def select_bandwidth(
 
     # The criterion flattens out as a useless feature's bandwidth grows, so its gradient
     # vanishes long before the bound and L-BFGS-B would crawl there: each feature is tried
-    # smoothed out (at its upper bound) before L-BFGS-B and again after it, and kept there
-    # when the score is no worse.
+    # smoothed out (at its upper bound) before L-BFGS-B, and again after it where its
+    # bandwidth has grown past its range, and kept there when the score is no worse.
     # L-BFGS-B's BLAS calls on a few numbers: OpenBLAS's thread pool only fights numba's
     # for the cores there (measured: 10 ms per step on 2 busy cores, instead of microseconds)
     with threadpool_limits(limits=1, user_api="blas"):
@@ -968,7 +983,7 @@ def select_bandwidth(
         res = lbfgsb(np.log(h))
         if float(res.fun) * scale <= s_final:
             h, s_final = np.exp(res.x), float(res.fun) * scale
-        h, s_final, moved = smooth_out(h, s_final)
+        h, s_final, moved = smooth_out(h, s_final, wide=True)
         if moved:
             res = lbfgsb(np.log(h))
             if float(res.fun) * scale <= s_final:

@@ -52,10 +52,10 @@ __all__ = ["loo_curvature", "loo_gradient", "loo_levels", "shifts", "threads_for
 
 #: recompute the exponential every this many levels (squarings amplify rounding by 2 each)
 _REFRESH = 8
-#: keys processed per tile (fits the level loop's working set in L1/L2)
-_TILE = 1024
-#: keys per tile of the grid pass: small enough that far tiles skip the finer levels
-_LEVEL_TILE = 256
+#: keys per tile: the loops' working set stays in L1, and a tile far from a point (its
+#: weights all below exp(-_CUT)) is skipped, which with points sorted by the first feature is
+#: most tiles when that feature's bandwidth is small
+_TILE = 256
 #: rows per parallel task
 _ROWS = 32
 #: weights below exp(-_CUT) ~ 1e-38 of the nearest neighbour's are set to zero: they change a
@@ -97,20 +97,49 @@ def threads_for(work: float) -> Iterator[None]:
         numba.set_num_threads(old)
 
 
-def shifts(zt: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``c_i = min_{j != i} sum_k (zt[k, i] - zt[k, j])^2`` by a k-d tree, O(n log n).
+def shifts(zt: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+    """``c_i = min_{j != i} sum_k (zt[k, i] - zt[k, j])^2`` by a k-d tree, O(n log n), and
+    the nearest ``j`` of each point.
 
     Examples
     --------
     >>> import numpy as np
-    >>> shifts(np.array([[0.0, 1.0, 3.0]])).tolist()
-    [1.0, 1.0, 4.0]
+    >>> c, nearest = shifts(np.array([[0.0, 1.0, 3.0]]))
+    >>> c.tolist(), nearest.tolist()
+    ([1.0, 1.0, 4.0], [1, 0, 1])
     """
     from scipy.spatial import cKDTree
 
     z = np.ascontiguousarray(zt.T)
-    dist, _ = cKDTree(z).query(z, k=2)
-    return np.ascontiguousarray(dist[:, 1] ** 2)
+    dist, index = cKDTree(z).query(z, k=2)
+    return np.ascontiguousarray(dist[:, 1] ** 2), np.ascontiguousarray(index[:, 1], dtype=np.int64)
+
+
+@numba.njit(cache=True)
+def _tile_boxes(zt):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Each key tile's bounding box: ``lo``, ``hi`` of shape (d, tiles)."""
+    d, n = zt.shape
+    n_tiles = (n + _TILE - 1) // _TILE
+    lo = np.empty((d, n_tiles))
+    hi = np.empty((d, n_tiles))
+    for b in range(n_tiles):
+        for k in range(d):
+            zs = zt[k, b * _TILE : min(n, (b + 1) * _TILE)]
+            lo[k, b] = zs.min()
+            hi[k, b] = zs.max()
+    return lo, hi
+
+
+@numba.njit(inline="always", cache=True)
+def _gap(zt, i, lo, hi, b):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The smallest ``g`` from point ``i`` to tile ``b``'s bounding box (a lower bound of
+    ``g_ij`` over the tile's keys)."""
+    g = 0.0
+    for k in range(zt.shape[0]):
+        zi = zt[k, i]
+        gap = lo[k, b] - zi if zi < lo[k, b] else (zi - hi[k, b] if zi > hi[k, b] else 0.0)
+        g += gap * gap
+    return g
 
 
 @numba.njit(inline="always", cache=True, fastmath=_FAST)
@@ -171,18 +200,13 @@ def _levels_rows(
     tiles."""
     d, n = zt.shape
     p = sy.shape[0]
-    dz = np.empty(_LEVEL_TILE)
-    e = np.empty(_LEVEL_TILE)
+    dz = np.empty(_TILE)
+    e = np.empty(_TILE)
     for i in range(i0, i1):
         c = shift[i]
-        for j0 in range(0, n, _LEVEL_TILE):
-            m = min(n, j0 + _LEVEL_TILE) - j0
-            b = j0 // _LEVEL_TILE
-            gmin = -c
-            for k in range(d):
-                zi = zt[k, i]
-                gap = lo[k, b] - zi if zi < lo[k, b] else (zi - hi[k, b] if zi > hi[k, b] else 0.0)
-                gmin += gap * gap
+        for j0 in range(0, n, _TILE):
+            m = min(n, j0 + _TILE) - j0
+            gmin = _gap(zt, i, lo, hi, j0 // _TILE) - c
             levels = n_levels
             if gmin > 0.0:
                 if gmin >= _CUT:
@@ -277,7 +301,9 @@ def loo_levels(
         ``X / (sqrt(2) h)``, transposed, C-contiguous.
     shift : ndarray of shape (n,)
         ``c_i``: the squared distance in ``Z`` from each point to its nearest other point
-        (:func:`shifts`).
+        (:func:`shifts`), so that each row's largest weight is one. The distance to any other
+        point also works (every row's sum is then at least one; a weight overflows only if
+        some point is nearer by more than 709 in ``g``).
     s : ndarray of shape (n,)
         Sample weights of the keys (ones when unweighted).
     sy : ndarray of shape (p, n)
@@ -292,15 +318,7 @@ def loo_levels(
     n = zt.shape[1]
     S = np.zeros((n_levels, n))
     T = np.zeros((n_levels, n, sy.shape[0]))
-    d = zt.shape[0]
-    n_tiles = (n + _LEVEL_TILE - 1) // _LEVEL_TILE
-    lo = np.empty((d, n_tiles))  # each tile's bounding box
-    hi = np.empty((d, n_tiles))
-    for b in range(n_tiles):
-        for k in range(d):
-            zs = zt[k, b * _LEVEL_TILE : min(n, (b + 1) * _LEVEL_TILE)]
-            lo[k, b] = zs.min()
-            hi[k, b] = zs.max()
+    lo, hi = _tile_boxes(zt)
     n_blocks = (n + _ROWS - 1) // _ROWS
     for b in numba.prange(n_blocks):
         _levels_rows(zt, shift, s, sy, n_levels, lo, hi, b * _ROWS, min(n, (b + 1) * _ROWS), S, T)
@@ -319,52 +337,65 @@ def _gradient_rows(
     T: NDArray[np.float64],
     A: NDArray[np.float64],
     B: NDArray[np.float64],
+    lo: NDArray[np.float64],
+    hi: NDArray[np.float64],
 ) -> None:  # pragma: no cover - compiled
-    """Rows ``i0:i1`` of :func:`loo_gradient`."""
+    """Rows ``i0:i1`` of :func:`loo_gradient` (far tiles skipped)."""
     d, n = zt.shape
     p = sy.shape[0]
     dz = np.empty(_TILE)
     e = np.empty(_TILE)
     u2 = np.empty(_TILE)
+    tt = np.empty((d, _TILE))  # each feature's squared differences, kept for the moments
     for i in range(i0, i1):
         c = shift[i]
         for j0 in range(0, n, _TILE):
+            if _gap(zt, i, lo, hi, j0 // _TILE) - c >= _CUT:
+                continue  # every weight of the tile is flushed to zero
             m = min(n, j0 + _TILE) - j0
             for j in range(m):
                 dz[j] = -c
             for k in range(d):
                 zs = zt[k, j0 : j0 + m]
                 zi = zt[k, i]
+                tk = tt[k]
                 for j in range(m):
                     t = zs[j] - zi
-                    dz[j] += t * t
+                    v = t * t
+                    tk[j] = v
+                    dz[j] += v
             if j0 <= i < j0 + m:
                 dz[i - j0] = np.inf
             ss = s[j0 : j0 + m]
+            y0 = sy[0, j0 : j0 + m]
             acc = 0.0
+            acc0 = 0.0
             for j in range(m):
                 x = dz[j]
                 w = exp_fast(-x) if x < _CUT else 0.0
                 e[j] = w
                 acc += w * ss[j]
+                acc0 += w * y0[j]
             S[i] += acc
-            for q in range(p):
+            T[i, 0] += acc0
+            for q in range(1, p):
                 yq = sy[q, j0 : j0 + m]
                 acc = 0.0
                 for j in range(m):
                     acc += e[j] * yq[j]
                 T[i, q] += acc
             for k in range(d):
-                zs = zt[k, j0 : j0 + m]
-                zi = zt[k, i]
+                tk = tt[k]
                 acc = 0.0
+                acc0 = 0.0
                 for j in range(m):
-                    t = zs[j] - zi
-                    v = 2.0 * t * t * e[j]
+                    v = 2.0 * tk[j] * e[j]
                     u2[j] = v
                     acc += v * ss[j]
+                    acc0 += v * y0[j]
                 A[i, k] += acc
-                for q in range(p):
+                B[i, k, 0] += acc0
+                for q in range(1, p):
                     yq = sy[q, j0 : j0 + m]
                     acc = 0.0
                     for j in range(m):
@@ -400,9 +431,10 @@ def loo_gradient(
     T = np.zeros((n, p))
     A = np.zeros((n, d))
     B = np.zeros((n, d, p))
+    lo, hi = _tile_boxes(zt)
     n_blocks = (n + _ROWS - 1) // _ROWS
     for b in numba.prange(n_blocks):
-        _gradient_rows(zt, shift, s, sy, b * _ROWS, min(n, (b + 1) * _ROWS), S, T, A, B)
+        _gradient_rows(zt, shift, s, sy, b * _ROWS, min(n, (b + 1) * _ROWS), S, T, A, B, lo, hi)
     return S, T, A, B
 
 
@@ -416,8 +448,11 @@ def _curvature_rows(
     i1: int,
     M: NDArray[np.float64],
     N: NDArray[np.float64],
+    lo: NDArray[np.float64],
+    hi: NDArray[np.float64],
 ) -> None:  # pragma: no cover - compiled
-    """Rows ``i0:i1`` of :func:`loo_curvature`: one sweep per key tile, the sums in registers."""
+    """Rows ``i0:i1`` of :func:`loo_curvature`: two sweeps per key tile, the sums in
+    registers (far tiles skipped)."""
     d, n = zt.shape
     p = sy.shape[0]
     dz = np.empty(_TILE)
@@ -425,6 +460,8 @@ def _curvature_rows(
     for i in range(i0, i1):
         c = shift[i]
         for j0 in range(0, n, _TILE):
+            if _gap(zt, i, lo, hi, j0 // _TILE) - c >= _CUT:
+                continue  # every weight of the tile is flushed to zero
             m = min(n, j0 + _TILE) - j0
             zs = zt[0, j0 : j0 + m]
             zi = zt[0, i]
@@ -520,7 +557,7 @@ def loo_curvature(
     --------
     >>> import numpy as np
     >>> z = np.array([[0.0, 0.5, 2.0]]); y = np.array([[1.0, 2.0, 4.0]])
-    >>> M, N = loo_curvature(z, shifts(z), np.ones(3), y)
+    >>> M, N = loo_curvature(z, shifts(z)[0], np.ones(3), y)
     >>> g = np.array([0.25, 4.0]); w = np.exp(0.25 - g)  # row 0, shifted by its nearest
     >>> bool(np.allclose(M[:, 0], [w @ g**r for r in range(4)]))
     True
@@ -529,7 +566,8 @@ def loo_curvature(
     p = sy.shape[0]
     M = np.zeros((4, n))
     N = np.zeros((4, n, p))
+    lo, hi = _tile_boxes(zt)
     n_blocks = (n + _ROWS - 1) // _ROWS
     for b in numba.prange(n_blocks):
-        _curvature_rows(zt, shift, s, sy, b * _ROWS, min(n, (b + 1) * _ROWS), M, N)
+        _curvature_rows(zt, shift, s, sy, b * _ROWS, min(n, (b + 1) * _ROWS), M, N, lo, hi)
     return M, N
