@@ -44,7 +44,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import _threads
-from ._numba_exp import exp_fast
+from ._numba_exp import exp_flushed
 
 _threads.configure()  # numba's pool shares the cores politely (see nadaraya._threads)
 
@@ -65,6 +65,8 @@ _ROWS = 32
 #: numbers: the levels are computed in groups of _GROUP with a flush at the end of each.
 _CUT = 87.0
 _TINY = 1e-38
+#: a weight above exp(_OVER) relative to the shift's is reported as an overflow (inf)
+_OVER = 700.0
 _GROUP = 4
 #: reassociation lets LLVM vectorise the reductions; no "nnan"/"ninf", the loops rely on
 #: ``exp(-inf) == 0`` for the masked own term
@@ -237,7 +239,7 @@ def _levels_rows(
                     ys = sy[0, j0 : j0 + m]
                     for j in range(m):
                         x = dz[j] * scale
-                        w = exp_fast(-x) if x < _CUT else 0.0
+                        w = exp_flushed(-x) if x < _CUT else 0.0
                         e[j] = w
                         acc += w * ss[j]
                         acc0 += w * ys[j]
@@ -253,7 +255,7 @@ def _levels_rows(
                     scale = 2.0**lev
                     for j in range(m):
                         x = dz[j] * scale
-                        e[j] = exp_fast(-x) if x < _CUT else 0.0
+                        e[j] = exp_flushed(-x) if x < _CUT else 0.0
                 # e holds level lev's weights, each 0 or at least _TINY
                 if grouped:
                     # _GROUP levels in one sweep, their sums in registers; e moves on to the
@@ -302,8 +304,9 @@ def loo_levels(
     shift : ndarray of shape (n,)
         ``c_i``: the squared distance in ``Z`` from each point to its nearest other point
         (:func:`shifts`), so that each row's largest weight is one. The distance to any other
-        point also works (every row's sum is then at least one; a weight overflows only if
-        some point is nearer by more than 709 in ``g``).
+        point also works (every row's sum is then at least one), unless some point is nearer
+        by more than 700 in ``g``: that row's ``S`` is then ``inf``, and the caller must ask
+        again with the exact shift.
     s : ndarray of shape (n,)
         Sample weights of the keys (ones when unweighted).
     sy : ndarray of shape (p, n)
@@ -370,13 +373,16 @@ def _gradient_rows(
             y0 = sy[0, j0 : j0 + m]
             acc = 0.0
             acc0 = 0.0
+            lowest = 0.0
             for j in range(m):
                 x = dz[j]
-                w = exp_fast(-x) if x < _CUT else 0.0
+                w = exp_flushed(-x) if x < _CUT else 0.0
                 e[j] = w
                 acc += w * ss[j]
                 acc0 += w * y0[j]
-            S[i] += acc
+                lowest = min(lowest, x)
+            # a shift far above this row's nearest (see loo_gradient) would overflow: say so
+            S[i] += acc if lowest > -_OVER else np.inf
             T[i, 0] += acc0
             for q in range(1, p):
                 yq = sy[q, j0 : j0 + m]
@@ -485,7 +491,7 @@ def _curvature_rows(
                 g = dz[j]
                 x = g - c
                 near = x < _CUT
-                w = exp_fast(-x) if near else 0.0
+                w = exp_flushed(-x) if near else 0.0
                 g = g if near else 0.0  # (the masked own term: no inf * 0)
                 dz[j] = g
                 e[j] = w
