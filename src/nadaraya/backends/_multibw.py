@@ -373,16 +373,16 @@ def _gradient_rows(
             y0 = sy[0, j0 : j0 + m]
             acc = 0.0
             acc0 = 0.0
-            lowest = 0.0
+            over = 0.0
             for j in range(m):
                 x = dz[j]
                 w = exp_flushed(-x) if x < _CUT else 0.0
                 e[j] = w
                 acc += w * ss[j]
                 acc0 += w * y0[j]
-                lowest = min(lowest, x)
+                over += 1.0 if x < -_OVER else 0.0  # (a sum vectorises; a min would not here)
             # a shift far above this row's nearest (see loo_gradient) would overflow: say so
-            S[i] += acc if lowest > -_OVER else np.inf
+            S[i] += acc if over == 0.0 else np.inf
             T[i, 0] += acc0
             for q in range(1, p):
                 yq = sy[q, j0 : j0 + m]
