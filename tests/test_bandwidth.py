@@ -404,3 +404,18 @@ def test_estimator_cv_per_feature_in_several_dimensions_and_grid_search():
         search.fit(X, y)
     assert search.best_params_["bandwidth"] in (0.2, 0.5, "cv", "scott")
     assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+
+
+@pytest.mark.parametrize("n", [2, 3, 10, 500])
+def test_nearest_neighbour_shifts_in_1d_equal_the_kd_tree(n):
+    from scipy.spatial import cKDTree
+
+    from nadaraya.backends._multibw import shifts
+
+    z = np.random.default_rng(n).normal(size=(1, n))
+    z[0, -1] = z[0, 0]  # a tie at distance 0
+    c, nearest = shifts(z)
+    dist, _ = cKDTree(z.T).query(z.T, k=2)
+    np.testing.assert_allclose(c, dist[:, 1] ** 2, rtol=1e-15, atol=0)
+    np.testing.assert_allclose(np.abs(z[0] - z[0, nearest]), dist[:, 1], rtol=1e-15, atol=0)
+    assert (nearest != np.arange(n)).all()

@@ -336,23 +336,28 @@ class _Objective:
     def criterion(self, pred: NDArray[np.float64], rho: NDArray[np.float64]) -> float:
         """CV or AICc from leave-one-out predictions ``pred`` (n, p), NaN where a window is
         empty, and ``rho = log(leave-one-out weight / own weight)`` per point (n,)."""
+        return float(self.criteria(pred[None], rho[None])[0])
+
+    def criteria(self, pred: NDArray[np.float64], rho: NDArray[np.float64]) -> NDArray[np.float64]:
+        """:meth:`criterion` for a stack of bandwidths: ``pred`` (k, n, p), ``rho`` (k, n)."""
         resid = self.Y - pred
         if self.method == "cv":
-            if np.isnan(pred).any():
-                return math.inf  # some point has no neighbour: CV is undefined there
-            return float(self.s @ (resid**2).mean(axis=1) / self.total)
+            score = (resid**2).mean(axis=2) @ self.s / self.total
+            # where some point has no neighbour, CV is undefined: inf
+            return np.where(np.isnan(pred).any(axis=(1, 2)), math.inf, score)
         # AICc: H_ii = own / (own + rest); the in-sample residual is (1 - H_ii) times the
         # leave-one-out residual (an identity of the ratio, not an approximation)
         from scipy.special import expit
 
         h_ii = expit(-rho)
-        fit_resid = np.where(h_ii[:, None] < 1.0, (1.0 - h_ii)[:, None] * resid, 0.0)
-        sigma2 = float(self.s @ (fit_resid**2).mean(axis=1) / self.total)
-        trace = float(self.s @ h_ii)
+        fit_resid = np.where(h_ii[..., None] < 1.0, (1.0 - h_ii)[..., None] * resid, 0.0)
+        sigma2 = (fit_resid**2).mean(axis=2) @ self.s / self.total
+        trace = h_ii @ self.s
         denom = 1.0 - (trace + 2.0) / self.total
-        if denom <= 0 or sigma2 <= 0:
-            return math.inf
-        return math.log(sigma2) + (1.0 + trace / self.total) / denom
+        ok = (denom > 0) & (sigma2 > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            score = np.log(sigma2) + (1.0 + trace / self.total) / denom
+        return np.where(ok, score, math.inf)
 
     def _record(self, h: NDArray[np.float64], score: float, stage: str) -> float:
         self.tried.append(np.array(h, dtype=np.float64))
@@ -407,12 +412,12 @@ class _Objective:
         with threads_for(self.n**2 * (1 + n_levels / 4)):
             S, T = loo_levels(zt, c, self.s, np.ascontiguousarray((self.s[:, None] * self.Y).T), n_levels)
         self.n_passes += 1
-        out = np.empty(n_levels)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pred = T / S[:, :, None]
+            rho = np.log(S) - np.outer(2.0 ** np.arange(n_levels), c) - np.log(self.s)
+        out = self.criteria(pred, rho)
         for lev in range(n_levels):
-            with np.errstate(divide="ignore", invalid="ignore"):
-                pred = T[lev] / S[lev][:, None]
-                rho = np.log(S[lev]) - c * 2.0**lev - np.log(self.s)
-            out[lev] = self._record(h_top * 2.0 ** (-lev / 2), self.criterion(pred, rho), stage)
+            self._record(h_top * 2.0 ** (-lev / 2), float(out[lev]), stage)
         return out
 
     def with_gradient(self, h: NDArray[np.float64], stage: str = "per_feature") -> tuple[float, NDArray]:

@@ -110,6 +110,19 @@ def shifts(zt: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.int
     >>> c.tolist(), nearest.tolist()
     ([1.0, 1.0, 4.0], [1, 0, 1])
     """
+    if zt.shape[0] == 1 and zt.shape[1] > 1:  # 1-D: the nearer of the two sorted neighbours
+        z = zt[0]
+        order = np.argsort(z, kind="stable")
+        gaps = np.diff(z[order])
+        left = np.concatenate([[np.inf], gaps])
+        right = np.concatenate([gaps, [np.inf]])
+        pos = np.arange(z.size)
+        near = np.where(right < left, pos + 1, pos - 1)
+        index = np.empty(z.size, dtype=np.int64)
+        index[order] = order[near]
+        c = np.empty(z.size)
+        c[order] = np.minimum(left, right) ** 2
+        return c, index
     from scipy.spatial import cKDTree
 
     z = np.ascontiguousarray(zt.T)
