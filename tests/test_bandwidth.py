@@ -419,3 +419,28 @@ def test_nearest_neighbour_shifts_in_1d_equal_the_kd_tree(n):
     np.testing.assert_allclose(c, dist[:, 1] ** 2, rtol=1e-15, atol=0)
     np.testing.assert_allclose(np.abs(z[0] - z[0, nearest]), dist[:, 1], rtol=1e-15, atol=0)
     assert (nearest != np.arange(n)).all()
+
+
+@pytest.mark.parametrize("d, p", [(1, 1), (3, 1), (3, 2), (9, 1)])
+def test_gradient_pass_equals_plain_sums(d, p):
+    """The gradient pass (generated per number of features for one output, general
+    otherwise) against its sums written out."""
+    from nadaraya.backends._multibw import loo_gradient, shifts
+
+    rng = np.random.default_rng(d + p)
+    n = 300
+    zt = np.ascontiguousarray(rng.normal(size=(d, n)) * 2.0)
+    s = rng.uniform(0.5, 2.0, n)
+    sy = np.ascontiguousarray(rng.normal(size=(p, n)) * s)
+    c, _ = shifts(zt)
+    S, T, A, B = loo_gradient(zt, c, s, sy)
+    g = (zt[:, :, None] - zt[:, None, :]) ** 2  # (d, n, n)
+    W = np.exp(c[:, None] - g.sum(axis=0))
+    np.fill_diagonal(W, 0.0)
+    np.testing.assert_allclose(S, W @ s, rtol=1e-12)
+    np.testing.assert_allclose(T, W @ sy.T, rtol=1e-11, atol=1e-12 * np.abs(W @ np.abs(sy.T)).max())
+    for k in range(d):
+        np.testing.assert_allclose(A[:, k], 2 * (W * g[k]) @ s, rtol=1e-11, atol=1e-300)
+        Bk = 2 * (W * g[k]) @ sy.T
+        scale = (2 * (W * g[k]) @ np.abs(sy.T)).max()
+        np.testing.assert_allclose(B[:, k], Bk, rtol=1e-10, atol=1e-12 * scale)
