@@ -70,7 +70,7 @@ def kernelsmooth_cv(x: np.ndarray, y: np.ndarray) -> float:
 
 def one_pass(x: np.ndarray, y: np.ndarray, h: np.ndarray) -> float:
     """Seconds of one exact leave-one-out pass of the fast engine at ``h`` (the unit of cost)."""
-    seconds, _ = timed(lambda: nadaraya.loo_pool(x, y, bandwidth=h), repeat=2)
+    seconds, _ = timed(lambda: nadaraya.loo_pool(x, y, bandwidth=h))
     return seconds
 
 
@@ -104,7 +104,7 @@ def s1(n: int, with_statsmodels: bool) -> None:
 
 def s2(name: str, x: np.ndarray, y: np.ndarray, per_feature: bool) -> None:
     ours(x[:300], y[:300], per_feature)  # compile outside the timing
-    t, res = timed(lambda: ours(x, y, per_feature), repeat=1)
+    t, res = timed(lambda: ours(x, y, per_feature))  # best of 3 (one run if over 2 s)
     unit = one_pass(x, y, res.bandwidth)
     row(name, "nadaraya select_bandwidth", t, res.bandwidth, res.score,
         f"{res.n_passes} passes; one LOO pass {unit:.3f} s; selection = {t / unit:.1f} passes"

@@ -84,13 +84,14 @@ def buckets(xs, qs, excl, x0, inv_g, ncell, qb, qsort, qidx, esort):  # pragma: 
     return cs, start
 
 
-@njit(cache=True)
-def unbucket(qidx, res, lo_s, hi_s, weight, value, flag, lo, hi):  # pragma: no cover - compiled
-    """Results from bucket order back to the queries' order (read in sequence, scattered:
-    stores need not wait for their cache lines); ``flag`` and the bounds for the queries
-    whose weight is NaN (left for a direct sum)."""
+@njit(cache=True, nogil=True)
+def unbucket(qidx, res, lo_s, hi_s, k0, k1, weight, value, flag, lo, hi):  # pragma: no cover - compiled
+    """Results ``k0:k1`` from bucket order back to the queries' order (read in sequence,
+    scattered: stores need not wait for their cache lines); ``flag`` and the bounds for the
+    queries whose weight is NaN (left for a direct sum). Ranges are independent (each query
+    is at one position), so threads take one each."""
     p = value.shape[1]
-    for k in range(qidx.shape[0]):
+    for k in range(k0, k1):
         j = qidx[k]
         w = res[k, 0]
         weight[j] = w

@@ -326,11 +326,13 @@ def _one_d(
     inv_h: NDArray[np.floating],
     exclude: NDArray[np.integer] | None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    import numba
+
     from .. import _threads
+    from . import fused
 
     _threads.configure()
     jit = _jit()
-    import numba
 
     m, n, p = queries.shape[0], keys.shape[0], values.shape[1]
     x = keys[:, 0]
@@ -394,7 +396,7 @@ def _one_d(
     flag = np.zeros(m, dtype=bool)
     lo = np.empty(m, dtype=np.int64)  # written only where flagged
     hi = np.empty(m, dtype=np.int64)
-    jit.unbucket(qidx, res, lo_s, hi_s, weight, value, flag, lo, hi)
+    fused._run(jit.unbucket, (qidx, res, lo_s, hi_s), m, (weight, value, flag, lo, hi))
     rows = np.nonzero(flag)[0]
     if rows.size:
         sv = _weighted_values(values, None if sample_weight is None else sw)
