@@ -187,7 +187,7 @@ METHODS: tuple[str, ...] = ("cv", "aicc")
 #: rule of thumb (and up to 3 times the data's range), over three decades
 _GRID_BELOW = 12
 _GRID_ABOVE = 10
-#: Brent's tolerance on log h: the bandwidth to a relative 1e-3
+#: the refinement's tolerance on log h: the bandwidth to a relative 1e-3
 _XATOL = 1e-3
 #: a feature counts as smoothed out when its kernel weights vary by at most 1 % over its range
 _FLAT = 0.99
@@ -889,30 +889,34 @@ def select_bandwidth(
     if not np.isfinite(grid[best]):
         raise ValueError(f"{method} is infinite at every bandwidth on the grid; the data are degenerate")
 
-    # -- Brent on log t between the neighbours of the best grid point ----------------------------
+    # -- refinement on log t between the neighbours of the best grid point ----------------------
     # (per feature, L-BFGS-B refines every direction from the best grid point instead)
     lo = ts[min(best + 1, ts.size - 1)]
     hi = ts[max(best - 1, 0)]
     t_best, s_best = float(ts[best]), float(grid[best])
     converged = True
+    how = "no refinement"
     inner = 0 < best < ts.size - 1
     if inner and (not per_feature or d == 1):
         # the grid's three values around its best point are the first bracket: no evaluation
-        # is spent on it (in log t, ascending); CV with the Gaussian takes Newton steps with
-        # exact derivatives (Halley's), the rest Brent's parabolas
+        # is spent on it (in log t, ascending); CV with the Gaussian takes Halley steps with
+        # exact derivatives, the rest Brent's parabolas
         bracket = (math.log(lo), math.log(ts[best]), math.log(hi))
         values = (float(grid[best + 1]), float(grid[best]), float(grid[best - 1]))
         if k.name == "gaussian" and method == "cv":
+            how = "Halley"
             x_best, s_brent, converged = _halley(
                 lambda lt: obj.curvature(math.exp(lt) * direction), bracket, values, _XATOL
             )
         else:
+            how = "Brent"
             x_best, s_brent, converged = _brent(
                 lambda lt: obj.at(math.exp(lt) * direction), bracket, values, _XATOL
             )
         if s_brent < s_best:
             t_best, s_best = math.exp(x_best), s_brent
     elif hi > lo and (not per_feature or d == 1):
+        how = "bounded Brent"
         res = minimize_scalar(
             lambda lt: obj.at(math.exp(lt) * direction),
             bounds=(math.log(lo), math.log(hi)),
@@ -929,7 +933,7 @@ def select_bandwidth(
             side, bound = ("upper", ts[0]) if best == 0 else ("lower", ts[-1])
             if abs(math.log(t_best / bound)) < 2 * _XATOL:
                 _warn_bound(None if d > 1 else 0, t_best, side, bound, method)
-        return result(h, s_best, scalar_bounds, converged, f"grid of {ts.size} and Brent on log h")
+        return result(h, s_best, scalar_bounds, converged, f"grid of {ts.size} and {how} on log h")
 
     # -- per feature: L-BFGS-B on log h with analytic gradients -------------------------------
     lower = rot * 2.0 ** (-_GRID_BELOW / 2)
@@ -1003,5 +1007,5 @@ def select_bandwidth(
         s_final,
         np.stack([lower, upper], axis=1),
         bool(res.success),
-        f"grid of {ts.size}, Brent on log t, L-BFGS-B: {res.message}",
+        f"grid of {ts.size}, L-BFGS-B: {res.message}",
     )
