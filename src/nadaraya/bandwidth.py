@@ -676,8 +676,6 @@ def _halley(
     return best_x, best_f, False
 
 
-
-
 def _brent(
     f: Any, xs: tuple[float, float, float], fs: tuple[float, float, float], tol: float, max_eval: int = 40
 ) -> tuple[float, float, bool]:
@@ -777,10 +775,10 @@ def select_bandwidth(
     (from the same pass; finite differences through the primitive for other kernels). A
     feature that does not help ends with a large bandwidth: before L-BFGS-B (and after it,
     where the bandwidth has grown past the feature's range), each feature is tried at its
-    upper bound (the criterion flattens out there, so its
-    gradient vanishes long before the bound and L-BFGS-B would crawl) and kept there when the
-    score is no worse; ``smoothed_out`` says which features the fit ignores. This favours
-    smoothing a noise feature out: where such a feature also has an interior CV minimum, it
+    upper bound (the criterion flattens out there, so its gradient vanishes long before the
+    bound and L-BFGS-B would crawl) and kept there when the score is no worse;
+    ``smoothed_out`` says which features the fit ignores. This favours smoothing a noise
+    feature out: where such a feature also has an interior CV minimum, it
     may be missed (in our trials those minima were lower by less than 0.1 %). An optimum on a
     bound raises a :class:`BandwidthWarning` naming the feature and the bound.
 

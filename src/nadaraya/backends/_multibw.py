@@ -71,9 +71,9 @@ _TILE = 256
 #: numbers: the levels are computed in groups of _GROUP with a flush at the end of each.
 _CUT = 87.0
 _TINY = 1e-38
+_GROUP = 4
 #: a weight above exp(_OVER) relative to the shift's is reported as an overflow (inf)
 _OVER = 700.0
-_GROUP = 4
 #: reassociation lets LLVM vectorise the reductions; no "nnan"/"ninf", the loops rely on
 #: ``exp(-inf) == 0`` for the masked own term
 _FAST = {"reassoc", "contract", "nsz", "arcp"}
@@ -106,8 +106,8 @@ def threads_for(work: float) -> Iterator[None]:
 
 
 def shifts(zt: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
-    """``c_i = min_{j != i} sum_k (zt[k, i] - zt[k, j])^2`` by a k-d tree, O(n log n), and
-    the nearest ``j`` of each point.
+    """``c_i = min_{j != i} sum_k (zt[k, i] - zt[k, j])^2`` and the nearest ``j`` of each
+    point, O(n log n): in 1-D from the gaps between the sorted points, else by a k-d tree.
 
     Examples
     --------
