@@ -52,7 +52,7 @@ from numpy.typing import NDArray
 
 from .. import _threads
 from ._numba_exp import exp_flushed
-from .fused import _run
+from .fused import _run, generated
 
 _threads.configure()  # numba's pool shares the cores politely (see nadaraya._threads)
 
@@ -164,6 +164,33 @@ def _gap(zt, i, lo, hi, b):  # type: ignore[no-untyped-def]  # pragma: no cover 
 
 
 @numba.njit(inline="always", cache=True, fastmath=_FAST)
+def _distances(zt, i, j0, m, c, dz):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``dz[j] = g(i, j0 + j) - c`` for the ``m`` keys of a tile, the own term ``inf``."""
+    zs = zt[0, j0 : j0 + m]
+    zi = zt[0, i]
+    for j in range(m):
+        t = zs[j] - zi
+        dz[j] = t * t - c
+    for k in range(1, zt.shape[0]):
+        zs = zt[k, j0 : j0 + m]
+        zi = zt[k, i]
+        for j in range(m):
+            t = zs[j] - zi
+            dz[j] += t * t
+    if j0 <= i < j0 + m:
+        dz[i - j0] = np.inf
+
+
+@numba.njit(inline="always", cache=True, fastmath=_FAST)
+def _dot(e, y, m):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``sum_j e[j] y[j]`` over the first ``m``."""
+    acc = 0.0
+    for j in range(m):
+        acc += e[j] * y[j]
+    return acc
+
+
+@numba.njit(inline="always", cache=True, fastmath=_FAST)
 def _flush(w: float) -> float:  # pragma: no cover - compiled
     """``w``, or 0 below ``_TINY`` (so that no later square is a subnormal number)."""
     return w if w > _TINY else 0.0
@@ -198,19 +225,7 @@ def _four_levels(e, ss, ys, m, advance):  # type: ignore[no-untyped-def]  # prag
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
-def _levels_rows(
-    zt: NDArray[np.float64],
-    shift: NDArray[np.float64],
-    s: NDArray[np.float64],
-    sy: NDArray[np.float64],
-    lo: NDArray[np.float64],
-    hi: NDArray[np.float64],
-    n_levels: int,
-    i0: int,
-    i1: int,
-    S: NDArray[np.float64],
-    T: NDArray[np.float64],
-) -> None:  # pragma: no cover - compiled
+def _levels_rows(zt, shift, s, sy, lo, hi, n_levels, i0, i1, S, T):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Rows ``i0:i1`` of :func:`loo_levels` (plain loops, so that LLVM vectorises them).
 
     A tile of keys whose bounding box is far from the row's point weighs nothing at the finer
@@ -219,7 +234,7 @@ def _levels_rows(
     ``exp(-_CUT)`` are skipped (their terms would be flushed to zero). With the points
     sorted by the first feature the tiles are narrow in it and most fine levels skip most
     tiles."""
-    d, n = zt.shape
+    n = zt.shape[1]
     p = sy.shape[0]
     dz = np.empty(_TILE)
     e = np.empty(_TILE)
@@ -233,19 +248,7 @@ def _levels_rows(
                 if gmin >= _CUT:
                     continue
                 levels = min(n_levels, math.floor(math.log2(_CUT / gmin)) + 1)
-            zs = zt[0, j0 : j0 + m]
-            zi = zt[0, i]
-            for j in range(m):
-                t = zs[j] - zi
-                dz[j] = t * t - c
-            for k in range(1, d):
-                zs = zt[k, j0 : j0 + m]
-                zi = zt[k, i]
-                for j in range(m):
-                    t = zs[j] - zi
-                    dz[j] += t * t
-            if j0 <= i < j0 + m:
-                dz[i - j0] = np.inf
+            _distances(zt, i, j0, m, c, dz)
             ss = s[j0 : j0 + m]
             lev = 0
             while lev < levels:
@@ -265,11 +268,7 @@ def _levels_rows(
                     S[lev, i] += acc
                     T[lev, i, 0] += acc0
                     for q in range(1, p):
-                        yq = sy[q, j0 : j0 + m]
-                        acc = 0.0
-                        for j in range(m):
-                            acc += e[j] * yq[j]
-                        T[lev, i, q] += acc
+                        T[lev, i, q] += _dot(e, sy[q, j0 : j0 + m], m)
                 elif lev % _REFRESH == 0:
                     scale = 2.0**lev
                     for j in range(m):
@@ -289,16 +288,9 @@ def _levels_rows(
                     lev += _GROUP
                     continue
                 if lev % _REFRESH != 0:
-                    acc = 0.0
-                    for j in range(m):
-                        acc += e[j] * ss[j]
-                    S[lev, i] += acc
+                    S[lev, i] += _dot(e, ss, m)
                     for q in range(p):
-                        yq = sy[q, j0 : j0 + m]
-                        acc = 0.0
-                        for j in range(m):
-                            acc += e[j] * yq[j]
-                        T[lev, i, q] += acc
+                        T[lev, i, q] += _dot(e, sy[q, j0 : j0 + m], m)
                 if lev + 1 < levels:
                     for j in range(m):
                         w = e[j] * e[j]
@@ -345,20 +337,7 @@ def loo_levels(
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
-def _gradient_rows(
-    zt: NDArray[np.float64],
-    shift: NDArray[np.float64],
-    s: NDArray[np.float64],
-    sy: NDArray[np.float64],
-    lo: NDArray[np.float64],
-    hi: NDArray[np.float64],
-    i0: int,
-    i1: int,
-    S: NDArray[np.float64],
-    T: NDArray[np.float64],
-    A: NDArray[np.float64],
-    B: NDArray[np.float64],
-) -> None:  # pragma: no cover - compiled
+def _gradient_rows(zt, shift, s, sy, lo, hi, i0, i1, S, T, A, B):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Rows ``i0:i1`` of :func:`loo_gradient` (far tiles skipped)."""
     d, n = zt.shape
     p = sy.shape[0]
@@ -401,11 +380,7 @@ def _gradient_rows(
             S[i] += acc if over == 0.0 else np.inf
             T[i, 0] += acc0
             for q in range(1, p):
-                yq = sy[q, j0 : j0 + m]
-                acc = 0.0
-                for j in range(m):
-                    acc += e[j] * yq[j]
-                T[i, q] += acc
+                T[i, q] += _dot(e, sy[q, j0 : j0 + m], m)
             for k in range(d):
                 tk = tt[k]
                 acc = 0.0
@@ -418,11 +393,7 @@ def _gradient_rows(
                 A[i, k] += acc
                 B[i, k, 0] += acc0
                 for q in range(1, p):
-                    yq = sy[q, j0 : j0 + m]
-                    acc = 0.0
-                    for j in range(m):
-                        acc += u2[j] * yq[j]
-                    B[i, k, q] += acc
+                    B[i, k, q] += _dot(u2, sy[q, j0 : j0 + m], m)
 
 
 #: the most features whose gradient sums a generated loop keeps in registers
@@ -469,7 +440,7 @@ def _gradient_source(nf: int) -> str:
     )
 
 
-_GENERATED: dict[int, Any] = {}
+_GENERATED: dict[int, dict[str, Any]] = {}
 
 
 def _gradient_tile(nf, zt, i, j0, m, c, s, sy, S, T, A, B):  # type: ignore[no-untyped-def]
@@ -481,14 +452,9 @@ def _gradient_tile(nf, zt, i, j0, m, c, s, sy, S, T, A, B):  # type: ignore[no-u
     _gradient_tile, inline="never", prefer_literal=True, jit_options={"fastmath": _FAST}
 )
 def _gradient_tile_impl(nf, zt, i, j0, m, c, s, sy, S, T, A, B):  # type: ignore[no-untyped-def]
-    if not isinstance(nf, numba.types.IntegerLiteral):
-        return None
-    nf = nf.literal_value
-    if nf not in _GENERATED:
-        namespace = {"np": np, "exp_flushed": exp_flushed, "CUT": _CUT, "OVER": _OVER}
-        exec(compile(_gradient_source(nf), f"<gradient sweep, {nf} features>", "exec"), namespace)
-        _GENERATED[nf] = namespace["gradient_tile"]
-    return _GENERATED[nf]
+    names = {"np": np, "exp_flushed": exp_flushed, "CUT": _CUT, "OVER": _OVER}
+    namespace = generated(_GENERATED, nf, _gradient_source, "gradient sweep", names)
+    return None if namespace is None else namespace["gradient_tile"]
 
 
 def _gradient_kernel(nf: int) -> Any:
@@ -562,21 +528,10 @@ def loo_gradient(
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
-def _curvature_rows(
-    zt: NDArray[np.float64],
-    shift: NDArray[np.float64],
-    s: NDArray[np.float64],
-    sy: NDArray[np.float64],
-    lo: NDArray[np.float64],
-    hi: NDArray[np.float64],
-    i0: int,
-    i1: int,
-    M: NDArray[np.float64],
-    N: NDArray[np.float64],
-) -> None:  # pragma: no cover - compiled
+def _curvature_rows(zt, shift, s, sy, lo, hi, i0, i1, M, N):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Rows ``i0:i1`` of :func:`loo_curvature`: two sweeps per key tile, the sums in
     registers (far tiles skipped)."""
-    d, n = zt.shape
+    n = zt.shape[1]
     p = sy.shape[0]
     dz = np.empty(_TILE)
     e = np.empty(_TILE)
@@ -586,19 +541,7 @@ def _curvature_rows(
             if _gap(zt, i, lo, hi, j0 // _TILE) - c >= _CUT:
                 continue  # every weight of the tile is flushed to zero
             m = min(n, j0 + _TILE) - j0
-            zs = zt[0, j0 : j0 + m]
-            zi = zt[0, i]
-            for j in range(m):
-                t = zs[j] - zi
-                dz[j] = t * t
-            for k in range(1, d):
-                zs = zt[k, j0 : j0 + m]
-                zi = zt[k, i]
-                for j in range(m):
-                    t = zs[j] - zi
-                    dz[j] += t * t
-            if j0 <= i < j0 + m:
-                dz[i - j0] = np.inf
+            _distances(zt, i, j0, m, 0.0, dz)  # g itself: the moments need it unshifted
             ss = s[j0 : j0 + m]
             ys = sy[0, j0 : j0 + m]
             # two sweeps of four sums each: eight sums and the exponential in one loop would

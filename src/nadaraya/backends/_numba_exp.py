@@ -82,40 +82,26 @@ _CF = tuple(_F(1.0 / float(np.prod(np.arange(1, k + 1, dtype=np.float64)))) for 
 _F7, _F6, _F5, _F4, _F3, _F2 = _CF
 
 
-@intrinsic
-def _bits_to_float64(typingctx: Any, bits: Any) -> Any:
-    """Reinterpret an int64 as a float64 (an LLVM bitcast, which vectorises)."""
-    if bits != types.int64:
-        return None
+def _bitcast(source: Any, target: Any) -> Any:
+    """An intrinsic that reinterprets the bits of a ``source`` number as a ``target`` number
+    of the same width (an LLVM bitcast, which vectorises)."""
 
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        return builder.bitcast(args[0], context.get_value_type(types.float64))
+    @intrinsic
+    def cast(typingctx: Any, value: Any) -> Any:
+        if value != source:
+            return None
 
-    return types.float64(types.int64), codegen
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            return builder.bitcast(args[0], context.get_value_type(target))
 
+        return target(source), codegen
 
-@intrinsic
-def _bits_to_float32(typingctx: Any, bits: Any) -> Any:
-    """Reinterpret an int32 as a float32."""
-    if bits != types.int32:
-        return None
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        return builder.bitcast(args[0], context.get_value_type(types.float32))
-
-    return types.float32(types.int32), codegen
+    return cast
 
 
-@intrinsic
-def _float64_to_bits(typingctx: Any, x: Any) -> Any:
-    """Reinterpret a float64 as an int64."""
-    if x != types.float64:
-        return None
-
-    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
-        return builder.bitcast(args[0], context.get_value_type(types.int64))
-
-    return types.int64(types.float64), codegen
+_bits_to_float64 = _bitcast(types.int64, types.float64)
+_bits_to_float32 = _bitcast(types.int32, types.float32)
+_float64_to_bits = _bitcast(types.float64, types.int64)
 
 
 @numba.njit(inline="always", cache=True)

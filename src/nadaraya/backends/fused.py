@@ -79,6 +79,7 @@ from __future__ import annotations
 import itertools
 import math
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -284,20 +285,38 @@ def _one_pass_source(nf: int) -> str:
     return _ONE_PASS.format(views=views, terms=terms)
 
 
+def generated(
+    cache: dict[int, dict[str, Any]], nf: Any, source: Callable[[int], str], label: str, names: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The namespace of the Python source ``source(nf)``, run once per number of features with
+    ``names`` as its globals and kept in ``cache``, where ``nf`` is a compile-time constant
+    (numba types a closure constant as an integer literal); else None (numba then tries the
+    other overloads). For the loops generated per number of features.
+
+    Examples
+    --------
+    >>> ns = generated({}, numba.types.IntegerLiteral(2), lambda k: f"K = {k}", "demo", {})
+    >>> ns["K"]
+    2
+    """
+    if not isinstance(nf, numba.types.IntegerLiteral):
+        return None
+    k = nf.literal_value
+    if k not in cache:
+        namespace = {"__name__": __name__, **names}
+        exec(compile(source(k), f"<{label}, {k} features>", "exec"), namespace)
+        cache[k] = namespace
+    return cache[k]
+
+
 _GENERATED: dict[int, dict[str, Any]] = {}
 
 
 def _generated(nf: Any, name: str) -> Any:
-    """The generated loop ``name`` for ``nf`` features, where ``nf`` is a compile-time constant
-    (numba types the task's closure constant as an integer literal); else None."""
-    if not isinstance(nf, numba.types.IntegerLiteral):
-        return None
-    nf = nf.literal_value
-    if nf not in _GENERATED:
-        namespace = {"__name__": __name__, "np": np, "_term": _term, "exp_flushed": exp_flushed}
-        exec(compile(_one_pass_source(nf), f"<fused one-pass loops, {nf} features>", "exec"), namespace)
-        _GENERATED[nf] = namespace
-    return _GENERATED[nf][name]
+    """The generated loop ``name`` for ``nf`` features (see :func:`generated`); else None."""
+    names = {"np": np, "_term": _term, "exp_flushed": exp_flushed}
+    namespace = generated(_GENERATED, nf, _one_pass_source, "fused one-pass loops", names)
+    return None if namespace is None else namespace[name]
 
 
 def _block_top(kind, nf, src, q, i, kt, f0, k0, inv_h, nb):  # type: ignore[no-untyped-def]
