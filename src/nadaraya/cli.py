@@ -285,8 +285,12 @@ def fit(
     kernel: Annotated[str, typer.Option("--kernel", "-k", help="Kernel name, e.g. gaussian.")] = "gaussian",
     bandwidth: Annotated[
         str,
-        typer.Option("--bandwidth", "-b", help="A number, one per feature (a,b,..), scott, silverman or cv."),
-    ] = "scott",
+        typer.Option(
+            "--bandwidth",
+            "-b",
+            help="cv (the default), aicc, scott, silverman, a number, or one per feature (a,b,..).",
+        ),
+    ] = "cv",
     dropna: DropNA = False,
     quiet: Quiet = False,
 ) -> None:
