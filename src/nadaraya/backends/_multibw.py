@@ -31,8 +31,8 @@ Weights below ``exp(-_CUT)`` (about 1e-38) of the nearest neighbour's are taken 
 change a sum by less than ``n * 1e-38`` relative.
 
 The passes run over ranges of rows as jitted functions that release the GIL, on the fused
-backend's thread pool (:func:`nadaraya.backends.fused._run`) rather than in ``prange`` loops,
-whose parallel compilation cost about 1.7 s per pass on the first call. With one output and
+backend's thread pool (:func:`nadaraya.backends.fused.run_ranges`) rather than in ``prange``
+loops, whose parallel compilation cost about 1.7 s per pass on the first call. With one output and
 at most eight features the gradient pass is generated per number of features, with every
 feature's squared difference and all its sums in registers.
 
@@ -52,7 +52,7 @@ from numpy.typing import NDArray
 
 from .. import _threads
 from ._numba_exp import exp_flushed
-from .fused import _run, generated
+from .fused import generated, run_ranges
 
 _threads.configure()  # numba's pool shares the cores politely (see nadaraya._threads)
 
@@ -332,7 +332,7 @@ def loo_levels(
     S = np.zeros((n_levels, n))
     T = np.zeros((n_levels, n, sy.shape[0]))
     lo, hi = _tile_boxes(zt)
-    _run(_levels_rows, (zt, shift, s, sy, lo, hi, n_levels), n, (S, T))
+    run_ranges(_levels_rows, (zt, shift, s, sy, lo, hi, n_levels), n, (S, T))
     return S, T
 
 
@@ -523,7 +523,7 @@ def loo_gradient(
         rows = _KERNELS[d]
     else:
         rows = _gradient_rows
-    _run(rows, (zt, shift, s, sy, lo, hi), n, (S, T, A, B))
+    run_ranges(rows, (zt, shift, s, sy, lo, hi), n, (S, T, A, B))
     return S, T, A, B
 
 
@@ -632,5 +632,5 @@ def loo_curvature(
     M = np.zeros((4, n))
     N = np.zeros((4, n, p))
     lo, hi = _tile_boxes(zt)
-    _run(_curvature_rows, (zt, shift, s, sy, lo, hi), n, (M, N))
+    run_ranges(_curvature_rows, (zt, shift, s, sy, lo, hi), n, (M, N))
     return M, N

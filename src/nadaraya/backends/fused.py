@@ -484,12 +484,25 @@ _POOL_LOCK = threading.Lock()
 _CHUNKS = 4
 
 
-def _run(task: Any, args: tuple[Any, ...], m: int, outputs: tuple[Any, ...]) -> None:
-    """Run ``task`` over contiguous ranges of queries on ``numba.get_num_threads()`` threads.
+def run_ranges(task: Any, args: tuple[Any, ...], m: int, outputs: tuple[Any, ...]) -> None:
+    """Run ``task(*args, a, b, *outputs)`` over contiguous ranges ``a:b`` of ``range(m)`` on
+    ``numba.get_num_threads()`` threads (one shared pool; the bandwidth passes and the
+    windowed backend use it too).
 
     The jitted task releases the GIL (``nogil=True``), so Python threads run it on all cores.
     This replaces a ``prange`` loop: numba's parallel compiler added about 1.7 s to each
-    kernel's first compilation, which the 5 s budget could not afford.
+    kernel's first compilation, which the 5 s budget could not afford. Ranges must write
+    disjoint outputs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> out = np.zeros(200)
+    >>> def task(a, b, out):
+    ...     out[a:b] = np.arange(a, b)
+    >>> run_ranges(task, (), 200, (out,))
+    >>> bool((out == np.arange(200)).all())
+    True
     """
     global _POOL
     threads = max(1, min(numba.get_num_threads(), -(-m // 64)))
@@ -560,7 +573,7 @@ def partials(
     if key not in _LOOPS:
         _LOOPS[key] = _compile(*key)
     lo, hi, kw_top = _block_bounds(kt, key_weight)
-    _run(_LOOPS[key], (q, kt, vt, inv_h, key_weight, ex, lo, hi, kw_top), m, (shift, weight, value))
+    run_ranges(_LOOPS[key], (q, kt, vt, inv_h, key_weight, ex, lo, hi, kw_top), m, (shift, weight, value))
     if dtype != f64:
         # the weight may be as small as exp(-300) (the shift is an upper bound, not the maximum):
         # move its binary exponent into the shift, exactly, before rounding to float32
