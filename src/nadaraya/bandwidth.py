@@ -459,15 +459,17 @@ class _Objective:
         return score, grad
 
     def curvature(self, h: NDArray[np.float64], stage: str = "refine") -> tuple[float, float, float, float]:
-        """CV at ``h`` and its first three derivatives along ``log h`` (all features scaled
-        together), from one pass (Gaussian).
+        """The criterion at ``h`` and its first three derivatives along ``log h`` (all
+        features scaled together), from one pass (Gaussian).
 
         The weights' derivatives are those of :func:`~nadaraya.backends._multibw.loo_curvature`;
         the sums' follow, and from ``T = pred S`` by Leibniz's rule:
         ``pred' = (T' - pred S') / S``, ``pred'' = (T'' - 2 pred' S' - pred S'') / S``,
         ``pred''' = (T''' - 3 pred'' S' - 3 pred' S'' - pred S''') / S``. With
         ``r = y - pred``: ``CV' = -2 mean(r pred')``, ``CV'' = 2 mean(pred'^2 - r pred'')``,
-        ``CV''' = 2 mean(3 pred' pred'' - r pred''')`` (weighted means).
+        ``CV''' = 2 mean(3 pred' pred'' - r pred''')`` (weighted means). AICc follows the
+        same way through ``H_ii = s_i / (s_i + S_i)``, a function of ``log S_i``, the
+        in-sample residual ``(1 - H_ii) r`` and ``g(tr) = (N + tr) / (N - tr - 2)``.
         """
         from .backends._multibw import loo_curvature, threads_for
 
@@ -488,9 +490,46 @@ class _Objective:
         resid = self.Y - pred
         w = self.s / (self.total * self.Y.shape[1])
         score = self._record(h, self.criterion(pred, np.log(Sd[0]) - c - np.log(self.s)), stage)
-        d1 = float(-2.0 * w @ (resid * p1).sum(axis=1))
-        d2 = float(2.0 * w @ (p1**2 - resid * p2).sum(axis=1))
-        d3 = float(2.0 * w @ (3.0 * p1 * p2 - resid * p3).sum(axis=1))
+        if self.method == "cv":
+            d1 = float(-2.0 * w @ (resid * p1).sum(axis=1))
+            d2 = float(2.0 * w @ (p1**2 - resid * p2).sum(axis=1))
+            d3 = float(2.0 * w @ (3.0 * p1 * p2 - resid * p3).sum(axis=1))
+            return score, d1, d2, d3
+        # AICc = log sigma2 + g(tr), g(t) = (N + t) / (N - t - 2); H_ii = s_i / (s_i + S_i)
+        # (unshifted S_i) is a function of L = log S_i, and the in-sample residual is
+        # e = (1 - H_ii) r with r the leave-one-out residual
+        q1 = Sd[1] / Sd[0]
+        q2 = Sd[2] / Sd[0]
+        q3 = Sd[3] / Sd[0]
+        L1, L2, L3 = q1, q2 - q1**2, q3 - 3.0 * q1 * q2 + 2.0 * q1**3  # derivatives of log S
+        from scipy.special import expit
+
+        H = expit(-(np.log(Sd[0]) - c - np.log(self.s)))
+        f1 = -H * (1.0 - H)  # dH / dL and its derivatives in L
+        f2 = H * (1.0 - H) * (1.0 - 2.0 * H)
+        f3 = -H * (1.0 - H) * (1.0 - 6.0 * H + 6.0 * H * H)
+        H1 = f1 * L1
+        H2 = f2 * L1**2 + f1 * L2
+        H3 = f3 * L1**3 + 3.0 * f2 * L1 * L2 + f1 * L3
+        G, G1, G2, G3 = (1.0 - H)[:, None], H1[:, None], H2[:, None], H3[:, None]
+        e0 = G * resid
+        e1 = -G1 * resid - G * p1
+        e2 = -G2 * resid + 2.0 * G1 * p1 - G * p2
+        e3 = -G3 * resid + 3.0 * G2 * p1 + 3.0 * G1 * p2 - G * p3
+        u0 = float(w @ (e0**2).sum(axis=1))
+        u1 = float(2.0 * w @ (e0 * e1).sum(axis=1))
+        u2 = float(2.0 * w @ (e1**2 + e0 * e2).sum(axis=1))
+        u3 = float(2.0 * w @ (3.0 * e1 * e2 + e0 * e3).sum(axis=1))
+        l1 = u1 / u0
+        l2 = u2 / u0 - l1**2
+        l3 = u3 / u0 - 3.0 * l1 * u2 / u0 + 2.0 * l1**3
+        n, tr = self.total, float(self.s @ H)
+        t1, t2, t3 = float(self.s @ H1), float(self.s @ H2), float(self.s @ H3)
+        k = n - tr - 2.0
+        g1, g2, g3 = (2.0 * n - 2.0) / k**2, 2.0 * (2.0 * n - 2.0) / k**3, 6.0 * (2.0 * n - 2.0) / k**4
+        d1 = l1 + g1 * t1
+        d2 = l2 + g2 * t1**2 + g1 * t2
+        d3 = l3 + g3 * t1**3 + 3.0 * g2 * t1 * t2 + g1 * t3
         return score, d1, d2, d3
 
     def record(self) -> dict[str, NDArray[Any]]:
@@ -761,12 +800,12 @@ def select_bandwidth(
     point, to a relative 1e-3. The criterion has local minima; the grid is there for them. For
     the Gaussian kernel the whole grid costs one pass over the pairs: in the shifted log
     domain ``w(h / sqrt 2) = w(h)**2``, so each further grid point is a multiplication per
-    pair (:mod:`nadaraya.backends._multibw`). The refinement of CV with the Gaussian takes
-    safeguarded Halley steps from the vertex of the grid's parabola: one pass gives CV and
-    its first three derivatives along ``log h`` exactly, and two passes usually suffice.
-    Otherwise (AICc, other kernels) it is Brent's method, each step one leave-one-out pass of
-    the primitive (:func:`nadaraya.pooling.compute_partials` with ``exclude=arange(n)``) on
-    ``backend``.
+    pair (:mod:`nadaraya.backends._multibw`). The refinement with the Gaussian takes
+    safeguarded Halley steps from the vertex of the grid's parabola: one pass gives the
+    criterion (CV or AICc) and its first three derivatives along ``log h`` exactly, and two
+    passes usually suffice. With the other kernels it is Brent's method, each step one
+    leave-one-out pass of the primitive (:func:`nadaraya.pooling.compute_partials` with
+    ``exclude=arange(n)``) on ``backend``.
 
     **Per feature** (``per_feature=True``): from the best point of the same coarse grid along
     Scott's per-feature rule (``h = t * rule``), L-BFGS-B on ``log h_k`` within data-derived bounds (``2**-6``
@@ -897,11 +936,11 @@ def select_bandwidth(
     inner = 0 < best < ts.size - 1
     if inner and (not per_feature or d == 1):
         # the grid's three values around its best point are the first bracket: no evaluation
-        # is spent on it (in log t, ascending); CV with the Gaussian takes Halley steps with
-        # exact derivatives, the rest Brent's parabolas
+        # is spent on it (in log t, ascending); the Gaussian takes Halley steps with exact
+        # derivatives, the other kernels Brent's parabolas
         bracket = (math.log(lo), math.log(ts[best]), math.log(hi))
         values = (float(grid[best + 1]), float(grid[best]), float(grid[best - 1]))
-        if k.name == "gaussian" and method == "cv":
+        if k.name == "gaussian":
             how = "Halley"
             x_best, s_brent, converged = _halley(
                 lambda lt: obj.curvature(math.exp(lt) * direction), bracket, values, _XATOL
