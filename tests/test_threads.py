@@ -52,17 +52,29 @@ _SCRIPT = textwrap.dedent(
 )
 
 
+def _within(r: dict) -> bool:
+    # coarse: best of several runs, 2x, plus 2 ms for a machine shared with other work
+    torch_ok = r["torch_mixed"] <= 2.0 * r["torch_alone"] + 2e-3
+    return bool(torch_ok and r["pool_mixed"] <= 2.0 * r["pool_alone"] + 2e-3)
+
+
 @pytest.mark.slow
 def test_fused_then_torch_then_fused_neither_slows_down() -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "NUMBA_THREADING_LAYER")}
-    out = subprocess.run(
-        [sys.executable, "-c", _SCRIPT], capture_output=True, text=True, env=env, timeout=300, check=True
-    )
-    r = json.loads(out.stdout.strip().splitlines()[-1])
-    assert r["layer"] != "unstarted"
-    # coarse: best of several runs, 2x, plus 2 ms for a machine shared with other work
-    assert r["torch_mixed"] <= 2.0 * r["torch_alone"] + 2e-3, r
-    assert r["pool_mixed"] <= 2.0 * r["pool_alone"] + 2e-3, r
+    # up to three fresh processes: the fight between thread pools that this guards against
+    # (1000x) shows in every one, while other work on a shared machine rarely spoils three
+    # (one CI run measured torch alone at 4x its usual time, and failed the 2x bound)
+    results = []
+    for _ in range(3):
+        out = subprocess.run(
+            [sys.executable, "-c", _SCRIPT], capture_output=True, text=True, env=env, timeout=300, check=True
+        )
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        assert r["layer"] != "unstarted"
+        results.append(r)
+        if _within(r):
+            break
+    assert _within(results[-1]), results
 
 
 def test_configure_respects_the_users_choice() -> None:
