@@ -140,10 +140,12 @@ Pass a numeric bandwidth instead
     flat = np.nonzero(~(np.asarray(scale) > 0))[0]
     if flat.size:
         j = int(flat[0])
-        value = "" if first_row is None else f" (all values equal {first_row[j]!r})"
+        value = "" if first_row is None else f" (every value is {float(first_row[j])!r})"
         raise ValueError(
-            f"feature {j} has zero spread{value}, so bandwidth={method!r} "
-            "cannot be computed; pass a numeric bandwidth (a float or one per feature)"
+            f"feature {j} has zero spread: it is constant{value}, so no rule can choose its "
+            "bandwidth (scott and silverman scale with the spread, and cv and aicc score every "
+            "bandwidth of a constant feature alike); drop the feature, or pass a numeric bandwidth "
+            "(a float or one per feature)"
         )
 
 

@@ -1,9 +1,12 @@
 """The ``nadaraya`` command: demo, fit, predict, select and bench (typer and rich; the ``cli`` extra).
 
 Commands only parse arguments, read and write files, and call the library. Bad input (a missing
-file or column, a non-numeric column, missing values, empty data, an unwritable output path)
-ends with exit code 2 and one line on stderr, and leaves no output file behind: every file is
-written to a temporary name in its folder and renamed when complete.
+file or column, a non-numeric or ambiguous column, missing values, empty data, a damaged model
+file, an unwritable output path, an output path that is one of the inputs) ends with exit code 2
+and one line on stderr, and leaves no output file behind: every file is written to a temporary
+name in its folder and renamed when complete, and no output may resolve (through symbolic or hard
+links) to an input. Warnings are shown as one ``warning: ...`` line each, or not at all with
+``--quiet``.
 """
 
 from __future__ import annotations
@@ -11,6 +14,9 @@ from __future__ import annotations
 import contextlib
 import difflib
 import functools
+import os
+import re
+import shutil
 import subprocess
 import sys
 import warnings
@@ -35,6 +41,8 @@ app = typer.Typer(
 
 _CSV = (".csv", ".txt", ".tsv")
 _PARQUET = (".parquet", ".pq")
+#: warnings about the installed libraries, not about the user's data: never shown
+_DEVELOPER_WARNINGS = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
 
 
 class BadInput(Exception):
@@ -62,19 +70,64 @@ def _console(stderr: bool = False) -> Any:
     return Console(stderr=stderr, highlight=False, soft_wrap=True)
 
 
+def _name_features(message: str, names: list[str] | None) -> str:
+    """Replace the library's "feature 3" by the column's name, "feature 'bmi'"."""
+    if not names:
+        return message
+
+    def name(m: re.Match[str]) -> str:
+        j = int(m.group(1))
+        return f"feature '{names[j]}'" if j < len(names) else m.group(0)
+
+    return re.sub(r"\bfeature (\d+)\b", name, message)
+
+
+@contextlib.contextmanager
+def _library_errors(names: list[str]) -> Iterator[None]:
+    """Report the library's ValueErrors with column names instead of feature numbers."""
+    try:
+        yield
+    except ValueError as exc:
+        raise BadInput(_name_features(str(exc), names)) from None
+
+
+@contextlib.contextmanager
+def _clean_warnings(quiet: bool, names: list[str] | None = None) -> Iterator[None]:
+    """Collect the warnings of the block; print each distinct one as a ``warning:`` line unless quiet.
+
+    Never Python's ``file.py:123: UserWarning`` with its source line. Warnings of a block that
+    fails are dropped: the error is the one line the user sees.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for category in _DEVELOPER_WARNINGS:
+            warnings.simplefilter("ignore", category)
+        yield
+    if quiet:
+        return
+    seen: set[str] = set()
+    for w in caught:
+        text = _name_features(" ".join(str(w.message).split()), names)
+        if text and text not in seen:
+            seen.add(text)
+            typer.echo(f"warning: {text}", err=True)
+
+
 @contextlib.contextmanager
 def _progress(quiet: bool, description: str) -> Iterator[Callable[[int, int, str], None]]:
     """A transient rich progress bar on stderr; yields ``update(done, total, description)``."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    console = _console(stderr=True)
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=_console(stderr=True),
+        console=console,
         transient=True,
-        disable=quiet,
+        # off a terminal a transient bar cannot erase itself and would leave a blank line
+        disable=quiet or not console.is_terminal,
     ) as bar:
         task = bar.add_task(description, total=None)
 
@@ -108,15 +161,23 @@ def read_table(path: Path) -> Any:
 
             parse = csv.ParseOptions(delimiter="\t" if suffix == ".tsv" else ",")
             table = csv.read_csv(path, parse_options=parse)
+            _ = table.column_names  # pyarrow decodes the names only when asked
         elif suffix in _PARQUET:
             from pyarrow import parquet
 
             table = parquet.read_table(path)
         else:
             raise BadInput(f"cannot tell the format of '{path}': use a .csv, .tsv or .parquet file")
+    except UnicodeDecodeError as exc:
+        raise BadInput(
+            f"cannot read '{path}': it is not UTF-8 text (a column name holds the byte "
+            f"0x{exc.object[exc.start]:02x}); save it as UTF-8"
+        ) from None
     except (pa.ArrowInvalid, pa.ArrowException) as exc:
         if "Empty CSV file" in str(exc):
             raise BadInput(f"data file '{path}' is empty") from None
+        if "invalid UTF8" in str(exc):
+            raise BadInput(f"cannot read '{path}': it is not UTF-8 text; save it as UTF-8 ({exc})") from None
         raise BadInput(f"cannot read '{path}': {exc}") from None
     if table.num_rows == 0:
         raise BadInput(f"data file '{path}' has no rows")
@@ -138,6 +199,12 @@ def _column(table: Any, name: str, path: Path) -> np.ndarray:
         close = difflib.get_close_matches(name, table.column_names, n=1, cutoff=0.5)
         hint = f"; did you mean '{close[0]}'?" if close else f"; columns are: {', '.join(table.column_names)}"
         raise BadInput(f"column '{name}' is not in '{path}'{hint}")
+    where = [i + 1 for i, c in enumerate(table.column_names) if c == name]
+    if len(where) > 1:
+        raise BadInput(
+            f"column '{name}' is ambiguous: '{path}' has {len(where)} columns named so (columns "
+            f"{', '.join(map(str, where))}); rename them so that each name is unique"
+        )
     col = table.column(name)
     t = col.type
     numeric = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
@@ -212,11 +279,84 @@ def _check_writable(path: Path, what: str) -> None:
         raise BadInput(f"cannot write {what} '{path}': it is a folder")
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file: equal real paths (symbolic links resolved) or, for
+    hard links and case-insensitive file systems, the same device and inode."""
+    try:
+        if os.path.realpath(a) == os.path.realpath(b):
+            return True
+        sa, sb = os.stat(a), os.stat(b)
+    except (OSError, ValueError):
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def _refuse_overwrite(outputs: dict[str, Path], inputs: dict[str, Path]) -> None:
+    """Raise BadInput, naming both paths, when an output path is one of the input files.
+
+    ``outputs`` and ``inputs`` map what each path is (for the message) to the path.
+    """
+    for what_out, out in outputs.items():
+        for what_in, inp in inputs.items():
+            if _same_file(out, inp):
+                raise BadInput(
+                    f"{what_out} '{out}' is {what_in} '{inp}': refusing to overwrite an input; "
+                    "choose another output path"
+                )
+
+
+def _table_writer(path: Path) -> Callable[[Any, Any], None]:
+    """The writer of a table to a binary file for ``path``'s extension; BadInput for others."""
+    suffix = path.suffix.lower()
+    if suffix in _PARQUET:
+        from pyarrow import parquet
+
+        return lambda table, f: parquet.write_table(table, f)
+    if suffix in _CSV:
+        from pyarrow import csv
+
+        options = csv.WriteOptions(delimiter="\t" if suffix == ".tsv" else ",")
+        return lambda table, f: csv.write_csv(table, f, write_options=options)
+    raise BadInput(f"cannot tell the format of '{path}': use a .csv, .tsv or .parquet name")
+
+
+def _plot_format(path: Path) -> None:
+    from matplotlib.figure import Figure
+
+    kinds = Figure().canvas.get_supported_filetypes()
+    if path.suffix.lstrip(".").lower() not in kinds:
+        raise BadInput(f"cannot tell the image format of --plot '{path}': use a .png, .svg or .pdf name")
+
+
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or notes.")]
 DropNA = Annotated[bool, typer.Option("--dropna", help="Drop rows with missing values instead of refusing.")]
 XCols = Annotated[list[str], typer.Option("--x", "-x", help="Feature columns (repeat, or comma-separated).")]
 YCols = Annotated[list[str], typer.Option("--y", "-y", help="Target column(s).")]
 DataArg = Annotated[Path, typer.Argument(help="A .csv, .tsv or .parquet file.", show_default=False)]
+
+
+#: the fewest training points the demo's leave-one-out cross-validation can use
+_DEMO_MIN_N = 3
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """``folder`` and those of its parents that do not exist yet, deepest first."""
+    missing = []
+    path = Path(os.path.abspath(folder))
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    return missing
+
+
+def _remove_created(folders: list[Path]) -> None:
+    """Remove folders this command created (deepest first) and what it wrote into them; never others."""
+    for i, folder in enumerate(folders):
+        with contextlib.suppress(OSError):
+            if i == 0:
+                shutil.rmtree(folder)
+            else:
+                folder.rmdir()  # a parent: only when empty
 
 
 @app.command(epilog="Example: nadaraya demo --out demo-output")
@@ -245,16 +385,26 @@ def demo(
     from . import report
     from .datasets import textbook
 
+    if n < _DEMO_MIN_N:
+        raise BadInput(
+            f"--n {n} is too small: the demo needs at least {_DEMO_MIN_N} training points "
+            "(leave-one-out cross-validation leaves two)"
+        )
     split = textbook(n=n, noise=noise, seed=seed, variant=variant)
     if out.exists() and not out.is_dir():
         raise BadInput(f"cannot write into '{out}': it is a file, not a folder")
+    created = _missing_folders(out)
     out.mkdir(parents=True, exist_ok=True)
-    with _progress(quiet, "computing") as update:
-        study = report.textbook_study(split, learnable=learn, every_kernel=True, progress=update)
-        update(0, 1, "drawing figures")
-        figures = report.write_figures(study, out)
-        page = report.write_html(study, out / "report.html")
-        update(1, 1, "done")
+    try:
+        with _progress(quiet, "computing") as update, _clean_warnings(quiet):
+            study = report.textbook_study(split, learnable=learn, every_kernel=True, progress=update)
+            update(0, 1, "drawing figures")
+            figures = report.write_figures(study, out)
+            page = report.write_html(study, out / "report.html")
+            update(1, 1, "done")
+    except BaseException:
+        _remove_created(created)
+        raise
     table = Table(title=f"Validation MSE, {split.name}, {n} training points, noise {noise}")
     for col, justify in (("model", "left"), ("bandwidth", "right"), ("MSE", "right"), ("", "left")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
@@ -299,6 +449,7 @@ def fit(
 
     from .kernels import get as get_kernel
 
+    _refuse_overwrite({"--model": model}, {"the data file": data})
     get_kernel(kernel)
     bw = _bandwidth(bandwidth)
     _check_writable(model, "the model")
@@ -307,17 +458,18 @@ def fit(
     both, _ = select_columns(table, xs + ys, data, dropna=dropna)
     X, Y = both[:, : len(xs)], both[:, len(xs) :]
     Y = Y[:, 0] if len(ys) == 1 else Y
-    if bw in ("cv", "aicc") and not hasattr(nadaraya, "select_bandwidth"):
-        from .report import bandwidth_search
+    with _library_errors(xs), _clean_warnings(quiet, xs):
+        if bw in ("cv", "aicc") and not hasattr(nadaraya, "select_bandwidth"):
+            from .report import bandwidth_search
 
-        with _progress(quiet, "selecting the bandwidth") as update:
-            bw = bandwidth_search(X, Y, kernel=kernel, method=bw, progress=update).bandwidth
-    with _progress(quiet, "fitting") as update:
-        update(0, 1, "fitting")
-        est = nadaraya.NadarayaWatson(kernel=kernel, bandwidth=bw).fit(X, Y)
+            with _progress(quiet, "selecting the bandwidth") as update:
+                bw = bandwidth_search(X, Y, kernel=kernel, method=bw, progress=update).bandwidth
+        with _progress(quiet, "fitting") as update:
+            update(0, 1, "fitting")
+            est = nadaraya.NadarayaWatson(kernel=kernel, bandwidth=bw).fit(X, Y)
     est.feature_names_in_ = np.asarray(xs, dtype=object)
     est.target_names_ = ys
-    est.save(model)
+    est.save(model)  # atomically
     if not quiet:
         h = ", ".join(f"{n}={v:.4g}" for n, v in zip(xs, est.bandwidth_))
         _console().print(f"fitted on {X.shape[0]} rows; kernel {kernel}, bandwidth {h}; saved {model}")
@@ -328,19 +480,20 @@ def fit(
 def predict(
     data: DataArg,
     model: Annotated[Path, typer.Option("--model", "-m", help="A model saved by `nadaraya fit`.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help=".csv or .parquet: input plus predictions.")],
+    out: Annotated[
+        Path,
+        typer.Option("--out", "-o", help=".csv, .tsv or .parquet (by extension): input plus predictions."),
+    ],
     dropna: DropNA = False,
     quiet: Quiet = False,
 ) -> None:
     """Predict with a saved model; writes the input columns and a predicted_<target> column per target."""
-    from .persist import atomic_write, load
+    from .persist import atomic_write
 
-    if out.suffix.lower() not in _CSV + _PARQUET:
-        raise BadInput(f"cannot tell the format of '{out}': use a .csv or .parquet name")
+    _refuse_overwrite({"--out": out}, {"the data file": data, "the model file": model})
+    write = _table_writer(out)
     _check_writable(out, "the predictions")
-    if not model.exists():
-        raise BadInput(f"model file '{model}' does not exist")
-    est = load(model)
+    est = _load_model(model)
     names = [str(v) for v in getattr(est, "feature_names_in_", [])]
     if not names:
         raise BadInput(f"model '{model}' does not record its feature columns; fit it with `nadaraya fit`")
@@ -348,7 +501,7 @@ def predict(
     X, kept = select_columns(table, names, data, dropna=dropna)
     parts = []
     step = max(1, int(2e7 // max(1, est.X_fit_.shape[0])))
-    with _progress(quiet, "predicting") as update, warnings.catch_warnings():
+    with _progress(quiet, "predicting") as update, _library_errors(names), _clean_warnings(quiet, names):
         warnings.filterwarnings("ignore", message="X does not have valid feature names")
         for start in range(0, X.shape[0], step):
             parts.append(est.predict(X[start : start + step]))
@@ -362,18 +515,29 @@ def predict(
             name += "_"
         result = result.append_column(name, _pa_array(pred[:, j]))
     with atomic_write(out, "wb") as f:
-        if out.suffix.lower() in _PARQUET:
-            from pyarrow import parquet
-
-            parquet.write_table(result, f)
-        else:
-            from pyarrow import csv
-
-            csv.write_csv(result, f)
+        write(result, f)
     if not quiet:
         dropped = int((~kept).sum())
         extra = f" (dropped {dropped} rows with missing values)" if dropped else ""
         _console().print(f"wrote {result.num_rows} predictions to {out}{extra}")
+
+
+def _load_model(path: Path) -> Any:
+    """Load a model file; any way it can be damaged is BadInput naming the file, never a traceback."""
+    from .persist import load
+
+    if not path.exists():
+        raise BadInput(f"model file '{path}' does not exist")
+    if path.is_dir():
+        raise BadInput(f"model file '{path}' is a folder, not a file")
+    try:
+        return load(path)
+    except (BadInput, ValueError, OSError):  # ModelFileError is a ValueError naming the file
+        raise
+    except Exception as exc:  # a damaged file must never end in a traceback
+        raise BadInput(
+            f"cannot load the model file '{path}': it is damaged ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def _pa_array(values: np.ndarray) -> Any:
@@ -405,12 +569,15 @@ def select(
     if method not in ("cv", "aicc"):
         raise BadInput(f"--method {method!r} is not valid; choose cv or aicc")
     if plot is not None:
+        _refuse_overwrite({"--plot": plot}, {"the data file": data})
+        _plot_format(plot)
         _check_writable(plot, "the plot")
     table = read_table(data)
     xs, ys = _split_names(x), _split_names(y)
     both, _ = select_columns(table, xs + ys, data, dropna=dropna)
     X, Y = both[:, : len(xs)], both[:, len(xs) :]
-    with _progress(quiet, "selecting the bandwidth") as update:
+    searching = _progress(quiet, "selecting the bandwidth")
+    with searching as update, _library_errors(xs), _clean_warnings(quiet, xs):
         search = bandwidth_search(
             X, Y[:, 0] if len(ys) == 1 else Y, kernel=kernel, method=method, per_feature=per_feature,
             progress=update,
