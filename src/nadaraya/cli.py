@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -396,12 +397,20 @@ def demo(
     created = _missing_folders(out)
     out.mkdir(parents=True, exist_ok=True)
     try:
-        with _progress(quiet, "computing") as update, _clean_warnings(quiet):
-            study = report.textbook_study(split, learnable=learn, every_kernel=True, progress=update)
-            update(0, 1, "drawing figures")
-            figures = report.write_figures(study, out)
-            page = report.write_html(study, out / "report.html")
-            update(1, 1, "done")
+        # every file goes to a hidden folder first and moves into place only when all are done,
+        # so a failing demo leaves a folder it did not make exactly as it was
+        staging = Path(tempfile.mkdtemp(prefix=".demo-", dir=out))
+        try:
+            with _progress(quiet, "computing") as update, _clean_warnings(quiet):
+                study = report.textbook_study(split, learnable=learn, every_kernel=True, progress=update)
+                update(0, 1, "drawing figures")
+                figures = report.write_figures(study, staging)
+                page = report.write_html(study, staging / "report.html")
+                update(1, 1, "done")
+            for path in (*figures, page):
+                os.replace(path, out / path.name)  # replaces a link in `out`, never its target
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     except BaseException:
         _remove_created(created)
         raise
