@@ -10,7 +10,6 @@ from typing import Any, Literal
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.autograd.function import once_differentiable
 
 from .._config import get_config
 from ..kernels import Kernel
@@ -26,6 +25,10 @@ __all__ = [
 
 Method = Literal["auto", "sdpa", "chunked"]
 METHODS: tuple[str, ...] = ("auto", "sdpa", "chunked")
+
+#: the power of |u| by which a log-domain kernel's log-profile falls far from 0 (-u^2/2 for the
+#: Gaussian, -|u| + ... for the Laplacian and logistic): which key is "nearest" in the limit
+_FAR_POWER: dict[str, int] = {"gaussian": 2, "laplacian": 1, "logistic": 1}
 
 #: how many block-sized scratch tensors one block may hold at once (the forward's and the
 #: recomputation's temporaries); ``working_memory`` is divided by this to size the blocks.
@@ -108,10 +111,13 @@ def _dot_identity(qa: Tensor, ka: Tensor) -> tuple[Tensor, Tensor]:
 @dataclass
 class _Mask:
     """Which keys each query may attend to: ``mask`` (B, m, n) True where allowed (or None),
-    and ``exclude`` (B, m) the index of one key left out per query (or None; -1 = none)."""
+    ``exclude`` (B, m) the index of one key left out per query (or None; -1 = none), and
+    ``rows`` (B, m) / ``keys`` (B, n) False for whole queries / keys left out (or None)."""
 
     mask: Tensor | None
     exclude: Tensor | None
+    rows: Tensor | None = None
+    keys: Tensor | None = None
 
     def block(self, q0: int, q1: int, k0: int, k1: int) -> Tensor | None:
         """The (B, bq, bk) allowed-block, or None when every pair is allowed."""
@@ -120,10 +126,53 @@ class _Mask:
             keys = torch.arange(k0, k1, device=self.exclude.device)
             keep = self.exclude[:, q0:q1, None] != keys
             out = keep if out is None else out & keep
+        if self.rows is not None:
+            out = self.rows[:, q0:q1, None] if out is None else out & self.rows[:, q0:q1, None]
+        if self.keys is not None:
+            out = self.keys[:, None, k0:k1] if out is None else out & self.keys[:, None, k0:k1]
         return out
 
     def dense(self, m: int, n: int) -> Tensor | None:
         return self.block(0, m, 0, n)
+
+    def rows_of(self, bi: Tensor, ii: Tensor, n: int) -> Tensor:
+        """(F, n): the keys that queries ``(bi, ii)`` (batch and query indices) may attend to."""
+        out = torch.ones(bi.shape[0], n, dtype=torch.bool, device=bi.device)
+        if self.mask is not None:
+            out = out & self.mask[bi, ii]
+        if self.exclude is not None:
+            out = out & (self.exclude[bi, ii][:, None] != torch.arange(n, device=bi.device))
+        if self.rows is not None:
+            out = out & self.rows[bi, ii][:, None]
+        if self.keys is not None:
+            out = out & self.keys[bi]
+        return out
+
+    def has_key(self, batch: int, m: int, n: int, device: torch.device) -> Tensor:
+        """(B, m): whether a query may attend to at least one key."""
+        count = torch.full((batch, m), n, device=device)
+        if self.mask is not None:
+            count = self.mask.sum(-1).expand(batch, m)
+        if self.exclude is not None:
+            count = count - ((self.exclude >= 0) & (self.exclude < n)).long()
+        return count > 0
+
+
+def _finite_inputs(qa: Tensor, ka: Tensor, allowed: _Mask) -> tuple[Tensor, Tensor, _Mask]:
+    """Queries and keys whose projected coordinates are not finite, replaced by 0 and left out.
+
+    Such a query has no key of positive weight (every ``u`` is infinite) and such a key no
+    weight for a finite query, so this changes no output; it keeps ``0 * inf = NaN`` out of the
+    gradients of every other query and key (and of the parameters).
+    """
+    rows, keys = torch.isfinite(qa).all(-1), torch.isfinite(ka).all(-1)
+    if bool(rows.all()) and bool(keys.all()):
+        return qa, ka, allowed
+    qa = torch.where(rows[..., None], qa, 0.0)
+    ka = torch.where(keys[..., None], ka, 0.0)
+    r = rows if allowed.rows is None else allowed.rows & rows
+    k = keys if allowed.keys is None else allowed.keys & keys
+    return qa, ka, _Mask(allowed.mask, allowed.exclude, r, k)
 
 
 def _fill(s: Tensor, allowed: Tensor | None, log_domain: bool) -> Tensor:
@@ -135,7 +184,7 @@ def _fill(s: Tensor, allowed: Tensor | None, log_domain: bool) -> Tensor:
 def _block_sizes(batch: int, m: int, n: int, width: int, itemsize: int) -> tuple[int, int]:
     """Query and key block sizes whose (B, bq, bk, width) temporaries fit the working memory."""
     budget = get_config()["working_memory"] * 2**20 / (_SCRATCH_TENSORS * itemsize)
-    per_pair = batch * max(1, width)
+    per_pair = max(1, batch) * max(1, width)
     pairs = max(1, int(budget // per_pair))
     bk = max(1, min(n, 1024, pairs))
     bq = max(1, min(m, pairs // bk))
@@ -147,13 +196,94 @@ def _block_sizes(batch: int, m: int, n: int, width: int, itemsize: int) -> tuple
 # --------------------------------------------------------------------------------------------
 
 
+def _chunked_forward(
+    scorer: Scorer,
+    allowed: _Mask,
+    blocks: tuple[int, int],
+    qa: Tensor,
+    ka: Tensor,
+    values: Tensor,
+    params: Sequence[Tensor],
+) -> tuple[Tensor, Tensor]:
+    """Pooled values (B, m, p) and per query the log-sum-exp of the log weights (log-domain
+    scores) or the sum of the weights; NaN rows for empty windows.
+
+    Plain torch operations over blocks of queries and keys: without autograd it is the fast
+    forward, with autograd (the double-backward recomputation) it is differentiable any
+    number of times; an empty window gives NaN but no NaN in any gradient.
+    """
+    batch, m, _ = qa.shape
+    n, p = ka.shape[1], values.shape[-1]
+    bq, bk = blocks
+    outs, stats = [], []
+    for q0 in range(0, m, bq):
+        q1 = min(m, q0 + bq)
+        start = -math.inf if scorer.log_domain else 0.0
+        acc = Partials(values.new_full((batch, q1 - q0), start), values.new_zeros(batch, q1 - q0),
+                       values.new_zeros(batch, q1 - q0, p))
+        for k0 in range(0, n, bk):
+            k1 = min(n, k0 + bk)
+            s = _fill(scorer.fn(qa[:, q0:q1], ka[:, k0:k1], *params), allowed.block(q0, q1, k0, k1),
+                      scorer.log_domain)
+            if scorer.log_domain:
+                top = s.amax(-1)
+                s = torch.exp(s - torch.where(torch.isfinite(top), top, 0.0)[..., None])
+            else:
+                top = torch.zeros_like(acc.shift)
+            # the one merge of nadaraya.partials, on torch tensors
+            acc = merge(acc, Partials(top, s.sum(-1), s @ values[:, k0:k1]), xp=torch)
+        some = acc.weight > 0
+        safe = torch.where(some, acc.weight, 1.0)
+        outs.append(torch.where(some[..., None], acc.value / safe[..., None], math.nan))  # empty: NaN
+        stats.append(acc.shift + torch.log(acc.weight) if scorer.log_domain else acc.weight)
+    if not outs:
+        return values.new_zeros(batch, 0, p), values.new_zeros(batch, 0)
+    return torch.cat(outs, dim=1), torch.cat(stats, dim=1)
+
+
+def _recomputed_grads(
+    scorer: Scorer,
+    allowed: _Mask,
+    blocks: tuple[int, int],
+    inputs: Sequence[Tensor],
+    needs: Sequence[bool],
+    grad_out: Tensor,
+) -> list[Tensor | None]:
+    """Gradients for a double backward: the forward recomputed with autograd, then
+    ``torch.autograd.grad(..., create_graph=True)``, so the gradients are themselves
+    differentiable (in the inputs and in ``grad_out``). It holds the recomputed graph:
+    O(m n) memory, as any double backward through attention does; the first-order backward
+    never takes this way."""
+    qa, ka, values, *params = inputs
+    wanted = [t for t, w in zip(inputs, needs) if w and t.requires_grad]
+    if not wanted:
+        return [None] * len(inputs)
+    with torch.enable_grad():
+        qs, ks, mask = _finite_inputs(qa, ka, allowed)
+        out, _ = _chunked_forward(scorer, mask, blocks, qs, ks, values, params)
+        go = torch.where(torch.isnan(out), 0.0, grad_out)
+        grads = torch.autograd.grad(out, wanted, go, create_graph=True, allow_unused=True)
+    found = iter(grads)
+    result: list[Tensor | None] = []
+    for t, w in zip(inputs, needs):
+        if w and t.requires_grad:
+            g = next(found)
+            result.append(torch.zeros_like(t) if g is None else g)
+        else:
+            result.append(None)
+    return result
+
+
 class _ChunkedPool(torch.autograd.Function):
     """Attention pooling over blocks of queries and keys, never holding more than one block.
 
     Forward keeps per query a running maximum of the log weights (log-domain scores) or
-    plain sums (non-negative weights), as :class:`nadaraya.partials.Partials` does. Backward
-    recomputes each block's scores and backpropagates ``dL/ds = P * (dO . v - dO . O)``
-    through them (FlashAttention's backward), so memory stays at one block.
+    plain sums (non-negative weights), as :class:`nadaraya.partials.Partials` does, and
+    returns the pooled values and that statistic (not differentiable). Backward recomputes
+    each block's scores and backpropagates ``dL/ds = P * (dO . v - dO . O)`` through them
+    (FlashAttention's backward), so memory stays at one block. A double backward
+    (``create_graph=True``) recomputes the forward with autograd instead, so second
+    derivatives are exact.
     """
 
     @staticmethod
@@ -166,45 +296,28 @@ class _ChunkedPool(torch.autograd.Function):
         ka: Tensor,
         values: Tensor,
         *params: Tensor,
-    ) -> Tensor:
-        batch, m, _ = qa.shape
-        n, p = ka.shape[1], values.shape[-1]
-        bq, bk = blocks
-        out = values.new_empty(batch, m, p)
-        stat = values.new_empty(batch, m)  # log-sum-exp (log domain) or sum of weights
-        for q0 in range(0, m, bq):
-            q1 = min(m, q0 + bq)
-            start = -math.inf if scorer.log_domain else 0.0
-            acc = Partials(values.new_full((batch, q1 - q0), start), values.new_zeros(batch, q1 - q0),
-                           values.new_zeros(batch, q1 - q0, p))
-            for k0 in range(0, n, bk):
-                k1 = min(n, k0 + bk)
-                s = _fill(scorer.fn(qa[:, q0:q1], ka[:, k0:k1], *params), allowed.block(q0, q1, k0, k1),
-                          scorer.log_domain)
-                if scorer.log_domain:
-                    top = s.amax(-1)
-                    s = torch.exp(s - torch.where(torch.isfinite(top), top, 0.0)[..., None])
-                else:
-                    top = torch.zeros_like(acc.shift)
-                # the one merge of nadaraya.partials, on torch tensors
-                acc = merge(acc, Partials(top, s.sum(-1), s @ values[:, k0:k1]), xp=torch)
-            out[:, q0:q1] = acc.value / acc.weight[..., None]  # 0 / 0 = NaN: an empty window
-            stat[:, q0:q1] = acc.shift + torch.log(acc.weight) if scorer.log_domain else acc.weight
+    ) -> tuple[Tensor, Tensor]:
+        out, stat = _chunked_forward(scorer, allowed, blocks, qa, ka, values, params)
         ctx.scorer, ctx.allowed, ctx.blocks = scorer, allowed, blocks
         ctx.save_for_backward(qa, ka, values, out, stat, *params)
-        return out
+        ctx.mark_non_differentiable(stat)
+        return out, stat
 
     @staticmethod
-    @once_differentiable
-    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, ...]:
+    def backward(ctx: Any, grad_out: Tensor, grad_stat: Tensor | None = None) -> tuple[Tensor | None, ...]:
         qa, ka, values, out, stat, *params = ctx.saved_tensors
         scorer: Scorer = ctx.scorer
+        if torch.is_grad_enabled():  # create_graph=True: gradients that are differentiable again
+            grads = _recomputed_grads(scorer, ctx.allowed, ctx.blocks, [qa, ka, values, *params],
+                                      ctx.needs_input_grad[3:], grad_out)
+            return (None, None, None, *grads)
         bq, bk = ctx.blocks
         m, n = qa.shape[1], ka.shape[1]
         need_q, need_k, need_v = ctx.needs_input_grad[3:6]
         need_p = ctx.needs_input_grad[6:]
         gq, gk, gv = torch.zeros_like(qa), torch.zeros_like(ka), torch.zeros_like(values)
         gp = [torch.zeros_like(t) for t in params]
+        qs, ks, allowed = _finite_inputs(qa, ka, ctx.allowed)
         grad_out = torch.where(torch.isnan(out), 0.0, grad_out)  # empty windows: no gradient
         dot = (grad_out * torch.nan_to_num(out)).sum(-1)
         if scorer.log_domain:
@@ -218,11 +331,11 @@ class _ChunkedPool(torch.autograd.Function):
             sc = scale[:, q0:q1, None]
             for k0 in range(0, n, bk):
                 k1 = min(n, k0 + bk)
-                inputs = [qa[:, q0:q1].detach(), ka[:, k0:k1].detach(), *(t.detach() for t in params)]
+                inputs = [qs[:, q0:q1].detach(), ks[:, k0:k1].detach(), *(t.detach() for t in params)]
                 for t, w in zip(inputs, wanted):
                     t.requires_grad_(w)
                 with torch.enable_grad():
-                    s = _fill(scorer.fn(*inputs[:2], *inputs[2:]), ctx.allowed.block(q0, q1, k0, k1),
+                    s = _fill(scorer.fn(*inputs[:2], *inputs[2:]), allowed.block(q0, q1, k0, k1),
                               scorer.log_domain)
                 v = values[:, k0:k1]
                 if scorer.log_domain:
@@ -248,6 +361,49 @@ class _ChunkedPool(torch.autograd.Function):
                         gp[i - 2] += g
         return (None, None, None, gq if need_q else None, gk if need_k else None,
                 gv if need_v else None, *(g if w else None for g, w in zip(gp, need_p)))
+
+
+class _SdpaPool(torch.autograd.Function):
+    """The fused path (:func:`torch.nn.functional.scaled_dot_product_attention`) with a
+    double backward.
+
+    Forward runs the fused kernel on detached inputs with autograd on, so the first-order
+    backward is torch's fused backward, unchanged; torch has no derivative of that backward,
+    so a double backward (``create_graph=True``) recomputes the same weights with the
+    scorer's own formula (the chunked forward, with autograd) instead.
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any, scorer: Scorer, allowed: Tensor | None, qa: Tensor, ka: Tensor, values: Tensor
+    ) -> Tensor:
+        assert scorer.sdpa is not None
+        inner = [t.detach().requires_grad_(t.requires_grad) for t in (qa, ka, values)]
+        with torch.enable_grad():
+            q1, k1 = scorer.sdpa(inner[0], inner[1])
+            out = _sdpa(q1, k1, inner[2], allowed)
+        ctx.scorer, ctx.allowed, ctx.inner, ctx.out = scorer, allowed, inner, out
+        ctx.save_for_backward(qa, ka, values)
+        return out.detach()
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, ...]:
+        needs = ctx.needs_input_grad[2:5]
+        if torch.is_grad_enabled():  # create_graph=True
+            qa, ka, values = ctx.saved_tensors
+            batch, m, _ = qa.shape
+            blocks = _block_sizes(batch, m, ka.shape[1], ctx.scorer.width, qa.element_size())
+            grads = _recomputed_grads(ctx.scorer, _Mask(ctx.allowed, None), blocks, [qa, ka, values],
+                                      needs, grad_out)
+            return (None, None, *grads)
+        wanted = [t for t, w in zip(ctx.inner, needs) if w]
+        if not wanted or not ctx.out.requires_grad:
+            return (None, None, None, None, None)
+        go = torch.where(torch.isnan(ctx.out), 0.0, grad_out)
+        found = iter(torch.autograd.grad(ctx.out, wanted, go, retain_graph=True, allow_unused=True))
+        grads = [(next(found) if w else None) for w in needs]
+        grads = [torch.zeros_like(t) if (w and g is None) else g for t, g, w in zip(ctx.inner, grads, needs)]
+        return (None, None, *grads)
 
 
 # --------------------------------------------------------------------------------------------
@@ -333,7 +489,8 @@ def _flatten(
         raise ValueError(f"the leading (batch) dimensions do not broadcast: {got}") from err
 
     def flat(t: Tensor, tail: int) -> Tensor:
-        return t.expand(*batch_shape, *t.shape[t.ndim - tail:]).reshape(-1, *t.shape[t.ndim - tail:])
+        rest = t.shape[t.ndim - tail:]
+        return t.expand(*batch_shape, *rest).reshape(math.prod(batch_shape), *rest)  # sizes may be 0
 
     allowed = _Mask(
         None if mask is None else flat(mask.to(queries.device), 2),
@@ -373,7 +530,7 @@ def _weights(scorer: Scorer, qa: Tensor, ka: Tensor, params: Sequence[Tensor], a
         q1 = min(m, q0 + bq)
         s = _fill(scorer.fn(qa[:, q0:q1], ka, *params), allowed.block(q0, q1, 0, n), scorer.log_domain)
         rows.append(torch.softmax(s, dim=-1) if scorer.log_domain else s / s.sum(-1, keepdim=True))
-    return torch.cat(rows, dim=1)
+    return torch.cat(rows, dim=1) if rows else qa.new_zeros(batch, 0, n)
 
 
 class _Pooling(nn.Module):
@@ -400,8 +557,9 @@ class _Pooling(nn.Module):
         >>> KernelPooling("gaussian").path(x, x), KernelPooling("epanechnikov").path(x, x)
         ('sdpa', 'chunked')
         """
-        _, _, scorer, _ = self._project(queries[..., :1, :], keys[..., :1, :])
-        return self._choose(scorer)
+        x = _flatten(queries, keys, keys[..., :1], None, None)
+        qa, ka, scorer, _ = self._project(x.q, x.k)
+        return self._route(scorer, qa, ka)
 
     def _choose(self, scorer: Scorer) -> str:
         if self.method == "sdpa" and scorer.sdpa is None:
@@ -444,20 +602,54 @@ class _Pooling(nn.Module):
         """
         x = _flatten(queries, keys, values, mask, exclude)
         qa, ka, scorer, params = self._project(x.q, x.k)
-        if self._choose(scorer) == "sdpa":
-            assert scorer.sdpa is not None
-            q1, k1 = scorer.sdpa(qa, ka)
-            out = _sdpa(q1, k1, x.v, x.allowed.dense(qa.shape[1], ka.shape[1]))
+        batch, m, n = qa.shape[0], qa.shape[1], ka.shape[1]
+        stat = None
+        if self._route(scorer, qa, ka) == "sdpa":
+            out = _SdpaPool.apply(scorer, x.allowed.dense(m, n), qa, ka, x.v)
         else:
-            blocks = _block_sizes(qa.shape[0], qa.shape[1], ka.shape[1], scorer.width, qa.element_size())
-            out = _ChunkedPool.apply(scorer, x.allowed, blocks, qa, ka, x.v, *params)
+            blocks = _block_sizes(batch, m, n, scorer.width, qa.element_size())
+            out, stat = _ChunkedPool.apply(scorer, x.allowed, blocks, qa, ka, x.v, *params)
+        far = None
+        if stat is not None and self._has_limit(scorer) and not bool(torch.isfinite(stat).all()):
+            # log weights that all overflowed to -inf (or inf - inf): the limit, not 0 / 0
+            bad = ~torch.isfinite(stat) & x.allowed.has_key(batch, m, n, stat.device)
+            bi, ii = torch.nonzero(bad, as_tuple=True)
+            if bi.numel():
+                far = (bi, ii, *self._far_limit(x.q, x.k, x.v, x.allowed, bi, ii))
+                out = out.index_put((bi, ii), far[2])
         out = out.reshape(*x.batch_shape, *out.shape[1:])
         if x.squeeze:
             out = out[..., 0]
         if not return_weights:
             return out
         w = _weights(scorer, qa, ka, params, x.allowed)
+        if far is not None:
+            w = w.index_put(far[:2], far[3].to(w.dtype))
         return out, w.reshape(*x.batch_shape, *w.shape[1:])
+
+    def _route(self, scorer: Scorer, qa: Tensor, ka: Tensor) -> str:
+        """The path for these (projected) inputs: the fused one unless the data are empty or so
+        spread out that its dot products could overflow, where the chunked path (exact in the
+        log domain, with the limit for far queries) serves."""
+        path = self._choose(scorer)
+        if path == "chunked":
+            return path
+        if qa.numel() == 0 or ka.numel() == 0:
+            return "chunked"
+        assert scorer.sdpa is not None
+        with torch.no_grad():
+            q1, k1 = scorer.sdpa(qa, ka)
+            bound = float(q1.abs().amax()) * float(k1.abs().amax()) * q1.shape[-1]
+        return "sdpa" if bound < torch.finfo(qa.dtype).max / 4 else "chunked"
+
+    def _has_limit(self, scorer: Scorer) -> bool:
+        """Whether a query whose log weights all overflow has a limit (:meth:`_far_limit`)."""
+        return False
+
+    def _far_limit(
+        self, q: Tensor, k: Tensor, v: Tensor, allowed: _Mask, bi: Tensor, ii: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        raise NotImplementedError
 
 
 # --------------------------------------------------------------------------------------------
@@ -493,7 +685,20 @@ class KernelPooling(_Pooling):
 
     A query with no key inside a compact kernel's window, or with every key masked, gets NaN
     (the core's ``empty="nan"``) and no gradient; no warning is raised, since checking would
-    synchronise the device on every call.
+    synchronise the device on every call. With zero keys every query is such a query (NaN
+    rows of shape (..., m, p)); zero queries give an empty (..., 0, p) output.
+
+    A query so far from every key that all its log weights overflow (``u^2`` beyond the
+    dtype's range: ``|u| > 1.3e154`` in float64, ``1.8e19`` in float32, or ``q / h`` itself
+    infinite) gets the limit of the weights, the nearest key's value (in ``u``; exact ties
+    share equally), never NaN; no gradient reaches ``q``, ``k`` or ``h`` from such a query.
+    Data spread so far that the fused path's dot products could overflow take the chunked
+    path.
+
+    Second derivatives (``create_graph=True``, e.g. a Hessian in ``log h``) are exact on
+    every path: the first-order backward is the fast one above, and a double backward
+    recomputes the forward with autograd (O(m n) memory, as any double backward through
+    attention).
 
     Parameters
     ----------
@@ -583,6 +788,52 @@ class KernelPooling(_Pooling):
             )
         w = (-lh).exp().to(q.dtype)
         return q * w, k * w, _kernel_scorer(self.kernel, d), ()
+
+    def _has_limit(self, scorer: Scorer) -> bool:
+        return self.kernel.log_profile is not None and self.kernel.name != "constant"
+
+    def _far_limit(
+        self, q: Tensor, k: Tensor, v: Tensor, allowed: _Mask, bi: Tensor, ii: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        """Values (F, p) and weights (F, n) at queries ``(bi, ii)`` whose log weights overflowed.
+
+        ``u = (q - k) / h`` so large that ``-u^2 / 2`` is ``-inf`` for every key: the weights'
+        limit is one-hot at the nearest key (in ``u``; ties share equally), since any other
+        key's weight is smaller by a factor ``exp(-|u|)`` or less. The distances are compared
+        without overflow, per feature scaled by a power of two, and the nearest key is
+        confirmed by the exact difference of squared distances ``(c - k)(2q - c - k)``, so two
+        keys that ``q - k`` cannot tell apart in floating point (``1e200 - 1 == 1e200``) are
+        still told apart. No gradient flows to the queries, keys or bandwidth (the limit does
+        not depend on them); values get theirs.
+        """
+        n, d = k.shape[1], k.shape[2]
+        qf = q[bi, ii].detach().double()
+        kf = k[bi].detach().double()
+        ok = allowed.rows_of(bi, ii, n)
+        lh = self.log_bandwidth.detach().double().reshape(-1).expand(d)
+        big = torch.maximum(qf.abs(), torch.where(ok[..., None], kf.abs(), 0.0).amax(1))
+        e = (torch.frexp(big)[1] + 1).clamp(-1000, 1100)  # |x| / 2^e < 1/2
+        qs, ks = torch.ldexp(qf, -e), torch.ldexp(kf, -e[:, None, :])
+        a = qs[:, None, :] - ks  # u / (2^e w), |a| < 1
+        scale = e - lh / math.log(2.0)  # log2 of 2^e w per feature
+        f = torch.exp2(scale - scale.amax(-1, keepdim=True))[:, None, :]  # common factor: order kept
+        power = _FAR_POWER.get(self.kernel.name, 2)
+        dist = torch.where(ok, ((a.abs() * f) ** power).sum(-1), math.inf)
+        c = dist.argmin(-1)
+        rows = torch.arange(len(c), device=c.device)
+        ac, b = a[rows, c][:, None, :], ks[rows, c][:, None, :] - ks  # b = (c - k) / 2^e
+        if power == 2:
+            delta = (f * f * b * (ac + a)).sum(-1)  # |u_k|^2 - |u_c|^2, scaled
+        else:
+            same = torch.sign(a) == torch.sign(ac)
+            delta = (f * torch.where(same, torch.sign(ac) * b, a.abs() - ac.abs())).sum(-1)
+        nan_row = (torch.isnan(delta) & ok).any(-1) | torch.isnan(qf).any(-1)
+        delta = torch.where(ok & ~torch.isnan(delta), delta, math.inf)
+        tie = ok & (delta == delta.amin(-1, keepdim=True))
+        weights = tie.double() / tie.sum(-1, keepdim=True).clamp(min=1)
+        weights = torch.where(nan_row[:, None], math.nan, weights).to(v.dtype)
+        vals = torch.where(nan_row[:, None], math.nan, torch.nan_to_num(weights)[:, None, :] @ v[bi])
+        return vals[:, 0] if vals.ndim == 3 else vals, weights
 
     def extra_repr(self) -> str:
         h = self.bandwidth.detach()
