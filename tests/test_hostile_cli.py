@@ -454,3 +454,20 @@ def test_select_methods_match_the_api(data: Path, method: str, per_feature: bool
     assert line == "chosen bandwidth: " + ", ".join(f"{n}={v:.6g}" for n, v in zip(cols, h))
     if per_feature:
         assert h[0] != h[1]  # the per-feature search really chose two bandwidths
+
+
+def test_predict_warnings_are_clean_lines_and_silent_under_quiet(tmp_path: Path) -> None:
+    train = tmp_path / "train.csv"
+    train.write_text("x,y\n" + "".join(f"{i * 0.1},{i % 3}\n" for i in range(20)))
+    m = tmp_path / "m.npz"
+    assert _run("fit", train, "-x", "x", "-y", "y", "-k", "epanechnikov", "-b", "0.3", "--model", m,
+                "-q").exit_code == 0
+    far = tmp_path / "far.csv"  # two queries with no training point in their window
+    far.write_text("x\n0.5\n50\n-50\n")
+    out = tmp_path / "p.csv"
+    r = _process("predict", "--model", m, far, "--out", out, "-q", cwd=tmp_path)
+    assert r.returncode == 0 and r.stderr == "", repr(r.stderr)
+    r = _process("predict", "--model", m, far, "--out", out, cwd=tmp_path)
+    assert r.returncode == 0
+    assert r.stderr.startswith("warning: ") and r.stderr.count("\n") == 1, repr(r.stderr)
+    assert "2" in r.stderr and "Warning:" not in r.stderr and ".py:" not in r.stderr

@@ -51,12 +51,13 @@ class BadInput(Exception):
 
 
 def _fails_cleanly(func: F) -> F:
-    """Turn bad input into one line on stderr and exit code 2."""
+    """Turn bad input into one line on stderr and exit code 2, and warnings into clean lines."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return func(*args, **kwargs)
+            with _clean_warnings(bool(kwargs.get("quiet", False))):
+                return func(*args, **kwargs)
         except (BadInput, ValueError, OSError) as exc:
             message = " ".join(str(exc).split()) or type(exc).__name__
             typer.echo(f"error: {message}", err=True)
