@@ -16,6 +16,26 @@ MODULES: tuple[str, ...] = ("kernel", "additive", "dot", "average")
 DTYPES: tuple[str, ...] = ("float32", "float64")
 
 
+def _refuse_complex(name: str, a: Any) -> None:
+    """A ValueError naming ``name`` for complex input (scikit-learn's own says only "Complex data
+    not supported", which its estimator checks look for, so the message keeps those words)."""
+    dtypes = getattr(a, "dtypes", None)  # a DataFrame's columns (a Series has one dtype)
+    if dtypes is not None and not isinstance(dtypes, np.dtype):
+        kinds = [t.kind for t in dtypes if isinstance(t, np.dtype)]
+        dtype = None
+    else:
+        dtype = getattr(a, "dtype", None)
+        if dtype is None:
+            try:
+                dtype = np.asarray(a).dtype
+            except (TypeError, ValueError):
+                return  # ragged and the like: scikit-learn's validation says what is wrong
+        kinds = [dtype.kind] if isinstance(dtype, np.dtype) else []
+    if "c" in kinds:
+        got = dtype or "a complex column"
+        raise ValueError(f"{name} must be real numbers; got {got}: Complex data not supported")
+
+
 class AttentionPoolingRegressor(RegressorMixin, BaseEstimator):  # type: ignore[misc]
     """Learnable attention pooling as a scikit-learn regressor.
 
@@ -157,7 +177,21 @@ class AttentionPoolingRegressor(RegressorMixin, BaseEstimator):  # type: ignore[
 
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype={self.dtype!r} is not valid; use one of {', '.join(map(repr, DTYPES))}")
-        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
+        from ._training import check_finite
+
+        _refuse_complex("X", X)
+        _refuse_complex("y", y)
+        try:
+            y_arr = np.asarray(y)
+        except (TypeError, ValueError):
+            y_arr = None  # scikit-learn's validation below says what is wrong
+        if y_arr is not None and y_arr.dtype.kind == "f":
+            check_finite("y", y_arr)  # names the first bad entry, which scikit-learn's check does not
+        X, y = validate_data(
+            self, X, y, multi_output=True, y_numeric=True, dtype=np.float64, ensure_all_finite=False
+        )
+        check_finite("X", X)  # names the first bad entry, which scikit-learn's check does not
+        check_finite("y", y)
         if X.shape[0] < 2:
             raise ValueError(
                 "AttentionPoolingRegressor needs at least 2 samples (each attends to the others); "
@@ -209,8 +243,12 @@ class AttentionPoolingRegressor(RegressorMixin, BaseEstimator):  # type: ignore[
         """
         import torch
 
+        from ._training import check_finite
+
         check_is_fitted(self, "module_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        _refuse_complex("X", X)
+        X = validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite=False)
+        check_finite("X", X)
         queries = torch.tensor(X, dtype=self.keys_.dtype, device=self.keys_.device)
         with torch.no_grad():
             out = self.module_(queries, self.keys_, self.values_)

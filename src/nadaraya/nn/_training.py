@@ -10,7 +10,9 @@ import torch
 from numpy.typing import ArrayLike
 from torch import Tensor, nn
 
-__all__ = ["fit"]
+from .._validation import as_real
+
+__all__ = ["check_finite", "fit"]
 
 OPTIMIZERS: dict[str, Callable[..., torch.optim.Optimizer]] = {
     "sgd": torch.optim.SGD,
@@ -27,10 +29,49 @@ def _module_place(module: nn.Module) -> tuple[torch.device, torch.dtype]:
 
 
 def _as_tensor(name: str, a: ArrayLike | Tensor, dtype: torch.dtype, device: torch.device) -> Tensor:
-    t = a if isinstance(a, Tensor) else torch.tensor(np.asarray(a, dtype=np.float64))
-    if not t.is_floating_point() and t.dtype not in (torch.int32, torch.int64, torch.bool):
-        raise TypeError(f"{name} must hold numbers; got dtype {t.dtype}")
+    """``a`` as a real tensor of the module's dtype; a ValueError naming ``name`` for complex,
+    dates, text, missing values, NaN or inf (a TypeError for other non-numeric tensors)."""
+    if isinstance(a, Tensor):
+        if a.is_complex():
+            raise ValueError(f"{name} must be real numbers; got a complex tensor ({a.dtype})")
+        if not a.is_floating_point() and a.dtype not in (torch.int32, torch.int64, torch.bool):
+            raise TypeError(f"{name} must hold numbers; got dtype {a.dtype}")
+        t = a
+    else:
+        t = torch.from_numpy(np.asarray(as_real(name, a), dtype=np.float64))
+    check_finite(name, t, dtype if t.is_floating_point() else None)
     return t.to(device=device, dtype=dtype)
+
+
+def check_finite(name: str, t: Tensor | np.ndarray, dtype: torch.dtype | None = None) -> None:
+    """A ValueError naming ``name``, how many entries and the first position, if ``t`` holds
+    NaN or inf, or (``dtype``) values that overflow to inf in it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_finite("y", np.array([0.0, np.inf]))
+    Traceback (most recent call last):
+    ...
+    ValueError: y contains NaN or inf (1 entries; the first at row 1: inf); drop or impute them first
+    """
+    t = torch.as_tensor(t)
+    if not t.is_floating_point():
+        return
+    bad = ~torch.isfinite(t)
+    what, fix = "NaN or inf", "drop or impute them first"
+    if not bool(bad.any()) and dtype is not None and dtype != t.dtype:
+        bad = ~torch.isfinite(t.to(dtype))
+        what = f"values too large for {str(dtype).replace('torch.', '')}"
+        fix = "rescale them or train in float64"
+    if not bool(bad.any()):
+        return
+    first = [int(i) for i in torch.nonzero(bad)[0]]
+    where = f"row {first[0]}" + (f", column {first[1]}" if len(first) > 1 else "")
+    value = float(t[tuple(first)])
+    raise ValueError(
+        f"{name} contains {what} ({int(bad.sum())} entries; the first at {where}: {value!r}); {fix}"
+    )
 
 
 def _make_optimizer(
@@ -122,11 +163,21 @@ def fit(
     yt = _as_tensor("y", y, dtype, dev)
     if xt.ndim == 1:
         xt = xt[:, None]
-    if xt.ndim != 2 or xt.shape[0] == 0:
-        raise ValueError(f"X must have shape (n, d) or (n,) with n >= 1; got {tuple(xt.shape)}")
+    if xt.ndim != 2:
+        raise ValueError(f"X must have shape (n, d) or (n,); got shape {tuple(xt.shape)}")
+    if xt.shape[0] == 0:
+        raise ValueError(f"X is empty (shape {tuple(xt.shape)}); at least one row is needed")
+    if xt.shape[1] == 0:
+        raise ValueError(f"X has no features (shape {tuple(xt.shape)})")
     n = xt.shape[0]
     if yt.ndim not in (1, 2) or yt.shape[0] != n:
         raise ValueError(f"y must have shape ({n},) or ({n}, p), one row per row of X; got {tuple(yt.shape)}")
+    if yt.ndim == 2 and yt.shape[1] == 0:
+        raise ValueError(f"y has no columns (shape {tuple(yt.shape)}); at least one output is needed")
+    if loo and n < 2:
+        raise ValueError(
+            f"with loo=True each point attends to the others, so X needs at least 2 rows; got {n}"
+        )
     if batch_size is None:
         batch_size = n
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
