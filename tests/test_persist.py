@@ -195,3 +195,16 @@ def test_atomic_write_leaves_nothing_on_failure(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
     with pytest.raises(OSError, match="cannot write"), atomic_write(tmp_path / "missing" / "x.txt"):
         pass
+
+
+@pytest.mark.parametrize("bandwidth", [np.array([0.7, 1.2]), np.array(0.9), [1, 2], "scott"])
+def test_round_trip_of_every_bandwidth_form_and_several_outputs(tmp_path: Path, bandwidth: object) -> None:
+    rng = np.random.default_rng(3)
+    X = rng.uniform(0, 5, (25, 2))
+    Y = np.column_stack([np.sin(X[:, 0]), X[:, 1] ** 2, X.sum(axis=1)])
+    m = nadaraya.NadarayaWatson(bandwidth=bandwidth).fit(X, Y)
+    back = load(save(m, tmp_path / "m.npz"))
+    Xq = rng.uniform(0, 5, (10, 2))
+    np.testing.assert_array_equal(back.predict(Xq), m.predict(Xq))
+    assert back.predict(Xq).shape == (10, 3)
+    np.testing.assert_array_equal(np.asarray(back.bandwidth), np.asarray(bandwidth))

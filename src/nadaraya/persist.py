@@ -749,7 +749,7 @@ def save(model: Any, path: str | os.PathLike[str]) -> Path:
         for k, v in vars(model).items()
         if k.endswith("_") and not k.startswith("_") and k not in params
     }
-    arrays = {k: np.ascontiguousarray(v) for k, v in arrays.items()}
+    arrays = {k: np.asarray(v, order="C") for k, v in arrays.items()}  # (ascontiguousarray makes 0-d 1-d)
     manifest = {k: (np.lib.format.dtype_to_descr(v.dtype), v.shape) for k, v in arrays.items()}
     try:
         _bind_shapes(cls, manifest, model.n_features_in_, where, 2**62)  # load's max_bytes is the reader's
