@@ -29,8 +29,9 @@ message names the file.* The checks, in order, all before any array data is infl
   with d = ``n_features_in_``, ``y_fit_`` is (n,) or (n, p), ``sample_weight_`` (n,),
   ``bandwidth_`` (d,), the bandwidth search's arrays (d,), (d, 2), (k, d) and (k,); the
   settings' manifest, each ``.npy`` header (read first, at most :data:`MAX_NPY_HEADER_BYTES`)
-  and the zip's declared size must all agree, and the total is at most ``max_bytes``
-  (default :data:`MAX_MODEL_BYTES`).
+  and the zip's declared size must all agree (version 1 files, written before the manifest,
+  take the shapes from their headers under the same rules), and the total is at most
+  ``max_bytes`` (default :data:`MAX_MODEL_BYTES`).
 
 Data are then inflated through a reader that stops at the size the header declares (the zip's
 own sizes are not trusted alone: a member that inflates to more, or to less, is refused), so
@@ -41,8 +42,8 @@ Finally the model is validated as ``fit`` validates its input: the kernel name (
 :func:`nadaraya.kernels.get`), ``empty``, ``backend``, and the bandwidth parameter must be
 valid; ``X_fit_`` and ``y_fit_`` finite with matching rows; ``bandwidth_`` positive and finite
 (and equal to the bandwidth parameter when that is a number); sample weights finite,
-non-negative and not all zero. A loaded model therefore predicts, never fails at ``predict``
-for a reason the file holds.
+non-negative and not all zero. So a model that loads does not fail at ``predict`` for a
+reason its file holds.
 
 :func:`save` refuses (ValueError or TypeError, before writing anything) a model that
 :func:`load` would refuse, and writes atomically: a failed save leaves no file, and an
