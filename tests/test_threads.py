@@ -1,4 +1,13 @@
-"""numba's and torch's thread pools in one process: neither slows the other down (issue 3, item 6)."""
+"""numba's and torch's thread pools in one process: which pools run, how many threads, and how they wait.
+
+The fight this guards against (issue 3, item 6): after numba's parallel loops, torch's own
+thread pool became 29x to 1000x slower, because two pools of spinning threads shared the cores.
+nadaraya prevents it by construction (see :mod:`nadaraya._threads`): the fused loops run on one
+Python thread pool of ``numba.get_num_threads()`` threads, numba's own layer is ``omp`` where it
+loads, and OpenMP's idle workers sleep (``OMP_WAIT_POLICY=PASSIVE``). The test checks those
+facts in a fresh process, which cannot flake, and keeps only a coarse 10x guard on time (the
+fight is 29x or more; a 2x bound with retries failed on the shared CI machine).
+"""
 
 from __future__ import annotations
 
@@ -16,7 +25,7 @@ pytest.importorskip("numba")
 # Run in a fresh process: the threading layer and OpenMP's wait policy are fixed at first use.
 _SCRIPT = textwrap.dedent(
     """
-    import json, time
+    import json, os, threading, time
     import numpy as np
     import torch
     import nadaraya
@@ -45,36 +54,40 @@ _SCRIPT = textwrap.dedent(
         pool_mixed.append(fused_pool())
         torch_mixed.append(torch_op())
         pool_mixed.append(fused_pool())
-    print(json.dumps({"torch_alone": torch_alone, "torch_mixed": min(torch_mixed),
-                      "pool_alone": pool_alone, "pool_mixed": min(pool_mixed),
-                      "layer": _threads.threading_layer()}))
+    import numba
+    from threadpoolctl import threadpool_info
+    print(json.dumps({
+        "torch_alone": torch_alone, "torch_mixed": min(torch_mixed),
+        "pool_alone": pool_alone, "pool_mixed": min(pool_mixed),
+        "layer": _threads.threading_layer(), "picked": _threads._pick_layer(),
+        "wait": os.environ.get("OMP_WAIT_POLICY"),
+        "numba_threads": numba.get_num_threads(),
+        "fused_threads": sum(t.name.startswith("nadaraya-fused") for t in threading.enumerate()),
+        "torch_threads": torch.get_num_threads(),
+        "openmp": [i["num_threads"] for i in threadpool_info() if i["user_api"] == "openmp"],
+    }))
     """
 )
 
 
-def _within(r: dict) -> bool:
-    # coarse: best of several runs, 2x, plus 2 ms for a machine shared with other work
-    torch_ok = r["torch_mixed"] <= 2.0 * r["torch_alone"] + 2e-3
-    return bool(torch_ok and r["pool_mixed"] <= 2.0 * r["pool_alone"] + 2e-3)
-
-
 @pytest.mark.slow
-def test_fused_then_torch_then_fused_neither_slows_down() -> None:
+def test_fused_then_torch_then_fused_pools_and_threads() -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "NUMBA_THREADING_LAYER")}
-    # up to three fresh processes: the fight between thread pools that this guards against
-    # (1000x) shows in every one, while other work on a shared machine rarely spoils three
-    # (one CI run measured torch alone at 4x its usual time, and failed the 2x bound)
-    results = []
-    for _ in range(3):
-        out = subprocess.run(
-            [sys.executable, "-c", _SCRIPT], capture_output=True, text=True, env=env, timeout=300, check=True
-        )
-        r = json.loads(out.stdout.strip().splitlines()[-1])
-        assert r["layer"] != "unstarted"
-        results.append(r)
-        if _within(r):
-            break
-    assert _within(results[-1]), results
+    out = subprocess.run(
+        [sys.executable, "-c", _SCRIPT], capture_output=True, text=True, env=env, timeout=300, check=True
+    )
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    # numba's layer is the first that loads of omp, tbb, workqueue, and OpenMP workers sleep
+    assert r["layer"] == r["picked"] != "unstarted", r
+    assert r["wait"] == "PASSIVE", r
+    # the fused loops ran on nadaraya's own Python pool, one thread per numba thread at most
+    assert 1 <= r["fused_threads"] <= r["numba_threads"] <= (os.cpu_count() or 1), r
+    # torch's pool is left as the user set it, and no OpenMP runtime was given more threads
+    assert r["torch_threads"] == 2, r
+    assert r["openmp"] and max(r["openmp"]) <= max(2, os.cpu_count() or 1), r
+    # coarse 10x guard on time (plus 5 ms for a busy machine), one process, no retries
+    assert r["torch_mixed"] <= 10.0 * r["torch_alone"] + 5e-3, r
+    assert r["pool_mixed"] <= 10.0 * r["pool_alone"] + 5e-3, r
 
 
 def test_configure_respects_the_users_choice() -> None:
