@@ -1,0 +1,54 @@
+"""Shared test set-up: hypothesis profiles (deterministic in CI) and seeded global random state.
+
+Profiles, chosen with the environment variable ``HYPOTHESIS_PROFILE``:
+
+- ``ci`` (the default, and what CI runs with ``CI=true``): derandomised, so every run draws the
+  same examples; no example database (nothing carried between runs); no deadline (a shared
+  machine's timing must not fail a test); a fixed number of examples; a failing example is
+  printed with its reproduction blob.
+- ``dev``: random examples, saved to the local database so that a failure found once is replayed
+  first, and more of them: ``HYPOTHESIS_PROFILE=dev pytest tests/test_pooling.py``.
+
+Tests may still set ``max_examples`` themselves (to keep a slow property affordable).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+_SLOW = [HealthCheck.too_slow]
+
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    max_examples=100,
+    print_blob=True,
+    suppress_health_check=_SLOW,
+)
+settings.register_profile(
+    "dev",
+    derandomize=False,
+    database=DirectoryBasedExampleDatabase(".hypothesis/examples"),
+    deadline=None,
+    max_examples=500,
+    print_blob=True,
+    suppress_health_check=_SLOW,
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "ci")
+
+
+@pytest.fixture(autouse=True)
+def _seeded_global_random_state() -> None:
+    """The legacy global generators (``random``, ``np.random.*``) start each test from the same
+    state, so that any code that draws from them (ours or a library's) is repeatable. Tests
+    draw their own data from ``np.random.default_rng(seed)``."""
+    random.seed(0)
+    np.random.seed(0)  # noqa: NPY002 - seeding the legacy global state is the point
