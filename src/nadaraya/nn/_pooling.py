@@ -623,6 +623,12 @@ class _Pooling(nn.Module):
         if not return_weights:
             return out
         w = _weights(scorer, qa, ka, params, x.allowed)
+        if far is None and self._has_limit(scorer) and bool(torch.isnan(w).any()):
+            # the fused path's output was right, but the weights' softmax overflowed
+            bad = torch.isnan(w).any(-1) & x.allowed.has_key(batch, m, n, w.device)
+            bi, ii = torch.nonzero(bad, as_tuple=True)
+            if bi.numel():
+                far = (bi, ii, *self._far_limit(x.q, x.k, x.v, x.allowed, bi, ii))
         if far is not None:
             w = w.index_put(far[:2], far[3].to(w.dtype))
         return out, w.reshape(*x.batch_shape, *w.shape[1:])
@@ -832,8 +838,8 @@ class KernelPooling(_Pooling):
         tie = ok & (delta == delta.amin(-1, keepdim=True))
         weights = tie.double() / tie.sum(-1, keepdim=True).clamp(min=1)
         weights = torch.where(nan_row[:, None], math.nan, weights).to(v.dtype)
-        vals = torch.where(nan_row[:, None], math.nan, torch.nan_to_num(weights)[:, None, :] @ v[bi])
-        return vals[:, 0] if vals.ndim == 3 else vals, weights
+        vals = (torch.nan_to_num(weights)[:, None, :] @ v[bi])[:, 0]
+        return torch.where(nan_row[:, None], math.nan, vals), weights
 
     def extra_repr(self) -> str:
         h = self.bandwidth.detach()
