@@ -699,7 +699,8 @@ class KernelPooling(_Pooling):
     infinite) gets the limit of the weights, the nearest key's value (in ``u``; exact ties
     share equally), never NaN; no gradient reaches ``q``, ``k`` or ``h`` from such a query.
     Data spread so far that the fused path's dot products could overflow take the chunked
-    path.
+    path. Both checks read one scalar per call (on CUDA, a synchronisation; cheap next to
+    the attention itself).
 
     Second derivatives (``create_graph=True``, e.g. a Hessian in ``log h``) are exact on
     every path: the first-order backward is the fast one above, and a double backward
