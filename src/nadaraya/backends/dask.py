@@ -35,9 +35,12 @@ True
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, TypeVar
 
 import dask
@@ -46,10 +49,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import backends
-from .._validation import as_bandwidth, as_empty, pick_dtype
+from .._validation import as_bandwidth, as_empty, as_points, as_sample_weight, as_values, pick_dtype
 from ..kernels import Kernel
 from ..kernels import get as get_kernel
-from ..partials import Partials, concat, merge_all
+from ..partials import Partials, concat, merge, merge_all
+from ..partials import empty as empty_partials
 
 __all__ = [
     "fit",
@@ -180,14 +184,56 @@ def _merge(*parts: Partials) -> Partials:
 # --------------------------------------------------------------------------- tasks
 
 
-def _check_chunk(block: NDArray[Any], name: str, nonneg: bool = False) -> NDArray[Any]:
-    """Lazy validation of one chunk (run once per chunk, in the graph): finite, and >= 0."""
+def _dtype_error(name: str, dtype: np.dtype) -> ValueError:
+    """The error for an array whose dtype is not real numbers (complex, dates, text...)."""
+    if dtype.kind == "c":
+        what = f"complex values (dtype {dtype}); pass their real part or modulus explicitly"
+    elif dtype.kind in "mM":
+        kind = "dates" if dtype.kind == "M" else "durations"
+        what = f"{kind} (dtype {dtype}); convert them to numbers first (for example seconds since a start)"
+    else:
+        what = f"dtype {dtype}"
+    return ValueError(f"{name} must be real numbers; got {what}. Allowed: bool, integer or float dtypes")
+
+
+def _to_real(block: NDArray[Any], name: str) -> NDArray[np.float64]:
+    """One chunk of an object-dtype Dask array as float64, or a clear error naming the argument."""
+    try:
+        return np.asarray(block, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{name} must be real numbers; got an entry that is not ({exc}). Allowed: bool, integer or float"
+        ) from exc
+
+
+def _check_chunk(
+    block: NDArray[Any], name: str, kind: str = "points", block_info: dict[Any, Any] | None = None
+) -> NDArray[Any]:
+    """Lazy validation of one chunk (run once per chunk, in the graph), with the same messages as
+    the NumPy path and the row numbers of the whole array: ``kind`` is ``"points"`` (keys,
+    queries: finite), ``"values"`` (finite) or ``"weights"`` (finite and non-negative)."""
+    start = int(block_info[0]["array-location"][0][0]) if block_info else 0
+    if kind == "weights":
+        bad = ~(np.isfinite(block) & (block >= 0))
+        if bad.any():
+            row = int(np.argwhere(bad)[0, 0])
+            raise ValueError(f"{name} must be finite and non-negative; got {float(block[row, 0])!r} "
+                             f"at row {start + row}")
+        return block
     bad = ~np.isfinite(block)
     if bad.any():
-        raise ValueError(f"{name} contains NaN or inf ({int(bad.sum())} entries in one chunk)")
-    if nonneg and (block < 0).any():
-        raise ValueError(f"{name} must be non-negative; got {float(block.min())!r} in one chunk")
+        row, col = (int(i) for i in np.argwhere(bad)[0])
+        where = f"row {start + row}" if kind == "values" else f"row {start + row}, column {col}"
+        raise ValueError(
+            f"{name} contains NaN or inf ({int(bad.sum())} entries in rows {start} to "
+            f"{start + block.shape[0] - 1}; the first at {where}: {float(block[row, col])!r})"
+        )
     return block
+
+
+def _zero_weights(positive: Any) -> None:
+    if not bool(positive):
+        raise ValueError("sample_weight is zero everywhere; at least one key needs a positive weight")
 
 
 def _block(
@@ -200,22 +246,34 @@ def _block(
     kernel: str,
     bandwidth: NDArray[np.float64],
     engine: str,
-) -> Partials:
+    far: bool = False,
+) -> Any:
     """Partials of one query chunk over one key chunk, on the worker that runs it.
 
     ``exclude``: ``"diagonal"`` (the query chunk is the key chunk: leave out row ``i`` for
     query ``i``), an index relative to the key chunk per query (-1 for none), or None.
+    With ``far=True`` (predictions) the result is ``(Partials, _Far or None)``: the queries
+    of a log-domain kernel that are far from every key of this chunk hold partials relative
+    to an anchor key (see :class:`_Far`), so that chunks far from a query still merge exactly.
     """
     kern = get_kernel(kernel)
+    m, p = q.shape[0], v.shape[1]
+    if m == 0 or k.shape[0] == 0:  # an empty chunk contributes nothing
+        nothing = empty_partials(m, p, np.result_type(q.dtype, v.dtype), kern.log_domain)
+        return (nothing, None) if far else nothing
     q, k, v = (np.ascontiguousarray(a) for a in (q, k, v))
     if isinstance(exclude, str):
-        exclude = np.arange(q.shape[0])
-    choice = backends.choose(kern, n=k.shape[0], m=q.shape[0], d=k.shape[1], bandwidth=bandwidth,
+        exclude = np.arange(m)
+    choice = backends.choose(kern, n=k.shape[0], m=m, d=k.shape[1], bandwidth=bandwidth,
                              backend=engine)
     if choice.name == "fused":
         _share_cores_with_worker()
-    return backends.compute(choice.name, q, k, v, kernel=kern, bandwidth=bandwidth,
-                            sample_weight=None if sw is None else np.ascontiguousarray(sw), exclude=exclude)
+    sw = None if sw is None else np.ascontiguousarray(sw)
+    parts = backends.compute(choice.name, q, k, v, kernel=kern, bandwidth=bandwidth,
+                             sample_weight=sw, exclude=exclude)
+    if not far:
+        return parts
+    return _far_rows(parts, q, k, v, sw, exclude, kern, bandwidth)
 
 
 def _share_cores_with_worker() -> None:
@@ -232,6 +290,210 @@ def _share_cores_with_worker() -> None:
     numba.set_num_threads(max(1, min(nthreads, numba.config.NUMBA_NUM_THREADS)))
 
 
+# --------------------------------------------------------------------------- far queries
+
+
+def _far_limit() -> float:
+    """The log weight below which the single-machine path recomputes a query relative to its
+    nearest key (``nadaraya.pooling.FAR_LOG_WEIGHT``); the Dask path uses the same."""
+    from .. import pooling
+
+    return float(getattr(pooling, "FAR_LOG_WEIGHT", -1024.0))
+
+
+@dataclass
+class _Far:
+    """Which queries of a Partials are far from every key seen, and their anchor.
+
+    For a row in ``rows`` the Partials hold the log weights *relative to the anchor key*
+    (``log w_i - log w_anchor``), computed by the kernel's ``log_ratio`` from differences of
+    keys, so they keep every digit where the absolute log weights (near -1e300, or
+    overflowed) would not. ``anchor_log`` is the anchor's absolute log weight (``-inf`` where
+    it overflows), used when the row meets a chunk where it is not far.
+    """
+
+    rows: NDArray[np.bool_]
+    query: NDArray[np.float64]
+    anchor: NDArray[np.float64]
+    anchor_lsw: NDArray[np.float64]
+    anchor_log: NDArray[np.float64]
+
+    @classmethod
+    def none(cls, m: int, d: int) -> _Far:
+        nan = np.full((m, d), np.nan)
+        return cls(np.zeros(m, bool), nan, nan.copy(), np.zeros(m), np.full(m, -np.inf))
+
+
+def _unit(q: NDArray[np.float64], k: NDArray[np.float64], h: NDArray[np.float64]) -> tuple[Any, Any]:
+    """Queries and keys in ``x / h`` coordinates times one factor that brings the largest to
+    magnitude one (distances compare as in ``x / h`` and never overflow)."""
+    with np.errstate(divide="ignore"):
+        reach = np.log2(np.maximum(np.abs(q).max(axis=0), np.abs(k).max(axis=0))) - np.log2(h)
+    top = float(reach[np.isfinite(reach)].max()) if np.isfinite(reach).any() else 0.0
+    factor = np.exp2(-np.log2(h) - top)
+    return q * factor, k * factor
+
+
+def _log_ratio(kern: Kernel, q: Any, a: Any, b: Any, h: Any) -> Any:
+    """``log K(key b) - log K(key a)`` for queries ``q`` (rows), summed over features."""
+    with np.errstate(all="ignore"):
+        lr = kern.log_ratio((q - a) / h, (a - b) / h).sum(axis=-1)  # type: ignore[attr-defined]
+    return lr
+
+
+def _far_partials(
+    q: NDArray[np.floating],
+    k: NDArray[np.floating],
+    v: NDArray[np.floating],
+    sw: NDArray[np.floating] | None,
+    exclude: NDArray[np.integer] | None,
+    kern: Kernel,
+    bandwidth: NDArray[np.floating],
+) -> tuple[Partials, NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Partials of queries over one chunk's keys relative to an anchor key per query (the
+    nearest in the kernel's ``far_power`` distance, moved to the largest weight), as
+    :func:`nadaraya.pooling` recomputes far queries; with the anchors and their log weights.
+    Rows with no usable key get ``shift = -inf``."""
+    m, p = q.shape[0], v.shape[1]
+    n, d = k.shape
+    ok = np.arange(n) if sw is None else np.nonzero(sw > 0)[0]
+    keys = k[ok].astype(np.float64)
+    vals = v[ok].astype(np.float64)
+    h = np.asarray(bandwidth, dtype=np.float64)
+    lsw = np.zeros(ok.size) if sw is None else np.log(sw[ok].astype(np.float64))
+    shift, weight, value = np.full(m, -np.inf), np.zeros(m), np.zeros((m, p))
+    anchor_idx = np.zeros(m, dtype=np.intp)
+    if ok.size == 0:
+        return Partials(shift, weight, value), np.full((m, d), np.nan), np.zeros(m), np.full(m, -np.inf)
+    qq = q.astype(np.float64)
+    zq, zk = _unit(qq, keys, h)
+    power = float(getattr(kern, "far_power", 2.0))
+    step = max(1, (32 * 2**20) // (8 * 4 * max(d, 1) * ok.size))
+    with np.errstate(all="ignore"):
+        for r0 in range(0, m, step):
+            r = slice(r0, min(m, r0 + step))
+            b = r.stop - r.start
+            dist = (np.abs(zq[r, None, :] - zk[None, :, :]) ** power).sum(axis=2)
+            if exclude is not None:
+                own = np.searchsorted(ok, exclude[r])
+                mine = (own < ok.size) & (ok[np.minimum(own, ok.size - 1)] == exclude[r])
+                dist[np.nonzero(mine)[0], own[mine]] = np.inf
+            anchor = np.argmin(dist, axis=1)
+            for _ in range(3):  # the anchor should hold the largest weight; move it if not
+                lr = _log_ratio(kern, qq[r, None, :], keys[anchor][:, None, :], keys[None, :, :], h)
+                lr += lsw[None, :] - lsw[anchor][:, None]
+                lr[np.isnan(lr)] = -np.inf
+                lr[~np.isfinite(dist)] = -np.inf
+                best = np.argmax(lr, axis=1)
+                gain = lr[np.arange(b), best]
+                if (gain <= 0).all():
+                    break
+                anchor = np.where(gain > 0, best, anchor)
+            top = lr.max(axis=1)
+            w = np.exp(lr - np.where(np.isfinite(top), top, 0.0)[:, None])
+            shift[r], weight[r], value[r], anchor_idx[r] = top, w.sum(axis=1), w @ vals, anchor
+        a = keys[anchor_idx]
+        alog = kern.log_profile((qq - a) / h).sum(axis=1) + lsw[anchor_idx]  # type: ignore[misc]
+    alog[np.isnan(alog)] = -np.inf
+    return Partials(shift, weight, value), a, lsw[anchor_idx], alog
+
+
+def _far_rows(
+    parts: Partials,
+    q: NDArray[np.floating],
+    k: NDArray[np.floating],
+    v: NDArray[np.floating],
+    sw: NDArray[np.floating] | None,
+    exclude: NDArray[np.integer] | None,
+    kern: Kernel,
+    bandwidth: NDArray[np.floating],
+) -> tuple[Partials, _Far | None]:
+    """Replace the partials of the queries far from every key of this chunk (largest log
+    weight below the single-machine path's limit, or overflowed) by partials relative to an
+    anchor key, marked in a :class:`_Far`; None where there are none."""
+    if not kern.log_domain or getattr(kern, "log_ratio", None) is None:
+        return parts, None
+    with np.errstate(invalid="ignore"):
+        rows = np.nonzero(~(parts.shift >= _far_limit()) | ~(parts.weight > 0))[0]
+    if rows.size == 0:
+        return parts, None
+    rel, anchor, alsw, alog = _far_partials(q[rows], k, v, sw, None if exclude is None else exclude[rows],
+                                            kern, bandwidth)
+    found = np.isfinite(rel.shift)  # rows with no usable key stay empty
+    rows, idx = rows[found], np.nonzero(found)[0]
+    if rows.size == 0:
+        return parts, None
+    m, d = q.shape
+    out = Partials(parts.shift.copy(), parts.weight.copy(), parts.value.copy())
+    out.shift[rows], out.weight[rows], out.value[rows] = rel.shift[idx], rel.weight[idx], rel.value[idx]
+    far = _Far.none(m, d)
+    far.rows[rows] = True
+    far.query[rows] = q[rows]
+    far.anchor[rows], far.anchor_lsw[rows], far.anchor_log[rows] = anchor[idx], alsw[idx], alog[idx]
+    return out, far
+
+
+def _merge_far(
+    a: tuple[Partials, _Far | None], b: tuple[Partials, _Far | None], kern: Kernel, h: NDArray[np.floating]
+) -> tuple[Partials, _Far | None]:
+    """Merge two chunks' partials where some rows may be far (relative to an anchor). Exact:
+    a row far in both is rebased onto the anchor of larger weight; a row far in one only is
+    turned back into absolute log weights (the other chunk's keys dominate it)."""
+    (pa, fa), (pb, fb) = a, b
+    if fa is None and fb is None:
+        return merge(pa, pb), None
+    m, d = pa.value.shape[0], (fa or fb).query.shape[1]  # type: ignore[union-attr]
+    fa, fb = fa or _Far.none(m, d), fb or _Far.none(m, d)
+    both = fa.rows & fb.rows
+    sa, sb = pa.shift.copy(), pb.shift.copy()
+    one_a, one_b = fa.rows & ~fb.rows, fb.rows & ~fa.rows
+    sa[one_a] += fa.anchor_log[one_a]
+    sb[one_b] += fb.anchor_log[one_b]
+    far = _Far(both, fa.query.copy(), fa.anchor.copy(), fa.anchor_lsw.copy(), fa.anchor_log.copy())
+    if both.any():
+        i = np.nonzero(both)[0]
+        rel = _log_ratio(kern, fa.query[i], fa.anchor[i], fb.anchor[i], np.asarray(h, np.float64))
+        rel = rel + fb.anchor_lsw[i] - fa.anchor_lsw[i]  # log w(anchor b) - log w(anchor a)
+        rel[np.isnan(rel)] = -np.inf
+        take_b = rel > 0
+        sa[i[take_b]] -= rel[take_b]
+        sb[i[~take_b]] += rel[~take_b]
+        j = i[take_b]
+        far.anchor[j], far.anchor_lsw[j], far.anchor_log[j] = fb.anchor[j], fb.anchor_lsw[j], fb.anchor_log[j]
+    merged = merge(Partials(sa, pa.weight, pa.value), Partials(sb, pb.weight, pb.value))
+    return merged, (far if both.any() else None)
+
+
+def _merge_all_far(
+    *items: tuple[Partials, _Far | None], kernel: str, bandwidth: NDArray[np.floating]
+) -> tuple[Partials, _Far | None]:
+    """One merge task of predictions: left to right."""
+    kern = get_kernel(kernel)
+    acc = items[0]
+    for item in items[1:]:
+        acc = _merge_far(acc, item, kern, bandwidth)
+    return acc
+
+
+# --------------------------------------------------------------------------- empty="nearest"
+
+
+def _log_dist(q: NDArray[Any], k: NDArray[Any], h: NDArray[Any]) -> NDArray[np.float64]:
+    """``log`` of the squared distance of ``(q - k) / h`` per row, without overflow."""
+    q, k, h = (np.asarray(a, dtype=np.float64) for a in (q, k, h))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lu = 2.0 * (np.log(np.abs(0.5 * q - 0.5 * k)) + math.log(2.0) - np.log(h))
+        top = lu.max(axis=-1)
+        safe = np.where(np.isfinite(top), top, 0.0)
+        return np.where(np.isfinite(top), safe + np.log(np.exp(lu - safe[..., None]).sum(axis=-1)), top)
+
+
+def _exact_sqdist(q: NDArray[Any], k: NDArray[Any], h: NDArray[Any]) -> Fraction:
+    """The squared distance of ``(q - k) / h`` in exact rational arithmetic (for ties)."""
+    return sum((((Fraction(float(a)) - Fraction(float(b))) / Fraction(float(c))) ** 2
+                for a, b, c in zip(q, k, h)), Fraction(0))
+
+
 def _nearest_block(
     q: NDArray[np.floating],
     k: NDArray[np.floating],
@@ -240,38 +502,56 @@ def _nearest_block(
     exclude: str | None,
     *,
     bandwidth: NDArray[np.float64],
-) -> tuple[NDArray[np.floating], NDArray[np.floating]]:
-    """For ``empty="nearest"``: per query, the squared scaled distance to the nearest usable key
-    of this chunk (inf if none) and that key's values."""
+) -> tuple[NDArray[Any], ...]:
+    """For ``empty="nearest"``: per query, the nearest usable keys of this chunk (ties
+    included, as on one machine): ``(log squared distance (inf if none), sample-weighted sum
+    of their values, sum of their weights, one of them, the query)``."""
     from ..pooling import Call, _nearest
 
-    if sw is not None and not (sw > 0).any():
-        return np.full(q.shape[0], np.inf), np.zeros((q.shape[0], v.shape[1]), v.dtype)
+    m, p = q.shape[0], v.shape[1]
+    logd, vsum, wsum = np.full(m, np.inf), np.zeros((m, p)), np.zeros(m)
+    rep, qq = np.full((m, q.shape[1]), np.nan), np.asarray(q, dtype=np.float64)
+    if m == 0 or k.shape[0] == 0 or (sw is not None and not (sw > 0).any()):
+        return logd, vsum, wsum, rep, qq
     call = Call(q, k, v, False, get_kernel("constant"), bandwidth, sw)
-    rows = np.arange(q.shape[0])
-    idx = _nearest(call, rows, None if exclude is None else rows)
-    ok = idx >= 0
-    dist = np.full(q.shape[0], np.inf)
-    dist[ok] = ((((q[ok] - k[idx[ok]]) / bandwidth)) ** 2).sum(axis=1)
-    return dist, np.where(ok[:, None], v[np.maximum(idx, 0)], 0.0)
+    rows = np.arange(m)
+    sets = _nearest(call, rows, None if exclude is None else rows)
+    if isinstance(sets, np.ndarray) and sets.dtype.kind == "i":  # one index per row, -1 for none
+        sets = [np.array([i]) if i >= 0 else np.empty(0, np.intp) for i in sets]
+    for i, near in enumerate(sets):
+        if near.size:
+            w = np.ones(near.size) if sw is None else sw[near].astype(np.float64)
+            vsum[i], wsum[i], rep[i] = w @ v[near].astype(np.float64), w.sum(), k[near[0]]
+    found = wsum > 0
+    logd[found] = _log_dist(qq[found], rep[found], bandwidth)
+    return logd, vsum, wsum, rep, qq
 
 
 def _nearest_merge(
-    *cands: tuple[NDArray[np.floating], NDArray[np.floating]],
-) -> tuple[NDArray[np.floating], NDArray[np.floating]]:
-    """The nearer of candidates, the earlier key chunk on ties."""
-    dist, val = cands[0]
-    dist, val = dist.copy(), val.copy()
-    for d2, v2 in cands[1:]:
-        better = d2 < dist
-        dist[better] = d2[better]
-        val[better] = v2[better]
-    return dist, val
+    *cands: tuple[NDArray[Any], ...], bandwidth: NDArray[np.float64]
+) -> tuple[NDArray[Any], ...]:
+    """The nearer of candidates; where their distances are within rounding, compared exactly,
+    and equally near keys pooled together."""
+    logd, vsum, wsum, rep, qq = (a.copy() for a in cands[0])
+    for d2, v2, w2, r2, _ in cands[1:]:
+        near = np.abs(d2 - logd) <= 1e-9 * np.maximum(1.0, np.abs(logd))
+        close = np.isfinite(d2) & np.isfinite(logd) & near
+        better = (d2 < logd) & ~close
+        for i in np.nonzero(close)[0]:
+            mine, theirs = _exact_sqdist(qq[i], rep[i], bandwidth), _exact_sqdist(qq[i], r2[i], bandwidth)
+            if theirs < mine:
+                better[i] = True
+            elif theirs == mine:
+                vsum[i] += v2[i]
+                wsum[i] += w2[i]
+        logd[better], vsum[better], wsum[better], rep[better] = d2[better], v2[better], w2[better], r2[better]
+    return logd, vsum, wsum, rep, qq
 
 
 def _finish(
-    parts: Partials,
+    merged: Any,
     fallback: Any,
+    positive: Any = True,
     *,
     empty: str,
     one_d: bool,
@@ -279,7 +559,10 @@ def _finish(
 ) -> NDArray[np.floating]:
     """Predictions of one query chunk, with the ``empty=`` policy; ``fallback`` is the
     constant-kernel Partials ("mean": one row for all queries, or one per query for
-    leave-one-out) or the nearest candidates ("nearest")."""
+    leave-one-out) or the nearest candidates ("nearest"); ``positive`` whether some sample
+    weight is positive (a ValueError as on one machine where none is)."""
+    _zero_weights(positive)
+    parts: Partials = merged[0] if isinstance(merged, tuple) else merged
     out = parts.finalize()
     rows = np.nonzero(parts.empty)[0]
     if rows.size:
@@ -290,9 +573,9 @@ def _finish(
                 "or a larger bandwidth"
             )
         if empty == "nearest":
-            dist, val = fallback
-            good = rows[np.isfinite(dist[rows])]
-            out[good] = val[good]
+            _, vsum, wsum, _, _ = fallback
+            good = rows[wsum[rows] > 0]
+            out[good] = vsum[good] / wsum[good, None]
         elif empty == "mean":  # per query (leave-one-out) or one row for all
             mean: Partials = fallback
             out[rows] = mean.finalize()[rows if mean.weight.shape[0] > 1 else 0]
@@ -306,16 +589,32 @@ def _auto_rows(n: int) -> int:
     return min(n, max(4096, -(-n // 8)))
 
 
-def _as_rows(name: str, a: Any, dtype: np.dtype, chunks: int | None, like: Any = None) -> da.Array:
-    """A 2-D Dask array chunked by rows only (the columns in one chunk)."""
+def _known_rows(name: str, a: Any) -> None:
+    """Refuse a Dask array whose row count is unknown (before it is compared with another)."""
+    if getattr(a, "ndim", 0) and math.isnan(a.shape[0]):
+        raise ValueError(f"{name} has unknown chunk sizes; call .compute_chunk_sizes() on it first")
+
+
+def _as_rows(
+    name: str, a: Any, dtype: np.dtype, chunks: int | Sequence[int] | None, like: Any = None,
+    kind: str = "points", keep_empty_chunks: bool = False,
+) -> da.Array:
+    """A validated 2-D Dask array chunked by rows only (the columns in one chunk).
+
+    NumPy input must already be validated (by :mod:`nadaraya._validation`, so that its errors
+    are the NumPy path's); Dask input is checked here: its dtype at once, its values lazily,
+    chunk by chunk (:func:`_check_chunk` with ``kind``). Chunks of zero rows are dropped (an
+    empty shard adds nothing) unless ``keep_empty_chunks`` (queries: one output chunk per
+    query chunk); ``like`` gives the row chunks to follow (values and weights follow the keys).
+    """
     if not dask.is_dask_collection(a):
         a = np.asarray(a)
-        if a.dtype.kind not in "biuf":
-            raise ValueError(f"{name} must be numeric; got dtype {a.dtype}")
         rows = like if like is not None else (chunks or _auto_rows(max(1, a.shape[0] if a.ndim else 1)))
         a = da.from_array(a, chunks=(rows, *a.shape[1:]) if a.ndim else ())
-    if a.dtype.kind not in "biuf":
-        raise ValueError(f"{name} must be numeric; got dtype {a.dtype}")
+    elif a.dtype.kind == "O":
+        a = a.map_blocks(_to_real, name, dtype=np.float64)
+    elif a.dtype.kind not in "biuf":
+        raise _dtype_error(name, a.dtype)
     if a.ndim == 1:
         a = a[:, None]
     if a.ndim != 2:
@@ -324,14 +623,43 @@ def _as_rows(name: str, a: Any, dtype: np.dtype, chunks: int | None, like: Any =
         raise ValueError(f"{name} has unknown chunk sizes; call .compute_chunk_sizes() on it first")
     if a.shape[0] == 0 or a.shape[1] == 0:
         raise ValueError(f"{name} is empty (shape {a.shape}); at least one row and one feature are needed")
-    a = a.astype(dtype).rechunk({1: -1})
     if like is not None:
-        a = a.rechunk({0: like})
-    return a.map_blocks(_check_chunk, name, dtype=dtype)
+        rows = tuple(like)
+    elif keep_empty_chunks:
+        rows = a.chunks[0]
+    else:
+        rows = tuple(c for c in a.chunks[0] if c)
+    check = np.dtype(np.float64) if kind == "weights" else dtype  # weights are checked before a cast
+    a = a.astype(check).rechunk({0: rows, 1: -1}).map_blocks(_check_chunk, name, kind, dtype=check)
+    return a.astype(dtype)
+
+
+def _points_rows(name: str, X: Any) -> da.Array:
+    """A float64 Dask array of points, rows chunked (for the rules of thumb)."""
+    f64 = np.dtype(np.float64)
+    return _as_rows(name, X if is_dask(X) else as_points(name, X, f64), f64, None)
+
+
+def _dask_weights(sample_weight: Any, n: int, dtype: np.dtype) -> Any:
+    """Sample weights of shape (n,): NumPy ones checked at once by the NumPy path's own check
+    (zero everywhere included), Dask ones checked for shape here and by value when computed."""
+    if not is_dask(sample_weight):
+        return as_sample_weight(sample_weight, n, dtype)
+    sw = sample_weight
+    _known_rows("sample_weight", sw)
+    if sw.ndim == 0:
+        sw = da.broadcast_to(sw, (n,))
+    if sw.shape != (n,):
+        raise ValueError(f"sample_weight must have shape ({n},); got shape {sw.shape}")
+    return sw
 
 
 class _Graph:
-    """Validated Dask inputs of one call and the delayed tasks over them."""
+    """Validated Dask inputs of one call and the delayed tasks over them.
+
+    NumPy arguments are validated eagerly by the NumPy path's own checks (same errors);
+    Dask arguments by dtype and shape at once, by value when their chunks are computed.
+    """
 
     def __init__(
         self,
@@ -346,34 +674,40 @@ class _Graph:
     ) -> None:
         self.kernel = get_kernel(kernel)
         self.dtype = pick_dtype(keys, values, keys if queries is None else queries)
+        if not is_dask(keys):
+            keys = as_points("keys", keys, self.dtype)
         self.keys = _as_rows("keys", keys, self.dtype, chunks)
         n, d = self.keys.shape
         kchunks = self.keys.chunks[0]
-        vv = values if dask.is_dask_collection(values) else np.asarray(values)
-        if vv.ndim not in (1, 2):
-            raise ValueError(f"values must have shape (n,) or (n, p); got shape {vv.shape}")
-        if vv.shape[0] != n:
-            raise ValueError(f"values has {vv.shape[0]} rows, but keys has {n}; they must match")
-        self.one_d = vv.ndim == 1
-        self.values = _as_rows("values", vv, self.dtype, None, like=kchunks)
         self.loo = queries is None
         if self.loo:
             self.queries = self.keys
         else:
-            self.queries = _as_rows("queries", queries, self.dtype, chunks or kchunks[0])
+            if not is_dask(queries):
+                queries = as_points("queries", queries, self.dtype, d=d)
+            self.queries = _as_rows("queries", queries, self.dtype, chunks or kchunks[0],
+                                    keep_empty_chunks=True)
             if self.queries.shape[1] != d:
                 raise ValueError(f"queries has {self.queries.shape[1]} features, but the keys have {d}")
+        if is_dask(values):
+            _known_rows("values", values)
+            if values.ndim not in (1, 2):
+                raise ValueError(f"values must have shape (n,) or (n, p); got shape {values.shape}")
+            if values.shape[0] != n:
+                raise ValueError(f"values has {values.shape[0]} rows, but keys has {n}; they must match")
+            self.one_d = values.ndim == 1
+        else:
+            values, self.one_d = as_values(values, n, self.dtype)
+        self.values = _as_rows("values", values, self.dtype, None, like=kchunks, kind="values")
         self.bandwidth = as_bandwidth(bandwidth, d)
         self.sample_weight = None
+        self.positive: Any = True  # whether some weight is positive (lazy for Dask weights)
         if sample_weight is not None:
-            sw = sample_weight if dask.is_dask_collection(sample_weight) else np.asarray(sample_weight, float)
-            if sw.ndim == 0:
-                sw = np.full(n, float(sw))
-            if sw.shape != (n,):
-                raise ValueError(f"sample_weight must have shape ({n},); got shape {sw.shape}")
-            self.sample_weight = _as_rows("sample_weight", sw, self.dtype, None, like=kchunks)[:, 0]
-            self.sample_weight = self.sample_weight.map_blocks(_check_chunk, "sample_weight", True,
-                                                               dtype=self.dtype)
+            sw = _dask_weights(sample_weight, n, self.dtype)
+            self.sample_weight = _as_rows("sample_weight", sw, self.dtype, None, like=kchunks,
+                                          kind="weights")[:, 0]
+            if is_dask(sample_weight):
+                self.positive = (self.sample_weight > 0).any()
 
     def _chunks(self) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
         q = list(self.queries.to_delayed().ravel())
@@ -383,12 +717,16 @@ class _Graph:
         return q, k, v, sw
 
     def partials(
-        self, split_every: int, engine: str, exclude: NDArray[np.integer] | None = None
+        self, split_every: int, engine: str, exclude: NDArray[np.integer] | None = None, far: bool = False
     ) -> list[Any]:
-        """One delayed merged Partials per query chunk."""
+        """One delayed merged Partials per query chunk (``far=True``: ``(Partials, _Far)``)."""
         q, k, v, sw = self._chunks()
         block = dask.delayed(_block, pure=True)
-        merge = dask.delayed(_merge, pure=True)
+        if far:
+            combine = dask.delayed(functools.partial(_merge_all_far, kernel=self.kernel.name,
+                                                     bandwidth=self.bandwidth), pure=True)
+        else:
+            combine = dask.delayed(_merge, pure=True)
         qstarts = np.cumsum((0, *self.queries.chunks[0]))
         kstarts = np.cumsum((0, *self.keys.chunks[0]))
         out = []
@@ -401,14 +739,14 @@ class _Graph:
                     inside = (rel >= 0) & (rel < kstarts[j + 1] - kstarts[j])
                     ex = np.where(inside, rel, -1) if inside.any() else None
                 row.append(block(qi, kj, v[j], sw[j], ex, kernel=self.kernel.name, bandwidth=self.bandwidth,
-                                 engine=engine))
-            out.append(tree_merge(row, merge, split_every))
+                                 engine=engine, far=far))
+            out.append(tree_merge(row, combine, split_every))
         return out
 
     def predictions(self, empty: str, split_every: int, engine: str) -> da.Array:
         """The lazy predictions, one chunk per query chunk."""
         q, k, v, sw = self._chunks()
-        merged = self.partials(split_every, engine)
+        merged = self.partials(split_every, engine, far=True)
         fallback: list[Any] = [None] * len(q)
         if empty == "mean" and self.loo:
             # average pooling of the other points: each point's own term masked inside the sums
@@ -431,7 +769,7 @@ class _Graph:
             fallback = [tree_merge(parts, dask.delayed(_merge, pure=True), split_every)] * len(q)
         elif empty == "nearest":
             near = dask.delayed(_nearest_block, pure=True)
-            combine = dask.delayed(_nearest_merge, pure=True)
+            combine = dask.delayed(functools.partial(_nearest_merge, bandwidth=self.bandwidth), pure=True)
             fallback = [
                 tree_merge(
                     [near(qi, k[j], v[j], sw[j], "diagonal" if self.loo and i == j else None,
@@ -446,7 +784,8 @@ class _Graph:
         starts = np.cumsum((0, *self.queries.chunks[0]))
         pieces = []
         for i, size in enumerate(self.queries.chunks[0]):
-            task = finish(merged[i], fallback[i], empty=empty, one_d=self.one_d, start=int(starts[i]))
+            task = finish(merged[i], fallback[i], self.positive, empty=empty, one_d=self.one_d,
+                          start=int(starts[i]))
             shape = (size,) if self.one_d else (size, p)
             pieces.append(da.from_delayed(task, shape=shape, dtype=self.dtype))
         return da.concatenate(pieces, axis=0)
@@ -629,17 +968,15 @@ def robust_scale(X: Any, sample_weight: Any = None) -> NDArray[np.float64]:
     >>> bool(np.allclose(robust_scale(da.from_array(x, chunks=300)), plain(x), rtol=1e-12))
     True
     """
-    x = _as_rows("X", X, np.dtype(np.float64), None)
+    x = _points_rows("X", X)
     n = x.shape[0]
     w = None
     if sample_weight is not None:
-        sw = sample_weight if is_dask(sample_weight) else np.asarray(sample_weight, float)
-        if sw.shape != (n,):
-            raise ValueError(f"sample_weight must have shape ({n},); got shape {sw.shape}")
-        w = _as_rows("sample_weight", sw, np.dtype(np.float64), None, like=x.chunks[0])[:, 0]
-        w = w.map_blocks(_check_chunk, "sample_weight", True, dtype=np.float64)
+        sw = _dask_weights(sample_weight, n, np.dtype(np.float64))
+        w = _as_rows("sample_weight", sw, np.dtype(np.float64), None, like=x.chunks[0], kind="weights")[:, 0]
     ww = da.ones(n, chunks=x.chunks[0]) if w is None else w
     total, wx, bounds = dask.compute(ww.sum(), (ww[:, None] * x).sum(axis=0), (x.min(axis=0), x.max(axis=0)))
+    _zero_weights(total > 0)
     mean = wx / total
     denom = total - 1.0
     var = (ww[:, None] * (x - mean) ** 2).sum(axis=0).compute() / denom if denom > 0 else np.zeros(x.shape[1])
@@ -667,7 +1004,7 @@ def rule_of_thumb(
     """
     from ..bandwidth import check_rule_input, rule_factor
 
-    x = _as_rows("X", X, np.dtype(np.float64), None)
+    x = _points_rows("X", X)
     n_rows, d = x.shape
     check_rule_input(method, n_rows)
     scale = robust_scale(x, sample_weight)
