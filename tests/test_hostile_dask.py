@@ -381,3 +381,37 @@ def test_sample_weights_from_1e_minus_300_to_1e300(kernel):
     sw = 10.0 ** rng.uniform(-300, 300, size=30)
     sw[[0, 1]] = 1e-300, 1e300
     _agree(k[::3] + 0.005, k, v, 7, kernel=kernel, bandwidth=0.4, sample_weight=sw)
+
+
+def _exact_far_limit(q, keys, values, h, exclude=None):
+    """The Gaussian's limit far away, written plainly: the mean value of the keys nearest to
+    ``q`` in exact rational arithmetic (other keys' weights vanish beside theirs)."""
+    from fractions import Fraction
+
+    dist = [sum(((Fraction(float(a)) - Fraction(float(b))) / Fraction(float(h))) ** 2 for a, b in zip(q, k))
+            for k in keys]
+    if exclude is not None:
+        dist[exclude] = None
+    best = min(x for x in dist if x is not None)
+    return float(np.mean([v for v, x in zip(values, dist) if x == best]))
+
+
+def test_far_query_where_floats_cannot_tell_the_keys_apart():
+    # (q - k) / h overflows, and in coordinates scaled to fit every key is at the same distance
+    rng = np.random.default_rng(9)
+    keys, values = rng.uniform(-1, 1, size=(25, 1)), rng.uniform(1, 3, size=25)
+    q, h = np.array([[-8.8e299]]), 5e-161
+    got = nd.pool(da.from_array(q), da.from_array(keys, chunks=(7, 1)), da.from_array(values, chunks=7),
+                  bandwidth=h, split_every=2).compute()
+    np.testing.assert_array_equal(got, [_exact_far_limit(q[0], keys, values, h)])
+
+
+def test_far_leave_one_out_beside_the_empty_diagonal_shard():
+    # one key per chunk: each point's own chunk holds nothing else; its far partials from the
+    # other chunks must not be lost when merged with that empty one
+    k = np.array([[0.3109, -0.0373], [0.4949, -0.9873], [0.2638, 0.5590]])
+    v = np.array([2.7, 2.1, 2.0])
+    h = 1.1e-160
+    got = nd.pool(None, da.from_array(k, chunks=(1, 2)), da.from_array(v, chunks=1), bandwidth=h).compute()
+    want = [_exact_far_limit(k[i], k, v, h, exclude=i) for i in range(3)]
+    np.testing.assert_array_equal(got, want)

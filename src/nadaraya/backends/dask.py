@@ -13,6 +13,16 @@ within the working memory).
 Leave-one-out masks each point's own term in the diagonal blocks only (queries are the keys,
 in the same chunks; the exclude index is relative to the key chunk).
 
+Hostile input gets the single-machine path's errors: NumPy arguments are checked at the call
+by :mod:`nadaraya._validation` itself; Dask arguments by dtype and shape at the call (complex,
+dates, durations and text refused, naming the argument) and by value chunk by chunk when
+computed (NaN, inf, negative weights, with the row in the whole array; weights zero
+everywhere). Chunks of zero rows are dropped from the shards. A query far from every key of
+a chunk (log weights below ``nadaraya.pooling.FAR_LOG_WEIGHT``, or overflowed) gets partials
+relative to an anchor key of that chunk, through the kernel's ``log_ratio``; merges rebase
+them exactly onto the anchor of larger weight, so far queries get the same limit as on one
+machine.
+
 Entry points: :func:`pool` (Dask arrays in, a lazy Dask array out; ``nadaraya.pool`` and
 ``nadaraya.loo_pool`` route Dask input here), :func:`partials` (the backend protocol, used
 by ``backend="dask"`` for NumPy input, chunked as :func:`options` says),
@@ -335,10 +345,44 @@ def _unit(q: NDArray[np.float64], k: NDArray[np.float64], h: NDArray[np.float64]
 
 
 def _log_ratio(kern: Kernel, q: Any, a: Any, b: Any, h: Any) -> Any:
-    """``log K(key b) - log K(key a)`` for queries ``q`` (rows), summed over features."""
+    """``log K(key b) - log K(key a)`` for queries ``q`` (rows), summed over features, by the
+    kernel's ``log_ratio``; where that overflows (``(q - a) / h`` beyond the float range), from
+    the far-field form of the kernel in log magnitudes (:func:`_far_log_ratio`)."""
     with np.errstate(all="ignore"):
         lr = kern.log_ratio((q - a) / h, (a - b) / h).sum(axis=-1)  # type: ignore[attr-defined]
+        bad = ~np.isfinite(lr)
+        if bad.any():
+            q, a, b = np.broadcast_arrays(q, a, b)
+            lr[bad] = _far_log_ratio(q[bad], a[bad], b[bad], h, float(getattr(kern, "far_power", 2.0)))
     return lr
+
+
+def _signed_log_sum(sign: Any, logmag: Any) -> Any:
+    """``sum_j sign_j exp(logmag_j)`` over the last axis, overflowing only to +-inf."""
+    top = logmag.max(axis=-1)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    total = (sign * np.exp(logmag - safe[..., None])).sum(axis=-1)
+    return np.where(total == 0, 0.0, total * np.exp(safe))
+
+
+def _far_log_ratio(q: Any, a: Any, b: Any, h: Any, power: float) -> Any:
+    """``log K(key b) - log K(key a)`` far from both keys: ``-(|u_b|^2 - |u_a|^2) / 2`` for
+    ``power`` 2 (the Gaussian), ``|u_a| - |u_b|`` for ``power`` 1 (Laplacian, logistic), with
+    every product taken as a sum of logs so nothing overflows before the sum over features."""
+    log2, lh = math.log(2.0), np.log(h)
+    if power == 2.0:  # -(a - b)(q - (a + b) / 2) / h^2, in halves and quarters
+        x, y = 0.5 * a - 0.5 * b, 0.5 * q - 0.25 * a - 0.25 * b
+        sign = -np.sign(x) * np.sign(y)
+        logmag = np.log(np.abs(x)) + np.log(np.abs(y)) + 2.0 * log2 - 2.0 * lh
+    else:  # (|q - a| - |q - b|) / h: the keys' difference where both are on one side of q
+        da_, db_ = 0.5 * q - 0.5 * a, 0.5 * q - 0.5 * b
+        same = (da_ >= 0) == (db_ >= 0)
+        diff = np.where(same, np.where(da_ >= 0, 0.5 * b - 0.5 * a, 0.5 * a - 0.5 * b),
+                        np.abs(da_) - np.abs(db_))
+        sign = np.sign(diff)
+        logmag = np.log(np.abs(diff)) + log2 - lh
+    logmag = np.where(sign == 0, -np.inf, logmag)
+    return _signed_log_sum(sign, logmag)
 
 
 def _far_partials(
@@ -372,23 +416,32 @@ def _far_partials(
     with np.errstate(all="ignore"):
         for r0 in range(0, m, step):
             r = slice(r0, min(m, r0 + step))
-            b = r.stop - r.start
             dist = (np.abs(zq[r, None, :] - zk[None, :, :]) ** power).sum(axis=2)
             if exclude is not None:
                 own = np.searchsorted(ok, exclude[r])
                 mine = (own < ok.size) & (ok[np.minimum(own, ok.size - 1)] == exclude[r])
                 dist[np.nonzero(mine)[0], own[mine]] = np.inf
+            usable = np.isfinite(dist)
             anchor = np.argmin(dist, axis=1)
-            for _ in range(3):  # the anchor should hold the largest weight; move it if not
+
+            def relative(anchor: NDArray[np.intp], r: slice = r, usable: Any = usable) -> Any:
                 lr = _log_ratio(kern, qq[r, None, :], keys[anchor][:, None, :], keys[None, :, :], h)
                 lr += lsw[None, :] - lsw[anchor][:, None]
-                lr[np.isnan(lr)] = -np.inf
-                lr[~np.isfinite(dist)] = -np.inf
-                best = np.argmax(lr, axis=1)
-                gain = lr[np.arange(b), best]
-                if (gain <= 0).all():
-                    break
-                anchor = np.where(gain > 0, best, anchor)
+                lr[np.isnan(lr) | ~usable] = -np.inf
+                return lr
+
+            lr = relative(anchor)
+            for i in np.nonzero((lr > 0).any(axis=1))[0]:
+                # the anchor should hold the largest weight: a tournament over the keys that beat
+                # it (exact comparisons; distances in floats may tie where weights do not)
+                best = int(anchor[i])
+                for c in np.nonzero(lr[i] > 0)[0]:
+                    gain = _log_ratio(kern, qq[r][i, None], keys[best, None], keys[c, None], h)[0]
+                    if gain + lsw[c] - lsw[best] > 0:
+                        best = int(c)
+                anchor[i] = best
+            lr = relative(anchor)
+            lr[np.isposinf(lr)] = 0.0  # cannot be ordered in float64: counted as a tie
             top = lr.max(axis=1)
             w = np.exp(lr - np.where(np.isfinite(top), top, 0.0)[:, None])
             shift[r], weight[r], value[r], anchor_idx[r] = top, w.sum(axis=1), w @ vals, anchor
@@ -446,22 +499,33 @@ def _merge_far(
     fa, fb = fa or _Far.none(m, d), fb or _Far.none(m, d)
     both = fa.rows & fb.rows
     sa, sb = pa.shift.copy(), pb.shift.copy()
-    one_a, one_b = fa.rows & ~fb.rows, fb.rows & ~fa.rows
+    # far on one side only: where the other side saw no key it stays far (merging adds nothing);
+    # where the other saw keys that are not far, it becomes absolute (dominated by them)
+    keep_a, keep_b = fa.rows & ~fb.rows & ~(pb.weight > 0), fb.rows & ~fa.rows & ~(pa.weight > 0)
+    one_a, one_b = fa.rows & ~fb.rows & ~keep_a, fb.rows & ~fa.rows & ~keep_b
     sa[one_a] += fa.anchor_log[one_a]
     sb[one_b] += fb.anchor_log[one_b]
-    far = _Far(both, fa.query.copy(), fa.anchor.copy(), fa.anchor_lsw.copy(), fa.anchor_log.copy())
+    rows = both | keep_a | keep_b
+    far = _Far(rows, fa.query.copy(), fa.anchor.copy(), fa.anchor_lsw.copy(), fa.anchor_log.copy())
+    for field in ("query", "anchor", "anchor_lsw", "anchor_log"):
+        getattr(far, field)[keep_b] = getattr(fb, field)[keep_b]
     if both.any():
         i = np.nonzero(both)[0]
         rel = _log_ratio(kern, fa.query[i], fa.anchor[i], fb.anchor[i], np.asarray(h, np.float64))
         rel = rel + fb.anchor_lsw[i] - fa.anchor_lsw[i]  # log w(anchor b) - log w(anchor a)
-        rel[np.isnan(rel)] = -np.inf
+        lost = np.isnan(rel)  # features pulling by +-inf (overflowed): the nearer anchor wins
+        if lost.any():
+            power = float(getattr(kern, "far_power", 2.0))
+            da_ = _log_dist(fa.query[i[lost]], fa.anchor[i[lost]], h, power)
+            db_ = _log_dist(fa.query[i[lost]], fb.anchor[i[lost]], h, power)
+            rel[lost] = np.where(db_ < da_, np.inf, -np.inf)
         take_b = rel > 0
         sa[i[take_b]] -= rel[take_b]
         sb[i[~take_b]] += rel[~take_b]
         j = i[take_b]
         far.anchor[j], far.anchor_lsw[j], far.anchor_log[j] = fb.anchor[j], fb.anchor_lsw[j], fb.anchor_log[j]
     merged = merge(Partials(sa, pa.weight, pa.value), Partials(sb, pb.weight, pb.value))
-    return merged, (far if both.any() else None)
+    return merged, (far if rows.any() else None)
 
 
 def _merge_all_far(
@@ -478,11 +542,12 @@ def _merge_all_far(
 # --------------------------------------------------------------------------- empty="nearest"
 
 
-def _log_dist(q: NDArray[Any], k: NDArray[Any], h: NDArray[Any]) -> NDArray[np.float64]:
-    """``log`` of the squared distance of ``(q - k) / h`` per row, without overflow."""
+def _log_dist(q: NDArray[Any], k: NDArray[Any], h: NDArray[Any], power: float = 2.0) -> NDArray[np.float64]:
+    """``log sum_j |(q_j - k_j) / h_j| ** power`` per row (the log squared distance by
+    default), without overflow."""
     q, k, h = (np.asarray(a, dtype=np.float64) for a in (q, k, h))
     with np.errstate(divide="ignore", invalid="ignore"):
-        lu = 2.0 * (np.log(np.abs(0.5 * q - 0.5 * k)) + math.log(2.0) - np.log(h))
+        lu = power * (np.log(np.abs(0.5 * q - 0.5 * k)) + math.log(2.0) - np.log(h))
         top = lu.max(axis=-1)
         safe = np.where(np.isfinite(top), top, 0.0)
         return np.where(np.isfinite(top), safe + np.log(np.exp(lu - safe[..., None]).sum(axis=-1)), top)
