@@ -32,14 +32,66 @@ def pick_dtype(*arrays: Any) -> np.dtype:
     return np.dtype(np.float64)
 
 
-def as_points(name: str, a: ArrayLike, dtype: np.dtype, d: int | None = None) -> NDArray[np.floating]:
-    """A (n, d) float array; 1-D input means one feature. Finite and non-empty."""
+def _is_missing(item: Any) -> bool:
+    """Whether one element of an object array is a missing value (None, pd.NA, pd.NaT)."""
+    if item is None:
+        return True
+    return type(item).__name__ in ("NAType", "NaTType")
+
+
+def as_real(name: str, a: Any) -> NDArray[Any]:
+    """``a`` as a NumPy array of real numbers (bool, integer or float), without copying
+    when it already is one; a ValueError naming ``name`` otherwise.
+
+    Complex numbers are refused rather than truncated, dates and durations rather than
+    read as counts of their unit, text and missing values (None, ``pd.NA``) rather than
+    reported as a failed conversion.
+
+    Examples
+    --------
+    >>> as_real("keys", [1, 2]).dtype.kind
+    'i'
+    >>> as_real("keys", [1 + 2j])
+    Traceback (most recent call last):
+    ...
+    ValueError: keys must be real numbers; got complex128 values such as (1+2j)
+    """
     try:
         arr = np.asarray(a)
-        if arr.dtype.kind not in "biuf":
-            arr = arr.astype(np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric; got {_short(a)}") from exc
+    except (TypeError, ValueError) as exc:  # ragged nested lists and the like
+        raise ValueError(f"{name} must be a numeric array; got {_short(a)} ({exc})") from None
+    kind = arr.dtype.kind
+    if kind in "biuf":
+        return arr
+    if kind == "c":
+        first = arr.flat[0].item() if arr.size else ""
+        raise ValueError(f"{name} must be real numbers; got {arr.dtype} values such as {first!r}")
+    if kind in "mM":
+        raise ValueError(
+            f"{name} must be real numbers; got {arr.dtype} ({'durations' if kind == 'm' else 'dates'}): "
+            "convert them to numbers in the unit you mean first"
+        )
+    if kind == "O":
+        flat = arr.ravel()
+        missing = [i for i, item in enumerate(flat) if _is_missing(item)]
+        if missing:
+            where = np.unravel_index(missing[0], arr.shape) if arr.ndim > 1 else (missing[0],)
+            raise ValueError(
+                f"{name} contains missing values (None, pd.NA or NaT: {len(missing)} entries; the first "
+                f"at index {tuple(int(i) for i in where)}); drop or impute them first"
+            )
+        bad = next((item for item in flat if isinstance(item, complex | np.complexfloating)), None)
+        if bad is not None:
+            raise ValueError(f"{name} must be real numbers; got the complex value {bad!r}")
+    try:
+        return arr.astype(np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be numeric; got {_short(a)} of dtype {arr.dtype}") from None
+
+
+def as_points(name: str, a: ArrayLike, dtype: np.dtype, d: int | None = None) -> NDArray[np.floating]:
+    """A (n, d) float array; 1-D input means one feature. Real, finite and non-empty."""
+    arr = as_real(name, a)
     if arr.ndim == 0:
         raise ValueError(f"{name} must be a 1-D or 2-D array; got the scalar {arr.item()!r}")
     if arr.ndim == 1:
@@ -65,21 +117,22 @@ def as_points(name: str, a: ArrayLike, dtype: np.dtype, d: int | None = None) ->
 
 def as_values(values: ArrayLike, n: int, dtype: np.dtype) -> tuple[NDArray[np.floating], bool]:
     """(n, p) values and whether the caller gave a 1-D array."""
-    v = np.asarray(values)
-    if v.dtype.kind not in "biuf":
-        try:
-            v = v.astype(np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"values must be numeric; got {_short(values)}") from exc
+    v = as_real("values", values)
     if v.ndim not in (1, 2):
         raise ValueError(f"values must have shape (n,) or (n, p); got shape {v.shape}")
     if v.shape[0] != n:
         raise ValueError(f"values has {v.shape[0]} rows, but keys has {n}; they must match")
+    if v.ndim == 2 and v.shape[1] == 0:
+        raise ValueError(f"values has no columns (shape {v.shape}); at least one output is needed")
     one_d = v.ndim == 1
     v = np.ascontiguousarray(v.reshape(n, -1), dtype=dtype)
     if not np.isfinite(v).all():
-        row = int(np.argwhere(~np.isfinite(v))[0, 0])
-        raise ValueError(f"values contains NaN or inf (the first at row {row})")
+        bad = ~np.isfinite(v)
+        row = int(np.argwhere(bad)[0, 0])
+        raise ValueError(
+            f"values contains NaN or inf ({int(bad.sum())} entries; the first at row {row}: "
+            f"{v[bad].flat[0]!r})"
+        )
     return v, one_d
 
 
@@ -87,15 +140,11 @@ def as_bandwidth(bandwidth: ArrayLike, d: int) -> NDArray[np.float64]:
     """A positive, finite bandwidth per feature, shape (d,)."""
     if isinstance(bandwidth, str):
         raise ValueError(
-            f"bandwidth={bandwidth!r} is a rule name; pool() needs numbers (use "
-            "nadaraya.bandwidth.rule_of_thumb or NadarayaWatson for rules)"
+            f"bandwidth={bandwidth!r} is a string; pool() needs a positive number or one per "
+            "feature (rule names such as 'scott' or 'cv' are for NadarayaWatson and "
+            "nadaraya.select_bandwidth)"
         )
-    try:
-        h = np.asarray(bandwidth, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(
-            f"bandwidth must be a positive number or one per feature; got {_short(bandwidth)}"
-        ) from exc
+    h = as_real("bandwidth", bandwidth).astype(np.float64)
     if h.ndim == 0:
         h = np.full(d, float(h))
     elif h.ndim != 1 or h.shape[0] != d:
@@ -108,11 +157,19 @@ def as_bandwidth(bandwidth: ArrayLike, d: int) -> NDArray[np.float64]:
     return h
 
 
-def as_sample_weight(sample_weight: ArrayLike | None, n: int, dtype: np.dtype) -> NDArray[np.floating] | None:
-    """Non-negative finite weights of shape (n,), or None."""
+def as_sample_weight(
+    sample_weight: ArrayLike | None, n: int, dtype: np.dtype, *, relative: bool = False
+) -> NDArray[np.floating] | None:
+    """Non-negative finite weights of shape (n,), or None.
+
+    With ``relative=True`` (for callers in which only ratios of weights matter, such as the
+    attention weights) they are multiplied by a power of two that brings the largest to
+    [0.5, 1): exact, and it keeps sums of weights near 1e308 from overflowing and weights
+    near the subnormal range from losing digits in their products with kernel terms.
+    """
     if sample_weight is None:
         return None
-    w = np.asarray(sample_weight, dtype=np.float64)
+    w = as_real("sample_weight", sample_weight).astype(np.float64)
     if w.ndim == 0:
         w = np.full(n, float(w))
     if w.shape != (n,):
@@ -121,6 +178,12 @@ def as_sample_weight(sample_weight: ArrayLike | None, n: int, dtype: np.dtype) -
         raise ValueError(f"sample_weight must be finite and non-negative; got {_short(w)}")
     if not (w > 0).any():
         raise ValueError("sample_weight is zero everywhere; at least one key needs a positive weight")
+    if relative:
+        positive = w > 0
+        w = np.ldexp(w, -np.frexp(w.max())[1]).astype(dtype)
+        # a weight more than the dtype's range below the largest stays a key (its terms are
+        # negligible either way, but zero weight means "not a key")
+        w[positive & (w == 0)] = np.finfo(dtype).smallest_subnormal
     return np.ascontiguousarray(w, dtype=dtype)
 
 

@@ -77,6 +77,18 @@ class Kernel:
         For kernels that are a polynomial in ``u^2`` (or ``|u|``) on their support, the
         coefficients in increasing powers of ``u`` (``|u|`` for odd powers); used by the
         windowed backend to sum from prefix moments.
+    far_power : float
+        The power ``p`` with which ``-log K(u)`` grows far from zero (``u^2 / 2``: 2 for the
+        Gaussian; ``|u|``: 1 for the Laplacian and the logistic). A query so far from every
+        key that its log weights overflow gets their limit: the key nearest in the Minkowski
+        ``p``-distance of ``x / h`` (for a product kernel the log weight is a sum over
+        features of ``-|u_j|^p``). Compact kernels' ``empty="nearest"`` uses 2.
+    log_ratio : callable or None
+        ``log K(a + d) - log K(a)`` computed without cancellation, ``log_ratio(a, d, xp)``:
+        the log weight of a key relative to an anchor key at scaled distance ``a`` from the
+        query, ``d`` being the difference of the two keys' scaled distances (computed from the
+        keys alone). Far queries are recomputed this way (see :func:`nadaraya.pool`), where
+        ``log K`` itself is too large to keep the differences between keys.
 
     Examples
     --------
@@ -97,6 +109,8 @@ class Kernel:
     roughness: float
     aliases: tuple[str, ...] = ()
     polynomial: tuple[float, ...] | None = field(default=None)
+    far_power: float = 2.0
+    log_ratio: Profile | None = field(default=None)
 
     def __call__(self, u: ArrayLike) -> NDArray[np.floating]:
         """Evaluate the profile ``K(u)``."""
@@ -182,6 +196,27 @@ def _gaussian_log(u: Any, xp: Any = np) -> Any:
     return -0.5 * u * u
 
 
+def _gaussian_ratio(a: Any, d: Any, xp: Any = np) -> Any:
+    # -((a + d)^2 - a^2) / 2 = -d (a + d / 2); zero where the keys coincide (also for a = inf)
+    return xp.where(d == 0, 0.0, -d * (a + 0.5 * d))
+
+
+def _laplacian_ratio(a: Any, d: Any, xp: Any = np) -> Any:
+    # |a| - |a + d|: -d sign(a) where a and a + d are on one side of zero (no cancellation)
+    b = a + d
+    same = (a >= 0) == (b >= 0)
+    return xp.where(d == 0, 0.0, xp.where(same, xp.where(a >= 0, -d, d), xp.abs(a) - xp.abs(b)))
+
+
+def _logistic_ratio(a: Any, d: Any, xp: Any = np) -> Any:
+    tail = 2.0 * (xp.log1p(xp.exp(-xp.abs(a))) - xp.log1p(xp.exp(-xp.abs(a + d))))
+    return _laplacian_ratio(a, d, xp) + xp.where(d == 0, 0.0, tail)
+
+
+def _constant_ratio(a: Any, d: Any, xp: Any = np) -> Any:
+    return xp.zeros_like(a + d)
+
+
 def _laplacian(u: Any, xp: Any = np) -> Any:
     return 0.5 * xp.exp(-xp.abs(u))
 
@@ -206,7 +241,7 @@ REGISTRY: dict[str, Kernel] = {
     k.name: k
     for k in (
         Kernel("gaussian", _gaussian, math.inf, _gaussian_log, 1.0, 1.0, 0.5 / math.sqrt(math.pi),
-               aliases=("normal", "rbf")),
+               aliases=("normal", "rbf"), log_ratio=_gaussian_ratio),
         Kernel("epanechnikov", _epanechnikov, 1.0, None, 1.0, 0.2, 0.6,
                polynomial=(0.75, 0.0, -0.75)),
         Kernel("boxcar", _boxcar, 1.0, None, 1.0, 1.0 / 3.0, 0.5, aliases=("uniform", "tophat"),
@@ -222,10 +257,11 @@ REGISTRY: dict[str, Kernel] = {
         Kernel("cosine", _cosine, 1.0, None, 1.0, 1.0 - 8.0 / math.pi**2, math.pi**2 / 16.0),
         Kernel("parzen", _parzen, 1.0, None, 1.0, 1.0 / 12.0, 302.0 / 315.0),
         Kernel("constant", _constant, math.inf, _constant_log, _NAN, _NAN, _NAN,
-               aliases=("average", "mean")),
+               aliases=("average", "mean"), log_ratio=_constant_ratio),
         Kernel("laplacian", _laplacian, math.inf, _laplacian_log, 1.0, 2.0, 0.25,
-               aliases=("laplace", "exponential")),
-        Kernel("logistic", _logistic, math.inf, _logistic_log, 1.0, math.pi**2 / 3.0, 1.0 / 6.0),
+               aliases=("laplace", "exponential"), far_power=1.0, log_ratio=_laplacian_ratio),
+        Kernel("logistic", _logistic, math.inf, _logistic_log, 1.0, math.pi**2 / 3.0, 1.0 / 6.0,
+               far_power=1.0, log_ratio=_logistic_ratio),
     )
 }
 

@@ -14,10 +14,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import backends
+from ._config import get_config
 from ._validation import (
     as_bandwidth,
     as_empty,
     as_points,
+    as_real,
     as_sample_weight,
     as_values,
     pick_dtype,
@@ -44,6 +46,9 @@ class Call:
     kernel: Kernel
     bandwidth: NDArray[np.floating]
     sample_weight: NDArray[np.floating] | None
+    #: the values were multiplied by ``2**-value_exp`` (exact) to keep their sums in range;
+    #: :func:`finish` multiplies the predictions back
+    value_exp: int = 0
 
     @property
     def shape(self) -> tuple[int, int, int, int]:
@@ -68,8 +73,21 @@ def prepare(
     qq = kk if queries is None else as_points("queries", queries, dtype, d=d)
     vv, one_d = as_values(values, n, dtype)
     h = as_bandwidth(bandwidth, d)
-    sw = as_sample_weight(sample_weight, n, dtype)
-    return Call(qq, kk, vv, one_d, k, h, sw)
+    sw = as_sample_weight(sample_weight, n, dtype, relative=True)
+    vv, value_exp = _in_range(vv)
+    return Call(qq, kk, vv, one_d, k, h, sw, value_exp)
+
+
+def _in_range(values: NDArray[np.floating]) -> tuple[NDArray[np.floating], int]:
+    """Values multiplied by a power of two (exact) when their largest magnitude lies outside
+    ``2**(-e/2) .. 2**(e/2)`` of their dtype's exponent range ``e``, so that sums of n
+    weighted values neither overflow nor sink into subnormals; the exponent to undo it."""
+    top = float(np.max(np.abs(values))) if values.size else 0.0
+    info = np.finfo(values.dtype)
+    if top == 0.0 or 2.0 ** (info.minexp // 2) <= top <= 2.0 ** (info.maxexp // 2):
+        return values, 0
+    exp = int(np.frexp(top)[1])
+    return np.ldexp(values, -exp).astype(values.dtype), exp
 
 
 def compute_partials(
@@ -91,26 +109,159 @@ def compute_partials(
     return parts, choice
 
 
-def _nearest(call: Call, rows: NDArray[np.intp], exclude: NDArray[np.integer] | None) -> NDArray[np.intp]:
-    """Index of the nearest key (in scaled coordinates ``x / h``) to each query in ``rows``,
-    skipping keys of zero weight and the excluded key; -1 where there is none."""
+def _unit_coords(
+    q: NDArray[np.floating], k: NDArray[np.floating], h: NDArray[np.floating]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Queries and keys in ``x / h`` coordinates times one common factor that brings the
+    largest to magnitude one: distances in them compare as in ``x / h`` and never overflow."""
+    q, k, h = q.astype(np.float64), k.astype(np.float64), h.astype(np.float64)
+    with np.errstate(divide="ignore"):
+        reach = np.log2(np.maximum(np.abs(q).max(axis=0), np.abs(k).max(axis=0))) - np.log2(h)
+    top = float(reach[np.isfinite(reach)].max()) if np.isfinite(reach).any() else 0.0
+    factor = np.exp2(-np.log2(h) - top)
+    return q * factor, k * factor
+
+
+def _nearest(
+    call: Call, rows: NDArray[np.intp], exclude: NDArray[np.integer] | None, power: float = 2.0
+) -> list[NDArray[np.intp]]:
+    """For each query in ``rows``, the keys nearest to it in the Minkowski ``power``-distance
+    of ``x / h``, ties included, skipping keys of zero weight and the excluded key (an empty
+    array where no key is left).
+
+    Exact for any finite input: a k-d tree on coordinates brought to magnitude at most one
+    (one factor per feature, so nothing overflows) proposes every key within rounding of the
+    nearest distance, and where it proposes several, their distances are compared in exact
+    rational arithmetic from the original numbers.
+    """
     from scipy.spatial import cKDTree
 
-    scale = 1.0 / call.bandwidth
-    ok = (
-        np.arange(call.keys.shape[0]) if call.sample_weight is None else np.nonzero(call.sample_weight > 0)[0]
-    )
-    tree = cKDTree(call.keys[ok] * scale)
-    kq = min(2, ok.size)
-    _, idx = tree.query(call.queries[rows] * scale, k=[1, 2][:kq])
-    idx = ok[np.minimum(idx, ok.size - 1)]
-    first = idx[:, 0]
-    if exclude is None:
-        return first
-    clash = first == exclude[rows]
-    out = first.copy()
-    out[clash] = idx[clash, 1] if kq == 2 else -1
+    n, d = call.keys.shape
+    ok = np.arange(n) if call.sample_weight is None else np.nonzero(call.sample_weight > 0)[0]
+    if ok.size == 0 or rows.size == 0:
+        return [np.empty(0, dtype=np.intp) for _ in rows]
+    zq, zk = _unit_coords(call.queries[rows], call.keys[ok], call.bandwidth)
+    tree = cKDTree(zk)
+    kq = min(2 if exclude is not None else 1, ok.size)
+    dist, idx = tree.query(zq, k=kq, p=power)
+    dist, idx = dist.reshape(rows.size, kq), ok[np.minimum(idx, ok.size - 1).reshape(rows.size, kq)]
+    dmin = dist[:, 0].copy()
+    if exclude is not None:
+        own = idx[:, 0] == exclude[rows]
+        dmin[own] = dist[own, 1] if kq == 2 else np.inf
+    # every coordinate is at most one in magnitude: each distance is within this of its value
+    slack = 16.0 * (d + 2) * np.finfo(np.float64).eps
+    found = np.isfinite(dmin)
+    cand = np.empty(rows.size, dtype=object)
+    cand[found] = tree.query_ball_point(zq[found], r=dmin[found] + slack, p=power)
+    out: list[NDArray[np.intp]] = []
+    for i in range(rows.size):
+        near = ok[np.asarray(cand[i], dtype=np.intp)] if found[i] else np.empty(0, dtype=np.intp)
+        if exclude is not None:
+            near = near[near != exclude[rows[i]]]
+        if near.size > 1:
+            near = _exactly_nearest(call.queries[rows[i]], call.keys, near, call.bandwidth, power)
+        out.append(np.sort(near))
     return out
+
+
+def _exactly_nearest(
+    q: NDArray[np.floating], keys: NDArray[np.floating], cand: NDArray[np.intp], h: NDArray[np.floating],
+    power: float,
+) -> NDArray[np.intp]:
+    """The candidates at the smallest distance, compared in exact rational arithmetic."""
+    from fractions import Fraction
+
+    uniq, inverse = np.unique(keys[cand], axis=0, return_inverse=True)
+    if uniq.shape[0] == 1:
+        return cand
+    p = int(power)
+    qf = [Fraction(float(v)) for v in q]
+    hf = [Fraction(float(v)) for v in h]
+    dists = [
+        sum(abs((qj - Fraction(float(kj))) / hj) ** p for qj, kj, hj in zip(qf, row, hf)) for row in uniq
+    ]
+    best = min(dists)
+    keep = np.array([dd == best for dd in dists])
+    return cand[keep[inverse.ravel()]]
+
+
+def _nearest_values(
+    call: Call, rows: NDArray[np.intp], exclude: NDArray[np.integer] | None, power: float
+) -> tuple[NDArray[np.floating], NDArray[np.bool_]]:
+    """The (sample-weighted) mean value of each row's nearest keys, and where there were any."""
+    sets = _nearest(call, rows, exclude, power)
+    vals = np.full((rows.size, call.values.shape[1]), np.nan, dtype=call.values.dtype)
+    found = np.array([s.size > 0 for s in sets], dtype=bool)
+    for i, near in enumerate(sets):
+        if near.size == 1:
+            vals[i] = call.values[near[0]]
+        elif near.size > 1:
+            sw = call.sample_weight
+            w = np.ones(near.size) if sw is None else sw[near].astype(np.float64)
+            vals[i] = (w @ call.values[near].astype(np.float64)) / w.sum()
+    return vals, found
+
+
+#: A query whose largest log weight is below this (a Gaussian query more than about 45
+#: bandwidths from every key) holds log weights so large that their differences between keys
+#: lose digits: it is recomputed relative to its nearest key (see :func:`_far_weights`).
+FAR_LOG_WEIGHT = -(2.0**10)
+
+
+def _far_weights(
+    call: Call, rows: NDArray[np.intp], exclude: NDArray[np.integer] | None
+) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+    """Attention weights of far queries, in float64, with full relative precision.
+
+    Each query's log weights are taken relative to an anchor key (its nearest in the kernel's
+    ``far_power`` distance of ``x / h``) through the kernel's ``log_ratio``, whose arguments
+    are the anchor's scaled distance and differences of keys: no difference of two huge log
+    weights is ever formed, so a query any finite distance away gets its exact weights
+    (the Gaussian's tend to one-hot at the nearest key, the Laplacian's do not) and never
+    0/0. Returns the keys with positive sample weight and a (len(rows), len(keys)) array of
+    weights summing to one per row, or zero where leave-one-out leaves no key.
+    """
+    k = call.kernel
+    n, d = call.keys.shape
+    ok = np.arange(n) if call.sample_weight is None else np.nonzero(call.sample_weight > 0)[0]
+    keys = call.keys[ok].astype(np.float64)
+    h = call.bandwidth.astype(np.float64)
+    log_sw = None if call.sample_weight is None else np.log(call.sample_weight[ok].astype(np.float64))
+    out = np.zeros((rows.size, ok.size))
+    entries = max(1, int(get_config()["working_memory"] * 2**20) // (8 * 8 * d * max(ok.size, 1)))
+    with np.errstate(all="ignore"):
+        for r0 in range(0, rows.size, entries):
+            rr = rows[r0 : r0 + entries]
+            q = call.queries[rr].astype(np.float64)
+            # the anchor: a nearest key, found exactly (also where floats cannot tell keys apart)
+            near = _nearest(call, rr, exclude, k.far_power)
+            pos = np.searchsorted(ok, np.array([s[0] if s.size else ok[0] for s in near]))
+            alone = np.array([s.size == 0 for s in near], dtype=bool)
+            anchor = pos
+            blocked = np.zeros((rr.size, ok.size), dtype=bool)  # the left-out key; all if alone
+            if exclude is not None:
+                own = np.searchsorted(ok, exclude[rr])
+                mine = (own < ok.size) & (ok[np.minimum(own, ok.size - 1)] == exclude[rr])
+                blocked[np.nonzero(mine)[0], own[mine]] = True
+            blocked[alone] = True
+            for _ in range(3):  # the anchor should hold the largest weight; move it if not
+                a = (q - keys[anchor]) / h  # (b, d)
+                delta = (keys[anchor][:, None, :] - keys[None, :, :]) / h  # (b, n, d)
+                lr = k.log_ratio(a[:, None, :], delta).sum(axis=2)  # type: ignore[misc]
+                if log_sw is not None:
+                    lr += log_sw[None, :] - log_sw[anchor][:, None]
+                lr[np.isnan(lr)] = -np.inf
+                lr[blocked] = -np.inf
+                best = np.argmax(lr, axis=1)
+                if (lr[np.arange(rr.size), best] <= 0).all():
+                    break
+                anchor = np.where(lr[np.arange(rr.size), best] > 0, best, anchor)
+            top_lr = lr.max(axis=1, keepdims=True)
+            w = np.exp(lr - np.where(np.isfinite(top_lr), top_lr, 0.0))
+            total = w.sum(axis=1, keepdims=True)
+            out[r0 : r0 + rr.size] = np.divide(w, total, out=np.zeros_like(w), where=total > 0)
+    return ok, out
 
 
 def _report_empty(rows: NDArray[np.intp], m: int, call: Call, empty: str) -> None:
@@ -125,17 +276,46 @@ def _report_empty(rows: NDArray[np.intp], m: int, call: Call, empty: str) -> Non
         warnings.warn(f"{what}; their predictions are NaN (empty='nan')", EmptyWindowWarning, stacklevel=4)
 
 
+def _report_alone(rows: NDArray[np.intp], m: int, empty: str) -> None:
+    """Leave-one-out points with no other key of positive weight: NaN, whatever ``empty`` says."""
+    what = f"{rows.size} of {m} points have no other key with positive weight to pool over"
+    if empty == "raise":
+        raise ValueError(f"{what} (leave-one-out)")
+    warnings.warn(f"{what}; their leave-one-out predictions are NaN", EmptyWindowWarning, stacklevel=4)
+
+
+def _fill_far(
+    out: NDArray[np.floating], parts: Partials, call: Call, empty: str, exclude: NDArray[np.integer] | None
+) -> None:
+    """Recompute the queries of a log-domain kernel that lie far from every key (their log
+    weights below :data:`FAR_LOG_WEIGHT`, or overflowed), exactly, by :func:`_far_weights`."""
+    rows = np.nonzero(~(parts.shift >= FAR_LOG_WEIGHT))[0]
+    if rows.size == 0:
+        return
+    ok, w = _far_weights(call, rows, exclude)
+    out[rows] = (w @ call.values[ok].astype(np.float64)).astype(out.dtype)
+    alone = w.sum(axis=1) == 0
+    if alone.any():
+        out[rows[alone]] = np.nan
+        _report_alone(rows[alone], out.shape[0], empty)
+
+
 def _fill_empty(
     out: NDArray[np.floating], parts: Partials, call: Call, empty: str, exclude: NDArray[np.integer] | None
 ) -> None:
+    if call.kernel.log_domain:
+        _fill_far(out, parts, call, empty, exclude)
+        return
     rows = np.nonzero(parts.empty)[0]
     if rows.size == 0:
         return
-    _report_empty(rows, out.shape[0], call, empty)
+    m = out.shape[0]
+    _report_empty(rows, m, call, empty)
     if empty == "nearest":
-        idx = _nearest(call, rows, exclude)
-        good = idx >= 0
-        out[rows[good]] = call.values[idx[good]]
+        vals, found = _nearest_values(call, rows, exclude, 2.0)
+        out[rows[found]] = vals[found]
+        if not found.all():
+            _report_alone(rows[~found], m, empty)
     elif empty == "mean":  # average pooling (the constant kernel) for these queries
         sub = Call(
             call.queries[rows],
@@ -150,6 +330,8 @@ def _fill_empty(
             sub, exclude=None if exclude is None else exclude[rows], backend="reference"
         )
         out[rows] = fallback.finalize()
+        if fallback.empty.any():
+            _report_alone(rows[fallback.empty], m, empty)
 
 
 def finish(
@@ -158,6 +340,8 @@ def finish(
     """Predictions from partials, applying the ``empty=`` policy; (m,) or (m, p)."""
     out = parts.finalize()
     _fill_empty(out, parts, call, empty, exclude)
+    if call.value_exp:
+        out = np.ldexp(out, call.value_exp).astype(out.dtype, copy=False)
     return out[:, 0] if call.one_d else out
 
 
@@ -291,6 +475,27 @@ def loo_pool(
     return finish(parts, call, empty, exclude)
 
 
+def _dense_limit(max_bytes: float | None) -> float:
+    """The largest result :func:`attention_weights` may return, in bytes."""
+    if max_bytes is None:
+        return DENSE_WORKING_MEMORY_FACTOR * float(get_config()["working_memory"]) * 2**20
+    limit = float(max_bytes)
+    if not limit > 0:
+        raise ValueError(f"max_bytes must be a positive number of bytes; got {max_bytes!r}")
+    return limit
+
+
+#: attention_weights returns at most this many times the working memory (1 GiB by default).
+DENSE_WORKING_MEMORY_FACTOR = 4
+
+
+def _size(nbytes: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.1f} {unit}"
+    return f"{int(nbytes)} bytes"
+
+
 def attention_weights(
     queries: ArrayLike,
     keys: ArrayLike,
@@ -299,70 +504,134 @@ def attention_weights(
     bandwidth: ArrayLike = 1.0,
     sample_weight: ArrayLike | None = None,
     empty: str = "nan",
-) -> NDArray[np.floating]:
+    sparse: bool = False,
+    max_bytes: float | None = None,
+) -> Any:
     """The attention weights ``alpha(q, k_i)``: one row per query, summing to one.
 
-    This materialises the (m, n) matrix, so it is meant for inspection and plots; use
-    :func:`pool` to predict.
+    This returns the (m, n) matrix, so it is meant for inspection and plots; use
+    :func:`pool` to predict (it never forms the matrix). The rows are computed in blocks
+    within the working memory and normalised in place: the peak memory is the result plus
+    the working memory.
 
     Parameters
     ----------
     queries : array-like of shape (m, d) or (m,)
     keys : array-like of shape (n, d) or (n,)
     kernel, bandwidth, sample_weight, empty
-        As for :func:`pool`; an empty row is NaN, one-hot at the nearest key, or the
-        normalised sample weights ("mean").
+        As for :func:`pool`; an empty row is NaN, spread over the nearest keys (their sample
+        weights normalised; one-hot unless several are equally near), the normalised sample
+        weights ("mean"), or a ValueError. A query far from every key gets the exact limit
+        of its weights, as in :func:`pool`.
+    sparse : bool, default False
+        Return a ``scipy.sparse.csr_array`` holding only the positive weights: compact
+        kernels make it cheap. An empty row under ``empty="nan"`` then holds no entries
+        (it sums to 0, not 1).
+    max_bytes : float, optional
+        The largest result allowed, in bytes (for ``sparse=True``: its data and column
+        indices). Default: :data:`DENSE_WORKING_MEMORY_FACTOR` times the working memory
+        (:func:`nadaraya.set_config`), 1 GiB unless changed. A larger result is refused
+        before it is allocated (dense) or as soon as it grows past the limit (sparse).
 
     Returns
     -------
-    ndarray of shape (m, n)
+    ndarray of shape (m, n), or scipy.sparse.csr_array when ``sparse=True``
+
+    Raises
+    ------
+    ValueError
+        When the result would exceed ``max_bytes`` (the message says what to do instead),
+        and for invalid arguments as :func:`pool`.
 
     Examples
     --------
     >>> import nadaraya
     >>> nadaraya.attention_weights([2.5], [1.0, 2.0, 3.0]).round(3)
     array([[0.155, 0.422, 0.422]])
+    >>> w = nadaraya.attention_weights([2.5], [1.0, 2.0, 3.0], kernel="epanechnikov", sparse=True)
+    >>> w.nnz, w.sum().round(6)
+    (2, np.float64(1.0))
     """
-    from .backends.reference import block_sizes, block_weights
+    from .backends.reference import block_weights
 
     empty = as_empty(empty)
-    kk = np.asarray(keys)
+    kk = as_real("keys", keys)
     call = prepare(
-        queries,
-        kk,
-        np.zeros(kk.shape[0] if kk.ndim else 1),
-        kernel=kernel,
-        bandwidth=bandwidth,
+        queries, kk, np.zeros(kk.shape[0] if kk.ndim else 1), kernel=kernel, bandwidth=bandwidth,
         sample_weight=sample_weight,
     )
     m, n, _, _ = call.shape
     k = call.kernel
-    inv_h = (1.0 / call.bandwidth).astype(call.queries.dtype)
+    dtype = call.queries.dtype
+    limit = _dense_limit(max_bytes)
+    if not sparse and m * n * dtype.itemsize > limit:
+        raise ValueError(
+            f"attention_weights would return a dense ({m}, {n}) {dtype} array of "
+            f"{_size(m * n * dtype.itemsize)}, more than max_bytes ({_size(limit)}); use pool() to "
+            "predict (it never forms the matrix), sparse=True for a compact kernel, fewer queries "
+            "or keys, or pass a larger max_bytes"
+        )
+    inv_h = (1.0 / call.bandwidth).astype(dtype)
     log_sw = None
     if call.sample_weight is not None and k.log_domain:
         with np.errstate(divide="ignore"):
             log_sw = np.log(call.sample_weight)
-    out = np.empty((m, n), dtype=call.queries.dtype)
-    bq, _ = block_sizes(m, n, out.itemsize)
+    sw = np.ones(n) if call.sample_weight is None else call.sample_weight.astype(np.float64)
+    mean_row = (sw / sw.sum()).astype(dtype)
+    # one block of whole rows at a time, within the working memory
+    entries = max(1, int(get_config()["working_memory"] * 2**20) // (8 * dtype.itemsize))
+    bq = max(1, min(m, entries // max(n, 1)))
+    out = None if sparse else np.empty((m, n), dtype=dtype)
+    pieces: list[Any] = []
+    stored = 0
+    empty_rows: list[NDArray[np.intp]] = []
     for q0 in range(0, m, bq):
-        w = block_weights(call.queries[q0 : q0 + bq], call.keys, k, inv_h, log_sw, call.sample_weight)
+        q1 = min(m, q0 + bq)
+        w = block_weights(call.queries[q0:q1], call.keys, k, inv_h, log_sw, call.sample_weight)
         if k.log_domain:
-            w -= w.max(axis=1, keepdims=True)
+            shift = w.max(axis=1)
+            w -= np.where(np.isfinite(shift), shift, 0.0)[:, None]
             np.exp(w, out=w)
-        out[q0 : q0 + bq] = w
-    total = out.sum(axis=1)
-    ok = total > 0
-    out[ok] /= total[ok, None]
-    rows = np.nonzero(~ok)[0]
-    if rows.size:
-        _report_empty(rows, m, call, empty)
-        if empty == "nearest":
-            idx = _nearest(call, rows, None)
-            out[rows] = 0.0
-            out[rows, idx] = 1.0
-        elif empty == "mean":
-            sw = np.ones(n) if call.sample_weight is None else call.sample_weight
-            out[rows] = sw / sw.sum()
+            bad = ~(shift >= FAR_LOG_WEIGHT)
+        total = w.sum(axis=1)
+        np.divide(w, total[:, None], out=w, where=total[:, None] > 0)
+        if k.log_domain:
+            far = q0 + np.nonzero(bad)[0]
+            if far.size:
+                ok, fw = _far_weights(call, far, None)
+                w[far - q0] = 0.0
+                w[(far - q0)[:, None], ok[None, :]] = fw
         else:
-            out[rows] = np.nan
+            rows = q0 + np.nonzero(~(total > 0))[0]
+            if rows.size:
+                empty_rows.append(rows)
+                if empty == "nearest":
+                    for r, near in zip(rows, _nearest(call, rows, None, 2.0)):
+                        w[r - q0] = 0.0
+                        w[r - q0, near] = mean_row[near] / mean_row[near].sum()
+                elif empty == "mean":
+                    w[rows - q0] = mean_row
+                else:
+                    w[rows - q0] = 0.0 if sparse else np.nan
+        if sparse:
+            from scipy import sparse as sp
+
+            piece = sp.csr_array(w)
+            stored += piece.nnz * (dtype.itemsize + piece.indices.itemsize)
+            if stored > limit:
+                raise ValueError(
+                    f"attention_weights(sparse=True) holds more than max_bytes ({_size(limit)}) of "
+                    f"positive weights after {q1} of {m} queries; use pool() to predict, a smaller "
+                    "bandwidth or a compact kernel, or pass a larger max_bytes"
+                )
+            pieces.append(piece)
+        else:
+            assert out is not None
+            out[q0:q1] = w
+    if empty_rows:
+        _report_empty(np.concatenate(empty_rows), m, call, empty)
+    if sparse:
+        from scipy import sparse as sp
+
+        return sp.vstack(pieces, format="csr")
     return out

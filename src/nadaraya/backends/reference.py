@@ -59,6 +59,18 @@ def block_weights(
     >>> block_weights(np.array([[0.0]]), np.array([[1.0]]), get("gaussian"), np.ones(1)).tolist()
     [[-0.5]]
     """
+    with np.errstate(over="ignore"):  # a far query's log weights may overflow to -inf
+        return _block_weights(q, k, kernel, inv_h, log_sw, sw)
+
+
+def _block_weights(
+    q: NDArray[np.floating],
+    k: NDArray[np.floating],
+    kernel: Kernel,
+    inv_h: NDArray[np.floating],
+    log_sw: NDArray[np.floating] | None,
+    sw: NDArray[np.floating] | None,
+) -> NDArray[np.floating]:
     bq, d = q.shape
     bk = k.shape[0]
     u = np.empty((bq, bk), dtype=q.dtype)
