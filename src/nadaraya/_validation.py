@@ -54,7 +54,7 @@ def as_real(name: str, a: Any) -> NDArray[Any]:
     >>> as_real("keys", [1 + 2j])
     Traceback (most recent call last):
     ...
-    ValueError: keys must be real numbers; got complex128 values such as (1+2j)
+    ValueError: keys must be real numbers; got complex128 values such as (1+2j) (Complex data not supported)
     """
     try:
         arr = np.asarray(a)
@@ -65,7 +65,10 @@ def as_real(name: str, a: Any) -> NDArray[Any]:
         return arr
     if kind == "c":
         first = arr.flat[0].item() if arr.size else ""
-        raise ValueError(f"{name} must be real numbers; got {arr.dtype} values such as {first!r}")
+        raise ValueError(
+            f"{name} must be real numbers; got {arr.dtype} values such as {first!r} "
+            "(Complex data not supported)"
+        )
     if kind in "mM":
         raise ValueError(
             f"{name} must be real numbers; got {arr.dtype} ({'durations' if kind == 'm' else 'dates'}): "
@@ -82,7 +85,9 @@ def as_real(name: str, a: Any) -> NDArray[Any]:
             )
         bad = next((item for item in flat if isinstance(item, complex | np.complexfloating)), None)
         if bad is not None:
-            raise ValueError(f"{name} must be real numbers; got the complex value {bad!r}")
+            raise ValueError(
+                f"{name} must be real numbers; got the complex value {bad!r} (Complex data not supported)"
+            )
     try:
         return arr.astype(np.float64)
     except (TypeError, ValueError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -10,7 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._validation import as_points, as_sample_weight
+from ._validation import as_points, as_real, as_sample_weight
 from .kernels import Kernel
 from .kernels import get as get_kernel
 from .partials import Partials
@@ -45,6 +46,11 @@ def robust_scale(X: ArrayLike, sample_weight: ArrayLike | None = None) -> NDArra
     [3.028]
     """
     x = as_points("X", X, np.dtype(np.float64))
+    # features far from unit scale are scaled by a power of two first (exact), so that
+    # squared deviations neither underflow nor overflow
+    x, x_exp = _pow2_scale(x, np.ptp(x, axis=0))
+    if x_exp.any():
+        return np.ldexp(robust_scale(x, sample_weight), x_exp)  # type: ignore[no-any-return]
     n = x.shape[0]
     w = as_sample_weight(sample_weight, n, np.dtype(np.float64))
     if w is None:
@@ -283,10 +289,7 @@ class BandwidthSelection:
 
 def _as_targets(y: ArrayLike, n: int) -> NDArray[np.float64]:
     """``y`` as a finite (n, p) float64 array, with errors that name ``y``."""
-    try:
-        v = np.asarray(y, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"y must be numeric; got {y!r:.80}") from exc
+    v = as_real("y", y).astype(np.float64)
     if v.ndim not in (1, 2) or v.shape[0] != n:
         raise ValueError(f"y must have shape ({n},) or ({n}, p) to match X; got shape {v.shape}")
     bad = ~np.isfinite(v)
@@ -310,7 +313,10 @@ class _Objective:
         kernel: Kernel,
         method: str,
         backend: str,
+        weight_exp: int = 0,
     ) -> None:
+        # the weights were multiplied by 2**-weight_exp: AICc's sample size is their true sum
+        self.weight_exp = weight_exp
         if sw is not None:
             keep = sw > 0
             X, Y, sw = X[keep], Y[keep], sw[keep]
@@ -334,6 +340,13 @@ class _Objective:
         self.n_passes = 0
         self._nearest: tuple[NDArray[np.float64], NDArray[np.float64], float, NDArray[np.int64]] | None = None
 
+    def _two(self) -> float:
+        """AICc's 2 in ``(n + tr) / (n - tr - 2)``, in the units of the (scaled) weights."""
+        if not self.weight_exp:
+            return 2.0
+        with np.errstate(over="ignore", under="ignore"):  # n = inf: the 2 vanishes
+            return float(2.0 * (self.total / np.ldexp(self.total, self.weight_exp)))
+
     # -- the criterion from leave-one-out predictions ---------------------------------------
     def criterion(self, pred: NDArray[np.float64], rho: NDArray[np.float64]) -> float:
         """CV or AICc from leave-one-out predictions ``pred`` (n, p), NaN where a window is
@@ -355,7 +368,7 @@ class _Objective:
         fit_resid = np.where(h_ii[..., None] < 1.0, (1.0 - h_ii)[..., None] * resid, 0.0)
         sigma2 = (fit_resid**2).mean(axis=2) @ self.s / self.total
         trace = h_ii @ self.s
-        denom = 1.0 - (trace + 2.0) / self.total
+        denom = 1.0 - (trace + self._two()) / self.total
         ok = (denom > 0) & (sigma2 > 0)
         with np.errstate(divide="ignore", invalid="ignore"):
             score = np.log(sigma2) + (1.0 + trace / self.total) / denom
@@ -455,7 +468,7 @@ class _Objective:
             trace = float(self.s @ h_ii)
             dtrace = self.s @ dh
             a = 1.0 + trace / self.total
-            b = 1.0 - (trace + 2.0) / self.total
+            b = 1.0 - (trace + self._two()) / self.total
             grad = dsigma2 / sigma2 + dtrace / self.total * (a + b) / b**2
         self._record(h, score, stage)
         return score, grad
@@ -527,8 +540,9 @@ class _Objective:
         l3 = u3 / u0 - 3.0 * l1 * u2 / u0 + 2.0 * l1**3
         n, tr = self.total, float(self.s @ H)
         t1, t2, t3 = float(self.s @ H1), float(self.s @ H2), float(self.s @ H3)
-        k = n - tr - 2.0
-        g1, g2, g3 = (2.0 * n - 2.0) / k**2, 2.0 * (2.0 * n - 2.0) / k**3, 6.0 * (2.0 * n - 2.0) / k**4
+        two = self._two()
+        k = n - tr - two
+        g1, g2, g3 = (2.0 * n - two) / k**2, 2.0 * (2.0 * n - two) / k**3, 6.0 * (2.0 * n - two) / k**4
         d1 = l1 + g1 * t1
         d2 = l2 + g2 * t1**2 + g1 * t2
         d3 = l3 + g3 * t1**3 + 3.0 * g2 * t1 * t2 + g1 * t3
@@ -872,13 +886,77 @@ def select_bandwidth(
     >>> bool(0.1 < res.bandwidth[0] < 1.0), res.n_passes < 20
     (True, True)
     """
+    x, Y, sw, k = _validate(X, y, method, kernel, sample_weight)
+    # Exact powers of two bring X, y and the weights to a safe range: the search then runs as
+    # at unit scale (no squared residual overflows or underflows, no spread is lost), and the
+    # result is scaled back. Data already in range are left as they are.
+    x, x_exp = _pow2_scale(x, np.ptp(x, axis=0))
+    Y, y_exp = _pow2_scale(Y, np.full(Y.shape[1], np.abs(Y).max()))
+    w_exp = 0
+    if sw is not None:
+        sw, w_exps = _pow2_scale(sw[:, None], np.array([sw.max()]))
+        sw, w_exp = sw[:, 0], int(w_exps[0])
+    unit = np.ldexp(1.0, x_exp)
+    res = _search(x, Y, sw, k, method, per_feature, backend, unit, w_exp)
+    if not (x_exp.any() or y_exp.any()):
+        return res
+    search = dict(res.search)
+    search["bandwidths"] = search["bandwidths"] * unit
+    search["scores"] = _unscaled_score(search["scores"], method, int(y_exp[0]))
+    return dataclasses.replace(
+        res,
+        bandwidth=res.bandwidth * unit,
+        score=float(_unscaled_score(np.array([res.score]), method, int(y_exp[0]))[0]),
+        rule_of_thumb=res.rule_of_thumb * unit,
+        bounds=res.bounds * unit[:, None],
+        search=search,
+    )
+
+
+#: data whose scale (spread of a feature, largest |y|, largest weight) lies outside
+#: 2**-SAFE_EXP .. 2**SAFE_EXP are scaled by a power of two for the search
+SAFE_EXP = 256
+
+
+def _pow2_scale(
+    a: NDArray[np.float64], scale: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[Any]]:
+    """``a`` with each column multiplied by ``2**-e`` (exact) where its ``scale`` is outside
+    the safe range, and the exponents ``e`` (0 where it is inside or zero)."""
+    exp = np.frexp(scale)[1].astype(np.int64)
+    out_of_range = (scale > 0) & ((scale < 2.0**-SAFE_EXP) | (scale > 2.0**SAFE_EXP))
+    exp = np.where(out_of_range, exp, 0)
+    return (np.ldexp(a, -exp[None, :]) if exp.any() else a), exp
+
+
+def _unscaled_score(score: NDArray[np.float64], method: str, y_exp: int) -> NDArray[np.float64]:
+    """A criterion computed on ``y * 2**-y_exp`` in the units of ``y``."""
+    if y_exp == 0:
+        return score
+    if method == "cv":  # inf where the true score is beyond float64's range
+        with np.errstate(over="ignore", under="ignore"):
+            return np.ldexp(score, 2 * y_exp)
+    return score + 2.0 * y_exp * math.log(2.0)  # AICc: log(sigma^2) moves by log(4**y_exp)
+
+
+def _search(
+    x: NDArray[np.float64],
+    Y: NDArray[np.float64],
+    sw: NDArray[np.float64] | None,
+    k: Kernel,
+    method: str,
+    per_feature: bool,
+    backend: str,
+    unit: NDArray[np.float64],
+    w_exp: int,
+) -> BandwidthSelection:
+    """:func:`select_bandwidth` on validated data; ``unit`` scales bandwidths back for messages."""
     from scipy.optimize import minimize, minimize_scalar
     from threadpoolctl import threadpool_limits
 
-    x, Y, sw, k = _validate(X, y, method, kernel, sample_weight)
     rot = rule_of_thumb(x, "scott", kernel=k, sample_weight=sw)
     d = x.shape[1]
-    obj = _Objective(x, Y, sw, k, method, backend)
+    obj = _Objective(x, Y, sw, k, method, backend, w_exp)
     span = np.ptp(obj.X, axis=0)
     geo = float(np.exp(np.mean(np.log(rot))))
     direction = rot / geo if per_feature else np.ones(d)
@@ -971,7 +1049,7 @@ def select_bandwidth(
         if best == 0 or best == ts.size - 1:
             side, bound = ("upper", ts[0]) if best == 0 else ("lower", ts[-1])
             if abs(math.log(t_best / bound)) < 2 * _XATOL:
-                _warn_bound(None if d > 1 else 0, t_best, side, bound, method)
+                _warn_bound(None if d > 1 else 0, t_best * unit[0], side, bound * unit[0], method)
         return result(h, s_best, scalar_bounds, converged, f"grid of {ts.size} and {how} on log h")
 
     # -- per feature: L-BFGS-B on log h with analytic gradients -------------------------------
@@ -1038,9 +1116,9 @@ def select_bandwidth(
                 h, s_final = np.exp(res.x), float(res.fun) * scale
     for j in range(d):
         if abs(math.log(h[j] / upper[j])) < 1e-6:
-            _warn_bound(j, float(h[j]), "upper", float(upper[j]), method)
+            _warn_bound(j, float(h[j] * unit[j]), "upper", float(upper[j] * unit[j]), method)
         elif abs(math.log(h[j] / lower[j])) < 1e-6:
-            _warn_bound(j, float(h[j]), "lower", float(lower[j]), method)
+            _warn_bound(j, float(h[j] * unit[j]), "lower", float(lower[j] * unit[j]), method)
     return result(
         h,
         s_final,

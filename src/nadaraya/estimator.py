@@ -10,12 +10,29 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import backends
-from ._validation import as_bandwidth, as_empty
+from ._validation import as_bandwidth, as_empty, as_real
 from .bandwidth import RULES, rule_of_thumb
 from .kernels import get as get_kernel
 from .pooling import _is_dask, compute_partials, finish, prepare
 
 __all__ = ["NadarayaWatson"]
+
+
+def _bandwidth_hint(text: str) -> str:
+    """What to pass instead of an unknown bandwidth string: the number it spells, or the
+    closest rule name, then what is allowed."""
+    import difflib
+
+    from .bandwidth import METHODS, RULES
+
+    names = (*METHODS, *RULES)
+    allowed = f"pass a positive number, one per feature, or one of {', '.join(map(repr, names))}"
+    try:
+        number = float(text)
+    except ValueError:
+        close = difflib.get_close_matches(text.strip().lower(), names, n=1, cutoff=0.6)
+        return f"did you mean {close[0]!r}? ({allowed})" if close else allowed
+    return f"it is a string; pass the number {number!r} itself ({allowed})"
 
 
 class NadarayaWatson(RegressorMixin, BaseEstimator):  # type: ignore[misc]
@@ -124,10 +141,7 @@ default "cv"
             if bw in METHODS:  # the constant kernel: every bandwidth gives the same fit
                 bw = "scott"
             if bw not in RULES:
-                raise ValueError(
-                    f"bandwidth={bw!r} is not valid; pass a positive number, one per feature, "
-                    f"or one of {', '.join(map(repr, (*METHODS, *RULES)))}"
-                )
+                raise ValueError(f"bandwidth={bw!r} is not valid; {_bandwidth_hint(bw)}")
             return rule_of_thumb(X, bw, kernel=self.kernel, sample_weight=sample_weight)
         return as_bandwidth(bw, X.shape[1])
 
@@ -159,6 +173,9 @@ default "cv"
             )
         if _is_dask(X, y, sample_weight):  # keep the Dask arrays, lazily (nadaraya.backends.dask)
             return backends.get("dask").fit(self, X, y, sample_weight)  # type: ignore[no-any-return]
+        for name, a in (("X", X), ("y", y)):  # complex, dates and durations refused, not converted
+            if np.asarray(a).dtype.kind in "cmM":
+                as_real(name, a)
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
         sw = None
         if sample_weight is not None:

@@ -581,5 +581,7 @@ def partials(
         shift = np.where(weight > 0, shift + expo * math.log(2.0), shift)
         value = np.ldexp(value, -expo[:, None])
         weight = mant
-        return Partials(shift.astype(dtype), weight.astype(dtype), value.astype(dtype))
+        with np.errstate(over="ignore"):  # a far query's shift may pass float32's range: -inf,
+            shift = shift.astype(dtype)  # and pooling recomputes such queries (FAR_LOG_WEIGHT)
+        return Partials(shift, weight.astype(dtype), value.astype(dtype))
     return Partials(shift, weight, value)
