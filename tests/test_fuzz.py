@@ -17,8 +17,10 @@ log-profile kernel, each output within the range of the values, and the same ans
 
 from __future__ import annotations
 
+import tempfile
 import warnings
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,6 +29,7 @@ from hypothesis import strategies as st
 
 import nadaraya
 from nadaraya import EmptyWindowWarning
+from nadaraya.persist import ModelFileError
 
 FAST = settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
@@ -242,6 +245,16 @@ def _parzen_overflows(kernel, backend, qq, kk, h):
     return bool((u > 1e150).any())
 
 
+def _kdtree_overflows(qq, kk, h):
+    """The known bug of test_windowed_kd_tree_survives_overflowing_coordinates."""
+    if np.ndim(kk) < 2 or np.shape(kk)[1] < 2:
+        return False
+    with np.errstate(all="ignore"):
+        hh = np.asarray(h, float)
+        q, k = np.asarray(qq, float) / hh, np.asarray(kk, float) / hh
+    return not (np.isfinite(q).all() and np.isfinite(k).all())
+
+
 def _backends(kernel):
     return [*BACKENDS, "windowed"] if kernel in COMPACT else BACKENDS
 
@@ -257,6 +270,8 @@ def _run_valid(prob, loo):
     dtype = np.float32 if all(getattr(a, "dtype", None) == np.float32 for a in (qq, kk, vals)) else np.float64
     results = []
     for backend in _backends(kernel):
+        if backend == "windowed" and _kdtree_overflows(qq, kk, h):
+            continue  # known bug: test_windowed_kd_tree_survives_overflowing_coordinates
         kw = dict(kernel=kernel, bandwidth=h, sample_weight=sw, empty=empty, backend=backend,
                   known_bug=_parzen_overflows(kernel, backend, qq, kk, h))
         if empty == "raise" and raise_rows.any() and reliable:
@@ -362,7 +377,7 @@ def hostile_calls(draw):
         arg = "bandwidth"
         args[arg] = draw(st.sampled_from([
             0.0, -1.0, np.inf, np.nan, "0.5", "scott", "cv", "", [1.0] * (d + 1), [], [[1.0]], -1e-300,
-            np.array([1.0, 0.0])[:d] if d == 2 else 0.0, None, 1j, b"1", {"h": 1},
+            np.array([1.0, 0.0])[:d] if d == 2 else 0.0, None, 1j, b"x", {"h": 1},
         ]))
     elif what == "sample_weight":
         arg = "sample_weight"
@@ -575,3 +590,181 @@ def test_predict_refuses_non_real_X_naming_it(Q) -> None:
     model = nadaraya.NadarayaWatson(bandwidth=1.0).fit([[0.0], [1.0]], [0.0, 1.0])
     with pytest.raises(ValueError, match=r"\bX\b.*real|real.*\bX\b"):
         model.predict(Q)
+
+
+# --- model files ------------------------------------------------------------------------------
+
+
+def _model_bytes() -> bytes:
+    model = nadaraya.NadarayaWatson(bandwidth=0.7).fit(np.arange(6.0)[:, None], np.arange(6.0) ** 2)
+    with tempfile.TemporaryDirectory() as tmp:
+        return model.save(Path(tmp) / "m.npz").read_bytes()
+
+
+@settings(max_examples=40)
+@given(st.one_of(
+    st.binary(max_size=300).map(lambda b: ("random", b)),
+    st.tuples(st.integers(0, 10**6), st.integers(0, 7)).map(lambda t: ("flip", t)),
+    st.integers(0, 10**6).map(lambda i: ("truncate", i)),
+))
+def test_load_gives_a_model_or_model_file_error(mutation) -> None:
+    how, arg = mutation
+    data = bytearray(_MODEL)
+    if how == "random":
+        data = bytearray(arg)
+    elif how == "flip":
+        data[arg[0] % len(data)] ^= 1 << arg[1]
+    else:
+        data = data[: arg % len(data)]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.npz"
+        path.write_bytes(bytes(data))
+        try:
+            model = nadaraya.load(path)
+        except ModelFileError as exc:
+            assert "m.npz" in str(exc), str(exc)
+            return
+        got = model.predict([[2.5]])
+        assert np.isfinite(got).all() or np.isnan(got).all()
+
+
+_MODEL = _model_bytes()
+
+
+# --- the command line -------------------------------------------------------------------------
+
+CELLS = st.one_of(st.floats(-1e6, 1e6, allow_nan=False).map(repr), st.sampled_from(
+    ["", "nan", "NA", "inf", "-inf", "1e400", "abc", "1,5", "0x10", "True", " 3 "]))
+
+
+@st.composite
+def csv_files(draw):
+    names = draw(st.lists(st.sampled_from(["a", "b", "y", "a", "é", "x y"]), min_size=1, max_size=4))
+    rows = draw(st.integers(0, 8))
+    body = [",".join(names)]
+    for i in range(rows):
+        body.append(",".join(repr(float(i + j)) if draw(st.integers(0, 4)) else draw(CELLS)
+                             for j in range(len(names))))
+    text = "\n".join(body) + "\n"
+    raw = text.encode("latin-1" if draw(st.integers(0, 6)) == 0 else "utf-8", errors="replace")
+    return raw, names
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+@settings(max_examples=40)
+@given(csv_files(), st.sampled_from(["fit", "predict", "select"]),
+       st.sampled_from(["a", "b", "a,b", "zz", "y"]), st.sampled_from(["y", "a", "q"]),
+       st.sampled_from(["1", "scott", "cv", "0", "-1", "nan", "inf", "1,2", "abc", "1e-320"]),
+       st.sampled_from(["gaussian", "epanechnikov", "junk", "constant"]),
+       st.sampled_from(["out.csv", "out.tsv", "out.parquet", "out.xyz", "d.csv"]),
+       st.booleans())
+def test_cli_commands_succeed_or_fail_cleanly(csv, command, x, y, bandwidth, kernel, out, dropna) -> None:
+    pytest.importorskip("pyarrow")
+    from typer.testing import CliRunner
+
+    from nadaraya.cli import app
+
+    raw, _ = csv
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "d.csv").write_bytes(raw)
+        (folder / "m.npz").write_bytes(_CLI_MODEL)
+        before = _snapshot(folder)
+        args = {
+            "fit": ["fit", "d.csv", "-x", x, "-y", y, "--bandwidth", bandwidth, "--kernel", kernel,
+                    "--model", out.replace("out.csv", "model.npz")],
+            "predict": ["predict", "--model", "m.npz", "d.csv", "--out", out],
+            "select": ["select", "d.csv", "-x", x, "-y", y, "--kernel", kernel, "-q"],
+        }[command]
+        files = (".csv", ".npz", ".tsv", ".parquet", ".xyz")
+        args = [str(folder / a) if a.endswith(files) else a for a in args]
+        if dropna:
+            args.append("--dropna")
+        result = CliRunner().invoke(app, args)
+        after = _snapshot(folder)
+        assert result.exit_code in (0, 2), (result.exit_code, result.output, repr(result.exception))
+        for name in before:  # inputs byte-identical, whatever happened
+            assert after.get(name) == before[name], name
+        if result.exit_code == 2:
+            lines = [s for s in result.output.splitlines() if s.strip()]
+            assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+            assert set(after) == set(before), sorted(set(after) - set(before))
+        elif command == "fit":
+            nadaraya.load(folder / Path(args[args.index("--model") + 1]).name)
+        elif command == "predict":
+            assert Path(args[args.index("--out") + 1]).name in after
+
+
+def _cli_model() -> bytes:
+    model = nadaraya.NadarayaWatson(bandwidth=0.7).fit(np.arange(6.0)[:, None], np.arange(6.0))
+    model.feature_names_in_ = np.asarray(["a"], dtype=object)
+    model.target_names_ = ["y"]
+    with tempfile.TemporaryDirectory() as tmp:
+        return model.save(Path(tmp) / "m.npz").read_bytes()
+
+
+_CLI_MODEL = _cli_model()
+
+
+# --- the torch modules ------------------------------------------------------------------------
+
+
+@settings(max_examples=40)
+@given(st.sampled_from(KERNELS), st.integers(0, 4), st.integers(0, 5), st.integers(1, 2),
+       st.sampled_from(["float64", "float32", "int64", "bool"]),
+       st.sampled_from([1.3, 0.05, 1e-160, 1e160, 0.0, -1.0, float("inf"), [1.0, 2.0, 3.0]]),
+       st.integers(0, 2**16))
+def test_kernel_pooling_agrees_with_the_plain_formula(kernel, m, n, d, dtype, bandwidth, seed) -> None:
+    torch = pytest.importorskip("torch")
+    from nadaraya.nn import KernelPooling
+
+    rng = np.random.default_rng(seed)
+    q, k, v = rng.uniform(-3, 3, (m, d)), rng.uniform(-3, 3, (n, d)), rng.uniform(-5, 5, (n, 1))
+    try:
+        layer = KernelPooling(kernel, bandwidth=bandwidth, learnable=False).double()
+    except (ValueError, TypeError) as exc:
+        assert "bandwidth" in str(exc), str(exc)
+        return
+    tq, tk, tv = (torch.from_numpy(a).to(getattr(torch, dtype)) for a in (q, k, v))
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = layer(tq, tk, tv)
+    except (ValueError, TypeError) as exc:
+        assert dtype in ("int64", "bool"), str(exc)
+        assert any(nm in str(exc) for nm in ("queries", "keys", "values")), str(exc)
+        return
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert dtype in ("float64", "float32") and tuple(out.shape) == (m, 1), (dtype, out.shape)
+    if m == 0 or n == 0:
+        return
+    h = np.broadcast_to(np.asarray(bandwidth, float), (d,))
+    want, _, nan_rows, _, reliable = reference(q, k, v, h, kernel, None, "nan")
+    got = out.detach().double().numpy()
+    _check_result(got, want, v, kernel, nan_rows, reliable,
+                  np.float32 if dtype == "float32" else np.float64, "KernelPooling")
+
+
+@pytest.mark.xfail(strict=True, reason="bug: KernelPooling(bandwidth='1') raises torch's TypeError "
+                   "\"new(): invalid data type 'str'\", which does not name the bandwidth")
+def test_kernel_pooling_names_a_text_bandwidth() -> None:
+    pytest.importorskip("torch")
+    from nadaraya.nn import KernelPooling
+
+    with pytest.raises((ValueError, TypeError), match="bandwidth"):
+        KernelPooling("gaussian", bandwidth="1")
+
+
+@pytest.mark.xfail(strict=True, reason="bug: the windowed backend's k-d tree (d >= 2) is built on x / h, "
+                   "which overflows to inf for finite input (1e150 / 1e-160): scipy's cKDTree raises "
+                   "ValueError \"'x' must be finite\" naming no argument; reference and fused give NaN "
+                   "(empty window) or the nearest key, as empty= says")
+def test_windowed_kd_tree_survives_overflowing_coordinates() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EmptyWindowWarning)
+        out = nadaraya.pool([[0.0, 1e150]], [[0.0, 0.0]], [0.0], kernel="biweight", bandwidth=1e-160,
+                            backend="windowed", empty="nearest")
+    assert out.tolist() == [0.0]
