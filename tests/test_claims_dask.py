@@ -87,7 +87,6 @@ def moved():
         held = {w: {str(k) for k in ks} for w, ks in client.has_what().items()}
         before = client.run(_incoming)
         lazy = nadaraya.pool(dq, dk, dv, bandwidth=H)
-        graph = lazy.__dask_graph__()
         out = lazy.compute()
         after = client.run(_incoming)
     kinds = {lazy.name: "result"}
