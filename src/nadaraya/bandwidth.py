@@ -1079,7 +1079,10 @@ def _search(
     options = {"ftol": 1e-10, "gtol": 1e-6, "maxiter": 200}
 
     def lbfgsb(start: NDArray[np.float64]) -> Any:
-        return minimize(fun, start, jac=jac, method="L-BFGS-B", bounds=bounds, options=options)
+        # the criterion is inf where some window is empty (compact kernels, or AICc past its
+        # pole): L-BFGS-B's finite differences there are inf - inf, which it steps back from
+        with np.errstate(invalid="ignore"):
+            return minimize(fun, start, jac=jac, method="L-BFGS-B", bounds=bounds, options=options)
 
     def smooth_out(
         h: NDArray[np.float64], score: float, wide: bool = False

@@ -174,7 +174,7 @@ default "cv"
         if _is_dask(X, y, sample_weight):  # keep the Dask arrays, lazily (nadaraya.backends.dask)
             return backends.get("dask").fit(self, X, y, sample_weight)  # type: ignore[no-any-return]
         for name, a in (("X", X), ("y", y)):  # complex, dates and durations refused, not converted
-            if np.asarray(a).dtype.kind in "cmM":
+            if np.asarray(a).dtype.kind in "cmMUS":
                 as_real(name, a)
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
         sw = None
@@ -221,6 +221,8 @@ default "cv"
         check_is_fitted(self)
         if _is_dask(X, self.X_fit_):  # a lazy Dask array out (nadaraya.backends.dask)
             return backends.get("dask").predict(self, X)  # type: ignore[no-any-return]
+        if np.asarray(X).dtype.kind in "cmMUS":  # complex, dates, durations, text, as in fit
+            as_real("X", X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         call = prepare(
             X,

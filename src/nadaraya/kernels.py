@@ -178,7 +178,7 @@ def _cosine(u: Any, xp: Any = np) -> Any:
 
 
 def _parzen(u: Any, xp: Any = np) -> Any:
-    a = xp.abs(u)
+    a = xp.clip(xp.abs(u), 0.0, 2.0)  # no inf - inf for |u| near the float range (0 there)
     inner = 4.0 / 3.0 - 8.0 * a * a + 8.0 * a**3
     outer = 8.0 / 3.0 * (1.0 - a) ** 3
     return xp.where(a <= 0.5, inner, xp.where(a <= 1.0, outer, 0.0))

@@ -431,8 +431,11 @@ def _tree(
     k64 = keys.astype(np.float64)
     centre = 0.5 * (k64.min(axis=0) + k64.max(axis=0))
     scale = 1.0 / bandwidth.astype(np.float64)
-    zk = (k64 - centre) * scale
-    zq = (queries.astype(np.float64) - centre) * scale
+    with np.errstate(over="ignore"):
+        # x / h may overflow (a bandwidth near 1e-300): clipped, a far point stays far from
+        # every window (the radius below grows with |zk|, so the candidates stay a superset)
+        zk = np.clip((k64 - centre) * scale, -1e300, 1e300)
+        zq = np.clip((queries.astype(np.float64) - centre) * scale, -1e300, 1e300)
     # a superset of the reference's window: its test |(q - k) * inv_h| <= 1 is made in the
     # data's dtype; the profile then decides each pair exactly as there
     radius = 1.0 + 8.0 * float(np.finfo(queries.dtype).eps) + 8.0 * np.finfo(np.float64).eps * (

@@ -756,7 +756,13 @@ class KernelPooling(_Pooling):
         super().__init__()
         self.kernel = get_kernel(kernel)
         self.method = self._check_method(method)
-        h = torch.as_tensor(bandwidth, dtype=torch.float64).detach().clone()
+        allowed = "a positive, finite number or one per feature"
+        if isinstance(bandwidth, str | bytes):
+            raise ValueError(f"bandwidth must be {allowed}; got the string {bandwidth!r}")
+        try:
+            h = torch.as_tensor(bandwidth, dtype=torch.float64).detach().clone()
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise ValueError(f"bandwidth must be {allowed}; got {bandwidth!r:.80} ({exc})") from None
         if h.ndim > 1 or h.numel() == 0 or not bool(torch.all(torch.isfinite(h) & (h > 0))):
             raise ValueError(
                 f"bandwidth must be positive and finite, a scalar or one per feature; got {bandwidth!r}"
