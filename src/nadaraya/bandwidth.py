@@ -1117,6 +1117,11 @@ def _search(
             res = lbfgsb(np.log(h))
             if float(res.fun) * scale <= s_final:
                 h, s_final = np.exp(res.x), float(res.fun) * scale
+        if k.name == "gaussian":
+            # the score reported is the criterion at the returned bandwidth, from one exact
+            # leave-one-out pass of the primitive: the gradient pass borrows its shifts and can
+            # misjudge rows whose every weight is near the flush limit (issue 12 fuzzing)
+            s_final = obj.at(h, "per_feature")
     for j in range(d):
         if abs(math.log(h[j] / upper[j])) < 1e-6:
             _warn_bound(j, float(h[j] * unit[j]), "upper", float(upper[j] * unit[j]), method)
