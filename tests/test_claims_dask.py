@@ -126,14 +126,3 @@ def test_key_value_chunks_at_most_once_per_worker(moved):
         assert len(keys) == len(set(keys)), f"{w} received a key/value chunk twice"
     per_worker = _bytes(moved, "training")
     assert max(per_worker.values()) <= TRAINING, per_worker
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "README: 'Only m x (p + 2) floats per shard move, never the training data to one place'. "
-    "Measured (seed 0, n = 40 000, 4 shards, 2 workers, 3 runs): key/value chunks move too "
-    "(0.48-0.64 MB in all, up to 0.40 MB to one worker, of 0.64 MB of training data), besides "
-    "0.16-0.18 MB of partials; docs/distributed.md states it correctly, the README does not."))
-def test_readme_only_partials_move(moved):
-    training = sum(_bytes(moved, "training").values())
-    total = sum(size for items in moved["received"].values() for _, size in items)
-    assert training == 0 and total <= PARTIALS, f"training {training}, all {total}, bound {PARTIALS}"

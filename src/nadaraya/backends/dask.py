@@ -45,6 +45,7 @@ True
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import math
 import threading
@@ -332,6 +333,22 @@ class _Far:
     def none(cls, m: int, d: int) -> _Far:
         nan = np.full((m, d), np.nan)
         return cls(np.zeros(m, bool), nan, nan.copy(), np.zeros(m), np.full(m, -np.inf))
+
+
+def _register_sizes() -> None:
+    """Let dask count a Partials (and a far-query record) by its arrays' bytes: without this,
+    ``dask.sizeof`` sees a dataclass and counts about 56 bytes, so the scheduler's memory
+    accounting and transfer logs miss what the partials weigh."""
+    from dask.sizeof import sizeof
+
+    def arrays(obj: Any) -> int:
+        return int(sum(getattr(getattr(obj, f.name), "nbytes", 0) for f in dataclasses.fields(obj)))
+
+    sizeof.register(Partials)(arrays)
+    sizeof.register(_Far)(arrays)
+
+
+_register_sizes()
 
 
 def _unit(q: NDArray[np.float64], k: NDArray[np.float64], h: NDArray[np.float64]) -> tuple[Any, Any]:
