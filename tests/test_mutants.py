@@ -1,0 +1,209 @@
+"""Tests that kill the mutants the rest of the fast suite let live (``make mutants``).
+
+Each test compares a core function with a plain formula written here, or checks a property a
+user can see (dtype, error message, exactness far from the keys). docs/testing.md lists the
+mutants left alive and why each is equivalent or harmless.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import nadaraya
+from nadaraya import kernels
+from nadaraya.backends import reference
+from nadaraya.kernels import REGISTRY
+from nadaraya.partials import Partials, empty, merge, merge_all
+
+RATIO = [k for k in REGISTRY.values() if k.log_ratio is not None]
+
+
+# -- kernels: log_ratio against log K(a + d) - log K(a) ---------------------------------------
+
+
+def _plain_log_k(name: str, u: float) -> float:
+    """log K(u) up to a constant, written from the textbook formulas."""
+    if name == "gaussian":
+        return -u * u / 2
+    if name == "laplacian":
+        return -abs(u)
+    if name == "logistic":
+        return math.log(1.0 / (math.exp(u) + 2.0 + math.exp(-u)))
+    assert name == "constant"
+    return 0.0
+
+
+@pytest.mark.parametrize("k", RATIO, ids=lambda k: k.name)
+def test_log_ratio_is_the_difference_of_log_profiles(k):
+    grid = np.array([-7.5, -3.0, -1.25, -0.5, 0.0, 0.25, 1.0, 2.5, 6.0])
+    a, d = (g.ravel() for g in np.meshgrid(grid, grid))
+    got = k.log_ratio(a, d, np)
+    want = np.array([_plain_log_k(k.name, x + y) - _plain_log_k(k.name, x) for x, y in zip(a, d)])
+    assert got.shape == a.shape
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("k", RATIO, ids=lambda k: k.name)
+def test_log_ratio_broadcasts_and_is_zero_where_the_keys_coincide(k):
+    a = np.array([[0.5], [-2.0], [np.inf]])
+    d = np.array([0.0, 0.0])
+    with np.errstate(invalid="ignore", over="ignore"):  # as its callers do
+        got = k.log_ratio(a, d, np)
+    assert got.shape == (3, 2)
+    assert (got == 0.0).all()  # also for a = inf, where -d (a + d / 2) would be NaN
+
+
+@pytest.mark.parametrize("name", ["laplacian", "logistic"])
+@pytest.mark.parametrize("a", [2.0**60, -(2.0**60), 1e300, -1e300])
+@pytest.mark.parametrize("d", [1.0, -1.0, 3.5])
+def test_abs_log_ratio_is_exact_far_from_zero(name, a, d):
+    # a + d rounds to a, so |a| - |a + d| computed plainly would be 0: the exact value is
+    # -d sign(a) (plus the logistic's tail, below 1e-300 here)
+    got = float(REGISTRY[name].log_ratio(np.array(a), np.array(d), np))
+    assert got == -d * math.copysign(1.0, a)
+
+
+@pytest.mark.parametrize("a", [2.0**40, -(2.0**40), 1e150])
+@pytest.mark.parametrize("d", [1.0, -0.75])
+def test_gaussian_log_ratio_is_exact_far_from_zero(a, d):
+    want = -(Fraction(a) + Fraction(d)) ** 2 / 2 + Fraction(a) ** 2 / 2
+    got = float(REGISTRY["gaussian"].log_ratio(np.array(a), np.array(d), np))
+    assert got == pytest.approx(float(want), rel=1e-15)
+
+
+@pytest.mark.parametrize("name", ["laplacian", "logistic"])
+def test_abs_log_ratio_across_zero(name):
+    # a and a + d on opposite sides of zero: |a| - |a + d| (no shortcut applies)
+    a = np.array([-0.5, 0.5, -3.0, 2.0, 0.0, -1.0])
+    d = np.array([1.0, -1.0, 4.0, -2.5, 1.5, 1.0])
+    want = np.array([_plain_log_k(name, x + y) - _plain_log_k(name, x) for x, y in zip(a, d)])
+    np.testing.assert_allclose(REGISTRY[name].log_ratio(a, d, np), want, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int64, np.int32])
+@pytest.mark.parametrize("k", list(REGISTRY.values()), ids=lambda k: k.name)
+def test_kernel_call_evaluates_in_float64(k, dtype):
+    u = np.array([0, 1, -2, 3], dtype=dtype)
+    got = k(u)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, k.profile(u.astype(np.float64)))
+
+
+def test_unknown_kernel_message_lists_the_names():
+    with pytest.raises(ValueError, match=r"kernel='nope' is not a known kernel; valid names are: .*gaussian"):
+        kernels.get("nope")
+    with pytest.raises(ValueError, match="kernel=3 is not a known kernel"):
+        kernels.get(3)  # type: ignore[arg-type]
+    assert kernels.get("  Quartic ").name == "biweight"
+
+
+# -- partials ---------------------------------------------------------------------------------
+
+
+def test_partials_getitem_selects_every_field():
+    p = Partials(np.array([1.0, 2.0, 3.0]), np.array([4.0, 5.0, 6.0]), np.array([[7.0], [8.0], [9.0]]))
+    q = p[np.array([2, 0])]
+    assert q.shift.tolist() == [3.0, 1.0]
+    assert q.weight.tolist() == [6.0, 4.0]
+    assert q.value.tolist() == [[9.0], [7.0]]
+
+
+def test_merge_all_of_nothing_says_what_it_needs():
+    with pytest.raises(ValueError, match=r"^merge_all\(\) needs at least one Partials$"):
+        merge_all([])
+
+
+def test_empty_partials_per_domain():
+    e = empty(2, 3, np.float32, log_domain=False)
+    assert e.shift.dtype == e.weight.dtype == e.value.dtype == np.float32
+    assert e.shift.tolist() == [0.0, 0.0] and e.value.shape == (2, 3)
+    assert empty(1, 1).shift.tolist() == [-np.inf] and empty(1, 1).weight.dtype == np.float64
+
+
+def test_merge_with_an_empty_side_is_the_other_side():
+    a = Partials(np.array([3.0, -np.inf]), np.array([2.0, 0.0]), np.array([[4.0], [0.0]]))
+    m = merge(a, empty(2, 1))
+    assert m.shift.tolist() == [3.0, -np.inf]
+    assert m.weight.tolist() == [2.0, 0.0]
+    assert m.value.tolist() == [[4.0], [0.0]]
+    assert merge(empty(2, 1), a).weight.tolist() == [2.0, 0.0]
+
+
+# -- the reference backend: blocks, exclusion and sample weights against dense sums ----------
+
+
+def _plain_partials(q, k, v, kernel, h, sw=None, exclude=None):
+    """Dense weights prod_j K((q_j - k_j) / h_j) * sw, a left-out key per query; value / weight."""
+    w = np.ones((q.shape[0], k.shape[0]))
+    for j in range(q.shape[1]):
+        w = w * kernel.profile((q[:, j, None] - k[None, :, j]) / h[j])
+    if sw is not None:
+        w = w * sw[None, :]
+    if exclude is not None:
+        rows = np.nonzero(exclude >= 0)[0]
+        w[rows, exclude[rows]] = 0.0
+    return w.sum(axis=1), w @ v / w.sum(axis=1)[:, None]
+
+
+def test_block_sizes_fit_the_working_memory():
+    assert reference.block_sizes(20000, 20000, 8, working_memory_mib=16) == (64, 4096)
+    assert reference.block_sizes(3, 5, 8, working_memory_mib=16) == (3, 5)
+    # 1 MiB of float64 scratch in 8 arrays: 16384 entries, keys first (at most 4096)
+    assert reference.block_sizes(100, 10000, 8, working_memory_mib=1) == (4, 4096)
+    assert reference.block_sizes(100, 10000, 4, working_memory_mib=1) == (8, 4096)
+    assert reference.block_sizes(10, 10, 8, working_memory_mib=1e-9) == (1, 1)
+    with nadaraya.config_context(working_memory=1):
+        assert reference.block_sizes(100, 10000, 8) == (4, 4096)
+
+
+@pytest.mark.parametrize("name", ["gaussian", "laplacian", "epanechnikov", "tricube"])
+@pytest.mark.parametrize("memory", [256, 1])
+def test_reference_partials_equal_dense_sums(name, memory):
+    rng = np.random.default_rng(7)
+    n, m, first = 5000, 37, 4080  # two key blocks (4096 keys each at most); the left-out
+    keys = rng.uniform(0, 4, (n, 2))  # keys straddle them
+    values = rng.normal(size=(n, 2))
+    queries = np.vstack([keys[first:first + m], rng.uniform(0, 4, (5, 2))])
+    sw = rng.uniform(0.5, 2.0, n)
+    sw[::7] = 0.0
+    h = np.array([0.6, 0.9])
+    exclude = np.concatenate([np.arange(first, first + m), np.full(5, -1)])
+    kernel = REGISTRY[name]
+    with nadaraya.config_context(working_memory=memory):  # 1 MiB: query blocks of 4
+        got = reference.partials(queries, keys, values, kernel=kernel, bandwidth=h,
+                                 sample_weight=sw, exclude=exclude)
+    weight, pooled = _plain_partials(queries, keys, values, kernel, h, sw, exclude)
+    # the represented total weight exp(shift) * weight, up to the profile's constant
+    total = np.exp(got.shift) * got.weight
+    scale = total[0] / weight[0]
+    np.testing.assert_allclose(total, weight * scale, rtol=1e-10)
+    if name in ("gaussian", "laplacian"):  # log domain: log K without its constant
+        assert scale == pytest.approx(kernel.profile(np.zeros(1))[0] ** -2, rel=1e-12)
+        assert (got.weight >= 1.0 - 1e-12).all()  # the largest term is exp(0) = 1
+    else:
+        assert (got.shift == 0).all() and scale == pytest.approx(1.0, rel=1e-12)
+    np.testing.assert_allclose(got.finalize(), pooled, rtol=1e-10, atol=1e-12)
+
+
+def test_reference_keeps_float32():
+    rng = np.random.default_rng(3)
+    k = rng.uniform(0, 1, (50, 1)).astype(np.float32)
+    v = rng.normal(size=(50, 1)).astype(np.float32)
+    got = reference.partials(k, k, v, kernel=REGISTRY["gaussian"], bandwidth=np.array([0.2]))
+    assert got.weight.dtype == got.shift.dtype == got.value.dtype == np.float32
+    _, pooled = _plain_partials(k.astype(float), k.astype(float), v.astype(float),
+                                     REGISTRY["gaussian"], np.array([0.2]))
+    np.testing.assert_allclose(got.finalize(), pooled, rtol=1e-4, atol=1e-5)
+
+
+def test_block_weights_multiply_sample_weights_outside_the_log_domain():
+    q, k = np.array([[0.0]]), np.array([[0.5], [2.0]])
+    sw = np.array([2.0, 3.0])
+    w = reference.block_weights(q, k, REGISTRY["epanechnikov"], np.array([1.0]), None, sw)
+    np.testing.assert_allclose(w, [[2.0 * 0.75 * 0.75, 0.0]])
+    lw = reference.block_weights(q, k, REGISTRY["gaussian"], np.array([2.0]), np.log(sw), sw)
+    np.testing.assert_allclose(lw, [[-0.5 + np.log(2.0), -8.0 + np.log(3.0)]])
