@@ -207,3 +207,26 @@ def test_block_weights_multiply_sample_weights_outside_the_log_domain():
     np.testing.assert_allclose(w, [[2.0 * 0.75 * 0.75, 0.0]])
     lw = reference.block_weights(q, k, REGISTRY["gaussian"], np.array([2.0]), np.log(sw), sw)
     np.testing.assert_allclose(lw, [[-0.5 + np.log(2.0), -8.0 + np.log(3.0)]])
+
+
+@pytest.mark.parametrize("k", RATIO, ids=lambda k: k.name)
+def test_log_ratio_in_torch_equals_numpy(k):
+    # nadaraya.nn recomputes far queries with the same function on torch tensors
+    torch = pytest.importorskip("torch")
+    a = np.array([-3.0, -0.5, 0.0, 0.75, 2.0**60, 4.0])
+    d = np.array([1.0, 1.0, -2.0, -1.5, 1.0, 0.0])
+    got = k.log_ratio(torch.from_numpy(a), torch.from_numpy(d), torch)
+    assert isinstance(got, torch.Tensor)
+    np.testing.assert_allclose(got.numpy(), k.log_ratio(a, d, np), rtol=1e-12, atol=0)
+
+
+def test_parzen_far_out_is_quiet():
+    # no overflow or inf - inf warning, nor NaN, for scaled distances near the float range
+    import warnings
+
+    k = REGISTRY["parzen"]
+    u = np.array([1e200, -1e300, np.finfo(float).max])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = k(u)
+    assert (got == 0.0).all()
