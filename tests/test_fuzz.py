@@ -722,6 +722,53 @@ def test_kernel_pooling_agrees_with_the_plain_formula(kernel, m, n, d, dtype, ba
                   np.float32 if dtype == "float32" else np.float64, "KernelPooling")
 
 
+@settings(max_examples=40)
+@given(st.sampled_from(["average", "additive", "dot"]), st.integers(0, 4), st.integers(0, 5),
+       st.integers(1, 3), st.sampled_from(["float64", "float32", "int64", "bool", "complex128"]),
+       st.sampled_from([1.0, 1e-300, 1e30, 1e300]), st.booleans(), st.integers(0, 2**16))
+def test_attention_modules_give_weights_that_pool(module, m, n, d, dtype, scale, masked, seed) -> None:
+    """AveragePooling, AdditiveAttentionPooling and DotProductAttentionPooling: the weights are
+    non-negative, sum to one over the allowed keys (NaN rows where none is), and the output is
+    weights @ values; hostile dtypes raise naming the argument, never another exception."""
+    torch = pytest.importorskip("torch")
+    from nadaraya.nn import AdditiveAttentionPooling, AveragePooling, DotProductAttentionPooling
+
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    layer = {"average": lambda: AveragePooling(), "additive": lambda: AdditiveAttentionPooling(d, hidden=4),
+             "dot": lambda: DotProductAttentionPooling(d, dim=3)}[module]().double()
+    q, k = rng.uniform(-3, 3, (m, d)) * scale, rng.uniform(-3, 3, (n, d)) * scale
+    v = rng.uniform(-5, 5, (n, 2))
+    tq, tk, tv = (torch.from_numpy(a).to(getattr(torch, dtype)) for a in (q, k, v))
+    mask = torch.from_numpy(rng.random((m, n)) < 0.7) if masked else None
+    kw = {} if mask is None else {"mask": mask}
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out, w = layer(tq, tk, tv, return_weights=True, **kw)
+    except (ValueError, TypeError) as exc:
+        assert dtype not in ("float64",) or "mask" in str(exc), str(exc)
+        assert any(nm in str(exc) for nm in ("queries", "keys", "values", "mask", "dtype")), str(exc)
+        return
+    assert not [x for x in caught if issubclass(x.category, RuntimeWarning)]
+    assert tuple(out.shape) == (m, 2) and tuple(w.shape) == (m, n)
+    wn, on = w.detach().double().numpy(), out.detach().double().numpy()
+    allowed = np.ones((m, n), bool) if mask is None else mask.numpy()
+    if module == "average" or scale <= 1e30:  # scores stay finite: the weights are defined
+        empty_rows = ~allowed.any(axis=1) if n else np.ones(m, bool)
+        live = ~empty_rows
+        assert np.isnan(on[empty_rows]).all()
+        assert (wn[live] >= 0).all() and (wn[live][~allowed[live]] == 0).all()
+        np.testing.assert_allclose(wn[live].sum(axis=1), 1.0, rtol=1e-6)
+        vv = tv.detach().double().numpy()
+        tol = 1e-5 * (1 + np.abs(v).max(initial=0))
+        np.testing.assert_allclose(on[live], wn[live] @ vv, rtol=1e-5, atol=tol)
+    if module == "average":  # the plain mean of the allowed values
+        for i in range(m):
+            if allowed[i].any():
+                np.testing.assert_allclose(on[i], v[allowed[i]].mean(axis=0), rtol=1e-6, atol=1e-9)
+
+
 def test_kernel_pooling_names_a_text_bandwidth() -> None:
     pytest.importorskip("torch")
     from nadaraya.nn import KernelPooling

@@ -876,6 +876,17 @@ class AveragePooling(KernelPooling):
         return ""
 
 
+def _same_dtype(weight: Tensor, queries: Tensor, keys: Tensor) -> None:
+    """A projection needs inputs of its parameters' dtype: say so, naming the argument, instead
+    of torch's "mat1 and mat2 must have the same dtype"."""
+    for name, t in (("queries", queries), ("keys", keys)):
+        if t.dtype != weight.dtype:
+            raise TypeError(
+                f"{name} has dtype {t.dtype}, but the module's parameters are {weight.dtype}; "
+                f"convert one to the other (e.g. module.to({t.dtype}) or {name}.to({weight.dtype}))"
+            )
+
+
 class AdditiveAttentionPooling(_Pooling):
     r"""Additive (Bahdanau) attention pooling: score ``v^T tanh(W_q q + W_k k)``, softmax over keys.
 
@@ -932,6 +943,7 @@ class AdditiveAttentionPooling(_Pooling):
         self.w_v = nn.Linear(hidden, 1, bias=False, **place)
 
     def _project(self, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor, Scorer, tuple[Tensor, ...]]:
+        _same_dtype(self.W_q.weight, q, k)
         scorer = Scorer(_additive_fn, True, 3 * self.w_v.in_features)
         return self.W_q(q), self.W_k(k), scorer, (self.w_v.weight[0],)
 
@@ -986,6 +998,7 @@ class DotProductAttentionPooling(_Pooling):
         self.W_k = nn.Linear(key_features or in_features, dim, bias=False, **place)
 
     def _project(self, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor, Scorer, tuple[Tensor, ...]]:
+        _same_dtype(self.W_q.weight, q, k)
         qa = self.W_q(q)
         if self.scaled:
             qa = qa / math.sqrt(self.W_q.out_features)
