@@ -19,8 +19,6 @@ queries, no scatter back afterwards).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 from numba import njit
 
@@ -412,12 +410,3 @@ def window_sums(
     for t in range(t0, t1):
         _task(tasks[t], tasks[t + 1], qs, xs, inv, x0, h, inv_h, cs, ncell, start, values, sw, excl,
               coef, split, kind, amp, breaks, direct_max, threshold, res, lo_out, hi_out)
-
-
-def __getattr__(name: str) -> Any:
-    """``sweep_loop`` now lives in :mod:`._windowed_sweep` (loaded on first use, no import cycle)."""
-    if name == "sweep_loop":
-        from ._windowed_sweep import sweep_loop
-
-        return sweep_loop
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

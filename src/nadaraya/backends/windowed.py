@@ -228,7 +228,9 @@ def _jit() -> ModuleType:
 @functools.cache
 def _sweep(nf: int, p: int) -> Callable[..., None]:
     """The sweep loop compiled for ``nf`` moments and ``p`` outputs (one per pair, cached)."""
-    return _jit().sweep_loop(nf, p)  # type: ignore[no-any-return]
+    from ._windowed_sweep import sweep_loop
+
+    return sweep_loop(nf, p)  # type: ignore[no-any-return]
 
 
 def _working_bytes() -> int:
