@@ -1,0 +1,207 @@
+"""The gradient pass: leave-one-out Gaussian sums and their per-feature bandwidth moments (numba)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+from ._multibw import _CUT, _FAST, _OVER, _TILE, _dot, _gap, _tile_boxes
+from ._numba_exp import exp_flushed
+from .fused import generated, run_ranges
+
+__all__ = ["loo_gradient"]
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST)
+def _gradient_rows(zt, shift, s, sy, lo, hi, i0, i1, S, T, A, B):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Rows ``i0:i1`` of :func:`loo_gradient` (far tiles skipped)."""
+    d, n = zt.shape
+    p = sy.shape[0]
+    dz = np.empty(_TILE)
+    e = np.empty(_TILE)
+    u2 = np.empty(_TILE)
+    tt = np.empty((d, _TILE))  # each feature's squared differences, kept for the moments
+    for i in range(i0, i1):
+        c = shift[i]
+        for j0 in range(0, n, _TILE):
+            if _gap(zt, i, lo, hi, j0 // _TILE) - c >= _CUT:
+                continue  # every weight of the tile is flushed to zero
+            m = min(n, j0 + _TILE) - j0
+            for j in range(m):
+                dz[j] = -c
+            for k in range(d):
+                zs = zt[k, j0 : j0 + m]
+                zi = zt[k, i]
+                tk = tt[k]
+                for j in range(m):
+                    t = zs[j] - zi
+                    v = t * t
+                    tk[j] = v
+                    dz[j] += v
+            if j0 <= i < j0 + m:
+                dz[i - j0] = np.inf
+            ss = s[j0 : j0 + m]
+            y0 = sy[0, j0 : j0 + m]
+            acc = 0.0
+            acc0 = 0.0
+            over = 0.0
+            for j in range(m):
+                x = dz[j]
+                w = exp_flushed(-x) if x < _CUT else 0.0
+                e[j] = w
+                acc += w * ss[j]
+                acc0 += w * y0[j]
+                over += 1.0 if x < -_OVER else 0.0  # (a sum vectorises; a min would not here)
+            # a shift far above this row's nearest (see loo_gradient) would overflow: say so
+            S[i] += acc if over == 0.0 else np.inf
+            T[i, 0] += acc0
+            for q in range(1, p):
+                T[i, q] += _dot(e, sy[q, j0 : j0 + m], m)
+            for k in range(d):
+                tk = tt[k]
+                acc = 0.0
+                acc0 = 0.0
+                for j in range(m):
+                    v = 2.0 * tk[j] * e[j]
+                    u2[j] = v
+                    acc += v * ss[j]
+                    acc0 += v * y0[j]
+                A[i, k] += acc
+                B[i, k, 0] += acc0
+                for q in range(1, p):
+                    B[i, k, q] += _dot(u2, sy[q, j0 : j0 + m], m)
+
+
+#: the most features whose gradient sums a generated loop keeps in registers
+_MAX_GENERATED = 8
+
+_GRADIENT_TILE = """
+def gradient_tile(nf, zt, i, j0, m, c, s, sy, S, T, A, B):
+    ss = s[j0 : j0 + m]
+    ys = sy[0, j0 : j0 + m]
+    jm = i - j0  # the own term's place in the tile (masked), if it is there
+    {views}
+    s0 = 0.0
+    t0 = 0.0
+    over = 0.0
+    {init}
+    for j in range(m):
+        {terms}
+        x = {total} - c
+        w = exp_flushed(-x) if (x < CUT and j != jm) else 0.0
+        over += 1.0 if x < -OVER else 0.0
+        a = w * ss[j]
+        b = w * ys[j]
+        s0 += a
+        t0 += b
+        {moments}
+    S[i] += s0 if over == 0.0 else np.inf
+    T[i, 0] += t0
+    {store}
+"""
+
+
+def _gradient_source(nf: int) -> str:
+    """Python source of one row's sweep over one key tile for ``nf`` features and one output:
+    each feature's coordinates a 1-D view named in the source (a unit-stride load), its
+    squared difference, and the ``2 + 2 nf`` sums, all in registers."""
+    f = range(nf)
+    return _GRADIENT_TILE.format(
+        views="\n    ".join(f"k_{k} = zt[{k}, j0 : j0 + m]; z_{k} = zt[{k}, i]" for k in f),
+        init="\n    ".join(f"a_{k} = 0.0; b_{k} = 0.0" for k in f),
+        terms="\n        ".join(f"t = k_{k}[j] - z_{k}; g_{k} = t * t" for k in f),
+        total=" + ".join(f"g_{k}" for k in f),
+        moments="\n        ".join(f"a_{k} += a * g_{k}; b_{k} += b * g_{k}" for k in f),
+        store="\n    ".join(f"A[i, {k}] += 2.0 * a_{k}; B[i, {k}, 0] += 2.0 * b_{k}" for k in f),
+    )
+
+
+_GENERATED: dict[int, dict[str, Any]] = {}
+
+
+def _gradient_tile(nf, zt, i, j0, m, c, s, sy, S, T, A, B):  # type: ignore[no-untyped-def]
+    """One row's sweep over one key tile (generated per number of features); compiled only."""
+    raise NotImplementedError("only callable from jitted code")
+
+
+@numba.extending.overload(
+    _gradient_tile, inline="never", prefer_literal=True, jit_options={"fastmath": _FAST}
+)
+def _gradient_tile_impl(nf, zt, i, j0, m, c, s, sy, S, T, A, B):  # type: ignore[no-untyped-def]
+    names = {"np": np, "exp_flushed": exp_flushed, "CUT": _CUT, "OVER": _OVER}
+    namespace = generated(_GENERATED, nf, _gradient_source, "gradient sweep", names)
+    return None if namespace is None else namespace["gradient_tile"]
+
+
+def _gradient_kernel(nf: int) -> Any:
+    """The gradient pass over rows ``i0:i1`` for ``nf`` features and one output: ``nf`` is a
+    frozen closure constant (numba keys its on-disk cache on it), so the tile sweep is the
+    one generated for it."""
+
+    @numba.njit(cache=True, nogil=True)
+    def rows(zt, shift, s, sy, lo, hi, i0, i1, S, T, A, B):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+        n = zt.shape[1]
+        for i in range(i0, i1):
+            c = shift[i]
+            for j0 in range(0, n, _TILE):
+                if _gap(zt, i, lo, hi, j0 // _TILE) - c >= _CUT:
+                    continue  # every weight of the tile is flushed to zero
+                _gradient_tile(nf, zt, i, j0, min(n, j0 + _TILE) - j0, c, s, sy, S, T, A, B)
+
+    return rows
+
+
+_KERNELS: dict[int, Any] = {}
+
+
+def loo_gradient(
+    zt: NDArray[np.float64], shift: NDArray[np.float64], s: NDArray[np.float64], sy: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Leave-one-out sums and their bandwidth moments at one (per-feature) bandwidth.
+
+    With one output and at most eight features the sweep is generated for the number of
+    features, which keeps every feature's squared difference and all the sums in registers
+    (about twice as fast as the general loop, :func:`_gradient_rows`).
+
+    Parameters
+    ----------
+    zt, shift, s, sy
+        As for :func:`loo_levels`.
+
+    Returns
+    -------
+    S : ndarray of shape (n,)
+    T : ndarray of shape (n, p)
+    A : ndarray of shape (n, d)
+        ``sum_{j != i} s_j w_ij u_ijk^2`` (shifted like ``S``).
+    B : ndarray of shape (n, d, p)
+        ``sum_{j != i} s_j w_ij u_ijk^2 y_j``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nadaraya.backends._multibw import shifts
+    >>> z = np.array([[0.0, 0.5, 2.0], [0.0, 0.0, 1.0]]); y = np.array([[1.0, 2.0, 4.0]])
+    >>> S, T, A, B = loo_gradient(z, shifts(z)[0], np.ones(3), y)
+    >>> g = np.array([[0.25, 4.0], [0.0, 1.0]]); w = np.exp(0.25 - g.sum(axis=0))  # row 0
+    >>> bool(np.allclose(A[0], 2 * g @ w) and np.isclose(T[0, 0], w @ [2.0, 4.0]))
+    True
+    """
+    d, n = zt.shape
+    p = sy.shape[0]
+    S = np.zeros(n)
+    T = np.zeros((n, p))
+    A = np.zeros((n, d))
+    B = np.zeros((n, d, p))
+    lo, hi = _tile_boxes(zt)
+    if p == 1 and d <= _MAX_GENERATED:
+        if d not in _KERNELS:
+            _KERNELS[d] = _gradient_kernel(d)
+        rows = _KERNELS[d]
+    else:
+        rows = _gradient_rows
+    run_ranges(rows, (zt, shift, s, sy, lo, hi), n, (S, T, A, B))
+    return S, T, A, B
