@@ -256,7 +256,8 @@ class _Objective:
 
     def with_gradient(self, h: NDArray[np.float64], stage: str = "per_feature") -> tuple[float, NDArray]:
         """The criterion and its gradient with respect to ``log h`` (Gaussian, one pass)."""
-        from .backends._multibw import loo_gradient, threads_for
+        from .backends._multibw import threads_for
+        from .backends._multibw_gradient import loo_gradient
 
         sy = np.ascontiguousarray((self.s[:, None] * self.Y).T)
         zt, c = self._scaled(h, exact=False)

@@ -13,7 +13,8 @@ this module gives it for the Gaussian product kernel:
   not once per level), and a tile of keys whose bounding box is so far from a point that its
   weights would be flushed to zero skips those levels (the search sorts the points by their
   first feature, so that tiles are narrow).
-- :func:`loo_gradient`: the sums at one bandwidth per feature plus the moments
+- ``loo_gradient`` (in :mod:`._multibw_gradient`): the sums at one bandwidth per feature plus
+  the moments
   ``sum_j w_ij u_ijk^2`` and ``sum_j w_ij u_ijk^2 y_j`` that the derivative of the
   leave-one-out predictions with respect to ``log h_k`` needs (``d w_ij / d log h_k =
   w_ij u_ijk^2``).
@@ -45,7 +46,6 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Iterator
-from typing import Any
 
 import numba
 import numpy as np
@@ -57,7 +57,7 @@ from .fused import run_ranges
 
 _threads.configure()  # numba's pool shares the cores politely (see nadaraya._threads)
 
-__all__ = ["loo_curvature", "loo_gradient", "loo_levels", "shifts", "threads_for"]  # noqa: F822 (see __getattr__)
+__all__ = ["loo_curvature", "loo_levels", "shifts", "threads_for"]
 
 #: recompute the exponential every this many levels (squarings amplify rounding by 2 each)
 _REFRESH = 8
@@ -444,13 +444,3 @@ def loo_curvature(
     lo, hi = _tile_boxes(zt)
     run_ranges(_curvature_rows, (zt, shift, s, sy, lo, hi), n, (M, N))
     return M, N
-
-
-def __getattr__(name: str) -> Any:
-    """``loo_gradient`` lives in :mod:`nadaraya.backends._multibw_gradient` (re-exported here,
-    lazily: that module imports this one's helpers)."""
-    if name == "loo_gradient":
-        from ._multibw_gradient import loo_gradient
-
-        return loo_gradient
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
