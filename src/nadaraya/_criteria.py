@@ -464,3 +464,8 @@ def score_bandwidth(
             )
         return obj.with_gradient(h)
     return obj.at(h)
+
+
+# Both are public as nadaraya.bandwidth.*: saved models, pickles and warning filters name them so.
+BandwidthWarning.__module__ = "nadaraya.bandwidth"
+BandwidthSelection.__module__ = "nadaraya.bandwidth"
