@@ -22,6 +22,7 @@ demo: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks examples
+	$(VENV)/bin/lint-imports
 
 # Debian's chromium for the report's browser test (CI runs as root on a fresh machine); the
 # test skips, saying why, when it cannot be installed.
