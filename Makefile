@@ -42,12 +42,14 @@ clean:
 # Mutation testing (not part of `make test`; docs/testing.md): mutmut mutates the core modules one
 # function variant at a time and runs the fast tests that reach each variant ([tool.mutmut] in
 # pyproject.toml). MODULES picks the modules, e.g. `make mutants MODULES="kernels partials"`;
-# `bandwidth` means its criteria (_Objective, score_bandwidth), `bandwidth-search` the search.
+# `bandwidth` means its criteria (_Objective, score_bandwidth), `bandwidth-search` the search and
+# its optimisers, `bandwidth.rules` the rules of thumb.
 # One worker (the machine is shared). The summary counts a survivor listed in docs/testing.md as equivalent.
 MODULES ?= kernels partials backends.reference pooling bandwidth
 MUTMUT := $(VENV)/bin/mutmut
-mutant_globs = $(foreach m,$(MODULES),$(if $(filter bandwidth,$(m)),nadaraya.bandwidth.xǁ_Objectiveǁ* \
-	nadaraya.bandwidth.x_score_bandwidth__mutmut_*,$(if $(filter bandwidth-search,$(m)),nadaraya.bandwidth.x_*,nadaraya.$(m).*)))
+mutant_globs = $(foreach m,$(MODULES),$(if $(filter bandwidth,$(m)),nadaraya.bandwidth.criteria.xǁ_Objectiveǁ* \
+	nadaraya.bandwidth.criteria.x_score_bandwidth__mutmut_*,$(if $(filter bandwidth-search,$(m)),nadaraya.bandwidth.search.x_* \
+	nadaraya.bandwidth.optimise.x_*,nadaraya.$(m).*)))
 
 mutants: $(STAMP)
 	$(PY) -c "import mutmut" 2>/dev/null || $(PY) -m pip install -q "mutmut>=3.8,<4"

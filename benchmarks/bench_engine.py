@@ -235,7 +235,7 @@ def exp_ceiling() -> tuple[float, str]:
     import numba
 
     from nadaraya import _threads
-    from nadaraya.backends._numba_exp import exp_fast, exp_flushed
+    from nadaraya._jit import exp_fast, exp_flushed
 
     _threads.configure()
     cores = numba.get_num_threads()

@@ -102,7 +102,7 @@ def test_gradient_matches_finite_differences(method):
 @pytest.mark.parametrize("method", ["cv", "aicc"])
 def test_curvature_pass_derivatives_match_finite_differences(method):
     """The Halley steps' one pass: the criterion and its first three derivatives along log h."""
-    from nadaraya.bandwidth import _Objective
+    from nadaraya.bandwidth.criteria import _Objective
     from nadaraya.kernels import get
 
     X, y = data(80, 2, seed=11)
@@ -129,7 +129,7 @@ def test_gradient_pass_reuses_old_neighbours_and_recovers_from_overflow():
     """A new direction of h takes the shift from the last direction's nearest neighbours;
     where that neighbour is now far (its weight would overflow the others'), the pass is
     redone with exact shifts. Either way the results equal a fresh computation."""
-    from nadaraya.bandwidth import _Objective
+    from nadaraya.bandwidth.criteria import _Objective
     from nadaraya.kernels import get
 
     rng = np.random.default_rng(4)
@@ -166,13 +166,13 @@ def test_grid_pass_skips_far_tiles_exactly():
 
 
 def test_halley_search_from_a_concave_start_and_at_the_bracket():
-    from nadaraya.bandwidth import _halley
+    from nadaraya.bandwidth.optimise import halley
 
     def f(x):  # a double well: concave near 0, minima at -1 and +1 (the right one lower)
         return (x**4 - 2 * x**2 - 0.2 * x, 4 * x**3 - 4 * x - 0.2, 12 * x**2 - 4, 24 * x)
 
     xs = (-0.2, 0.05, 1.6)
-    x, fx, ok = _halley(f, xs, tuple(f(v)[0] for v in xs), 1e-6)
+    x, fx, ok = halley(f, xs, tuple(f(v)[0] for v in xs), 1e-6)
     # the minimum inside the bracket that the slope leads to, to the tolerance
     assert ok and abs(f(x)[1]) < 1e-4 and 0.9 < x < 1.1
     assert fx == pytest.approx(f(x)[0])
@@ -428,7 +428,7 @@ def test_estimator_cv_per_feature_in_several_dimensions_and_grid_search():
 def test_nearest_neighbour_shifts_in_1d_equal_the_kd_tree(n):
     from scipy.spatial import cKDTree
 
-    from nadaraya.backends._multibw import shifts
+    from nadaraya.bandwidth._passes import shifts
 
     z = np.random.default_rng(n).normal(size=(1, n))
     z[0, -1] = z[0, 0]  # a tie at distance 0
@@ -443,8 +443,8 @@ def test_nearest_neighbour_shifts_in_1d_equal_the_kd_tree(n):
 def test_gradient_pass_equals_plain_sums(d, p):
     """The gradient pass (generated per number of features for one output, general
     otherwise) against its sums written out."""
-    from nadaraya.backends._multibw import shifts
-    from nadaraya.backends._multibw_gradient import loo_gradient
+    from nadaraya.bandwidth._gradient import loo_gradient
+    from nadaraya.bandwidth._passes import shifts
 
     rng = np.random.default_rng(d + p)
     n = 300

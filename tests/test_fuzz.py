@@ -532,7 +532,7 @@ def test_per_feature_score_is_at_the_bandwidth() -> None:
                    "misjudge rows whose weights are all near the flush limit; select_bandwidth now reports "
                    "the exact score at the bandwidth it returns, but the search still follows the pass")
 def test_gradient_pass_score_is_the_exact_cv() -> None:
-    from nadaraya.bandwidth import _Objective
+    from nadaraya.bandwidth.criteria import _Objective
     from nadaraya.kernels import get
 
     h = np.array([0.0805993465, 551.126711])

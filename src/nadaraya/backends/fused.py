@@ -76,11 +76,7 @@ True
 
 from __future__ import annotations
 
-import itertools
 import math
-import threading
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numba
@@ -88,9 +84,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import _threads
+from .._jit import exp_flushed, generated, run_ranges
 from ..kernels import Kernel
 from ..partials import Partials
-from ._numba_exp import exp_flushed
 
 __all__ = ["KEY_BLOCK", "KINDS", "partials", "supports"]
 
@@ -285,30 +281,6 @@ def _one_pass_source(nf: int) -> str:
     return _ONE_PASS.format(views=views, terms=terms)
 
 
-def generated(
-    cache: dict[int, dict[str, Any]], nf: Any, source: Callable[[int], str], label: str, names: dict[str, Any]
-) -> dict[str, Any] | None:
-    """The namespace of the Python source ``source(nf)``, run once per number of features with
-    ``names`` as its globals and kept in ``cache``, where ``nf`` is a compile-time constant
-    (numba types a closure constant as an integer literal); else None (numba then tries the
-    other overloads). For the loops generated per number of features.
-
-    Examples
-    --------
-    >>> ns = generated({}, numba.types.IntegerLiteral(2), lambda k: f"K = {k}", "demo", {})
-    >>> ns["K"]
-    2
-    """
-    if not isinstance(nf, numba.types.IntegerLiteral):
-        return None
-    k = nf.literal_value
-    if k not in cache:
-        namespace = {"__name__": __name__, **names}
-        exec(compile(source(k), f"<{label}, {k} features>", "exec"), namespace)
-        cache[k] = namespace
-    return cache[k]
-
-
 _GENERATED: dict[int, dict[str, Any]] = {}
 
 
@@ -477,47 +449,6 @@ def supports(kernel: Kernel, d: int) -> bool:
     True
     """
     return kernel.name in KINDS and d >= 1
-
-
-_POOL: tuple[ThreadPoolExecutor, int] | None = None  # the pool and its number of threads
-_POOL_LOCK = threading.Lock()
-_CHUNKS = 4
-
-
-def run_ranges(task: Any, args: tuple[Any, ...], m: int, outputs: tuple[Any, ...]) -> None:
-    """Run ``task(*args, a, b, *outputs)`` over contiguous ranges ``a:b`` of ``range(m)`` on
-    ``numba.get_num_threads()`` threads (one shared pool; the bandwidth passes and the
-    windowed backend use it too).
-
-    The jitted task releases the GIL (``nogil=True``), so Python threads run it on all cores.
-    This replaces a ``prange`` loop: numba's parallel compiler added about 1.7 s to each
-    kernel's first compilation, which the 5 s budget could not afford. Ranges must write
-    disjoint outputs.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> out = np.zeros(200)
-    >>> def task(a, b, out):
-    ...     out[a:b] = np.arange(a, b)
-    >>> run_ranges(task, (), 200, (out,))
-    >>> bool((out == np.arange(200)).all())
-    True
-    """
-    global _POOL
-    threads = max(1, min(numba.get_num_threads(), -(-m // 64)))
-    if threads == 1:
-        task(*args, 0, m, *outputs)
-        return
-    with _POOL_LOCK:
-        if _POOL is None or _POOL[1] < threads:
-            _POOL = (ThreadPoolExecutor(max_workers=threads, thread_name_prefix="nadaraya-fused"), threads)
-        pool = _POOL[0]
-    chunks = _CHUNKS * threads  # a few ranges per thread, so that a slow thread does not hold the rest
-    edges = np.linspace(0, m, min(m, chunks) + 1).astype(np.int64)
-    futures = [pool.submit(task, *args, int(a), int(b), *outputs) for a, b in itertools.pairwise(edges)]
-    for f in futures:
-        f.result()
 
 
 def partials(

@@ -331,7 +331,7 @@ def _one_d(
     import numba
 
     from .. import _threads
-    from . import fused
+    from .._jit import run_ranges
 
     _threads.configure()
     jit = _jit()
@@ -398,7 +398,7 @@ def _one_d(
     flag = np.zeros(m, dtype=bool)
     lo = np.empty(m, dtype=np.int64)  # written only where flagged
     hi = np.empty(m, dtype=np.int64)
-    fused.run_ranges(jit.unbucket, (qidx, res, lo_s, hi_s), m, (weight, value, flag, lo, hi))
+    run_ranges(jit.unbucket, (qidx, res, lo_s, hi_s), m, (weight, value, flag, lo, hi))
     rows = np.nonzero(flag)[0]
     if rows.size:
         sv = _weighted_values(values, None if sample_weight is None else sw)

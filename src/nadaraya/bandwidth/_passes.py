@@ -43,21 +43,18 @@ numba is imported here; import this module lazily.
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator
 
 import numba
 import numpy as np
 from numpy.typing import NDArray
 
 from .. import _threads
-from ._numba_exp import exp_flushed
-from .fused import run_ranges
+from .._jit import exp_flushed, run_ranges
 
 _threads.configure()  # numba's pool shares the cores politely (see nadaraya._threads)
 
-__all__ = ["loo_curvature", "loo_levels", "shifts", "threads_for"]
+__all__ = ["loo_curvature", "loo_levels", "shifts"]
 
 #: recompute the exponential every this many levels (squarings amplify rounding by 2 each)
 _REFRESH = 8
@@ -78,32 +75,6 @@ _OVER = 700.0
 #: reassociation lets LLVM vectorise the reductions; no "nnan"/"ninf", the loops rely on
 #: ``exp(-inf) == 0`` for the masked own term
 _FAST = {"reassoc", "contract", "nsz", "arcp"}
-
-
-#: below this much work (pairs times operations) a pass runs on one thread: waking the thread
-#: pool costs more than it saves (tens of milliseconds on a busy machine)
-SERIAL_WORK = 4e6
-
-
-@contextlib.contextmanager
-def threads_for(work: float) -> Iterator[None]:
-    """Run the enclosed passes on one numba thread when ``work`` is small.
-
-    Examples
-    --------
-    >>> with threads_for(100):
-    ...     numba.get_num_threads()
-    1
-    """
-    if work >= SERIAL_WORK:
-        yield
-        return
-    old = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(old)
 
 
 def shifts(zt: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.int64]]:

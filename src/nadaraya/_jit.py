@@ -1,26 +1,26 @@
-"""Vectorisable exponentials for numba-jitted loops: range reduction plus a polynomial.
+"""The numba plumbing shared by the backends and the bandwidth passes.
 
-Calling libm's ``exp`` from a numba loop stops LLVM from vectorising it, and the exponential
-is then the bottleneck of every log-domain kernel sum. :func:`exp_fast` (float64, the whole
-range), :func:`exp_flushed` (float64, what the fused loops use: results below ``exp(-708)``
-flushed to 0) and :func:`exp_fast32` (float32) are written with only arithmetic, ``floor``,
-integer conversion and bit casts, all inlined (``inline="always"``), so a loop calling them
-compiles to SIMD code.
+- :func:`generated`: loops generated as Python source per number of features (a compile-time
+  constant), run once per number and kept;
+- :func:`run_ranges`: one pool of Python threads running a jitted task that releases the GIL
+  over contiguous ranges of rows; :func:`threads_for` keeps small passes on one thread;
+- :func:`exp_flushed`, :func:`exp_fast` (float64) and :func:`exp_fast32` (float32):
+  exponentials written with only arithmetic, ``floor``, integer conversion and bit casts, all
+  inlined (``inline="always"``), so that a numba loop calling them compiles to SIMD code
+  (libm's ``exp`` stops LLVM from vectorising the loop).
 
-Method (Cody and Waite): ``x = n ln2 + r`` with ``n = round(x / ln2)`` and ``|r| <= ln2 / 2``,
-``ln2`` split into a high part with trailing zero bits and a low correction so that ``n ln2``
-is exact; ``exp(r)`` by a polynomial, evaluated in Estrin's form (float64) or Horner's
-(float32); then the factor ``2**n``. In float64 the polynomial has degree 11, with the
+Method of the exponentials (Cody and Waite): ``x = n ln2 + r`` with ``n = round(x / ln2)`` and
+``|r| <= ln2 / 2``, ``ln2`` split into a high part with trailing zero bits and a low correction
+so that ``n ln2`` is exact; ``exp(r)`` by a polynomial, evaluated in Estrin's form (float64) or
+Horner's (float32); then the factor ``2**n``. In float64 the polynomial has degree 11, with the
 coefficients of the Chebyshev fit of ``exp`` on ``[-ln2/2, ln2/2]`` (:data:`_P`; relative
-error 1.7e-17 with the coefficients rounded to float64, against 2e-17 for the degree-13 Taylor
-polynomial this replaced: two fused multiply-adds less per exponential); in float32 it is the
-degree-7 Taylor polynomial (truncation below 4e-9). :func:`exp_fast` builds ``2**n`` as two
-factors so that results in the subnormal range are right too; :func:`exp_flushed` needs no
-clamping and no second factor (``n >= -1021`` there), and adds ``n`` to the exponent bits of
-the polynomial's value with one integer addition: about a third fewer instructions, which made
-the fused Gaussian loop 1.4x (d = 1) to 1.3x (d = 5) faster.
+error 1.7e-17 with the coefficients rounded to float64); in float32 it is the degree-7 Taylor
+polynomial (truncation below 4e-9). :func:`exp_fast` builds ``2**n`` as two factors so that
+results in the subnormal range are right too; :func:`exp_flushed` needs no clamping and no
+second factor (``n >= -1021`` there), and adds ``n`` to the exponent bits of the polynomial's
+value with one integer addition.
 
-Accuracy, measured against ``np.exp`` over the whole range (tests/test_fused.py):
+Accuracy, against ``np.exp`` over the whole range (tests/test_fused.py):
 
 - float64: relative error at most 4.5e-16 (2 ulp) wherever the result is a normal number;
   subnormal results (``-745.1 < x < -708.4``) within 1 unit of the smallest subnormal;
@@ -30,10 +30,12 @@ Accuracy, measured against ``np.exp`` over the whole range (tests/test_fused.py)
 - float32: relative error below 3e-7 (about 2.5 ulp) for normal results, 0 below ``-103.98``,
   ``inf`` above ``88.73``, NaN stays NaN.
 
+numba is imported here: import this module only where numba runs.
+
 Examples
 --------
 >>> import numba, numpy as np
->>> from nadaraya.backends._numba_exp import exp_fast
+>>> from nadaraya._jit import exp_fast
 >>> f = numba.njit(lambda x: exp_fast(x))
 >>> bool(abs(f(1.0) - np.e) < 1e-15), f(-np.inf), f(np.inf)
 (True, 0.0, inf)
@@ -41,6 +43,11 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numba
@@ -48,7 +55,104 @@ import numpy as np
 from numba.core import types
 from numba.extending import intrinsic
 
-__all__ = ["FLUSH", "exp_fast", "exp_fast32", "exp_flushed"]
+__all__ = ["FLUSH", "SERIAL_WORK", "exp_fast", "exp_fast32", "exp_flushed", "generated", "run_ranges",
+           "threads_for"]
+
+
+# --- code generation and threads ------------------------------------------------------
+
+def generated(
+    cache: dict[int, dict[str, Any]], nf: Any, source: Callable[[int], str], label: str, names: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The namespace of the Python source ``source(nf)``, run once per number of features with
+    ``names`` as its globals and kept in ``cache``, where ``nf`` is a compile-time constant
+    (numba types a closure constant as an integer literal); else None (numba then tries the
+    other overloads). For the loops generated per number of features.
+
+    Examples
+    --------
+    >>> ns = generated({}, numba.types.IntegerLiteral(2), lambda k: f"K = {k}", "demo", {})
+    >>> ns["K"]
+    2
+    """
+    if not isinstance(nf, numba.types.IntegerLiteral):
+        return None
+    k = nf.literal_value
+    if k not in cache:
+        namespace = {"__name__": __name__, **names}
+        exec(compile(source(k), f"<{label}, {k} features>", "exec"), namespace)
+        cache[k] = namespace
+    return cache[k]
+
+
+
+_POOL: tuple[ThreadPoolExecutor, int] | None = None  # the pool and its number of threads
+_POOL_LOCK = threading.Lock()
+_CHUNKS = 4
+
+
+def run_ranges(task: Any, args: tuple[Any, ...], m: int, outputs: tuple[Any, ...]) -> None:
+    """Run ``task(*args, a, b, *outputs)`` over contiguous ranges ``a:b`` of ``range(m)`` on
+    ``numba.get_num_threads()`` threads (one shared pool; the bandwidth passes and the
+    windowed backend use it too).
+
+    The jitted task releases the GIL (``nogil=True``), so Python threads run it on all cores.
+    This replaces a ``prange`` loop: numba's parallel compiler added about 1.7 s to each
+    kernel's first compilation, which the 5 s budget could not afford. Ranges must write
+    disjoint outputs.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> out = np.zeros(200)
+    >>> def task(a, b, out):
+    ...     out[a:b] = np.arange(a, b)
+    >>> run_ranges(task, (), 200, (out,))
+    >>> bool((out == np.arange(200)).all())
+    True
+    """
+    global _POOL
+    threads = max(1, min(numba.get_num_threads(), -(-m // 64)))
+    if threads == 1:
+        task(*args, 0, m, *outputs)
+        return
+    with _POOL_LOCK:
+        if _POOL is None or _POOL[1] < threads:
+            _POOL = (ThreadPoolExecutor(max_workers=threads, thread_name_prefix="nadaraya-fused"), threads)
+        pool = _POOL[0]
+    chunks = _CHUNKS * threads  # a few ranges per thread, so that a slow thread does not hold the rest
+    edges = np.linspace(0, m, min(m, chunks) + 1).astype(np.int64)
+    futures = [pool.submit(task, *args, int(a), int(b), *outputs) for a, b in itertools.pairwise(edges)]
+    for f in futures:
+        f.result()
+
+
+#: below this much work (pairs times operations) a pass runs on one thread: waking the thread
+#: pool costs more than it saves (tens of milliseconds on a busy machine)
+SERIAL_WORK = 4e6
+
+
+@contextlib.contextmanager
+def threads_for(work: float) -> Iterator[None]:
+    """Run the enclosed passes on one numba thread when ``work`` is small.
+
+    Examples
+    --------
+    >>> with threads_for(100):
+    ...     numba.get_num_threads()
+    1
+    """
+    if work >= SERIAL_WORK:
+        yield
+        return
+    old = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
+
+
 
 # --- float64 -------------------------------------------------------------------------
 _LOG2E = 1.4426950408889634

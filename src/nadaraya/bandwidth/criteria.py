@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._validation import as_points, as_real, as_sample_weight
-from .kernels import Kernel
-from .kernels import get as get_kernel
-from .partials import Partials
+from .._validation import as_points, as_real, as_sample_weight
+from ..kernels import Kernel
+from ..kernels import get as get_kernel
+from ..partials import Partials
 
 __all__ = ["METHODS", "BandwidthSelection", "BandwidthWarning", "score_bandwidth"]
 
@@ -202,8 +202,8 @@ class _Objective:
     # -- one bandwidth, through the primitive -------------------------------------------------
     def at(self, h: NDArray[np.float64], stage: str = "refine") -> float:
         """The criterion at one bandwidth, from one leave-one-out pass of the primitive."""
-        from .backends._multibw import threads_for
-        from .pooling import Call, compute_partials
+        from .._jit import threads_for
+        from ..pooling import Call, compute_partials
 
         call = Call(self.X, self.X, self.Y, False, self.kernel, np.asarray(h, np.float64), self.sw)
         with threads_for(self.n**2 * self.d):
@@ -224,9 +224,9 @@ class _Objective:
         ``g``). Along one direction of ``h`` the nearest neighbours stay the same and the
         shifts scale as ``1 / t^2``: the k-d tree runs once per direction. Not ``exact``, a
         new direction takes the distance to the neighbour that was nearest in the last one (a
-        valid shift, see :func:`~nadaraya.backends._multibw.loo_levels`; the caller checks
+        valid shift, see :func:`~nadaraya.bandwidth._passes.loo_levels`; the caller checks
         the sums and asks again exactly if one overflowed)."""
-        from .backends._multibw import shifts
+        from ._passes import shifts
 
         zt = np.ascontiguousarray((self.X / (math.sqrt(2.0) * h)).T)
         cached = self._nearest
@@ -240,7 +240,8 @@ class _Objective:
 
     def levels(self, h_top: NDArray[np.float64], n_levels: int, stage: str = "grid") -> NDArray[np.float64]:
         """The criterion at ``h_top * 2**(-l/2)``, l = 0 .. n_levels - 1, in one pass (Gaussian)."""
-        from .backends._multibw import loo_levels, threads_for
+        from .._jit import threads_for
+        from ._passes import loo_levels
 
         zt, c = self._scaled(h_top)
         with threads_for(self.n**2 * (1 + n_levels / 4)):
@@ -256,8 +257,8 @@ class _Objective:
 
     def with_gradient(self, h: NDArray[np.float64], stage: str = "per_feature") -> tuple[float, NDArray]:
         """The criterion and its gradient with respect to ``log h`` (Gaussian, one pass)."""
-        from .backends._multibw import threads_for
-        from .backends._multibw_gradient import loo_gradient
+        from .._jit import threads_for
+        from ._gradient import loo_gradient
 
         sy = np.ascontiguousarray((self.s[:, None] * self.Y).T)
         zt, c = self._scaled(h, exact=False)
@@ -297,7 +298,7 @@ class _Objective:
         """The criterion at ``h`` and its first three derivatives along ``log h`` (all
         features scaled together), from one pass (Gaussian).
 
-        The weights' derivatives are those of :func:`~nadaraya.backends._multibw.loo_curvature`;
+        The weights' derivatives are those of :func:`~nadaraya.bandwidth._passes.loo_curvature`;
         the sums' follow, and from ``T = pred S`` by Leibniz's rule:
         ``pred' = (T' - pred S') / S``, ``pred'' = (T'' - 2 pred' S' - pred S'') / S``,
         ``pred''' = (T''' - 3 pred'' S' - 3 pred' S'' - pred S''') / S``. With
@@ -306,7 +307,8 @@ class _Objective:
         same way through ``H_ii = s_i / (s_i + S_i)``, a function of ``log S_i``, the
         in-sample residual ``(1 - H_ii) r`` and ``g(tr) = (N + tr) / (N - tr - 2)``.
         """
-        from .backends._multibw import loo_curvature, threads_for
+        from .._jit import threads_for
+        from ._passes import loo_curvature
 
         zt, c = self._scaled(h)
         with threads_for(self.n**2 * (1 + self.d)):
@@ -452,7 +454,7 @@ def score_bandwidth(
     >>> bool(abs(cv - np.mean((y - loo) ** 2)) < 1e-12)
     True
     """
-    from ._validation import as_bandwidth
+    from .._validation import as_bandwidth
 
     x, Y, sw, k = _validate(X, y, method, kernel, sample_weight)
     h = as_bandwidth(bandwidth, x.shape[1])

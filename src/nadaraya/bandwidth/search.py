@@ -1,4 +1,4 @@
-"""Bandwidth selection: the scalar and per-feature search; re-exports the rules of thumb and criteria."""
+"""The bandwidth search: a coarse grid, a scalar refinement, and per-feature steps."""
 
 from __future__ import annotations
 
@@ -10,38 +10,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._criteria import (  # noqa: F401  (re-exported: nadaraya.bandwidth keeps every name it had)
-    METHODS,
-    BandwidthSelection,
-    BandwidthWarning,
-    _as_targets,
-    _Objective,
-    _validate,
-    score_bandwidth,
-)
-from ._rules import (  # noqa: F401  (re-exported)
-    RULES,
-    SAFE_EXP,
-    _pow2_scale,
-    check_rule_input,
-    robust_scale,
-    rule_factor,
-    rule_of_thumb,
-)
-from .kernels import Kernel
+from ..kernels import Kernel
+from .criteria import BandwidthSelection, BandwidthWarning, _Objective, _validate
+from .optimise import brent, halley
+from .rules import _pow2_scale, rule_of_thumb
 
-__all__ = [
-    "METHODS",
-    "RULES",
-    "BandwidthSelection",
-    "BandwidthWarning",
-    "check_rule_input",
-    "robust_scale",
-    "rule_factor",
-    "rule_of_thumb",
-    "score_bandwidth",
-    "select_bandwidth",
-]
+__all__ = ["select_bandwidth"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -83,121 +57,6 @@ def _warn_bound(j: int | None, h: float, side: str, bound: float, method: str) -
     )
 
 
-_GOLDEN = 0.3819660112501051  # (3 - sqrt 5) / 2
-
-
-def _halley(
-    f: Any, xs: tuple[float, float, float], fs: tuple[float, float, float], tol: float, max_eval: int = 30
-) -> tuple[float, float, bool]:
-    """Safeguarded Halley minimisation from a bracket whose three values are known already.
-
-    ``xs = (a, b, c)`` ascending with ``f(b) <= f(a), f(c)``; ``f(x)`` returns the value and
-    its first three derivatives. The first point is the vertex of the parabola through the
-    three (``b`` when it is not inside). Each evaluation shrinks the bracket on the side its
-    slope points away from. The next point is Halley's step for a zero of the slope,
-    ``-2 f' f'' / (2 f''^2 - f' f''')`` (cubic convergence), where the curvature is positive
-    and the step goes downhill and stays inside the bracket; Newton's ``-f' / f''`` where only
-    Halley's fails; else the midpoint towards the descent side. Stops when a step is shorter
-    than ``tol`` (the minimiser is then within about that of the point, which has been
-    evaluated) or the bracket is narrower than ``2 tol``. From the vertex of the grid's
-    parabola this takes two or three evaluations. Returns the best point seen, its value and
-    whether it converged.
-
-    Examples
-    --------
-    >>> import math
-    >>> f = lambda x: (math.cosh(x - 0.3), math.sinh(x - 0.3), math.cosh(x - 0.3), math.sinh(x - 0.3))
-    >>> x, fx, ok = _halley(f, (-1.0, 0.0, 1.0), (f(-1.0)[0], f(0.0)[0], f(1.0)[0]), 1e-6)
-    >>> round(x, 4), ok
-    (0.3, True)
-    """
-    (a, b, c), (fa, fb, fc) = xs, fs
-    x = b
-    if math.isfinite(fa) and math.isfinite(fc):
-        num = (b - a) ** 2 * (fb - fc) - (b - c) ** 2 * (fb - fa)
-        den = (b - a) * (fb - fc) - (b - c) * (fb - fa)
-        if den != 0.0 and a < b - 0.5 * num / den < c:
-            x = b - 0.5 * num / den
-    best_x, best_f = b, fb
-    for _ in range(max_eval):
-        fx, g1, g2, g3 = f(x)
-        if fx < best_f:
-            best_x, best_f = x, fx
-        if g1 > 0:
-            c = x
-        else:
-            a = x
-        step = math.nan
-        if g2 > 0:
-            den = 2.0 * g2 * g2 - g1 * g3
-            halley = -2.0 * g1 * g2 / den if den > 0 else math.nan
-            step = halley if a < x + halley < c and halley * g1 <= 0 else -g1 / g2
-        if math.isfinite(step) and abs(step) < tol:
-            return best_x, best_f, True
-        if c - a <= 2.0 * tol:
-            return best_x, best_f, True
-        if math.isfinite(step) and a < x + step < c:
-            x = x + step
-        else:
-            x = 0.5 * (x + (a if g1 > 0 else c))
-    return best_x, best_f, False
-
-
-def _brent(
-    f: Any, xs: tuple[float, float, float], fs: tuple[float, float, float], tol: float, max_eval: int = 40
-) -> tuple[float, float, bool]:
-    """Brent's minimisation from a bracket whose three values are known already.
-
-    ``xs = (a, b, c)`` ascending with ``f(b) <= f(a), f(c)`` (the best grid point and its
-    neighbours), so no evaluation is spent on the bracket. Each step is the vertex of the
-    parabola through the three points, safeguarded by a golden-section step into the larger
-    side when the vertex falls outside the bracket, and kept ``tol`` inside its ends; a vertex
-    within ``tol`` of ``b`` is replaced by a probe ``tol`` away from ``b`` on the larger side,
-    so that the bracket shrinks on both sides. Stops when ``c - a <= 2 tol``: the minimiser
-    is then within ``tol`` of ``b`` (for a function unimodal on the bracket); a last parabola
-    step inside that bracket is kept when it scores lower. Returns ``(x, f(x), converged)``.
-    """
-    (a, b, c), (fa, fb, fc) = xs, fs
-
-    def vertex() -> float:
-        if not (math.isfinite(fa) and math.isfinite(fc)):
-            return math.nan
-        num = (b - a) ** 2 * (fb - fc) - (b - c) ** 2 * (fb - fa)
-        den = (b - a) * (fb - fc) - (b - c) * (fb - fa)
-        return b - 0.5 * num / den if den != 0.0 else math.nan
-
-    for _ in range(max_eval):
-        if c - a <= 2.0 * tol:
-            # one last parabola step inside the final bracket: the score to (nearly) its
-            # minimum, not only the bandwidth to tol
-            x = vertex()
-            if a < x < c and x != b:
-                fx = f(x)
-                if fx < fb:
-                    return x, fx, True
-            return b, fb, True
-        x = vertex()
-        right = (c - b) >= (b - a)
-        if not a < x < c:
-            x = b + _GOLDEN * (c - b) if right else b - _GOLDEN * (b - a)
-        elif abs(x - b) < tol:
-            x = b + tol if right else b - tol
-        else:
-            x = min(max(x, a + tol), c - tol)
-        fx = f(x)
-        if fx < fb:
-            if x > b:
-                a, fa = b, fb
-            else:
-                c, fc = b, fb
-            b, fb = x, fx
-        elif x > b:
-            c, fc = x, fx
-        else:
-            a, fa = x, fx
-    return b, fb, False
-
-
 def _smoothed_out(kernel: Kernel, h: NDArray[np.float64], span: NDArray[np.float64]) -> NDArray[np.bool_]:
     if kernel.name == "constant":
         return np.ones(h.shape, dtype=bool)
@@ -228,7 +87,7 @@ def select_bandwidth(
     point, to a relative 1e-3. The criterion has local minima; the grid is there for them. For
     the Gaussian kernel the whole grid costs one pass over the pairs: in the shifted log
     domain ``w(h / sqrt 2) = w(h)**2``, so each further grid point is a multiplication per
-    pair (:mod:`nadaraya.backends._multibw`). The refinement with the Gaussian takes
+    pair (:mod:`nadaraya.bandwidth._passes`). The refinement with the Gaussian takes
     safeguarded Halley steps from the vertex of the grid's parabola: one pass gives the
     criterion (CV or AICc) and its first three derivatives along ``log h`` exactly, and two
     passes usually suffice. With the other kernels it is Brent's method, each step one
@@ -419,12 +278,12 @@ def _search(
         values = (float(grid[best + 1]), float(grid[best]), float(grid[best - 1]))
         if k.name == "gaussian":
             how = "Halley"
-            x_best, s_brent, converged = _halley(
+            x_best, s_brent, converged = halley(
                 lambda lt: obj.curvature(math.exp(lt) * direction), bracket, values, _XATOL
             )
         else:
             how = "Brent"
-            x_best, s_brent, converged = _brent(
+            x_best, s_brent, converged = brent(
                 lambda lt: obj.at(math.exp(lt) * direction), bracket, values, _XATOL
             )
         if s_brent < s_best:

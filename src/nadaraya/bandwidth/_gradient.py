@@ -8,9 +8,8 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from ._multibw import _CUT, _FAST, _OVER, _TILE, _dot, _gap, _tile_boxes
-from ._numba_exp import exp_flushed
-from .fused import generated, run_ranges
+from .._jit import exp_flushed, generated, run_ranges
+from ._passes import _CUT, _FAST, _OVER, _TILE, _dot, _gap, _tile_boxes
 
 __all__ = ["loo_gradient"]
 
@@ -183,7 +182,7 @@ def loo_gradient(
     Examples
     --------
     >>> import numpy as np
-    >>> from nadaraya.backends._multibw import shifts
+    >>> from nadaraya.bandwidth._passes import shifts
     >>> z = np.array([[0.0, 0.5, 2.0], [0.0, 0.0, 1.0]]); y = np.array([[1.0, 2.0, 4.0]])
     >>> S, T, A, B = loo_gradient(z, shifts(z)[0], np.ones(3), y)
     >>> g = np.array([[0.25, 4.0], [0.0, 1.0]]); w = np.exp(0.25 - g.sum(axis=0))  # row 0

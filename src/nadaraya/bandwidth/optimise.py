@@ -1,0 +1,128 @@
+"""One-dimensional minimisers from a known bracket: safeguarded Halley steps and Brent's method."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["brent", "halley", "parabola_vertex"]
+
+
+def parabola_vertex(xs: tuple[float, float, float], fs: tuple[float, float, float]) -> float:
+    """The abscissa of the vertex of the parabola through ``(xs[i], fs[i])``; NaN where the
+    outer values are not finite or the three points are collinear.
+
+    Examples
+    --------
+    >>> parabola_vertex((0.0, 1.0, 3.0), (4.0, 1.0, 1.0))
+    2.0
+    """
+    (a, b, c), (fa, fb, fc) = xs, fs
+    if not (math.isfinite(fa) and math.isfinite(fc)):
+        return math.nan
+    num = (b - a) ** 2 * (fb - fc) - (b - c) ** 2 * (fb - fa)
+    den = (b - a) * (fb - fc) - (b - c) * (fb - fa)
+    return b - 0.5 * num / den if den != 0.0 else math.nan
+
+
+_GOLDEN = 0.3819660112501051  # (3 - sqrt 5) / 2
+
+
+def halley(
+    f: Any, xs: tuple[float, float, float], fs: tuple[float, float, float], tol: float, max_eval: int = 30
+) -> tuple[float, float, bool]:
+    """Safeguarded Halley minimisation from a bracket whose three values are known already.
+
+    ``xs = (a, b, c)`` ascending with ``f(b) <= f(a), f(c)``; ``f(x)`` returns the value and
+    its first three derivatives. The first point is the vertex of the parabola through the
+    three (``b`` when it is not inside). Each evaluation shrinks the bracket on the side its
+    slope points away from. The next point is Halley's step for a zero of the slope,
+    ``-2 f' f'' / (2 f''^2 - f' f''')`` (cubic convergence), where the curvature is positive
+    and the step goes downhill and stays inside the bracket; Newton's ``-f' / f''`` where only
+    Halley's fails; else the midpoint towards the descent side. Stops when a step is shorter
+    than ``tol`` (the minimiser is then within about that of the point, which has been
+    evaluated) or the bracket is narrower than ``2 tol``. From the vertex of the grid's
+    parabola this takes two or three evaluations. Returns the best point seen, its value and
+    whether it converged.
+
+    Examples
+    --------
+    >>> import math
+    >>> f = lambda x: (math.cosh(x - 0.3), math.sinh(x - 0.3), math.cosh(x - 0.3), math.sinh(x - 0.3))
+    >>> x, fx, ok = halley(f, (-1.0, 0.0, 1.0), (f(-1.0)[0], f(0.0)[0], f(1.0)[0]), 1e-6)
+    >>> round(x, 4), ok
+    (0.3, True)
+    """
+    (a, b, c), fb = xs, fs[1]
+    x = parabola_vertex(xs, fs)
+    x = x if a < x < c else b
+    best_x, best_f = b, fb
+    for _ in range(max_eval):
+        fx, g1, g2, g3 = f(x)
+        if fx < best_f:
+            best_x, best_f = x, fx
+        if g1 > 0:
+            c = x
+        else:
+            a = x
+        step = math.nan
+        if g2 > 0:
+            den = 2.0 * g2 * g2 - g1 * g3
+            halley = -2.0 * g1 * g2 / den if den > 0 else math.nan
+            step = halley if a < x + halley < c and halley * g1 <= 0 else -g1 / g2
+        if math.isfinite(step) and abs(step) < tol:
+            return best_x, best_f, True
+        if c - a <= 2.0 * tol:
+            return best_x, best_f, True
+        if math.isfinite(step) and a < x + step < c:
+            x = x + step
+        else:
+            x = 0.5 * (x + (a if g1 > 0 else c))
+    return best_x, best_f, False
+
+
+def brent(
+    f: Any, xs: tuple[float, float, float], fs: tuple[float, float, float], tol: float, max_eval: int = 40
+) -> tuple[float, float, bool]:
+    """Brent's minimisation from a bracket whose three values are known already.
+
+    ``xs = (a, b, c)`` ascending with ``f(b) <= f(a), f(c)`` (the best grid point and its
+    neighbours), so no evaluation is spent on the bracket. Each step is the vertex of the
+    parabola through the three points, safeguarded by a golden-section step into the larger
+    side when the vertex falls outside the bracket, and kept ``tol`` inside its ends; a vertex
+    within ``tol`` of ``b`` is replaced by a probe ``tol`` away from ``b`` on the larger side,
+    so that the bracket shrinks on both sides. Stops when ``c - a <= 2 tol``: the minimiser
+    is then within ``tol`` of ``b`` (for a function unimodal on the bracket); a last parabola
+    step inside that bracket is kept when it scores lower. Returns ``(x, f(x), converged)``.
+    """
+    (a, b, c), (fa, fb, fc) = xs, fs
+    for _ in range(max_eval):
+        if c - a <= 2.0 * tol:
+            # one last parabola step inside the final bracket: the score to (nearly) its
+            # minimum, not only the bandwidth to tol
+            x = parabola_vertex((a, b, c), (fa, fb, fc))
+            if a < x < c and x != b:
+                fx = f(x)
+                if fx < fb:
+                    return x, fx, True
+            return b, fb, True
+        x = parabola_vertex((a, b, c), (fa, fb, fc))
+        right = (c - b) >= (b - a)
+        if not a < x < c:
+            x = b + _GOLDEN * (c - b) if right else b - _GOLDEN * (b - a)
+        elif abs(x - b) < tol:
+            x = b + tol if right else b - tol
+        else:
+            x = min(max(x, a + tol), c - tol)
+        fx = f(x)
+        if fx < fb:
+            if x > b:
+                a, fa = b, fb
+            else:
+                c, fc = b, fb
+            b, fb = x, fx
+        elif x > b:
+            c, fc = x, fx
+        else:
+            a, fa = x, fx
+    return b, fb, False
