@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import nadaraya
-from nadaraya.persist import FORMAT_VERSION, ModelFileError, atomic_write, load, save
+from nadaraya._files import atomic_write
+from nadaraya.persist import FORMAT_VERSION, ModelFileError, load, save
 
 
 @pytest.fixture

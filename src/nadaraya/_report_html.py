@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from .persist import atomic_write
+from ._files import atomic_write
 
 if TYPE_CHECKING:
     from .report import Study

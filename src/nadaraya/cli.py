@@ -41,6 +41,7 @@ from ._cli_io import (
     read_table,
     select_columns,
 )
+from ._files import atomic_write
 
 __all__ = ["BadInput", "app", "main", "read_table", "select_columns"]
 
@@ -309,8 +310,6 @@ def predict(
     quiet: Quiet = False,
 ) -> None:
     """Predict with a saved model; writes the input columns and a predicted_<target> column per target."""
-    from .persist import atomic_write
-
     _refuse_overwrite({"--out": out}, {"the data file": data, "the model file": model})
     write = _table_writer(out)
     _check_writable(out, "the predictions")

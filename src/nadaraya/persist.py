@@ -1,4 +1,4 @@
-"""Safe saving and loading of fitted models (numbers in .npz, settings in JSON), and atomic file writes.
+"""Safe saving and loading of fitted models (numbers in .npz, settings in JSON).
 
 A model file is a zip archive in NumPy's ``.npz`` layout: one UTF-8 JSON document,
 ``settings.json`` (the format and its version, the class name, the parameters, the scalar
@@ -52,19 +52,17 @@ existing file at the path is replaced only by a complete one.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
 import stat
-import tempfile
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
+from ._files import atomic_write
 from ._modelfile import (
     _CLASSES,
     _DAMAGED,
@@ -85,6 +83,7 @@ from ._modelfile import (
     _decode,
     _read_model,
 )
+from ._version import __version__
 
 __all__ = [
     "FORMAT",
@@ -97,57 +96,9 @@ __all__ = [
     "MAX_SETTINGS_BYTES",
     "READABLE_VERSIONS",
     "ModelFileError",
-    "atomic_write",
     "load",
     "save",
 ]
-
-
-@contextlib.contextmanager
-def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[Any]]:
-    """Open a temporary file next to ``path`` and move it onto ``path`` only if the block succeeds.
-
-    Readers never see a half-written file, and a failure leaves no file behind (an existing
-    file at ``path`` is kept unchanged).
-
-    Parameters
-    ----------
-    path : path-like
-        The final location; its folder must exist and be writable.
-    mode : {"wb", "w"}
-        Binary or text (UTF-8).
-
-    Raises
-    ------
-    OSError
-        When the folder does not exist or is not writable (the message names the path).
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> target = pathlib.Path(tempfile.mkdtemp()) / "hello.txt"
-    >>> with atomic_write(target, "w") as f:
-    ...     _ = f.write("hi")
-    >>> target.read_text()
-    'hi'
-    """
-    if mode not in ("wb", "w"):
-        raise ValueError(f"mode must be 'wb' or 'w'; got {mode!r}")
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise OSError(exc.errno, f"cannot write {str(target)!r}: {exc.strerror}") from exc
-    try:
-        with os.fdopen(fd, mode, **({"encoding": "utf-8", "newline": ""} if mode == "w" else {})) as f:
-            yield f
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 # ---------------------------------------------------------------------------------------------
@@ -249,8 +200,6 @@ def save(model: Any, path: str | os.PathLike[str]) -> Path:
         _bind_shapes(cls, manifest, model.n_features_in_, where, 2**62)  # load's max_bytes is the reader's
     except ModelFileError as exc:
         raise TypeError(f"{exc} (_modelfile._ARRAYS lists the arrays a model file may hold)") from None
-    from . import __version__
-
     settings = {
         "format": FORMAT,
         "version": FORMAT_VERSION,

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ._files import atomic_write
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -360,8 +362,6 @@ def savefig(fig: Figure, path: str | os.PathLike[str], *, dpi: int = 110) -> Pat
     >>> p.read_bytes()[:4] == b"\\x89PNG"
     True
     """
-    from .persist import atomic_write
-
     target = Path(path)
     fmt = target.suffix.lstrip(".").lower() or "png"
     with atomic_write(target, "wb") as f:

@@ -1,0 +1,3 @@
+"""The version of nadaraya, readable without importing the package face (support layer)."""
+
+__version__ = "0.1.0"
