@@ -140,10 +140,12 @@ class _Objective:
             keep = sw > 0
             X, Y, sw = X[keep], Y[keep], sw[keep]
         # sorted by the first feature (the criteria do not depend on the order): tiles of
-        # neighbouring points let the grid pass skip far tiles at its finer levels
-        order = np.argsort(X[:, 0], kind="stable")
-        X, Y = X[order], Y[order]
-        sw = None if sw is None else sw[order]
+        # neighbouring points let the grid pass skip far tiles at its finer levels. Points
+        # sorted already (the estimator's) are kept as they are: a stable sort would not move them
+        if not (X[1:, 0] >= X[:-1, 0]).all():
+            order = np.argsort(X[:, 0], kind="stable")
+            X, Y = X[order], Y[order]
+            sw = None if sw is None else sw[order]
         self.X, self.Y, self.sw, self.kernel, self.method, self.backend = X, Y, sw, kernel, method, backend
         self.n, self.d = X.shape
         self.s = np.ones(self.n) if sw is None else sw
@@ -387,13 +389,17 @@ def _validate(
     x = as_points("X", X, np.dtype(np.float64))
     Y = _as_targets(y, x.shape[0])
     sw = as_sample_weight(sample_weight, x.shape[0], np.dtype(np.float64))
-    n_live = x.shape[0] if sw is None else int((sw > 0).sum())
+    return x, Y, sw, k
+
+
+def _check_enough(n: int, sw: NDArray[np.float64] | None) -> None:
+    """Raise where fewer than 3 of the ``n`` points have a positive weight."""
+    n_live = n if sw is None else int((sw > 0).sum())
     if n_live < 3:
         raise ValueError(
             f"bandwidth selection needs at least 3 samples (with positive weight); got n_samples = {n_live}. "
             "Pass a numeric bandwidth instead"
         )
-    return x, Y, sw, k
 
 
 def score_bandwidth(
@@ -457,6 +463,7 @@ def score_bandwidth(
     from .._validation import as_bandwidth
 
     x, Y, sw, k = _validate(X, y, method, kernel, sample_weight)
+    _check_enough(x.shape[0], sw)
     h = as_bandwidth(bandwidth, x.shape[1])
     obj = _Objective(x, Y, sw, k, method, backend)
     if gradient:

@@ -1,7 +1,8 @@
-"""Rules of thumb for the bandwidth: the robust scale, Scott's and Silverman's rules."""
+"""Rules of thumb for the bandwidth: the robust scale, and Scott's and Silverman's factors."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -11,9 +12,36 @@ from .._validation import as_points, as_sample_weight
 from ..kernels import Kernel
 from ..kernels import get as get_kernel
 
-__all__ = ["RULES", "check_rule_input", "robust_scale", "rule_factor", "rule_of_thumb"]
+__all__ = ["RULES", "check_rule_input", "robust_scale", "rule_factor", "rule_of_thumb", "scott", "silverman"]
 
-RULES: tuple[str, ...] = ("scott", "silverman")
+_F64 = np.dtype(np.float64)
+
+
+def scott(n: float, d: int) -> float:
+    """Scott's factor for the Gaussian kernel, ``n^(-1/(d+4))``.
+
+    Examples
+    --------
+    >>> round(scott(100.0, 1), 4)
+    0.3981
+    """
+    return float(n ** (-1.0 / (d + 4)))
+
+
+def silverman(n: float, d: int) -> float:
+    """Silverman's factor for the Gaussian kernel, ``(n (d + 2) / 4)^(-1/(d+4))``.
+
+    Examples
+    --------
+    >>> round(silverman(100.0, 1), 4)
+    0.4218
+    """
+    return float((n * (d + 2) / 4.0) ** (-1.0 / (d + 4)))
+
+
+#: the rules of thumb by name: each maps the (effective) sample size and the number of
+#: features to the factor of the robust scale, for the Gaussian kernel
+RULES: dict[str, Callable[[float, int], float]] = {"scott": scott, "silverman": silverman}
 
 
 def robust_scale(X: ArrayLike, sample_weight: ArrayLike | None = None) -> NDArray[np.float64]:
@@ -29,14 +57,19 @@ def robust_scale(X: ArrayLike, sample_weight: ArrayLike | None = None) -> NDArra
     >>> robust_scale(np.arange(10.0)).round(3).tolist()
     [3.028]
     """
-    x = as_points("X", X, np.dtype(np.float64))
+    x = as_points("X", X, _F64)
+    return _robust_scale(x, as_sample_weight(sample_weight, x.shape[0], _F64))
+
+
+def _robust_scale(x: NDArray[np.float64], w: NDArray[np.float64] | None) -> NDArray[np.float64]:
+    """:func:`robust_scale` of validated input, which it trusts: ``x`` (n, d) finite float64,
+    ``w`` (n,) finite non-negative float64 or None."""
     # features far from unit scale are scaled by a power of two first (exact), so that
     # squared deviations neither underflow nor overflow
     x, x_exp = _pow2_scale(x, np.ptp(x, axis=0))
     if x_exp.any():
-        return np.ldexp(robust_scale(x, sample_weight), x_exp)  # type: ignore[no-any-return]
+        return np.ldexp(_robust_scale(x, w), x_exp)  # type: ignore[no-any-return]
     n = x.shape[0]
-    w = as_sample_weight(sample_weight, n, np.dtype(np.float64))
     if w is None:
         w = np.ones(n)
     total = w.sum()
@@ -93,13 +126,24 @@ def rule_of_thumb(
     True
     """
     k = get_kernel(kernel)
-    x = as_points("X", X, np.dtype(np.float64))
+    x = as_points("X", X, _F64)
+    check_rule_input(method, x.shape[0])
+    return _rule_of_thumb(x, method, k, as_sample_weight(sample_weight, x.shape[0], _F64))
+
+
+def _rule_of_thumb(
+    x: NDArray[np.float64], method: str, kernel: Kernel, w: NDArray[np.float64] | None
+) -> NDArray[np.float64]:
+    """:func:`rule_of_thumb` of validated input, which it trusts: ``x`` (n, d) finite float64,
+    ``kernel`` a :class:`~nadaraya.kernels.Kernel`, ``w`` (n,) finite non-negative float64 or
+    None. It checks what depends on the data: the rule's name, at least 2 rows, and no
+    feature without spread."""
     n_rows, d = x.shape
     check_rule_input(method, n_rows)
-    scale = robust_scale(x, sample_weight)
+    scale = _robust_scale(x, w)
     check_rule_input(method, n_rows, scale, x[0])
-    n = float(n_rows if sample_weight is None else np.sum(sample_weight))
-    return np.asarray(scale * rule_factor(method, n, d, k), dtype=np.float64)
+    n = float(n_rows if w is None else w.sum())
+    return np.asarray(scale * rule_factor(method, n, d, kernel), dtype=np.float64)
 
 
 def check_rule_input(
@@ -158,10 +202,7 @@ def rule_factor(method: str, n: float, d: int, kernel: str | Kernel = "gaussian"
     """
     if method not in RULES:
         raise ValueError(f"method={method!r} is not a rule of thumb; choose one of {', '.join(RULES)}")
-    if method == "scott":
-        factor = n ** (-1.0 / (d + 4))
-    else:
-        factor = (n * (d + 2) / 4.0) ** (-1.0 / (d + 4))
+    factor = RULES[method](n, d)
     k = get_kernel(kernel)
     if k.name != "constant":
         factor *= k.canonical_bandwidth / get_kernel("gaussian").canonical_bandwidth

@@ -11,9 +11,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..kernels import Kernel
-from .criteria import BandwidthSelection, BandwidthWarning, _Objective, _validate
+from .criteria import BandwidthSelection, BandwidthWarning, _check_enough, _Objective, _validate
 from .optimise import brent, halley
-from .rules import _pow2_scale, rule_of_thumb
+from .rules import _pow2_scale, _rule_of_thumb
 
 __all__ = ["select_bandwidth"]
 
@@ -158,6 +158,24 @@ def select_bandwidth(
     (True, True)
     """
     x, Y, sw, k = _validate(X, y, method, kernel, sample_weight)
+    return _select_bandwidth(x, Y, sw, k, method, per_feature, backend)
+
+
+def _select_bandwidth(
+    x: NDArray[np.float64],
+    Y: NDArray[np.float64],
+    sw: NDArray[np.float64] | None,
+    k: Kernel,
+    method: str,
+    per_feature: bool,
+    backend: str = "auto",
+) -> BandwidthSelection:
+    """:func:`select_bandwidth` on validated input, which it trusts: ``x`` (n, d) and ``Y``
+    (n, p) finite float64, ``sw`` (n,) finite and non-negative float64 or None, ``k`` a
+    :class:`~nadaraya.kernels.Kernel` and ``method`` one of :data:`METHODS`. It checks only
+    what depends on the data (at least 3 points of positive weight, no feature without
+    spread). Points sorted by their first feature are not sorted again."""
+    _check_enough(x.shape[0], sw)
     # Exact powers of two bring X, y and the weights to a safe range: the search then runs as
     # at unit scale (no squared residual overflows or underflows, no spread is lost), and the
     # result is scaled back. Data already in range are left as they are.
@@ -168,7 +186,7 @@ def select_bandwidth(
         sw, w_exps = _pow2_scale(sw[:, None], np.array([sw.max()]))
         sw, w_exp = sw[:, 0], int(w_exps[0])
     unit = np.ldexp(1.0, x_exp)
-    res = _search(x, Y, sw, k, method, per_feature, backend, unit, w_exp)
+    res = _search(_Search.start(x, Y, sw, k, method, per_feature, backend, unit, w_exp))
     if not (x_exp.any() or y_exp.any()):
         return res
     search = dict(res.search)
@@ -184,7 +202,6 @@ def select_bandwidth(
     )
 
 
-#: data whose scale (spread of a feature, largest |y|, largest weight) lies outside
 def _unscaled_score(score: NDArray[np.float64], method: str, y_exp: int) -> NDArray[np.float64]:
     """A criterion computed on ``y * 2**-y_exp`` in the units of ``y``."""
     if y_exp == 0:
@@ -195,128 +212,208 @@ def _unscaled_score(score: NDArray[np.float64], method: str, y_exp: int) -> NDAr
     return score + 2.0 * y_exp * math.log(2.0)  # AICc: log(sigma^2) moves by log(4**y_exp)
 
 
-def _search(
-    x: NDArray[np.float64],
-    Y: NDArray[np.float64],
-    sw: NDArray[np.float64] | None,
-    k: Kernel,
-    method: str,
-    per_feature: bool,
-    backend: str,
-    unit: NDArray[np.float64],
-    w_exp: int,
-) -> BandwidthSelection:
-    """:func:`select_bandwidth` on validated data; ``unit`` scales bandwidths back for messages."""
-    from scipy.optimize import minimize, minimize_scalar
-    from threadpoolctl import threadpool_limits
+@dataclasses.dataclass
+class _Search:
+    """One search's fixed parts: the criterion, Scott's rule, and the direction ``h = t * direction``
+    along which the grid and the scalar refinement run; ``unit`` scales bandwidths back for
+    messages."""
 
-    rot = rule_of_thumb(x, "scott", kernel=k, sample_weight=sw)
-    d = x.shape[1]
-    obj = _Objective(x, Y, sw, k, method, backend, w_exp)
-    span = np.ptp(obj.X, axis=0)
-    geo = float(np.exp(np.mean(np.log(rot))))
-    direction = rot / geo if per_feature else np.ones(d)
+    obj: _Objective
+    kernel: Kernel
+    method: str
+    per_feature: bool
+    rot: NDArray[np.float64]
+    geo: float
+    direction: NDArray[np.float64]
+    span: NDArray[np.float64]
+    unit: NDArray[np.float64]
 
-    def result(h: NDArray[np.float64], score: float, bounds: NDArray, converged: bool, msg: str) -> Any:
+    @classmethod
+    def start(
+        cls,
+        x: NDArray[np.float64],
+        Y: NDArray[np.float64],
+        sw: NDArray[np.float64] | None,
+        k: Kernel,
+        method: str,
+        per_feature: bool,
+        backend: str,
+        unit: NDArray[np.float64],
+        w_exp: int,
+    ) -> _Search:
+        rot = _rule_of_thumb(x, "scott", k, sw)
+        obj = _Objective(x, Y, sw, k, method, backend, w_exp)
+        geo = float(np.exp(np.mean(np.log(rot))))
+        direction = rot / geo if per_feature else np.ones(x.shape[1])
+        return cls(obj, k, method, per_feature, rot, geo, direction, np.ptp(obj.X, axis=0), unit)
+
+    @property
+    def d(self) -> int:
+        return self.obj.d
+
+    def result(
+        self, h: NDArray[np.float64], score: float, bounds: NDArray[np.float64], converged: bool, msg: str
+    ) -> BandwidthSelection:
         return BandwidthSelection(
             bandwidth=np.asarray(h, dtype=np.float64),
             score=float(score),
-            method=method,
-            kernel=k.name,
-            per_feature=per_feature,
-            smoothed_out=_smoothed_out(k, h, span),
-            rule_of_thumb=rot,
+            method=self.method,
+            kernel=self.kernel.name,
+            per_feature=self.per_feature,
+            smoothed_out=_smoothed_out(self.kernel, h, self.span),
+            rule_of_thumb=self.rot,
             bounds=bounds,
-            search=obj.record(),
-            n_passes=obj.n_passes,
+            search=self.obj.record(),
+            n_passes=self.obj.n_passes,
             converged=converged,
             message=msg,
         )
 
-    if np.ptp(obj.Y, axis=0).max() == 0:
+
+def _search(s: _Search) -> BandwidthSelection:
+    """The grid, then the scalar refinement or the per-feature steps."""
+    d, method = s.d, s.method
+    if np.ptp(s.obj.Y, axis=0).max() == 0:
         warnings.warn(
             f"y is constant, so every bandwidth fits it exactly and {method} cannot choose; "
             "returning Scott's rule of thumb",
             BandwidthWarning,
-            stacklevel=2,
+            stacklevel=3,
         )
-        h = rot if per_feature else np.full(d, geo)
-        return result(h, obj.at(h, "grid"), np.stack([h, h], axis=1), True, "constant y: rule of thumb")
+        h = s.rot if s.per_feature else np.full(d, s.geo)
+        return s.result(h, s.obj.at(h, "grid"), np.stack([h, h], axis=1), True, "constant y: rule of thumb")
+    ts, grid, t_floor = _grid(s)
+    best = int(np.argmin(grid))
+    if not np.isfinite(grid[best]):
+        raise ValueError(f"{method} is infinite at every bandwidth on the grid; the data are degenerate")
+    if s.per_feature and d > 1:
+        # L-BFGS-B refines every direction from the best grid point instead
+        return _per_feature(s, ts, float(ts[best]), float(grid[best]), t_floor)
+    t_best, s_best, converged, how = _refine(s, ts, grid, best)
+    if best == 0 or best == ts.size - 1:
+        side, bound = ("upper", ts[0]) if best == 0 else ("lower", ts[-1])
+        if abs(math.log(t_best / bound)) < 2 * _XATOL:
+            _warn_bound(None if d > 1 else 0, t_best * s.unit[0], side, bound * s.unit[0], method)
+    bounds = np.stack([ts[-1] * s.direction, ts[0] * s.direction], axis=1)
+    return s.result(t_best * s.direction, s_best, bounds, converged, f"grid of {ts.size} and {how} on log h")
 
-    # -- the coarse grid in t, h = t * direction ------------------------------------------------
+
+def _grid(s: _Search) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
+    """The coarse grid in ``t`` (descending) and its scores; ``t_floor`` > 0 where a compact
+    kernel's CV needs every point to have a neighbour in its window."""
     t_floor = 0.0
-    if k.compact and method == "cv":
-        t_floor = _nn_linf(obj.X / direction) * (1.0 + 1e-9)
-    reach = float(np.max(span / direction))
-    n_above = max(_GRID_ABOVE, math.ceil(2.0 * math.log2(max(1.0, 3.0 * reach / geo))))
-    ts = geo * 2.0 ** (np.arange(n_above, -_GRID_BELOW - 1, -1) / 2.0)  # descending
+    if s.kernel.compact and s.method == "cv":
+        t_floor = _nn_linf(s.obj.X / s.direction) * (1.0 + 1e-9)
+    reach = float(np.max(s.span / s.direction))
+    n_above = max(_GRID_ABOVE, math.ceil(2.0 * math.log2(max(1.0, 3.0 * reach / s.geo))))
+    ts = s.geo * 2.0 ** (np.arange(n_above, -_GRID_BELOW - 1, -1) / 2.0)  # descending
     if t_floor > 0:
         ts = ts[ts > t_floor]
         if ts.size == 0 or ts[-1] > t_floor * 1.01:
             ts = np.append(ts, t_floor)
-    if k.name == "gaussian":
-        grid = obj.levels(ts[0] * direction, ts.size)
+    if s.kernel.name == "gaussian":
+        grid = s.obj.levels(ts[0] * s.direction, ts.size)
     else:
-        grid = np.array([obj.at(t * direction, "grid") for t in ts])
-    best = int(np.argmin(grid))
-    if not np.isfinite(grid[best]):
-        raise ValueError(f"{method} is infinite at every bandwidth on the grid; the data are degenerate")
+        grid = np.array([s.obj.at(t * s.direction, "grid") for t in ts])
+    return ts, grid, t_floor
 
-    # -- refinement on log t between the neighbours of the best grid point ----------------------
-    # (per feature, L-BFGS-B refines every direction from the best grid point instead)
+
+def _refine(
+    s: _Search, ts: NDArray[np.float64], grid: NDArray[np.float64], best: int
+) -> tuple[float, float, bool, str]:
+    """The scalar refinement on ``log t`` between the neighbours of the best grid point:
+    ``(t, score, converged, how)``."""
     lo = ts[min(best + 1, ts.size - 1)]
     hi = ts[max(best - 1, 0)]
     t_best, s_best = float(ts[best]), float(grid[best])
-    converged = True
-    how = "no refinement"
-    inner = 0 < best < ts.size - 1
-    if inner and (not per_feature or d == 1):
+    obj, direction = s.obj, s.direction
+    if 0 < best < ts.size - 1:
         # the grid's three values around its best point are the first bracket: no evaluation
         # is spent on it (in log t, ascending); the Gaussian takes Halley steps with exact
         # derivatives, the other kernels Brent's parabolas
         bracket = (math.log(lo), math.log(ts[best]), math.log(hi))
         values = (float(grid[best + 1]), float(grid[best]), float(grid[best - 1]))
-        if k.name == "gaussian":
+        if s.kernel.name == "gaussian":
             how = "Halley"
-            x_best, s_brent, converged = halley(
+            x_best, s_new, converged = halley(
                 lambda lt: obj.curvature(math.exp(lt) * direction), bracket, values, _XATOL
             )
         else:
             how = "Brent"
-            x_best, s_brent, converged = brent(
+            x_best, s_new, converged = brent(
                 lambda lt: obj.at(math.exp(lt) * direction), bracket, values, _XATOL
             )
-        if s_brent < s_best:
-            t_best, s_best = math.exp(x_best), s_brent
-    elif hi > lo and (not per_feature or d == 1):
-        how = "bounded Brent"
-        res = minimize_scalar(
-            lambda lt: obj.at(math.exp(lt) * direction),
-            bounds=(math.log(lo), math.log(hi)),
-            method="bounded",
-            options={"xatol": _XATOL},
-        )
-        converged = bool(res.success)
-        if res.fun < s_best:
-            t_best, s_best = math.exp(float(res.x)), float(res.fun)
-    scalar_bounds = np.stack([ts[-1] * direction, ts[0] * direction], axis=1)
-    if not per_feature or d == 1:
-        h = t_best * direction
-        if best == 0 or best == ts.size - 1:
-            side, bound = ("upper", ts[0]) if best == 0 else ("lower", ts[-1])
-            if abs(math.log(t_best / bound)) < 2 * _XATOL:
-                _warn_bound(None if d > 1 else 0, t_best * unit[0], side, bound * unit[0], method)
-        return result(h, s_best, scalar_bounds, converged, f"grid of {ts.size} and {how} on log h")
+        if s_new < s_best:
+            t_best, s_best = math.exp(x_best), s_new
+        return t_best, s_best, converged, how
+    if not hi > lo:
+        return t_best, s_best, True, "no refinement"
+    from scipy.optimize import minimize_scalar
 
-    # -- per feature: L-BFGS-B on log h with analytic gradients -------------------------------
-    lower = rot * 2.0 ** (-_GRID_BELOW / 2)
+    res = minimize_scalar(
+        lambda lt: obj.at(math.exp(lt) * direction),
+        bounds=(math.log(lo), math.log(hi)),
+        method="bounded",
+        options={"xatol": _XATOL},
+    )
+    if res.fun < s_best:
+        t_best, s_best = math.exp(float(res.x)), float(res.fun)
+    return t_best, s_best, bool(res.success), "bounded Brent"
+
+
+def _per_feature(
+    s: _Search, ts: NDArray[np.float64], t_best: float, s_best: float, t_floor: float
+) -> BandwidthSelection:
+    """L-BFGS-B on ``log h`` from the best grid point, within per-feature bounds, with each
+    feature tried smoothed out before and after."""
+    from threadpoolctl import threadpool_limits
+
+    obj, d, method = s.obj, s.d, s.method
+    lower = s.rot * 2.0 ** (-_GRID_BELOW / 2)
     if t_floor > 0:
-        lower = np.maximum(lower, t_floor * direction)
-    upper = np.maximum(rot * 2.0 ** (_GRID_ABOVE / 2), 100.0 * span)
-    v0 = np.clip(np.log(t_best * direction), np.log(lower), np.log(upper))
+        lower = np.maximum(lower, t_floor * s.direction)
+    upper = np.maximum(s.rot * 2.0 ** (_GRID_ABOVE / 2), 100.0 * s.span)
+    v0 = np.clip(np.log(t_best * s.direction), np.log(lower), np.log(upper))
     # the score is scaled to order one so that L-BFGS-B's tolerances mean the same on any data
     scale = abs(s_best) if method == "cv" and s_best > 0 else 1.0
-    if k.name == "gaussian":
+    minimise = _lbfgsb(obj, scale, list(zip(np.log(lower), np.log(upper))))
+
+    # The criterion flattens out as a useless feature's bandwidth grows, so its gradient
+    # vanishes long before the bound and L-BFGS-B would crawl there: each feature is tried
+    # smoothed out (at its upper bound) before L-BFGS-B, and again after it where its
+    # bandwidth has grown past its range, and kept there when the score is no worse.
+    # L-BFGS-B's BLAS calls on a few numbers: OpenBLAS's thread pool only fights numba's
+    # for the cores there
+    with threadpool_limits(limits=1, user_api="blas"):
+        h, s_final, _ = _smooth_out(obj, np.exp(v0), s_best, upper, s.span)
+        res = minimise(np.log(h))
+        if float(res.fun) * scale <= s_final:
+            h, s_final = np.exp(res.x), float(res.fun) * scale
+        h, s_final, moved = _smooth_out(obj, h, s_final, upper, s.span, wide=True)
+        if moved:
+            res = minimise(np.log(h))
+            if float(res.fun) * scale <= s_final:
+                h, s_final = np.exp(res.x), float(res.fun) * scale
+        if s.kernel.name == "gaussian":
+            # the score reported is the criterion at the returned bandwidth, from one exact
+            # leave-one-out pass of the primitive: the gradient pass borrows its shifts and can
+            # misjudge rows whose every weight is near the flush limit
+            s_final = obj.at(h, "per_feature")
+    for j in range(d):
+        if abs(math.log(h[j] / upper[j])) < 1e-6:
+            _warn_bound(j, float(h[j] * s.unit[j]), "upper", float(upper[j] * s.unit[j]), method)
+        elif abs(math.log(h[j] / lower[j])) < 1e-6:
+            _warn_bound(j, float(h[j] * s.unit[j]), "lower", float(lower[j] * s.unit[j]), method)
+    bounds = np.stack([lower, upper], axis=1)
+    return s.result(h, s_final, bounds, bool(res.success), f"grid of {ts.size}, L-BFGS-B: {res.message}")
+
+
+def _lbfgsb(obj: _Objective, scale: float, bounds: list[tuple[float, float]]) -> Any:
+    """L-BFGS-B on ``log h`` from a start, on the criterion divided by ``scale``: with the
+    analytic gradient for the Gaussian, finite differences through the primitive otherwise."""
+    from scipy.optimize import minimize
+
+    if obj.kernel.name == "gaussian":
 
         def fun(v: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
             f, g = obj.with_gradient(np.exp(v))
@@ -329,64 +426,37 @@ def _search(
             return obj.at(np.exp(v), "per_feature") / scale
 
         jac = None
-    bounds = list(zip(np.log(lower), np.log(upper)))
     # stop when a step gains less than 1e-10 of the (order-one) score, or the projected
     # gradient is below 1e-6: the bandwidths are then well inside a relative 1e-3
     options = {"ftol": 1e-10, "gtol": 1e-6, "maxiter": 200}
 
-    def lbfgsb(start: NDArray[np.float64]) -> Any:
+    def run(start: NDArray[np.float64]) -> Any:
         # the criterion is inf where some window is empty (compact kernels, or AICc past its
         # pole): L-BFGS-B's finite differences there are inf - inf, which it steps back from
         with np.errstate(invalid="ignore"):
             return minimize(fun, start, jac=jac, method="L-BFGS-B", bounds=bounds, options=options)
 
-    def smooth_out(
-        h: NDArray[np.float64], score: float, wide: bool = False
-    ) -> tuple[NDArray[np.float64], float, bool]:
-        """Try each feature at its upper bound (smoothed out); keep what is no worse. With
-        ``wide``, only the features whose bandwidth is at least their range (where the
-        criterion has flattened out: the others shape the weights, and an optimiser that
-        stopped there found them useful)."""
-        moved = False
-        for j in range(d):
-            if h[j] < upper[j] and (not wide or h[j] >= span[j]):
-                trial = h.copy()
-                trial[j] = upper[j]
-                s_trial = obj.at(trial, "per_feature")
-                if s_trial <= score:
-                    h, score, moved = trial, s_trial, True
-        return h, score, moved
+    return run
 
-    # The criterion flattens out as a useless feature's bandwidth grows, so its gradient
-    # vanishes long before the bound and L-BFGS-B would crawl there: each feature is tried
-    # smoothed out (at its upper bound) before L-BFGS-B, and again after it where its
-    # bandwidth has grown past its range, and kept there when the score is no worse.
-    # L-BFGS-B's BLAS calls on a few numbers: OpenBLAS's thread pool only fights numba's
-    # for the cores there (measured: 10 ms per step on 2 busy cores, instead of microseconds)
-    with threadpool_limits(limits=1, user_api="blas"):
-        h, s_final, _ = smooth_out(np.exp(v0), s_best)
-        res = lbfgsb(np.log(h))
-        if float(res.fun) * scale <= s_final:
-            h, s_final = np.exp(res.x), float(res.fun) * scale
-        h, s_final, moved = smooth_out(h, s_final, wide=True)
-        if moved:
-            res = lbfgsb(np.log(h))
-            if float(res.fun) * scale <= s_final:
-                h, s_final = np.exp(res.x), float(res.fun) * scale
-        if k.name == "gaussian":
-            # the score reported is the criterion at the returned bandwidth, from one exact
-            # leave-one-out pass of the primitive: the gradient pass borrows its shifts and can
-            # misjudge rows whose every weight is near the flush limit (issue 12 fuzzing)
-            s_final = obj.at(h, "per_feature")
-    for j in range(d):
-        if abs(math.log(h[j] / upper[j])) < 1e-6:
-            _warn_bound(j, float(h[j] * unit[j]), "upper", float(upper[j] * unit[j]), method)
-        elif abs(math.log(h[j] / lower[j])) < 1e-6:
-            _warn_bound(j, float(h[j] * unit[j]), "lower", float(lower[j] * unit[j]), method)
-    return result(
-        h,
-        s_final,
-        np.stack([lower, upper], axis=1),
-        bool(res.success),
-        f"grid of {ts.size}, L-BFGS-B: {res.message}",
-    )
+
+def _smooth_out(
+    obj: _Objective,
+    h: NDArray[np.float64],
+    score: float,
+    upper: NDArray[np.float64],
+    span: NDArray[np.float64],
+    wide: bool = False,
+) -> tuple[NDArray[np.float64], float, bool]:
+    """Try each feature at its upper bound (smoothed out); keep what is no worse. With
+    ``wide``, only the features whose bandwidth is at least their range (where the criterion
+    has flattened out: the others shape the weights, and an optimiser that stopped there found
+    them useful)."""
+    moved = False
+    for j in range(h.size):
+        if h[j] < upper[j] and (not wide or h[j] >= span[j]):
+            trial = h.copy()
+            trial[j] = upper[j]
+            s_trial = obj.at(trial, "per_feature")
+            if s_trial <= score:
+                h, score, moved = trial, s_trial, True
+    return h, score, moved
