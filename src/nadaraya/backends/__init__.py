@@ -1,9 +1,9 @@
 """Backends: the ways to compute partial sums, and the chooser behind ``backend="auto"``.
 
-Each backend is a module under ``nadaraya.backends`` imported on first use, exposing
-``partials(queries, keys, values, *, kernel, bandwidth, sample_weight, exclude) -> Partials``
-and ``supports(kernel, d) -> bool``. All of them compute the same sums; they differ in speed,
-memory and the dependencies they need.
+Each backend is a module under ``nadaraya.backends`` imported on first use that provides what
+:class:`Backend` names: ``supports(kernel, d) -> bool`` and ``partials(queries, keys, values, *,
+kernel, bandwidth, sample_weight, exclude) -> Partials``. All of them compute the same sums;
+they differ in speed, memory and the dependencies they need.
 
 Examples
 --------
@@ -17,8 +17,7 @@ from __future__ import annotations
 import functools
 import importlib
 from dataclasses import dataclass
-from types import ModuleType
-from typing import Literal
+from typing import Literal, Protocol, cast, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
@@ -26,15 +25,15 @@ from numpy.typing import NDArray
 from ..kernels import Kernel
 from ..partials import Partials
 
-__all__ = ["NAMES", "BackendName", "Choice", "available", "choose", "compute", "explain", "get"]
+__all__ = ["NAMES", "Backend", "BackendName", "Choice", "available", "choose", "compute", "explain", "get"]
 
 BackendName = Literal["auto", "reference", "fused", "windowed", "dask"]
 
 #: backend name -> (module, the extra that provides its dependencies, modules it needs)
 _REGISTRY: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
     "reference": ("nadaraya.backends.reference", None, ()),
-    "fused": ("nadaraya.backends.fused", None, ("numba",)),
-    "windowed": ("nadaraya.backends.windowed", None, ("scipy", "numba")),
+    "fused": ("nadaraya.backends.fused", None, ()),
+    "windowed": ("nadaraya.backends.windowed", None, ()),
     "dask": ("nadaraya.backends.dask", "dask", ("dask", "distributed")),
 }
 
@@ -46,6 +45,34 @@ SMALL_PAIRS = 200_000
 #: ``auto`` uses the windowed backend for compact kernels up to this many features; above it a
 #: k-d tree's windows hold most keys and the fused loop over all pairs is faster.
 WINDOWED_MAX_D = 3
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What a backend module provides (each module under ``nadaraya.backends`` in the registry).
+
+    Examples
+    --------
+    >>> from nadaraya import backends
+    >>> isinstance(backends.get("reference"), backends.Backend)
+    True
+    """
+
+    def supports(self, kernel: Kernel, d: int) -> bool:
+        """Whether the backend computes ``kernel`` in ``d`` features."""
+
+    def partials(
+        self,
+        queries: NDArray[np.floating],
+        keys: NDArray[np.floating],
+        values: NDArray[np.floating],
+        *,
+        kernel: Kernel,
+        bandwidth: NDArray[np.floating],
+        sample_weight: NDArray[np.floating] | None = None,
+        exclude: NDArray[np.integer] | None = None,
+    ) -> Partials:
+        """The partial sums of validated arrays (see :func:`nadaraya.backends.reference.partials`)."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +113,7 @@ def available() -> list[str]:
     return [name for name, (module, _, needs) in _REGISTRY.items() if _importable((module, *needs))]
 
 
-def get(name: str) -> ModuleType:
+def get(name: str) -> Backend:
     """Import a backend's module by name.
 
     Raises
@@ -111,7 +138,7 @@ def get(name: str) -> ModuleType:
         raise ImportError(
             f"backend={name!r} needs {', '.join(needs)}; install it with `pip install nadaraya[{extra}]`"
         )
-    return importlib.import_module(module)
+    return cast(Backend, importlib.import_module(module))
 
 
 def choose(
@@ -120,7 +147,6 @@ def choose(
     n: int,
     m: int,
     d: int,
-    bandwidth: NDArray[np.floating] | None = None,
     backend: str = "auto",
 ) -> Choice:
     """Pick a backend for a call of ``m`` queries against ``n`` keys in ``d`` features.
@@ -151,7 +177,7 @@ def choose(
     """
     if backend != "auto":
         module = get(backend)
-        if hasattr(module, "supports") and not module.supports(kernel, d):
+        if not module.supports(kernel, d):
             raise ValueError(
                 f"backend={backend!r} does not support kernel={kernel.name!r} with d={d} features; "
                 "use backend='auto' or 'reference'"
@@ -191,8 +217,7 @@ def explain(
     """
     from ..kernels import get as get_kernel
 
-    h = None if bandwidth is None else np.broadcast_to(np.asarray(bandwidth, float), (d,))
-    return str(choose(get_kernel(kernel), n=n, m=m, d=d, bandwidth=h))
+    return str(choose(get_kernel(kernel), n=n, m=m, d=d))
 
 
 def compute(
@@ -217,8 +242,7 @@ def compute(
     >>> p.finalize()[:, 0].tolist()
     [0.5, 1.0, 1.5]
     """
-    module = get(name)
-    return module.partials(  # type: ignore[no-any-return]
+    return get(name).partials(
         queries,
         keys,
         values,

@@ -16,27 +16,71 @@ from ..kernels import Kernel
 from ..partials import Partials, concat, merge
 from ..partials import empty as empty_partials
 
-__all__ = ["block_sizes", "block_weights", "partials"]
+__all__ = ["SCRATCH_ARRAYS", "block_sizes", "block_weights", "partials", "supports"]
 
-#: how many (bq, bk) scratch arrays one block may hold at once (the kernel profiles make
-#: temporaries); the working memory is divided by this to size the blocks.
-_SCRATCH_ARRAYS = 8
+#: how many block-sized scratch arrays one block may hold at once (the kernel profiles make
+#: temporaries; in :mod:`nadaraya.nn`, the forward's and the recomputation's); the working
+#: memory is divided by this to size the blocks.
+SCRATCH_ARRAYS = 8
 
 
-def block_sizes(m: int, n: int, itemsize: int, working_memory_mib: float | None = None) -> tuple[int, int]:
+def block_sizes(
+    m: int,
+    n: int,
+    itemsize: int,
+    working_memory_mib: float | None = None,
+    *,
+    per_pair: int = 1,
+    max_keys: int = 4096,
+) -> tuple[int, int]:
     """Query and key block sizes whose scratch fits in the working memory.
+
+    Parameters
+    ----------
+    m, n : int
+        Queries and keys.
+    itemsize : int
+        Bytes per entry (a power of two).
+    working_memory_mib : float, optional
+        Default ``nadaraya.get_config()["working_memory"]``.
+    per_pair : int, default 1
+        Entries each (query, key) pair holds in one scratch array (a batch times a width for
+        the layers of :mod:`nadaraya.nn`).
+    max_keys : int, default 4096
+        The largest key block.
+
+    Returns
+    -------
+    (bq, bk) : tuple of int
+        At least 1 each; ``SCRATCH_ARRAYS * bq * bk * per_pair * itemsize`` fits the working
+        memory unless a block of one query and one key does not.
 
     Examples
     --------
     >>> block_sizes(20000, 20000, 8, working_memory_mib=16)
     (64, 4096)
+    >>> block_sizes(4096, 4096, 8, working_memory_mib=1, per_pair=128, max_keys=1024)
+    (1, 128)
     """
     if working_memory_mib is None:
         working_memory_mib = get_config()["working_memory"]
-    entries = max(1, int(working_memory_mib * 2**20) // (_SCRATCH_ARRAYS * itemsize))
-    bk = max(1, min(n, 4096, entries))
-    bq = max(1, min(m, entries // bk))
+    budget = working_memory_mib * 2**20 / (SCRATCH_ARRAYS * itemsize)  # exact: a power of two
+    pairs = max(1, int(budget // max(1, per_pair)))
+    bk = max(1, min(n, max_keys, pairs))
+    bq = max(1, min(m, pairs // bk))
     return bq, bk
+
+
+def supports(kernel: Kernel, d: int) -> bool:
+    """Every kernel in any number of features.
+
+    Examples
+    --------
+    >>> from nadaraya.kernels import get
+    >>> supports(get("tricube"), 5)
+    True
+    """
+    return True
 
 
 def block_weights(
