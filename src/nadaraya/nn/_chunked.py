@@ -1,197 +1,47 @@
-"""Attention pooling on tensors: scorers, masks, block sizes, the chunked passes, SDPA, the far limit."""
+"""The autograd machinery of the pooling modules: the chunked passes (online softmax over key
+blocks, recomputed block by block in backward), the fused SDPA path, and the weights for inspection."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .._config import get_config
-from ..kernels import Kernel
+from ..backends.reference import block_sizes as _block_sizes
 from ..partials import Partials, merge
+from ._scores import Scorer, _fill, _finite_inputs, _Mask
 
-#: the power of |u| by which a log-domain kernel's log-profile falls far from 0 (-u^2/2 for the
-#: Gaussian, -|u| + ... for the Laplacian and logistic): which key is "nearest" in the limit
-_FAR_POWER: dict[str, int] = {"gaussian": 2, "laplacian": 1, "logistic": 1}
-
-#: how many block-sized scratch tensors one block may hold at once (the forward's and the
-#: recomputation's temporaries); ``working_memory`` is divided by this to size the blocks.
-_SCRATCH_TENSORS = 8
+#: the largest key block of the layers (the NumPy reference takes larger ones)
+_MAX_KEYS = 1024
 
 
-# --------------------------------------------------------------------------------------------
-# Scores: how one block of queries scores one block of keys
-# --------------------------------------------------------------------------------------------
+def block_sizes(batch: int, m: int, n: int, width: int, itemsize: int) -> tuple[int, int]:
+    """Query and key block sizes whose (B, bq, bk, width) temporaries fit the working memory
+    (:func:`nadaraya.backends.reference.block_sizes` with a batch and a width per pair)."""
+    return _block_sizes(m, n, itemsize, per_pair=max(1, batch) * max(1, width), max_keys=_MAX_KEYS)
 
 
 @dataclass(frozen=True)
-class Scorer:
-    """How a module scores a block of (projected) queries against a block of (projected) keys.
+class Plan:
+    """One chunked call: how blocks are scored, which pairs are allowed, and the block sizes."""
 
-    ``fn(qb, kb, *params)`` maps ``qb`` (B, bq, a) and ``kb`` (B, bk, a) to (B, bq, bk): log
-    weights when ``log_domain`` (softmax attention), else non-negative weights. ``width`` is
-    the size of the last axis of the largest temporary ``fn`` builds per (query, key) pair, to
-    size the blocks. ``sdpa``, where given, maps (qa, ka) to (q', k') whose dot products are
-    the log weights up to a per-query constant, so the fused attention kernels can compute it.
-    """
-
-    fn: Callable[..., Tensor]
-    log_domain: bool
-    width: int
-    sdpa: Callable[[Tensor, Tensor], tuple[Tensor, Tensor]] | None = None
-
-
-def _kernel_scorer(kernel: Kernel, d: int) -> Scorer:
-    """Product kernel of ``u = qa - ka`` (inputs already divided by the bandwidth)."""
-    if kernel.log_profile is not None:
-        log_profile = kernel.log_profile
-
-        def fn(qb: Tensor, kb: Tensor) -> Tensor:
-            return log_profile(qb[:, :, None, :] - kb[:, None, :, :], xp=torch).sum(-1)
-
-    else:
-        profile = kernel.profile
-
-        def fn(qb: Tensor, kb: Tensor) -> Tensor:
-            return profile(qb[:, :, None, :] - kb[:, None, :, :], xp=torch).prod(-1)
-
-    sdpa = _gaussian_augment if kernel.name == "gaussian" else None
-    return Scorer(fn, kernel.log_profile is not None, 2 * d, sdpa)
-
-
-def _gaussian_augment(qa: Tensor, ka: Tensor) -> tuple[Tensor, Tensor]:
-    """The augmented-dimension identity: ``-|q - k|^2 / 2 = q'.k' - |q|^2 / 2``.
-
-    ``q' = [q, 1]`` and ``k' = [k, -|k|^2 / 2]``; the ``-|q|^2 / 2`` term is the same for every
-    key of a query and cancels in the softmax. The data are centred on the keys' mean first
-    (the weights do not change under a common shift), so the cancellation between ``q.k`` and
-    ``|k|^2 / 2`` loses as little as possible.
-    """
-    centre = ka.mean(dim=-2, keepdim=True).detach()
-    qc, kc = qa - centre, ka - centre
-    q1 = torch.cat([qc, torch.ones_like(qc[..., :1])], dim=-1)
-    k1 = torch.cat([kc, -0.5 * (kc * kc).sum(-1, keepdim=True)], dim=-1)
-    return q1, k1
-
-
-def _additive_fn(qb: Tensor, kb: Tensor, w_v: Tensor) -> Tensor:
-    z = qb[:, :, None, :] + kb[:, None, :, :]
-    return z.tanh_() @ w_v  # in place: one (B, bq, bk, hidden) block less, autograd-safe
-
-
-def _dot_fn(qb: Tensor, kb: Tensor) -> Tensor:
-    return qb @ kb.transpose(-1, -2)
-
-
-def _dot_identity(qa: Tensor, ka: Tensor) -> tuple[Tensor, Tensor]:
-    return qa, ka
+    scorer: Scorer
+    allowed: _Mask
+    blocks: tuple[int, int]
 
 
 # --------------------------------------------------------------------------------------------
-# Masks: a dense boolean mask and/or one excluded key per query (leave-one-out)
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class _Mask:
-    """Which keys each query may attend to: ``mask`` (B, m, n) True where allowed (or None),
-    ``exclude`` (B, m) the index of one key left out per query (or None; -1 = none), and
-    ``rows`` (B, m) / ``keys`` (B, n) False for whole queries / keys left out (or None)."""
-
-    mask: Tensor | None
-    exclude: Tensor | None
-    rows: Tensor | None = None
-    keys: Tensor | None = None
-
-    def block(self, q0: int, q1: int, k0: int, k1: int) -> Tensor | None:
-        """The (B, bq, bk) allowed-block, or None when every pair is allowed."""
-        out = None if self.mask is None else self.mask[:, q0:q1, k0:k1]
-        if self.exclude is not None:
-            keys = torch.arange(k0, k1, device=self.exclude.device)
-            keep = self.exclude[:, q0:q1, None] != keys
-            out = keep if out is None else out & keep
-        if self.rows is not None:
-            out = self.rows[:, q0:q1, None] if out is None else out & self.rows[:, q0:q1, None]
-        if self.keys is not None:
-            out = self.keys[:, None, k0:k1] if out is None else out & self.keys[:, None, k0:k1]
-        return out
-
-    def dense(self, m: int, n: int) -> Tensor | None:
-        return self.block(0, m, 0, n)
-
-    def rows_of(self, bi: Tensor, ii: Tensor, n: int) -> Tensor:
-        """(F, n): the keys that queries ``(bi, ii)`` (batch and query indices) may attend to."""
-        out = torch.ones(bi.shape[0], n, dtype=torch.bool, device=bi.device)
-        if self.mask is not None:
-            out = out & self.mask[bi, ii]
-        if self.exclude is not None:
-            out = out & (self.exclude[bi, ii][:, None] != torch.arange(n, device=bi.device))
-        if self.rows is not None:
-            out = out & self.rows[bi, ii][:, None]
-        if self.keys is not None:
-            out = out & self.keys[bi]
-        return out
-
-    def has_key(self, batch: int, m: int, n: int, device: torch.device) -> Tensor:
-        """(B, m): whether a query may attend to at least one key."""
-        count = torch.full((batch, m), n, device=device)
-        if self.mask is not None:
-            count = self.mask.sum(-1).expand(batch, m)
-        if self.exclude is not None:
-            count = count - ((self.exclude >= 0) & (self.exclude < n)).long()
-        return count > 0
-
-
-def _finite_inputs(qa: Tensor, ka: Tensor, allowed: _Mask) -> tuple[Tensor, Tensor, _Mask]:
-    """Queries and keys whose projected coordinates are not finite, replaced by 0 and left out.
-
-    Such a query has no key of positive weight (every ``u`` is infinite) and such a key no
-    weight for a finite query, so this changes no output; it keeps ``0 * inf = NaN`` out of the
-    gradients of every other query and key (and of the parameters).
-    """
-    rows, keys = torch.isfinite(qa).all(-1), torch.isfinite(ka).all(-1)
-    if bool(rows.all()) and bool(keys.all()):
-        return qa, ka, allowed
-    qa = torch.where(rows[..., None], qa, 0.0)
-    ka = torch.where(keys[..., None], ka, 0.0)
-    r = rows if allowed.rows is None else allowed.rows & rows
-    k = keys if allowed.keys is None else allowed.keys & keys
-    return qa, ka, _Mask(allowed.mask, allowed.exclude, r, k)
-
-
-def _fill(s: Tensor, allowed: Tensor | None, log_domain: bool) -> Tensor:
-    if allowed is None:
-        return s
-    return s.masked_fill(~allowed, -math.inf if log_domain else 0.0)
-
-
-def _block_sizes(batch: int, m: int, n: int, width: int, itemsize: int) -> tuple[int, int]:
-    """Query and key block sizes whose (B, bq, bk, width) temporaries fit the working memory."""
-    budget = get_config()["working_memory"] * 2**20 / (_SCRATCH_TENSORS * itemsize)
-    per_pair = max(1, batch) * max(1, width)
-    pairs = max(1, int(budget // per_pair))
-    bk = max(1, min(n, 1024, pairs))
-    bq = max(1, min(m, pairs // bk))
-    return bq, bk
-
-
-# --------------------------------------------------------------------------------------------
-# The chunked path: online softmax over key blocks, recomputed block by block in backward
+# The chunked passes
 # --------------------------------------------------------------------------------------------
 
 
 def _chunked_forward(
-    scorer: Scorer,
-    allowed: _Mask,
-    blocks: tuple[int, int],
-    qa: Tensor,
-    ka: Tensor,
-    values: Tensor,
-    params: Sequence[Tensor],
+    plan: Plan, qa: Tensor, ka: Tensor, values: Tensor, params: Sequence[Tensor]
 ) -> tuple[Tensor, Tensor]:
     """Pooled values (B, m, p) and per query the log-sum-exp of the log weights (log-domain
     scores) or the sum of the weights; NaN rows for empty windows.
@@ -200,9 +50,10 @@ def _chunked_forward(
     forward, with autograd (the double-backward recomputation) it is differentiable any
     number of times; an empty window gives NaN but no NaN in any gradient.
     """
+    scorer, allowed = plan.scorer, plan.allowed
     batch, m, _ = qa.shape
     n, p = ka.shape[1], values.shape[-1]
-    bq, bk = blocks
+    bq, bk = plan.blocks
     outs, stats = [], []
     for q0 in range(0, m, bq):
         q1 = min(m, q0 + bq)
@@ -230,12 +81,7 @@ def _chunked_forward(
 
 
 def _recomputed_grads(
-    scorer: Scorer,
-    allowed: _Mask,
-    blocks: tuple[int, int],
-    inputs: Sequence[Tensor],
-    needs: Sequence[bool],
-    grad_out: Tensor,
+    plan: Plan, inputs: Sequence[Tensor], needs: Sequence[bool], grad_out: Tensor
 ) -> list[Tensor | None]:
     """Gradients for a double backward: the forward recomputed with autograd, then
     ``torch.autograd.grad(..., create_graph=True)``, so the gradients are themselves
@@ -247,8 +93,8 @@ def _recomputed_grads(
     if not wanted:
         return [None] * len(inputs)
     with torch.enable_grad():
-        qs, ks, mask = _finite_inputs(qa, ka, allowed)
-        out, _ = _chunked_forward(scorer, mask, blocks, qs, ks, values, params)
+        qs, ks, mask = _finite_inputs(qa, ka, plan.allowed)
+        out, _ = _chunked_forward(Plan(plan.scorer, mask, plan.blocks), qs, ks, values, params)
         go = torch.where(torch.isnan(out), 0.0, grad_out)
         grads = torch.autograd.grad(out, wanted, go, create_graph=True, allow_unused=True)
     found = iter(grads)
@@ -263,12 +109,7 @@ def _recomputed_grads(
 
 
 def _chunked_backward(
-    scorer: Scorer,
-    allowed: _Mask,
-    blocks: tuple[int, int],
-    saved: Sequence[Tensor],
-    needs: Sequence[bool],
-    grad_out: Tensor,
+    plan: Plan, saved: Sequence[Tensor], needs: Sequence[bool], grad_out: Tensor
 ) -> tuple[Tensor | None, ...]:
     """First-order gradients of :func:`_chunked_forward`, ``saved`` being ``(qa, ka, values, out,
     stat, *params)`` and ``needs`` whether each of ``(qa, ka, values, *params)`` wants one.
@@ -277,13 +118,14 @@ def _chunked_backward(
     through them (FlashAttention's backward), so memory stays at one block.
     """
     qa, ka, values, out, stat, *params = saved
-    bq, bk = blocks
+    scorer = plan.scorer
+    bq, bk = plan.blocks
     m, n = qa.shape[1], ka.shape[1]
     need_q, need_k, need_v = needs[:3]
     need_p = needs[3:]
     gq, gk, gv = torch.zeros_like(qa), torch.zeros_like(ka), torch.zeros_like(values)
     gp = [torch.zeros_like(t) for t in params]
-    qs, ks, allowed = _finite_inputs(qa, ka, allowed)
+    qs, ks, allowed = _finite_inputs(qa, ka, plan.allowed)
     grad_out = torch.where(torch.isnan(out), 0.0, grad_out)  # empty windows: no gradient
     dot = (grad_out * torch.nan_to_num(out)).sum(-1)
     if scorer.log_domain:
@@ -329,11 +171,6 @@ def _chunked_backward(
             gv if need_v else None, *(g if w else None for g, w in zip(gp, need_p)))
 
 
-# --------------------------------------------------------------------------------------------
-# The fused path, the weights for inspection, and the limit for far queries
-# --------------------------------------------------------------------------------------------
-
-
 def _sdpa(q1: Tensor, k1: Tensor, v: Tensor, allowed: Tensor | None) -> Tensor:
     """``scaled_dot_product_attention`` with scale 1, in the layout its fused kernels take.
 
@@ -354,60 +191,99 @@ def _sdpa(q1: Tensor, k1: Tensor, v: Tensor, allowed: Tensor | None) -> Tensor:
         out = torch.where(allowed.any(-1, keepdim=True), out, math.nan)
     return out
 
+# --------------------------------------------------------------------------------------------
+# The autograd Functions of the two paths: key chunks and fused SDPA
+# --------------------------------------------------------------------------------------------
+
+
+class _ChunkedPool(torch.autograd.Function):
+    """Attention pooling over blocks of queries and keys, never holding more than one block.
+
+    Forward keeps per query a running maximum of the log weights (log-domain scores) or
+    plain sums (non-negative weights), as :class:`nadaraya.partials.Partials` does, and
+    returns the pooled values and that statistic (not differentiable). Backward recomputes
+    each block's scores and backpropagates ``dL/ds = P * (dO . v - dO . O)`` through them
+    (FlashAttention's backward), so memory stays at one block. A double backward
+    (``create_graph=True``) recomputes the forward with autograd instead, so second
+    derivatives are exact.
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any, plan: Plan, qa: Tensor, ka: Tensor, values: Tensor, *params: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        out, stat = _chunked_forward(plan, qa, ka, values, params)
+        ctx.plan = plan
+        ctx.save_for_backward(qa, ka, values, out, stat, *params)
+        ctx.mark_non_differentiable(stat)
+        return out, stat
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: Tensor, grad_stat: Tensor | None = None) -> tuple[Tensor | None, ...]:
+        qa, ka, values, _out, _stat, *params = ctx.saved_tensors
+        needs = ctx.needs_input_grad[1:]
+        if torch.is_grad_enabled():  # create_graph=True: gradients that are differentiable again
+            grads = _recomputed_grads(ctx.plan, [qa, ka, values, *params], needs, grad_out)
+        else:
+            grads = list(_chunked_backward(ctx.plan, ctx.saved_tensors, needs, grad_out))
+        return (None, *grads)
+
+
+class _SdpaPool(torch.autograd.Function):
+    """The fused path (:func:`torch.nn.functional.scaled_dot_product_attention`) with a
+    double backward.
+
+    Forward runs the fused kernel on detached inputs with autograd on, so the first-order
+    backward is torch's fused backward, unchanged; torch has no derivative of that backward,
+    so a double backward (``create_graph=True``) recomputes the same weights with the
+    scorer's own formula (the chunked forward, with autograd) instead.
+    """
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any, scorer: Scorer, allowed: Tensor | None, qa: Tensor, ka: Tensor, values: Tensor
+    ) -> Tensor:
+        assert scorer.sdpa is not None
+        inner = [t.detach().requires_grad_(t.requires_grad) for t in (qa, ka, values)]
+        with torch.enable_grad():
+            q1, k1 = scorer.sdpa(inner[0], inner[1])
+            out = _sdpa(q1, k1, inner[2], allowed)
+        ctx.scorer, ctx.allowed, ctx.inner, ctx.out = scorer, allowed, inner, out
+        ctx.save_for_backward(qa, ka, values)
+        return out.detach()
+
+    @staticmethod
+    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, ...]:
+        needs = ctx.needs_input_grad[2:5]
+        if torch.is_grad_enabled():  # create_graph=True
+            qa, ka, values = ctx.saved_tensors
+            batch, m, _ = qa.shape
+            blocks = block_sizes(batch, m, ka.shape[1], ctx.scorer.width, qa.element_size())
+            plan = Plan(ctx.scorer, _Mask(ctx.allowed, None), blocks)
+            return (None, None, *_recomputed_grads(plan, [qa, ka, values], needs, grad_out))
+        wanted = [t for t, w in zip(ctx.inner, needs) if w]
+        if not wanted or not ctx.out.requires_grad:
+            return (None, None, None, None, None)
+        go = torch.where(torch.isnan(ctx.out), 0.0, grad_out)
+        found = iter(torch.autograd.grad(ctx.out, wanted, go, retain_graph=True, allow_unused=True))
+        grads = [(next(found) if w else None) for w in needs]
+        grads = [torch.zeros_like(t) if (w and g is None) else g for t, g, w in zip(ctx.inner, grads, needs)]
+        return (None, None, *grads)
+
+
+# --------------------------------------------------------------------------------------------
+# The weights for inspection
+# --------------------------------------------------------------------------------------------
+
 
 def _weights(scorer: Scorer, qa: Tensor, ka: Tensor, params: Sequence[Tensor], allowed: _Mask) -> Tensor:
     """The (B, m, n) attention weights, by query blocks; NaN rows for empty windows."""
     batch, m, _ = qa.shape
     n = ka.shape[1]
-    bq, _ = _block_sizes(batch, m, 1, n * scorer.width, qa.element_size())
+    bq, _ = block_sizes(batch, m, 1, n * scorer.width, qa.element_size())
     rows = []
     for q0 in range(0, m, bq):
         q1 = min(m, q0 + bq)
         s = _fill(scorer.fn(qa[:, q0:q1], ka, *params), allowed.block(q0, q1, 0, n), scorer.log_domain)
         rows.append(torch.softmax(s, dim=-1) if scorer.log_domain else s / s.sum(-1, keepdim=True))
     return torch.cat(rows, dim=1) if rows else qa.new_zeros(batch, 0, n)
-
-
-def _far_query_limit(
-    kernel_name: str, log_bandwidth: Tensor, q: Tensor, k: Tensor, v: Tensor, allowed: _Mask,
-    bi: Tensor, ii: Tensor,
-) -> tuple[Tensor, Tensor]:
-    """Values (F, p) and weights (F, n) at queries ``(bi, ii)`` whose log weights overflowed.
-
-    ``u = (q - k) / h`` so large that ``-u^2 / 2`` is ``-inf`` for every key: the weights'
-    limit is one-hot at the nearest key (in ``u``; ties share equally), since any other
-    key's weight is smaller by a factor ``exp(-|u|)`` or less. The distances are compared
-    without overflow, per feature scaled by a power of two, and the nearest key is
-    confirmed by the exact difference of squared distances ``(c - k)(2q - c - k)``, so two
-    keys that ``q - k`` cannot tell apart in floating point (``1e200 - 1 == 1e200``) are
-    still told apart. No gradient flows to the queries, keys or bandwidth (the limit does
-    not depend on them); values get theirs.
-    """
-    n, d = k.shape[1], k.shape[2]
-    qf = q[bi, ii].detach().double()
-    kf = k[bi].detach().double()
-    ok = allowed.rows_of(bi, ii, n)
-    lh = log_bandwidth.detach().double().reshape(-1).expand(d)
-    big = torch.maximum(qf.abs(), torch.where(ok[..., None], kf.abs(), 0.0).amax(1))
-    e = (torch.frexp(big)[1] + 1).clamp(-1000, 1100)  # |x| / 2^e < 1/2
-    qs, ks = torch.ldexp(qf, -e), torch.ldexp(kf, -e[:, None, :])
-    a = qs[:, None, :] - ks  # u / (2^e w), |a| < 1
-    scale = e - lh / math.log(2.0)  # log2 of 2^e w per feature
-    f = torch.exp2(scale - scale.amax(-1, keepdim=True))[:, None, :]  # common factor: order kept
-    power = _FAR_POWER.get(kernel_name, 2)
-    dist = torch.where(ok, ((a.abs() * f) ** power).sum(-1), math.inf)
-    c = dist.argmin(-1)
-    rows = torch.arange(len(c), device=c.device)
-    ac, b = a[rows, c][:, None, :], ks[rows, c][:, None, :] - ks  # b = (c - k) / 2^e
-    if power == 2:
-        delta = (f * f * b * (ac + a)).sum(-1)  # |u_k|^2 - |u_c|^2, scaled
-    else:
-        same = torch.sign(a) == torch.sign(ac)
-        delta = (f * torch.where(same, torch.sign(ac) * b, a.abs() - ac.abs())).sum(-1)
-    nan_row = (torch.isnan(delta) & ok).any(-1) | torch.isnan(qf).any(-1)
-    delta = torch.where(ok & ~torch.isnan(delta), delta, math.inf)
-    tie = ok & (delta == delta.amin(-1, keepdim=True))
-    weights = tie.double() / tie.sum(-1, keepdim=True).clamp(min=1)
-    weights = torch.where(nan_row[:, None], math.nan, weights).to(v.dtype)
-    vals = (torch.nan_to_num(weights)[:, None, :] @ v[bi])[:, 0]
-    return torch.where(nan_row[:, None], math.nan, vals), weights

@@ -1,33 +1,20 @@
-"""The attention-pooling modules, and the autograd Functions of their two paths (fused SDPA, key chunks)."""
+"""The attention-pooling modules: how each projects and scores, and their shared forward."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Literal
 
 import torch
 from torch import Tensor, nn
 
 from ..kernels import Kernel
 from ..kernels import get as get_kernel
-from ._chunked import (  # _SCRATCH_TENSORS re-exported: tests size the blocks by it
-    _SCRATCH_TENSORS,  # noqa: F401
-    Scorer,
-    _additive_fn,
-    _block_sizes,
-    _chunked_backward,
-    _chunked_forward,
-    _dot_fn,
-    _dot_identity,
-    _far_query_limit,
-    _kernel_scorer,
-    _Mask,
-    _recomputed_grads,
-    _sdpa,
-    _weights,
-)
+from ._chunked import Plan, _ChunkedPool, _SdpaPool, _weights, block_sizes
+from ._far import _far_query_limit
 from ._inputs import _check_sizes, _flatten, _same_dtype
+from ._scores import Scorer, _additive_fn, _dot_fn, _dot_identity, _kernel_scorer, _Mask
 
 __all__ = [
     "AdditiveAttentionPooling",
@@ -38,96 +25,6 @@ __all__ = [
 
 Method = Literal["auto", "sdpa", "chunked"]
 METHODS: tuple[str, ...] = ("auto", "sdpa", "chunked")
-
-
-# --------------------------------------------------------------------------------------------
-# The autograd Functions of the two paths: key chunks and fused SDPA
-# --------------------------------------------------------------------------------------------
-
-
-class _ChunkedPool(torch.autograd.Function):
-    """Attention pooling over blocks of queries and keys, never holding more than one block.
-
-    Forward keeps per query a running maximum of the log weights (log-domain scores) or
-    plain sums (non-negative weights), as :class:`nadaraya.partials.Partials` does, and
-    returns the pooled values and that statistic (not differentiable). Backward recomputes
-    each block's scores and backpropagates ``dL/ds = P * (dO . v - dO . O)`` through them
-    (FlashAttention's backward), so memory stays at one block. A double backward
-    (``create_graph=True``) recomputes the forward with autograd instead, so second
-    derivatives are exact.
-    """
-
-    @staticmethod
-    def forward(  # type: ignore[override]
-        ctx: Any,
-        scorer: Scorer,
-        allowed: _Mask,
-        blocks: tuple[int, int],
-        qa: Tensor,
-        ka: Tensor,
-        values: Tensor,
-        *params: Tensor,
-    ) -> tuple[Tensor, Tensor]:
-        out, stat = _chunked_forward(scorer, allowed, blocks, qa, ka, values, params)
-        ctx.scorer, ctx.allowed, ctx.blocks = scorer, allowed, blocks
-        ctx.save_for_backward(qa, ka, values, out, stat, *params)
-        ctx.mark_non_differentiable(stat)
-        return out, stat
-
-    @staticmethod
-    def backward(ctx: Any, grad_out: Tensor, grad_stat: Tensor | None = None) -> tuple[Tensor | None, ...]:
-        qa, ka, values, _out, _stat, *params = ctx.saved_tensors
-        scorer: Scorer = ctx.scorer
-        needs = ctx.needs_input_grad[3:]
-        if torch.is_grad_enabled():  # create_graph=True: gradients that are differentiable again
-            grads = _recomputed_grads(scorer, ctx.allowed, ctx.blocks, [qa, ka, values, *params],
-                                      needs, grad_out)
-            return (None, None, None, *grads)
-        grads = _chunked_backward(scorer, ctx.allowed, ctx.blocks, ctx.saved_tensors, needs, grad_out)
-        return (None, None, None, *grads)
-
-
-class _SdpaPool(torch.autograd.Function):
-    """The fused path (:func:`torch.nn.functional.scaled_dot_product_attention`) with a
-    double backward.
-
-    Forward runs the fused kernel on detached inputs with autograd on, so the first-order
-    backward is torch's fused backward, unchanged; torch has no derivative of that backward,
-    so a double backward (``create_graph=True``) recomputes the same weights with the
-    scorer's own formula (the chunked forward, with autograd) instead.
-    """
-
-    @staticmethod
-    def forward(  # type: ignore[override]
-        ctx: Any, scorer: Scorer, allowed: Tensor | None, qa: Tensor, ka: Tensor, values: Tensor
-    ) -> Tensor:
-        assert scorer.sdpa is not None
-        inner = [t.detach().requires_grad_(t.requires_grad) for t in (qa, ka, values)]
-        with torch.enable_grad():
-            q1, k1 = scorer.sdpa(inner[0], inner[1])
-            out = _sdpa(q1, k1, inner[2], allowed)
-        ctx.scorer, ctx.allowed, ctx.inner, ctx.out = scorer, allowed, inner, out
-        ctx.save_for_backward(qa, ka, values)
-        return out.detach()
-
-    @staticmethod
-    def backward(ctx: Any, grad_out: Tensor) -> tuple[Tensor | None, ...]:
-        needs = ctx.needs_input_grad[2:5]
-        if torch.is_grad_enabled():  # create_graph=True
-            qa, ka, values = ctx.saved_tensors
-            batch, m, _ = qa.shape
-            blocks = _block_sizes(batch, m, ka.shape[1], ctx.scorer.width, qa.element_size())
-            grads = _recomputed_grads(ctx.scorer, _Mask(ctx.allowed, None), blocks, [qa, ka, values],
-                                      needs, grad_out)
-            return (None, None, *grads)
-        wanted = [t for t, w in zip(ctx.inner, needs) if w]
-        if not wanted or not ctx.out.requires_grad:
-            return (None, None, None, None, None)
-        go = torch.where(torch.isnan(ctx.out), 0.0, grad_out)
-        found = iter(torch.autograd.grad(ctx.out, wanted, go, retain_graph=True, allow_unused=True))
-        grads = [(next(found) if w else None) for w in needs]
-        grads = [torch.zeros_like(t) if (w and g is None) else g for t, g, w in zip(ctx.inner, grads, needs)]
-        return (None, None, *grads)
 
 
 # --------------------------------------------------------------------------------------------
@@ -209,8 +106,8 @@ class _Pooling(nn.Module):
         if self._route(scorer, qa, ka) == "sdpa":
             out = _SdpaPool.apply(scorer, x.allowed.dense(m, n), qa, ka, x.v)
         else:
-            blocks = _block_sizes(batch, m, n, scorer.width, qa.element_size())
-            out, stat = _ChunkedPool.apply(scorer, x.allowed, blocks, qa, ka, x.v, *params)
+            plan = Plan(scorer, x.allowed, block_sizes(batch, m, n, scorer.width, qa.element_size()))
+            out, stat = _ChunkedPool.apply(plan, qa, ka, x.v, *params)
         far = None
         if stat is not None and self._has_limit(scorer) and not bool(torch.isfinite(stat).all()):
             # log weights that all overflowed to -inf (or inf - inf): the limit, not 0 / 0
@@ -410,7 +307,7 @@ class KernelPooling(_Pooling):
     def _far_limit(
         self, q: Tensor, k: Tensor, v: Tensor, allowed: _Mask, bi: Tensor, ii: Tensor
     ) -> tuple[Tensor, Tensor]:
-        """Values (F, p) and weights (F, n) at far queries: :func:`._chunked._far_query_limit`."""
+        """Values (F, p) and weights (F, n) at far queries: :func:`._far._far_query_limit`."""
         return _far_query_limit(self.kernel.name, self.log_bandwidth, q, k, v, allowed, bi, ii)
 
     def extra_repr(self) -> str:
