@@ -123,12 +123,12 @@ def test_second_derivative_in_log_h_equals_finite_differences(kernel, method):
 def test_first_order_backward_never_recomputes_with_autograd(monkeypatch):
     """The ordinary backward keeps its block-by-block recomputation (memory one block) and the
     fused kernels' own backward: the double-backward path is taken only for create_graph."""
-    from nadaraya.nn import _pooling
+    from nadaraya.nn import _chunked
 
     def boom(*args, **kwargs):
         raise AssertionError("the double-backward recomputation ran for a first-order backward")
 
-    monkeypatch.setattr(_pooling, "_recomputed_grads", boom)
+    monkeypatch.setattr(_chunked, "_recomputed_grads", boom)
     q, k, v = small_inside()
     for layer in every_module().values():
         layer(q, k, v).sum().backward()

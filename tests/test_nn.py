@@ -214,19 +214,20 @@ def test_blocks_do_not_change_the_result(name, monkeypatch):
         out = mod(Q, K, t(v), mask)
         return [out, *torch.autograd.grad(out.sum(), [Q, K, *mod.parameters()])]
 
-    assert _pooling._block_sizes(1, 33, 57, 10, 8) == (33, 57)  # one block by default
+    assert _pooling.block_sizes(1, 33, 57, 10, 8) == (33, 57)  # one block by default
     whole = run()
-    monkeypatch.setattr(_pooling, "_block_sizes", lambda *args: (4, 7))  # awkward blocks both ways
+    monkeypatch.setattr(_pooling, "block_sizes", lambda *args: (4, 7))  # awkward blocks both ways
     for a, b in zip(whole, run()):
         torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
 
 
 def test_block_sizes_follow_the_working_memory():
+    from nadaraya.backends.reference import SCRATCH_ARRAYS
     from nadaraya.nn import _pooling
 
     with nadaraya.config_context(working_memory=1):  # 1 MiB: 16384 float64 scratch entries
-        bq, bk = _pooling._block_sizes(2, 4096, 4096, 64, 8)
-    assert bq * bk * 2 * 64 <= 2**20 // (8 * _pooling._SCRATCH_TENSORS) and bq >= 1 and bk >= 1
+        bq, bk = _pooling.block_sizes(2, 4096, 4096, 64, 8)
+    assert bq * bk * 2 * 64 <= 2**20 // (8 * SCRATCH_ARRAYS) and bq >= 1 and bk >= 1
 
 
 # -------------------------------------------------------------------- batches and masks
