@@ -267,8 +267,7 @@ def fit(
     quiet: Quiet = False,
 ) -> None:
     """Fit a Nadaraya-Watson model on columns of a CSV or Parquet file and save it safely."""
-    import nadaraya
-
+    from .estimator import NadarayaWatson
     from .kernels import get as get_kernel
 
     _refuse_overwrite({"--model": model}, {"the data file": data})
@@ -280,15 +279,9 @@ def fit(
     both, _ = select_columns(table, xs + ys, data, dropna=dropna)
     X, Y = both[:, : len(xs)], both[:, len(xs) :]
     Y = Y[:, 0] if len(ys) == 1 else Y
-    with _library_errors(xs), _clean_warnings(quiet, xs):
-        if bw in ("cv", "aicc") and not hasattr(nadaraya, "select_bandwidth"):
-            from .report import bandwidth_search
-
-            with _progress(quiet, "selecting the bandwidth") as update:
-                bw = bandwidth_search(X, Y, kernel=kernel, method=bw, progress=update).bandwidth
-        with _progress(quiet, "fitting") as update:
-            update(0, 1, "fitting")
-            est = nadaraya.NadarayaWatson(kernel=kernel, bandwidth=bw).fit(X, Y)
+    with _library_errors(xs), _clean_warnings(quiet, xs), _progress(quiet, "fitting") as update:
+        update(0, 1, "fitting")
+        est = NadarayaWatson(kernel=kernel, bandwidth=bw).fit(X, Y)
     est.feature_names_in_ = np.asarray(xs, dtype=object)
     est.target_names_ = ys
     est.save(model)  # atomically
@@ -358,8 +351,8 @@ def select(
     """Search the bandwidth; print the scores tried and the chosen bandwidth of each feature."""
     from rich.table import Table
 
+    from .bandwidth import select_bandwidth
     from .kernels import get as get_kernel
-    from .report import bandwidth_search
 
     get_kernel(kernel)
     if method not in ("cv", "aicc"):
@@ -374,22 +367,24 @@ def select(
     X, Y = both[:, : len(xs)], both[:, len(xs) :]
     searching = _progress(quiet, "selecting the bandwidth")
     with searching as update, _library_errors(xs), _clean_warnings(quiet, xs):
-        search = bandwidth_search(
-            X, Y[:, 0] if len(ys) == 1 else Y, kernel=kernel, method=method, per_feature=per_feature,
-            progress=update,
-        )
+        update(0, 1, f"selecting the bandwidth ({method})")
+        result = select_bandwidth(X, Y[:, 0] if len(ys) == 1 else Y, method=method, kernel=kernel,
+                                  per_feature=per_feature)
+        update(1, 1, f"selecting the bandwidth ({method})")
+    tried, scores = result.search["bandwidths"], result.search["scores"]
+    shown = scores.size > 1  # a one-point search (constant y) has no curve to show
     console = _console()
-    if search.scores.size:
-        grid = Table(title=f"{method} search ({search.source})")
+    if shown:
+        grid = Table(title=f"{method} search (nadaraya.select_bandwidth)")
         for col in (*xs, "score"):
             grid.add_column(f"h[{col}]" if col != "score" else col, justify="right")
-        best = int(np.nanargmin(np.where(np.isfinite(search.scores), search.scores, np.nan)))
-        for i, (h, s) in enumerate(zip(search.grid, search.scores)):
+        best = int(np.nanargmin(np.where(np.isfinite(scores), scores, np.nan)))
+        for i, (h, s) in enumerate(zip(tried, scores)):
             cells = [f"{v:.4g}" for v in np.broadcast_to(h, (len(xs),))] + [f"{s:.6g}"]
             grid.add_row(*cells, style="bold green" if i == best else None)
         console.print(grid)
-    console.print("chosen bandwidth: " + ", ".join(f"{n}={v:.6g}" for n, v in zip(xs, search.bandwidth)))
-    if plot is not None and search.scores.size:
+    console.print("chosen bandwidth: " + ", ".join(f"{n}={v:.6g}" for n, v in zip(xs, result.bandwidth)))
+    if plot is not None and shown:
         import matplotlib
 
         matplotlib.use("Agg")
@@ -398,8 +393,7 @@ def select(
         from . import plot as plots
 
         fig = Figure(figsize=(5.5, 3.6), layout="constrained")
-        plots.bandwidth_curve(search.grid[:, 0], search.scores, chosen=float(search.bandwidth[0]),
-                              ax=fig.subplots())
+        plots.bandwidth_curve(tried[:, 0], scores, chosen=float(result.bandwidth[0]), ax=fig.subplots())
         plots.savefig(fig, plot)
 
 

@@ -230,24 +230,38 @@ def bandwidth_curve(
     chosen: float | None = None,
     ax: Axes | None = None,
     ylabel: str = "leave-one-out CV score (MSE)",
+    label: str = "score",
+    color: str = "C0",
+    mark: str = "line",
 ) -> Axes:
     """A bandwidth search: score against bandwidth on a log axis, the chosen bandwidth marked.
+
+    Call it once per search on the same Axes to compare searches (e.g. one per kernel, each
+    with its ``label`` and ``color`` and ``mark="dot"``).
 
     Parameters
     ----------
     bandwidths : array-like of shape (k,)
-        The grid (positive).
+        The grid (positive), in any order: the curve is drawn sorted by bandwidth.
     scores : array-like of shape (k,)
         The score at each bandwidth (lower is better); non-finite scores are skipped.
     chosen : float, optional
         The selected bandwidth; the grid's best score when omitted.
     ax : matplotlib Axes, optional
     ylabel : str
+    label : str, default "score"
+        The curve's label in the legend.
+    color : str, default "C0"
+        The colour of the curve (and of the dot with ``mark="dot"``).
+    mark : {"line", "dot"}, default "line"
+        ``"line"``: the curve with a dot per bandwidth, ``chosen`` a dashed vertical line in
+        the legend. ``"dot"``: the bare curve, ``chosen`` a dot in the curve's colour at the
+        best score (not in the legend).
 
     Returns
     -------
     matplotlib Axes
-        The first line is the curve, the vertical line marks ``chosen``.
+        The first line is the curve; the next marks ``chosen``.
 
     Examples
     --------
@@ -257,7 +271,12 @@ def bandwidth_curve(
     >>> ax = plot.bandwidth_curve([0.1, 0.3, 1.0], [2.0, 1.0, 3.0])
     >>> float(ax.get_lines()[1].get_xdata()[0])
     0.3
+    >>> ax = plot.bandwidth_curve([1.0, 0.1, 0.3], [3.0, 2.0, 1.0], label="boxcar", mark="dot")
+    >>> ax.get_lines()[0].get_xdata().tolist(), ax.get_lines()[1].get_ydata().tolist()
+    ([0.1, 0.3, 1.0], [1.0])
     """
+    if mark not in ("line", "dot"):
+        raise ValueError(f"mark={mark!r} is not known; choose 'line' or 'dot'")
     ax = _axes(ax)
     h = _one_feature("bandwidths", bandwidths)
     s = _one_feature("scores", scores)
@@ -270,10 +289,14 @@ def bandwidth_curve(
         raise ValueError("scores has no finite value to plot")
     order = np.argsort(h)
     order = order[ok[order]]
-    ax.plot(h[order], s[order], "o-", color="C0", ms=3, label="score")
     if chosen is None:
         chosen = float(h[ok][np.argmin(s[ok])])
-    ax.axvline(chosen, color="C3", ls="--", label=f"chosen h = {chosen:.3g}")
+    if mark == "line":
+        ax.plot(h[order], s[order], "o-", color=color, ms=3, label=label)
+        ax.axvline(chosen, color="C3", ls="--", label=f"chosen h = {chosen:.3g}")
+    else:
+        ax.plot(h[order], s[order], "-", color=color, label=label)
+        ax.plot(chosen, s[ok].min(), "o", color=color)
     ax.set_xscale("log")
     ax.set_xlabel("bandwidth h")
     ax.set_ylabel(ylabel)

@@ -10,17 +10,19 @@ a bandwidth slider and a kernel selector switching among precomputed states.
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._report_html import _label, render_html, write_html
 from .datasets import Split, textbook
+
+if TYPE_CHECKING:
+    from .bandwidth import BandwidthSelection
 
 __all__ = [
     "DEMO_BANDWIDTHS",
@@ -46,59 +48,40 @@ ProgressCallback = Callable[[int, int, str], None]
 
 @dataclass
 class Search:
-    """A bandwidth search: the grid tried, its scores (lower is better) and the choice.
+    """A bandwidth search: the bandwidths tried, their scores (lower is better) and the choice.
 
     Attributes
     ----------
     grid : ndarray of shape (k, d)
-        Bandwidths tried, one row per candidate.
+        Bandwidths tried, one row per candidate, in the order
+        :func:`nadaraya.bandwidth.select_bandwidth` evaluated them (empty when it tried one).
     scores : ndarray of shape (k,)
         The criterion at each candidate (``inf`` where it is undefined).
     bandwidth : ndarray of shape (d,)
         The chosen bandwidth.
     method : str
         ``"cv"`` or ``"aicc"``.
-    source : str
-        What computed it: ``nadaraya.select_bandwidth`` or the leave-one-out grid here.
     """
 
     grid: NDArray[np.float64]
     scores: NDArray[np.float64]
     bandwidth: NDArray[np.float64]
     method: str
-    source: str
 
 
-def _record_from(result: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """The (grid, scores) of a ``select_bandwidth`` result, read by feature detection."""
-    for holder in (result, getattr(result, "search", None), getattr(result, "record", None)):
-        if holder is None:
-            continue
-        get = holder.get if isinstance(holder, dict) else lambda k, h=holder: getattr(h, k, None)
-        names = ("grid", "bandwidths_tried", "h", "bandwidths")
-        grid = next((get(k) for k in names if get(k) is not None), None)
-        scores = next((get(k) for k in ("scores", "cv_scores", "score_grid") if get(k) is not None), None)
-        if grid is not None and scores is not None and np.ndim(scores) == 1 and len(scores) > 1:
-            g = np.asarray(grid, dtype=np.float64)
-            return (g[:, None] if g.ndim == 1 else g), np.asarray(scores, dtype=np.float64)
-    return np.empty((0, 1)), np.empty(0)
+def _record_from(selection: BandwidthSelection) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The (bandwidths, scores) that ``selection`` evaluated; empty when there are fewer than two."""
+    grid = np.asarray(selection.search["bandwidths"], dtype=np.float64)
+    scores = np.asarray(selection.search["scores"], dtype=np.float64)
+    if scores.size < 2:
+        return np.empty((0, grid.shape[-1] if grid.ndim == 2 else 1)), np.empty(0)
+    return grid, scores
 
 
 def bandwidth_search(
-    X: ArrayLike,
-    y: ArrayLike,
-    *,
-    kernel: str = "gaussian",
-    method: str = "cv",
-    per_feature: bool = False,
-    progress: ProgressCallback | None = None,
+    X: ArrayLike, y: ArrayLike, *, kernel: str = "gaussian", method: str = "cv", per_feature: bool = False
 ) -> Search:
-    """Choose a bandwidth and keep the record of the search (for ``nadaraya select`` and the plots).
-
-    Uses :func:`nadaraya.select_bandwidth` when this installation has it. Otherwise it scores
-    a log grid of 41 multiples (0.03 to 10) of the Scott rule of thumb by the leave-one-out
-    CV score ``mean((nadaraya.loo_pool(X, y, bandwidth=h) - y) ** 2)``, counting a bandwidth
-    that leaves some point with an empty window as ``inf``.
+    """Choose a bandwidth by :func:`nadaraya.bandwidth.select_bandwidth` and keep the record of its search.
 
     Parameters
     ----------
@@ -107,13 +90,17 @@ def bandwidth_search(
     kernel : str, default "gaussian"
     method : {"cv", "aicc"}, default "cv"
     per_feature : bool, default False
-        One bandwidth per feature (needs ``nadaraya.select_bandwidth``).
-    progress : callable, optional
-        ``progress(done, total, description)``.
+        One bandwidth per feature.
 
     Returns
     -------
     Search
+
+    Raises
+    ------
+    ValueError
+        As :func:`nadaraya.bandwidth.select_bandwidth` does (unknown method or kernel, too few
+        points, a feature with zero spread, ...).
 
     Examples
     --------
@@ -123,45 +110,11 @@ def bandwidth_search(
     >>> bool(0.05 < search.bandwidth[0] < 1.0), search.method
     (True, 'cv')
     """
-    import nadaraya
+    from .bandwidth import select_bandwidth
 
-    from .bandwidth import rule_of_thumb
-
-    if method not in ("cv", "aicc"):
-        raise ValueError(f"method={method!r} is not known; choose 'cv' or 'aicc'")
-    select = getattr(nadaraya, "select_bandwidth", None)
-    if select is not None:
-        if progress:
-            progress(0, 1, f"selecting the bandwidth ({method})")
-        res = select(X, y, method=method, kernel=kernel, per_feature=per_feature)
-        bw = next(getattr(res, k) for k in ("bandwidth", "bandwidths", "bandwidth_") if hasattr(res, k))
-        grid, scores = _record_from(res)
-        if progress:
-            progress(1, 1, f"selecting the bandwidth ({method})")
-        return Search(grid, scores, np.atleast_1d(np.asarray(bw, dtype=np.float64)), method,
-                      "nadaraya.select_bandwidth")
-    if method != "cv" or per_feature:
-        raise ValueError(
-            f"method={method!r}{' with per_feature=True' if per_feature else ''} needs "
-            "nadaraya.select_bandwidth, which this installation lacks; use method='cv' with one bandwidth"
-        )
-    x = np.asarray(X, dtype=np.float64)
-    x = x[:, None] if x.ndim == 1 else x
-    yy = np.asarray(y, dtype=np.float64)
-    base = rule_of_thumb(x, "scott", kernel=kernel)
-    grid = base[None, :] * np.logspace(np.log10(0.03), 1.0, 41)[:, None]
-    scores = np.empty(len(grid))
-    for i, h in enumerate(grid):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", nadaraya.EmptyWindowWarning)
-            loo = nadaraya.loo_pool(x, yy, kernel=kernel, bandwidth=h, empty="nan")
-        scores[i] = np.mean((loo - yy) ** 2) if np.isfinite(loo).all() else np.inf
-        if progress:
-            progress(i + 1, len(grid), f"leave-one-out CV over {len(grid)} bandwidths ({kernel})")
-    if not np.isfinite(scores).any():
-        raise ValueError(f"every bandwidth tried leaves some point with no neighbour for kernel {kernel!r}")
-    best = int(np.argmin(scores))
-    return Search(grid, scores, grid[best].copy(), "cv", "leave-one-out CV on a log grid (nadaraya.loo_pool)")
+    selection = select_bandwidth(X, y, method=method, kernel=kernel, per_feature=per_feature)
+    grid, scores = _record_from(selection)
+    return Search(grid, scores, selection.bandwidth, method)
 
 
 @dataclass
@@ -419,17 +372,10 @@ def write_figures(study: Study, out_dir: str | os.PathLike[str], *, dpi: int = 1
         ax = fig.subplots()
         for j, k in enumerate(bandwidthed):
             sr = study.searches[k]
-            if sr.scores.size < 2:
-                continue
-            ok = np.isfinite(sr.scores)
-            ax.plot(sr.grid[ok, 0], sr.scores[ok], "-", color=f"C{j}", label=k)
-            ax.plot(sr.bandwidth[0], sr.scores[ok].min(), "o", color=f"C{j}")
-        ax.set_xscale("log")
-        ax.set_xlabel("bandwidth h")
-        ax.set_ylabel("leave-one-out CV score (MSE)")
+            if sr.scores.size >= 2:
+                plot.bandwidth_curve(sr.grid[:, 0], sr.scores, chosen=float(sr.bandwidth[0]), ax=ax,
+                                     label=k, color=f"C{j}", mark="dot")
         ax.set_title("bandwidth search (dots: chosen)")
-        ax.grid(alpha=0.3, which="both")
-        ax.legend(frameon=False)
         save(fig, "bandwidth.png")
 
     if study.learned:
