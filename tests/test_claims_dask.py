@@ -32,14 +32,14 @@ def _count_arrays_on_worker() -> None:
 
     from dask.sizeof import sizeof
 
-    from nadaraya.backends import dask as nd
+    from nadaraya._dask_far import _Far
     from nadaraya.partials import Partials
 
     def arrays(obj) -> int:
         return int(sum(getattr(getattr(obj, f.name), "nbytes", 0) for f in dataclasses.fields(obj)))
 
     sizeof.register(Partials)(arrays)
-    sizeof.register(nd._Far)(arrays)
+    sizeof.register(_Far)(arrays)
 
 
 def _incoming(dask_worker) -> list[dict]:

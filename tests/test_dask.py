@@ -20,6 +20,8 @@ from nadaraya.partials import Partials, merge, merge_all
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 nd = pytest.importorskip("nadaraya.backends.dask")
+dpool = pytest.importorskip("nadaraya._dask_pool")  # the lazy pool moved out of the backend
+drules = pytest.importorskip("nadaraya._dask_rules")  # the Dask rules of thumb too
 
 pytestmark = pytest.mark.cluster
 
@@ -178,7 +180,7 @@ def test_repeat_runs_are_bit_identical(client):
     runs = [nadaraya.pool(*args, bandwidth=0.3, sample_weight=sw).compute() for _ in range(3)]
     assert np.array_equal(runs[0], runs[1]) and np.array_equal(runs[0], runs[2])
     # a different tree shape is a different rounding, but the same sums
-    other = nd.pool(*args, bandwidth=0.3, sample_weight=sw, split_every=2).compute()
+    other = dpool.pool(*args, bandwidth=0.3, sample_weight=sw, split_every=2).compute()
     _close(other, runs[0], rtol=1e-14)
 
 
@@ -313,7 +315,7 @@ def test_rule_of_thumb_on_dask_equals_numpy(client, weighted):
     dx = da.from_array(x, chunks=(700, 3))
     dsw = None if sw is None else da.from_array(sw, chunks=700)
     for method, kernel in (("scott", "gaussian"), ("silverman", "epanechnikov")):
-        got = nd.rule_of_thumb(dx, method, kernel=kernel, sample_weight=dsw)
+        got = drules.rule_of_thumb(dx, method, kernel=kernel, sample_weight=dsw)
         np.testing.assert_allclose(got, rule_of_thumb(x, method, kernel=kernel, sample_weight=sw), rtol=1e-12)
 
 
@@ -321,7 +323,7 @@ def test_exact_quartiles_after_several_narrowing_passes(client):
     rng = np.random.default_rng(13)
     x = np.round(rng.normal(size=(5000, 2)), 2)  # many ties
     w = rng.integers(0, 3, 5000).astype(float)
-    got = nd._weighted_quantiles(da.from_array(x, chunks=(900, 2)), da.from_array(w, chunks=900),
+    got = drules._weighted_quantiles(da.from_array(x, chunks=(900, 2)), da.from_array(w, chunks=900),
                                  (0.25, 0.75), float(w.sum()), (x.min(axis=0), x.max(axis=0)),
                                  limit=20, bins=8)
     want = [np.quantile(x, qq, axis=0, weights=w, method="inverted_cdf") for qq in (0.25, 0.75)]

@@ -18,6 +18,8 @@ import nadaraya
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
 nd = pytest.importorskip("nadaraya.backends.dask")
+dpool = pytest.importorskip("nadaraya._dask_pool")  # the lazy pool moved out of the backend
+drules = pytest.importorskip("nadaraya._dask_rules")  # the Dask rules of thumb too
 
 RTOL = 1e-12
 
@@ -149,7 +151,7 @@ def test_filtered_dask_array_with_empty_chunks():
     xs = kept.compute()
     _close(nadaraya.pool(kept, kept, 2 * kept, bandwidth=1.5).compute(),
            nadaraya.pool(xs, xs, 2 * xs, bandwidth=1.5))
-    np.testing.assert_allclose(nd.rule_of_thumb(kept), nadaraya.bandwidth.rule_of_thumb(xs), rtol=1e-12)
+    np.testing.assert_allclose(drules.rule_of_thumb(kept), nadaraya.bandwidth.rule_of_thumb(xs), rtol=1e-12)
 
 
 # ------------------------------------------------------------------ 3. complex, dates, durations
@@ -316,7 +318,7 @@ def test_far_queries_merge_exactly_across_shards(kernel, dtype):
                    rng.uniform(-1, 1, size=(3, 2))])
     k, v, sw, q = (a.astype(dtype) for a in (k, v, sw, q))
     h = np.array([0.05, 0.2])
-    got = nd.pool(da.from_array(q, chunks=(7, 2)), da.from_array(k, chunks=(6, 2)),
+    got = dpool.pool(da.from_array(q, chunks=(7, 2)), da.from_array(k, chunks=(6, 2)),
                         da.from_array(v, chunks=(6, 2)), kernel=kernel, bandwidth=h,
                         sample_weight=da.from_array(sw, chunks=6), split_every=3).compute()
     want = _reference(q, k, v, kernel=kernel, bandwidth=h, sample_weight=sw)
@@ -345,9 +347,9 @@ def _agree(q, k, v, chunks, **kw):
     sw = kw.pop("sample_weight", None)
     dsw = None if sw is None else da.from_array(sw, chunks=chunks)
     split_every = kw.pop("split_every", None)
-    got = _quiet(nd.pool, dq, dk, dv, sample_weight=dsw, split_every=split_every, **kw).compute()
+    got = _quiet(dpool.pool, dq, dk, dv, sample_weight=dsw, split_every=split_every, **kw).compute()
     _close(got, _quiet(nadaraya.pool, q, k, v, sample_weight=sw, backend="reference", **kw))
-    loo = _quiet(nd.pool, None, dk, dv, sample_weight=dsw, split_every=split_every, **kw).compute()
+    loo = _quiet(dpool.pool, None, dk, dv, sample_weight=dsw, split_every=split_every, **kw).compute()
     _close(loo, _quiet(nadaraya.loo_pool, k, v, sample_weight=sw, backend="reference", **kw))
 
 
@@ -401,7 +403,7 @@ def test_far_query_where_floats_cannot_tell_the_keys_apart():
     rng = np.random.default_rng(9)
     keys, values = rng.uniform(-1, 1, size=(25, 1)), rng.uniform(1, 3, size=25)
     q, h = np.array([[-8.8e299]]), 5e-161
-    got = nd.pool(da.from_array(q), da.from_array(keys, chunks=(7, 1)), da.from_array(values, chunks=7),
+    got = dpool.pool(da.from_array(q), da.from_array(keys, chunks=(7, 1)), da.from_array(values, chunks=7),
                   bandwidth=h, split_every=2).compute()
     np.testing.assert_array_equal(got, [_exact_far_limit(q[0], keys, values, h)])
 
@@ -412,6 +414,6 @@ def test_far_leave_one_out_beside_the_empty_diagonal_shard():
     k = np.array([[0.3109, -0.0373], [0.4949, -0.9873], [0.2638, 0.5590]])
     v = np.array([2.7, 2.1, 2.0])
     h = 1.1e-160
-    got = nd.pool(None, da.from_array(k, chunks=(1, 2)), da.from_array(v, chunks=1), bandwidth=h).compute()
+    got = dpool.pool(None, da.from_array(k, chunks=(1, 2)), da.from_array(v, chunks=1), bandwidth=h).compute()
     want = [_exact_far_limit(k[i], k, v, h, exclude=i) for i in range(3)]
     np.testing.assert_array_equal(got, want)

@@ -120,16 +120,45 @@ def as_points(name: str, a: ArrayLike, dtype: np.dtype, d: int | None = None) ->
     return arr
 
 
+def is_dask(*arrays: object) -> bool:
+    """Whether any argument is a Dask collection, checked without importing dask (so that
+    ``import nadaraya`` stays light and NumPy callers never pay for it).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> is_dask(np.ones(2), [1.0])
+    False
+    """
+    return any(type(a).__module__.startswith("dask.") and hasattr(a, "__dask_graph__") for a in arrays)
+
+
+def check_values_shape(shape: tuple[int, ...], n: int) -> bool:
+    """Check the shape of the values of ``n`` keys, (n,) or (n, p) with p >= 1, for NumPy and
+    Dask arrays alike; whether they are 1-D.
+
+    Examples
+    --------
+    >>> check_values_shape((3,), 3)
+    True
+    >>> check_values_shape((2, 1), 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: values has 2 rows, but keys has 3; they must match
+    """
+    if len(shape) not in (1, 2):
+        raise ValueError(f"values must have shape (n,) or (n, p); got shape {shape}")
+    if shape[0] != n:
+        raise ValueError(f"values has {shape[0]} rows, but keys has {n}; they must match")
+    if len(shape) == 2 and shape[1] == 0:
+        raise ValueError(f"values has no columns (shape {shape}); at least one output is needed")
+    return len(shape) == 1
+
+
 def as_values(values: ArrayLike, n: int, dtype: np.dtype) -> tuple[NDArray[np.floating], bool]:
     """(n, p) values and whether the caller gave a 1-D array."""
     v = as_real("values", values)
-    if v.ndim not in (1, 2):
-        raise ValueError(f"values must have shape (n,) or (n, p); got shape {v.shape}")
-    if v.shape[0] != n:
-        raise ValueError(f"values has {v.shape[0]} rows, but keys has {n}; they must match")
-    if v.ndim == 2 and v.shape[1] == 0:
-        raise ValueError(f"values has no columns (shape {v.shape}); at least one output is needed")
-    one_d = v.ndim == 1
+    one_d = check_values_shape(v.shape, n)
     v = np.ascontiguousarray(v.reshape(n, -1), dtype=dtype)
     if not np.isfinite(v).all():
         bad = ~np.isfinite(v)

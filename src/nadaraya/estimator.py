@@ -10,10 +10,10 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import backends
-from ._validation import as_bandwidth, as_empty, as_real
+from ._validation import as_bandwidth, as_empty, as_real, is_dask
 from .bandwidth import RULES, rule_of_thumb
 from .kernels import get as get_kernel
-from .pooling import _is_dask, compute_partials, finish, prepare
+from .pooling import compute_partials, finish, prepare
 
 __all__ = ["NadarayaWatson"]
 
@@ -171,8 +171,8 @@ default "cv"
             raise ValueError(
                 f"backend={self.backend!r} is not known; valid names are: {', '.join(backends.NAMES)}"
             )
-        if _is_dask(X, y, sample_weight):  # keep the Dask arrays, lazily (nadaraya.backends.dask)
-            return backends.get("dask").fit(self, X, y, sample_weight)  # type: ignore[no-any-return]
+        if is_dask(X, y, sample_weight):  # keep the Dask arrays, lazily
+            return self._fit_dask(X, y, sample_weight)
         for name, a in (("X", X), ("y", y)):  # complex, dates and durations refused, not converted
             if np.asarray(a).dtype.kind in "cmMUS":
                 as_real(name, a)
@@ -194,11 +194,49 @@ default "cv"
             n=X.shape[0],
             m=X.shape[0],
             d=X.shape[1],
-            bandwidth=self.bandwidth_,
             backend=self.backend,
         )
         self.backend_, self.backend_reason_ = choice.name, choice.reason
         return self
+
+    def _fit_dask(self, X: Any, y: Any, sample_weight: Any) -> NadarayaWatson:
+        """``fit`` on Dask input: the arrays stay lazy (checked chunk by chunk when computed, by
+        :func:`nadaraya._dask_pool.training_data`); a rule of thumb is computed with Dask
+        reductions (:mod:`nadaraya._dask_rules`). Selectors ("cv", "aicc") search over exact
+        leave-one-out passes of the single-machine engine: the training data are gathered to
+        this process for the search (they must fit in its memory)."""
+        import dask
+
+        from ._dask_pool import training_data
+        from ._dask_rules import rule_of_thumb as dask_rule_of_thumb
+
+        X_fit, y_fit, sw = training_data(X, y, sample_weight)
+        d = X_fit.shape[1]
+        bw = self.bandwidth
+        if isinstance(bw, str) and bw in RULES:
+            self.cv_results_ = None
+            bandwidth = dask_rule_of_thumb(X_fit, bw, kernel=self.kernel, sample_weight=sw)
+        elif isinstance(bw, str):
+            Xn, yn, swn = dask.compute(X_fit, y_fit, sw)
+            bandwidth = self._resolve_bandwidth(Xn, swn, yn)
+        else:
+            self.cv_results_ = None
+            bandwidth = as_bandwidth(bw, d)
+        self.n_features_in_, self.bandwidth_ = d, bandwidth
+        self.X_fit_, self.y_fit_, self.sample_weight_ = X_fit, y_fit, sw
+        self.backend_, self.backend_reason_ = "dask", "the training data are Dask arrays"
+        return self
+
+    def _predict_dask(self, X: Any) -> Any:
+        """``predict`` when the model or ``X`` is on Dask: a lazy Dask array."""
+        from ._dask_pool import pool as lazy_pool
+
+        d = self.n_features_in_
+        X = X if is_dask(X) else np.asarray(X)
+        if X.ndim != 2 or X.shape[1] != d:
+            raise ValueError(f"X has shape {X.shape}, but this NadarayaWatson was fitted with {d} features")
+        return lazy_pool(X, self.X_fit_, self.y_fit_, kernel=self.kernel, bandwidth=self.bandwidth_,
+                         empty=self.empty, sample_weight=self.sample_weight_)
 
     def predict(self, X: ArrayLike) -> NDArray[np.floating]:
         """Attention-pool the training targets at each row of ``X``.
@@ -219,8 +257,8 @@ default "cv"
         [1.0]
         """
         check_is_fitted(self)
-        if _is_dask(X, self.X_fit_):  # a lazy Dask array out (nadaraya.backends.dask)
-            return backends.get("dask").predict(self, X)  # type: ignore[no-any-return]
+        if is_dask(X, self.X_fit_):  # a lazy Dask array out
+            return self._predict_dask(X)
         if np.asarray(X).dtype.kind in "cmMUS":  # complex, dates, durations, text, as in fit
             as_real("X", X)
         X = validate_data(self, X, reset=False, dtype=np.float64)

@@ -7,6 +7,7 @@ re-implements the kernel sums.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from ._validation import (
     as_real,
     as_sample_weight,
     as_values,
+    is_dask,
     pick_dtype,
 )
 from .kernels import Kernel
@@ -96,7 +98,7 @@ def compute_partials(
 ) -> tuple[Partials, backends.Choice]:
     """The partial sums of a validated call on the chosen backend."""
     m, n, d, _ = call.shape
-    choice = backends.choose(call.kernel, n=n, m=m, d=d, bandwidth=call.bandwidth, backend=backend)
+    choice = backends.choose(call.kernel, n=n, m=m, d=d, backend=backend)
     parts = backends.compute(
         choice.name,
         call.queries,
@@ -110,16 +112,60 @@ def compute_partials(
     return parts, choice
 
 
-def _report_empty(rows: NDArray[np.intp], m: int, call: Call, empty: str) -> None:
-    """Raise or warn about queries with an empty window, as ``empty=`` says."""
+def report_empty(
+    count: int, m: int, empty: str, kernel: Kernel, bandwidth: NDArray[np.floating], *,
+    where: str = "", warn: bool = True,
+) -> None:
+    """The ``empty=`` policy's report: raise (``"raise"``) or warn (``"nan"``, unless ``warn``
+    is False, as for a lazy Dask result) that ``count`` of ``m`` queries have an empty window.
+
+    Examples
+    --------
+    >>> from nadaraya.kernels import get
+    >>> report_empty(1, 4, "raise", get("epanechnikov"), np.array([0.1]), where=" (chunk at row 8)")
+    Traceback (most recent call last):
+    ...
+    ValueError: 1 of 4 queries (chunk at row 8) have no key with positive weight within the support \
+of the 'epanechnikov' kernel (bandwidth [0.1]); pass empty='nan', 'nearest' or 'mean', or a larger bandwidth
+    """
     what = (
-        f"{rows.size} of {m} queries have no key with positive weight within the support "
-        f"of the {call.kernel.name!r} kernel (bandwidth {np.array2string(call.bandwidth, threshold=4)})"
+        f"{count} of {m} queries{where} have no key with positive weight within the support "
+        f"of the {kernel.name!r} kernel (bandwidth {np.array2string(bandwidth, threshold=4)})"
     )
     if empty == "raise":
         raise ValueError(f"{what}; pass empty='nan', 'nearest' or 'mean', or a larger bandwidth")
-    if empty == "nan":
+    if empty == "nan" and warn:
         warnings.warn(f"{what}; their predictions are NaN (empty='nan')", EmptyWindowWarning, stacklevel=4)
+
+
+Fill = Callable[[NDArray[np.intp]], tuple[NDArray[Any], NDArray[np.bool_]]]
+
+
+def fill_empty(
+    out: NDArray[Any], rows: NDArray[np.intp], empty: str, *, nearest: Fill, mean: Fill, nan: float = np.nan
+) -> NDArray[np.intp]:
+    """The ``empty=`` policy's fill of the ``rows`` of ``out`` whose window is empty: ``nan``
+    (``"nan"``), or what ``nearest(rows)`` or ``mean(rows)`` gives (the rows' fill, and
+    where there is one); ``"raise"`` leaves them (:func:`report_empty` raised before). Returns
+    the rows left without a fill (no usable key at all). The caller says how to compute the
+    fill: predictions from values (:func:`finish`, the Dask chunks) or rows of weights
+    (:func:`attention_weights`).
+
+    Examples
+    --------
+    >>> out = np.zeros((3, 1))
+    >>> mean = lambda rows: (np.full((rows.size, 1), 7.0), np.ones(rows.size, bool))
+    >>> fill_empty(out, np.array([1]), "mean", nearest=mean, mean=mean).tolist(), out[:, 0].tolist()
+    ([], [0.0, 7.0, 0.0])
+    """
+    if rows.size == 0 or empty == "raise":
+        return rows[:0]
+    if empty == "nan":
+        out[rows] = nan
+        return rows[:0]
+    vals, found = (nearest if empty == "nearest" else mean)(rows)
+    out[rows[found]] = vals[found]
+    return rows[~found]
 
 
 def _report_alone(rows: NDArray[np.intp], m: int, empty: str) -> None:
@@ -156,28 +202,22 @@ def _fill_empty(
     if rows.size == 0:
         return
     m = out.shape[0]
-    _report_empty(rows, m, call, empty)
-    if empty == "nearest":
-        vals, found = _nearest_values(call, rows, exclude, 2.0)
-        out[rows[found]] = vals[found]
-        if not found.all():
-            _report_alone(rows[~found], m, empty)
-    elif empty == "mean":  # average pooling (the constant kernel) for these queries
-        sub = Call(
-            call.queries[rows],
-            call.keys,
-            call.values,
-            call.one_d,
-            get_kernel("constant"),
-            call.bandwidth,
-            call.sample_weight,
-        )
-        fallback, _ = compute_partials(
-            sub, exclude=None if exclude is None else exclude[rows], backend="reference"
-        )
-        out[rows] = fallback.finalize()
-        if fallback.empty.any():
-            _report_alone(rows[fallback.empty], m, empty)
+    report_empty(rows.size, m, empty, call.kernel, call.bandwidth)
+
+    def nearest(rows: NDArray[np.intp]) -> tuple[NDArray[Any], NDArray[np.bool_]]:
+        return _nearest_values(call, rows, exclude, 2.0)
+
+    def mean(rows: NDArray[np.intp]) -> tuple[NDArray[Any], NDArray[np.bool_]]:
+        """Average pooling (the constant kernel) for these queries."""
+        sub = Call(call.queries[rows], call.keys, call.values, call.one_d, get_kernel("constant"),
+                   call.bandwidth, call.sample_weight)
+        fallback, _ = compute_partials(sub, exclude=None if exclude is None else exclude[rows],
+                                       backend="reference")
+        return fallback.finalize(), ~fallback.empty
+
+    alone = fill_empty(out, rows, empty, nearest=nearest, mean=mean)
+    if alone.size:
+        _report_alone(alone, m, empty)
 
 
 def finish(
@@ -191,21 +231,17 @@ def finish(
     return out[:, 0] if call.one_d else out
 
 
-def _is_dask(*arrays: object) -> bool:
-    """Whether any argument is a Dask collection (checked without importing dask)."""
-    return any(type(a).__module__.startswith("dask.") and hasattr(a, "__dask_graph__") for a in arrays)
-
-
 def _dask_pool(
     queries: object, keys: object, values: object, kernel: str | Kernel, bandwidth: ArrayLike,
     empty: str, sample_weight: object, backend: str,
 ) -> Any:
-    """Dask input: a lazy Dask array from :func:`nadaraya.backends.dask.pool`; a backend other
+    """Dask input: a lazy Dask array from :func:`nadaraya._dask_pool.pool`; a backend other
     than "auto" or "dask" names the engine each task runs."""
-    module = backends.get("dask")
+    from ._dask_pool import pool as lazy_pool
+
     engine = None if backend in ("auto", "dask") else backend
-    return module.pool(queries, keys, values, kernel=kernel, bandwidth=bandwidth, empty=empty,
-                       sample_weight=sample_weight, engine=engine)
+    return lazy_pool(queries, keys, values, kernel=kernel, bandwidth=bandwidth, empty=empty,
+                     sample_weight=sample_weight, engine=engine)
 
 
 def pool(
@@ -261,7 +297,7 @@ def pool(
     ndarray of shape (m,) or (m, p)
         float32 when all of queries, keys and values are float32, else float64. A lazy
         ``dask.array.Array`` (one chunk per query chunk) when any input is a Dask array: see
-        :mod:`nadaraya.backends.dask` and docs/distributed.md.
+        :mod:`nadaraya._dask_pool` and docs/distributed.md.
 
     Examples
     --------
@@ -270,7 +306,7 @@ def pool(
     array([4.27])
     """
     empty = as_empty(empty)
-    if _is_dask(queries, keys, values, sample_weight):
+    if is_dask(queries, keys, values, sample_weight):
         return _dask_pool(queries, keys, values, kernel, bandwidth, empty, sample_weight, backend)
     call = prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight)
     parts, _ = compute_partials(call, backend=backend)
@@ -313,7 +349,7 @@ def loo_pool(
     [2.5, 2.0, 1.5]
     """
     empty = as_empty(empty)
-    if _is_dask(keys, values, sample_weight):
+    if is_dask(keys, values, sample_weight):
         return _dask_pool(None, keys, values, kernel, bandwidth, empty, sample_weight, backend)
     call = prepare(None, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight)
     exclude = np.arange(call.keys.shape[0])
@@ -398,8 +434,6 @@ def attention_weights(
     >>> w.nnz, w.sum().round(6)
     (2, np.float64(1.0))
     """
-    from .backends.reference import block_weights
-
     empty = as_empty(empty)
     kk = as_real("keys", keys)
     call = prepare(
@@ -407,7 +441,6 @@ def attention_weights(
         sample_weight=sample_weight,
     )
     m, n, _, _ = call.shape
-    k = call.kernel
     dtype = call.queries.dtype
     limit = _dense_limit(max_bytes)
     if not sparse and m * n * dtype.itemsize > limit:
@@ -417,13 +450,7 @@ def attention_weights(
             "predict (it never forms the matrix), sparse=True for a compact kernel, fewer queries "
             "or keys, or pass a larger max_bytes"
         )
-    inv_h = (1.0 / call.bandwidth).astype(dtype)
-    log_sw = None
-    if call.sample_weight is not None and k.log_domain:
-        with np.errstate(divide="ignore"):
-            log_sw = np.log(call.sample_weight)
-    sw = np.ones(n) if call.sample_weight is None else call.sample_weight.astype(np.float64)
-    mean_row = (sw / sw.sum()).astype(dtype)
+    rows_of = _WeightRows(call, empty, 0.0 if sparse else np.nan)
     # one block of whole rows at a time, within the working memory
     entries = max(1, int(get_config()["working_memory"] * 2**20) // (8 * dtype.itemsize))
     bq = max(1, min(m, entries // max(n, 1)))
@@ -435,32 +462,9 @@ def attention_weights(
     empty_rows: list[NDArray[np.intp]] = []
     for q0 in range(0, m, bq):
         q1 = min(m, q0 + bq)
-        w = block_weights(call.queries[q0:q1], call.keys, k, inv_h, log_sw, call.sample_weight)
-        if k.log_domain:
-            shift = w.max(axis=1)
-            w -= np.where(np.isfinite(shift), shift, 0.0)[:, None]
-            np.exp(w, out=w)
-            bad = ~(shift >= FAR_LOG_WEIGHT)
-        total = w.sum(axis=1)
-        np.divide(w, total[:, None], out=w, where=total[:, None] > 0)
-        if k.log_domain:
-            far = q0 + np.nonzero(bad)[0]
-            if far.size:
-                ok, fw = _far_weights(call, far, None)
-                w[far - q0] = 0.0
-                w[(far - q0)[:, None], ok[None, :]] = fw
-        else:
-            rows = q0 + np.nonzero(~(total > 0))[0]
-            if rows.size:
-                empty_rows.append(rows)
-                if empty == "nearest":
-                    for r, near in zip(rows, _nearest(call, rows, None, 2.0)):
-                        w[r - q0] = 0.0
-                        w[r - q0, near] = mean_row[near] / mean_row[near].sum()
-                elif empty == "mean":
-                    w[rows - q0] = mean_row
-                else:
-                    w[rows - q0] = 0.0 if sparse else np.nan
+        w, rows = rows_of(q0, q1)
+        if rows.size:
+            empty_rows.append(rows)
         if sparse:
             piece = sp.csr_array(w)
             stored += piece.nnz * (dtype.itemsize + piece.indices.itemsize)
@@ -475,7 +479,61 @@ def attention_weights(
             assert out is not None
             out[q0:q1] = w
     if empty_rows:
-        _report_empty(np.concatenate(empty_rows), m, call, empty)
+        report_empty(int(sum(r.size for r in empty_rows)), m, empty, call.kernel, call.bandwidth)
     if sparse:
         return sp.vstack(pieces, format="csr")
     return out
+
+
+class _WeightRows:
+    """The rows ``q0:q1`` of the attention weights of a validated call, normalised, with the
+    far queries' exact limit and the ``empty=`` policy's fill (:func:`fill_empty`) applied; and
+    which rows were empty (the caller reports them once per call)."""
+
+    def __init__(self, call: Call, empty: str, nan: float) -> None:
+        self.call, self.empty, self.nan = call, empty, nan
+        dtype = call.queries.dtype
+        self.inv_h = (1.0 / call.bandwidth).astype(dtype)
+        self.log_sw = None
+        if call.sample_weight is not None and call.kernel.log_domain:
+            with np.errstate(divide="ignore"):
+                self.log_sw = np.log(call.sample_weight)
+        n = call.keys.shape[0]
+        sw = np.ones(n) if call.sample_weight is None else call.sample_weight.astype(np.float64)
+        self.mean_row = (sw / sw.sum()).astype(dtype)
+
+    def __call__(self, q0: int, q1: int) -> tuple[NDArray[np.floating], NDArray[np.intp]]:
+        from .backends.reference import block_weights
+
+        call, k = self.call, self.call.kernel
+        w = block_weights(call.queries[q0:q1], call.keys, k, self.inv_h, self.log_sw, call.sample_weight)
+        if k.log_domain:
+            shift = w.max(axis=1)
+            w -= np.where(np.isfinite(shift), shift, 0.0)[:, None]
+            np.exp(w, out=w)
+            bad = ~(shift >= FAR_LOG_WEIGHT)
+        total = w.sum(axis=1)
+        np.divide(w, total[:, None], out=w, where=total[:, None] > 0)
+        if k.log_domain:
+            far = q0 + np.nonzero(bad)[0]
+            if far.size:
+                ok, fw = _far_weights(call, far, None)
+                w[far - q0] = 0.0
+                w[(far - q0)[:, None], ok[None, :]] = fw
+            return w, far[:0]
+        rows = np.nonzero(~(total > 0))[0]
+        fill_empty(w, rows, self.empty, nearest=lambda r: self._nearest(q0 + r), mean=self._mean,
+                   nan=self.nan)
+        return w, q0 + rows
+
+    def _nearest(self, rows: NDArray[np.intp]) -> tuple[NDArray[np.floating], NDArray[np.bool_]]:
+        """The nearest keys' normalised sample weights (one-hot unless several are as near)."""
+        vals = np.zeros((rows.size, self.mean_row.size), dtype=self.mean_row.dtype)
+        sets = _nearest(self.call, rows, None, 2.0)
+        for i, near in enumerate(sets):
+            vals[i, near] = self.mean_row[near] / self.mean_row[near].sum()
+        return vals, np.array([near.size > 0 for near in sets], dtype=bool)
+
+    def _mean(self, rows: NDArray[np.intp]) -> tuple[NDArray[np.floating], NDArray[np.bool_]]:
+        """The normalised sample weights for every row."""
+        return np.broadcast_to(self.mean_row, (rows.size, self.mean_row.size)), np.ones(rows.size, dtype=bool)

@@ -1,4 +1,4 @@
-"""The Dask backend's far queries: partials relative to an anchor key and their exact merges."""
+"""Far queries on Dask: partials relative to an anchor key per shard, and their exact merges."""
 
 from __future__ import annotations
 
@@ -9,17 +9,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..kernels import Kernel
-from ..kernels import get as get_kernel
-from ..partials import Partials, merge
-
-
-def _far_limit() -> float:
-    """The log weight below which the single-machine path recomputes a query relative to its
-    nearest key (``nadaraya.pooling.FAR_LOG_WEIGHT``); the Dask path uses the same."""
-    from .. import pooling
-
-    return float(getattr(pooling, "FAR_LOG_WEIGHT", -1024.0))
+from ._nearest import FAR_LOG_WEIGHT, _unit_coords
+from .backends.dask import block, count_arrays
+from .kernels import Kernel
+from .kernels import get as get_kernel
+from .partials import Partials, merge
 
 
 @dataclass
@@ -45,14 +39,37 @@ class _Far:
         return cls(np.zeros(m, bool), nan, nan.copy(), np.zeros(m), np.full(m, -np.inf))
 
 
-def _unit(q: NDArray[np.float64], k: NDArray[np.float64], h: NDArray[np.float64]) -> tuple[Any, Any]:
-    """Queries and keys in ``x / h`` coordinates times one factor that brings the largest to
-    magnitude one (distances compare as in ``x / h`` and never overflow)."""
-    with np.errstate(divide="ignore"):
-        reach = np.log2(np.maximum(np.abs(q).max(axis=0), np.abs(k).max(axis=0))) - np.log2(h)
-    top = float(reach[np.isfinite(reach)].max()) if np.isfinite(reach).any() else 0.0
-    factor = np.exp2(-np.log2(h) - top)
-    return q * factor, k * factor
+def _register_size() -> None:
+    """Let dask count a far-query record by its arrays' bytes, as the backend counts Partials."""
+    from dask.sizeof import sizeof
+
+    sizeof.register(_Far)(count_arrays)
+
+
+_register_size()
+
+
+def far_block(
+    q: NDArray[np.floating],
+    k: NDArray[np.floating],
+    v: NDArray[np.floating],
+    sw: NDArray[np.floating] | None,
+    exclude: NDArray[np.integer] | str | None,
+    *,
+    kernel: str,
+    bandwidth: NDArray[np.float64],
+    engine: str,
+) -> tuple[Partials, _Far | None]:
+    """The task of predictions: the backend's :func:`~nadaraya.backends.dask.block`, then the
+    queries of a log-domain kernel that are far from every key of this chunk get partials
+    relative to an anchor key (see :class:`_Far`), so that chunks far from a query still
+    merge exactly."""
+    parts = block(q, k, v, sw, exclude, kernel=kernel, bandwidth=bandwidth, engine=engine)
+    if q.shape[0] == 0 or k.shape[0] == 0:
+        return parts, None
+    if isinstance(exclude, str):
+        exclude = np.arange(q.shape[0])
+    return _far_rows(parts, q, k, v, sw, exclude, get_kernel(kernel), bandwidth)
 
 
 def _log_ratio(kern: Kernel, q: Any, a: Any, b: Any, h: Any) -> Any:
@@ -121,7 +138,7 @@ def _far_partials(
     if ok.size == 0:
         return Partials(shift, weight, value), np.full((m, d), np.nan), np.zeros(m), np.full(m, -np.inf)
     qq = q.astype(np.float64)
-    zq, zk = _unit(qq, keys, h)
+    zq, zk = _unit_coords(qq, keys, h)
     power = float(getattr(kern, "far_power", 2.0))
     step = max(1, (32 * 2**20) // (8 * 4 * max(d, 1) * ok.size))
     with np.errstate(all="ignore"):
@@ -178,7 +195,7 @@ def _far_rows(
     if not kern.log_domain or getattr(kern, "log_ratio", None) is None:
         return parts, None
     with np.errstate(invalid="ignore"):
-        rows = np.nonzero(~(parts.shift >= _far_limit()) | ~(parts.weight > 0))[0]
+        rows = np.nonzero(~(parts.shift >= FAR_LOG_WEIGHT) | ~(parts.weight > 0))[0]
     if rows.size == 0:
         return parts, None
     rel, anchor, alsw, alog = _far_partials(q[rows], k, v, sw, None if exclude is None else exclude[rows],

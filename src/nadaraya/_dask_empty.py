@@ -1,4 +1,4 @@
-"""The Dask backend's empty windows: nearest-key candidates and the finishing of a query chunk."""
+"""Empty windows on Dask: nearest-key candidates per shard, and the ``empty=`` policy per query chunk."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..kernels import get as get_kernel
-from ..partials import Partials
 from ._dask_far import _log_dist
 from ._dask_inputs import _zero_weights
+from ._nearest import _nearest
+from .kernels import get as get_kernel
+from .partials import Partials
+from .pooling import Call, fill_empty, report_empty
 
 
 def _exact_sqdist(q: NDArray[Any], k: NDArray[Any], h: NDArray[Any]) -> Fraction:
@@ -28,12 +30,13 @@ def _nearest_block(
     exclude: str | None,
     *,
     bandwidth: NDArray[np.float64],
+    kernel: str | None = None,
+    engine: str | None = None,
 ) -> tuple[NDArray[Any], ...]:
     """For ``empty="nearest"``: per query, the nearest usable keys of this chunk (ties
     included, as on one machine): ``(log squared distance (inf if none), sample-weighted sum
-    of their values, sum of their weights, one of them, the query)``."""
-    from ..pooling import Call, _nearest
-
+    of their values, sum of their weights, one of them, the query)``. The nearest keys do not
+    depend on the ``kernel`` and ``engine`` of the other tasks (accepted, unused)."""
     m, p = q.shape[0], v.shape[1]
     logd, vsum, wsum = np.full(m, np.inf), np.zeros((m, p)), np.zeros(m)
     rep, qq = np.full((m, q.shape[1]), np.nan), np.asarray(q, dtype=np.float64)
@@ -82,8 +85,12 @@ def _finish(
     empty: str,
     one_d: bool,
     start: int,
+    kernel: str,
+    bandwidth: NDArray[np.float64],
 ) -> NDArray[np.floating]:
-    """Predictions of one query chunk, with the ``empty=`` policy; ``fallback`` is the
+    """Predictions of one query chunk, with the ``empty=`` policy of the single-machine path
+    (:func:`nadaraya.pooling.report_empty` without the warning, which a lazy result cannot
+    give at call time, and :func:`nadaraya.pooling.fill_empty`); ``fallback`` is the
     constant-kernel Partials ("mean": one row for all queries, or one per query for
     leave-one-out) or the nearest candidates ("nearest"); ``positive`` whether some sample
     weight is positive (a ValueError as on one machine where none is)."""
@@ -91,18 +98,23 @@ def _finish(
     parts: Partials = merged[0] if isinstance(merged, tuple) else merged
     out = parts.finalize()
     rows = np.nonzero(parts.empty)[0]
-    if rows.size:
-        if empty == "raise":
-            raise ValueError(
-                f"{rows.size} of the {out.shape[0]} queries starting at row {start} have no key with "
-                "positive weight within the kernel's support; pass empty='nan', 'nearest' or 'mean', "
-                "or a larger bandwidth"
-            )
-        if empty == "nearest":
-            _, vsum, wsum, _, _ = fallback
-            good = rows[wsum[rows] > 0]
-            out[good] = vsum[good] / wsum[good, None]
-        elif empty == "mean":  # per query (leave-one-out) or one row for all
-            mean: Partials = fallback
-            out[rows] = mean.finalize()[rows if mean.weight.shape[0] > 1 else 0]
+    if rows.size == 0:
+        return out[:, 0] if one_d else out
+    report_empty(rows.size, out.shape[0], empty, get_kernel(kernel), bandwidth,
+                 where=f" in the chunk starting at row {start}", warn=False)
+
+    def nearest(rows: NDArray[np.intp]) -> tuple[NDArray[Any], NDArray[np.bool_]]:
+        _, vsum, wsum, _, _ = fallback
+        found = wsum[rows] > 0
+        vals = np.full(vsum[rows].shape, np.nan)
+        vals[found] = vsum[rows[found]] / wsum[rows[found], None]
+        return vals, found
+
+    def mean(rows: NDArray[np.intp]) -> tuple[NDArray[Any], NDArray[np.bool_]]:
+        """Per query (leave-one-out), or one row for all."""
+        fin = fallback.finalize()
+        vals = fin[rows] if fin.shape[0] > 1 else np.broadcast_to(fin[0], (rows.size, fin.shape[1]))
+        return vals, np.ones(rows.size, dtype=bool)
+
+    fill_empty(out, rows, empty, nearest=nearest, mean=mean)
     return out[:, 0] if one_d else out

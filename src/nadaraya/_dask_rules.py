@@ -1,4 +1,4 @@
-"""The Dask backend's rules of thumb (Dask reductions, exact quartiles) and estimator hooks."""
+"""Rules of thumb on Dask arrays: the robust scale with Dask reductions and exact quartiles."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import dask.array as da
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import as_bandwidth
-from ..kernels import Kernel
-from ._dask_inputs import _as_rows, _dask_weights, _points_rows, _zero_weights, is_dask
+from ._dask_inputs import _as_rows, _dask_weights, _points_rows, _zero_weights
+from .bandwidth import check_rule_input, rule_factor
+from .kernels import Kernel
+
+__all__ = ["robust_scale", "rule_of_thumb"]
 
 # --------------------------------------------------------------------------- rules of thumb
 
@@ -131,8 +133,6 @@ def rule_of_thumb(
     >>> bool(np.allclose(rule_of_thumb(da.from_array(x, chunks=100)), plain(x), rtol=1e-12))
     True
     """
-    from ..bandwidth import check_rule_input, rule_factor
-
     x = _points_rows("X", X)
     n_rows, d = x.shape
     check_rule_input(method, n_rows)
@@ -140,67 +140,3 @@ def rule_of_thumb(
     check_rule_input(method, n_rows, scale)
     n = float(n_rows if sample_weight is None else da.asarray(sample_weight).sum().compute())
     return np.asarray(scale * rule_factor(method, n, d, kernel), dtype=np.float64)
-
-
-# --------------------------------------------------------------------------- the estimator on Dask
-
-
-def fit(estimator: Any, X: Any, y: Any, sample_weight: Any = None) -> Any:
-    """``NadarayaWatson.fit`` for Dask input: keep the arrays lazy, resolve the bandwidth.
-
-    Examples
-    --------
-    >>> import numpy as np, dask.array as da
-    >>> from nadaraya import NadarayaWatson
-    >>> X = da.from_array(np.linspace(0, 1, 20)[:, None], chunks=(8, 1))
-    >>> model = NadarayaWatson(bandwidth=0.2).fit(X, 2 * X[:, 0])
-    >>> type(model.predict(X)).__name__
-    'Array'
-    """
-    from ..bandwidth import RULES
-    from .dask import _Graph
-
-    graph = _Graph(None, X, y, kernel=estimator.kernel, bandwidth=1.0, sample_weight=sample_weight,
-                   chunks=None)
-    d = graph.keys.shape[1]
-    estimator.n_features_in_ = d
-    bw = estimator.bandwidth
-    if isinstance(bw, str) and bw in RULES:
-        estimator.bandwidth_ = rule_of_thumb(graph.keys, bw, kernel=estimator.kernel,
-                                             sample_weight=graph.sample_weight)
-    elif isinstance(bw, str):
-        # Selectors ("cv", "aicc") search over exact leave-one-out passes of the single-machine
-        # engine: the training data are gathered to this process for the search (they must fit
-        # in its memory), then the model keeps the lazy Dask arrays.
-        Xn, yn, swn = dask.compute(graph.keys, graph.values, graph.sample_weight)
-        estimator.bandwidth_ = estimator._resolve_bandwidth(Xn, swn, yn[:, 0] if graph.one_d else yn)
-    else:
-        estimator.bandwidth_ = as_bandwidth(bw, d)
-    estimator.X_fit_ = graph.keys
-    estimator.y_fit_ = graph.values[:, 0] if graph.one_d else graph.values
-    estimator.sample_weight_ = graph.sample_weight
-    estimator.backend_, estimator.backend_reason_ = "dask", "the training data are Dask arrays"
-    return estimator
-
-
-def predict(estimator: Any, X: Any) -> da.Array:
-    """``NadarayaWatson.predict`` when the model or ``X`` is on Dask: a lazy Dask array.
-
-    Examples
-    --------
-    >>> import numpy as np, dask.array as da
-    >>> from nadaraya import NadarayaWatson
-    >>> model = NadarayaWatson(bandwidth=0.5).fit(np.arange(4.0)[:, None], np.arange(4.0))
-    >>> out = model.predict(da.from_array(np.array([[1.5]])))
-    >>> float(out.compute()[0])
-    1.5
-    """
-    from .dask import pool
-
-    d = estimator.n_features_in_
-    X = X if is_dask(X) else np.asarray(X)
-    if X.ndim != 2 or X.shape[1] != d:
-        raise ValueError(f"X has shape {X.shape}, but this NadarayaWatson was fitted with {d} features")
-    return pool(X, estimator.X_fit_, estimator.y_fit_, kernel=estimator.kernel,
-                bandwidth=estimator.bandwidth_, empty=estimator.empty,
-                sample_weight=estimator.sample_weight_)

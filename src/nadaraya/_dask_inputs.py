@@ -1,4 +1,4 @@
-"""The Dask backend's input checks: dtypes, shapes and values of Dask arguments, chunked by rows."""
+"""Checks of Dask arguments: dtypes and shapes at the call, values per chunk when computed, rows chunked."""
 
 from __future__ import annotations
 
@@ -6,24 +6,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import dask
 import dask.array as da
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import as_points, as_sample_weight
-
-
-def is_dask(*arrays: Any) -> bool:
-    """Whether any argument is a Dask collection.
-
-    Examples
-    --------
-    >>> import numpy as np, dask.array as da
-    >>> is_dask(np.ones(2), da.ones(2))
-    True
-    """
-    return any(dask.is_dask_collection(a) for a in arrays)
+from ._validation import as_points, as_sample_weight, is_dask
+from .backends.dask import auto_rows
 
 
 def _dtype_error(name: str, dtype: np.dtype) -> ValueError:
@@ -78,10 +66,6 @@ def _zero_weights(positive: Any) -> None:
         raise ValueError("sample_weight is zero everywhere; at least one key needs a positive weight")
 
 
-def _auto_rows(n: int) -> int:
-    return min(n, max(4096, -(-n // 8)))
-
-
 def _known_rows(name: str, a: Any) -> None:
     """Refuse a Dask array whose row count is unknown (before it is compared with another)."""
     if getattr(a, "ndim", 0) and math.isnan(a.shape[0]):
@@ -100,9 +84,9 @@ def _as_rows(
     empty shard adds nothing) unless ``keep_empty_chunks`` (queries: one output chunk per
     query chunk); ``like`` gives the row chunks to follow (values and weights follow the keys).
     """
-    if not dask.is_dask_collection(a):
+    if not is_dask(a):
         a = np.asarray(a)
-        rows = like if like is not None else (chunks or _auto_rows(max(1, a.shape[0] if a.ndim else 1)))
+        rows = like if like is not None else (chunks or auto_rows(max(1, a.shape[0] if a.ndim else 1)))
         a = da.from_array(a, chunks=(rows, *a.shape[1:]) if a.ndim else ())
     elif a.dtype.kind == "O":
         a = a.map_blocks(_to_real, name, dtype=np.float64)

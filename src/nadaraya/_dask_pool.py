@@ -1,0 +1,224 @@
+"""Attention pooling on Dask input: the lazy ``pool`` and ``loo_pool``, and the estimator's lazy data.
+
+``nadaraya.pool`` and ``nadaraya.loo_pool`` route Dask input here; ``NadarayaWatson`` takes
+its lazy training data from :func:`training_data`. The partial sums per (query chunk, key
+chunk) and their fixed merge tree are the Dask backend's (:mod:`nadaraya.backends.dask`); this
+module builds the graph over them: validated inputs, far queries merged exactly
+(:mod:`nadaraya._dask_far`), and the ``empty=`` policy applied per query chunk
+(:mod:`nadaraya._dask_empty`).
+
+Hostile input gets the single-machine path's errors: NumPy arguments are checked at the call
+by :mod:`nadaraya._validation` itself; Dask arguments by dtype and shape at the call (complex,
+dates, durations and text refused, naming the argument) and by value chunk by chunk when
+computed (NaN, inf, negative weights, with the row in the whole array; weights zero
+everywhere). Chunks of zero rows are dropped from the shards. A query far from every key of
+a chunk (log weights below ``nadaraya._nearest.FAR_LOG_WEIGHT``, or overflowed) gets partials
+relative to an anchor key of that chunk, through the kernel's ``log_ratio``; merges rebase
+them exactly onto the anchor of larger weight, so far queries get the same limit as on one
+machine.
+
+Examples
+--------
+>>> import numpy as np, dask.array as da, nadaraya
+>>> x = da.from_array(np.linspace(0, 1, 10), chunks=4)
+>>> out = nadaraya.pool(x, x, 2 * x, bandwidth=0.2)
+>>> out.chunks
+((4, 4, 2),)
+>>> xs = x.compute()
+>>> bool(np.allclose(out.compute(), nadaraya.pool(xs, xs, 2 * xs, bandwidth=0.2), rtol=1e-12))
+True
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import dask
+import dask.array as da
+import numpy as np
+from numpy.typing import ArrayLike
+
+from . import backends
+from ._dask_empty import _finish, _nearest_block, _nearest_merge
+from ._dask_far import _merge_all_far, far_block
+from ._dask_inputs import _as_rows, _dask_weights, _known_rows
+from ._validation import as_bandwidth, as_empty, as_points, as_values, check_values_shape, is_dask, pick_dtype
+from .backends.dask import _opts, block, delayed_chunks, merge_parts, query_partials, tree_merge
+from .kernels import Kernel
+from .kernels import get as get_kernel
+
+__all__ = ["pool", "training_data"]
+
+
+def _require() -> None:
+    """The Dask backend's dependencies, named with the extra that installs them when missing."""
+    backends.get("dask")
+
+
+class _Graph:
+    """Validated Dask inputs of one call and the delayed tasks over them.
+
+    NumPy arguments are validated eagerly by the NumPy path's own checks (same errors);
+    Dask arguments by dtype and shape at once, by value when their chunks are computed.
+    """
+
+    def __init__(
+        self,
+        queries: Any,
+        keys: Any,
+        values: Any,
+        *,
+        kernel: str | Kernel,
+        bandwidth: ArrayLike,
+        sample_weight: Any,
+        chunks: int | None,
+    ) -> None:
+        self.kernel = get_kernel(kernel)
+        self.dtype = pick_dtype(keys, values, keys if queries is None else queries)
+        if not is_dask(keys):
+            keys = as_points("keys", keys, self.dtype)
+        self.keys = _as_rows("keys", keys, self.dtype, chunks)
+        n, d = self.keys.shape
+        kchunks = self.keys.chunks[0]
+        self.loo = queries is None
+        if self.loo:
+            self.queries = self.keys
+        else:
+            if not is_dask(queries):
+                queries = as_points("queries", queries, self.dtype, d=d)
+            self.queries = _as_rows("queries", queries, self.dtype, chunks or kchunks[0],
+                                    keep_empty_chunks=True)
+            if self.queries.shape[1] != d:
+                raise ValueError(f"queries has {self.queries.shape[1]} features, but the keys have {d}")
+        if is_dask(values):
+            _known_rows("values", values)
+            self.one_d = check_values_shape(values.shape, n)
+        else:
+            values, self.one_d = as_values(values, n, self.dtype)
+        self.values = _as_rows("values", values, self.dtype, None, like=kchunks, kind="values")
+        self.bandwidth = as_bandwidth(bandwidth, d)
+        self.sample_weight = None
+        self.positive: Any = True  # whether some weight is positive (lazy for Dask weights)
+        if sample_weight is not None:
+            sw = _dask_weights(sample_weight, n, self.dtype)
+            self.sample_weight = _as_rows("sample_weight", sw, self.dtype, None, like=kchunks,
+                                          kind="weights")[:, 0]
+            if is_dask(sample_weight):
+                self.positive = (self.sample_weight > 0).any()
+
+    def _tasks(self, split_every: int, engine: str, kernel: str | None = None, **kw: Any) -> list[Any]:
+        """One delayed merge per query chunk of the backend's tasks (or those given in ``kw``)."""
+        return query_partials(self.queries, self.keys, self.values, self.sample_weight,
+                              kernel=kernel or self.kernel.name, bandwidth=self.bandwidth, loo=self.loo,
+                              split_every=split_every, engine=engine, **kw)
+
+    def _fallback(self, empty: str, split_every: int, engine: str) -> list[Any]:
+        """Per query chunk, what ``empty=`` fills empty windows from: constant-kernel partials
+        ("mean") or the nearest-key candidates ("nearest"); None otherwise."""
+        nq = len(self.queries.chunks[0])
+        if empty == "mean" and self.loo:
+            # average pooling of the other points: each point's own term masked inside the sums
+            # of its diagonal block, as loo_pool does on one machine (never subtracted afterwards)
+            return self._tasks(split_every, engine, kernel="constant")
+        if empty == "mean":  # the same for every query: one row per key chunk, merged once
+            k, v = delayed_chunks(self.keys, 0), delayed_chunks(self.values, 0)
+            sw = delayed_chunks(self.sample_weight, len(k))
+            run = dask.delayed(block, pure=True)
+            parts = [run(kj[:1], kj, v[j], sw[j], None, kernel="constant", bandwidth=self.bandwidth,
+                         engine="reference") for j, kj in enumerate(k)]
+            return [tree_merge(parts, dask.delayed(merge_parts, pure=True), split_every)] * nq
+        if empty == "nearest":
+            return self._tasks(split_every, engine, task=_nearest_block,
+                               combine=functools.partial(_nearest_merge, bandwidth=self.bandwidth))
+        return [None] * nq
+
+    def predictions(self, empty: str, split_every: int, engine: str) -> da.Array:
+        """The lazy predictions, one chunk per query chunk."""
+        far = functools.partial(_merge_all_far, kernel=self.kernel.name, bandwidth=self.bandwidth)
+        merged = self._tasks(split_every, engine, task=far_block, combine=far)
+        fallback = self._fallback(empty, split_every, engine)
+        finish = dask.delayed(_finish, pure=True)
+        p = self.values.shape[1]
+        starts = np.cumsum((0, *self.queries.chunks[0]))
+        pieces = []
+        for i, size in enumerate(self.queries.chunks[0]):
+            task = finish(merged[i], fallback[i], self.positive, empty=empty, one_d=self.one_d,
+                          start=int(starts[i]), kernel=self.kernel.name, bandwidth=self.bandwidth)
+            shape = (size,) if self.one_d else (size, p)
+            pieces.append(da.from_delayed(task, shape=shape, dtype=self.dtype))
+        return da.concatenate(pieces, axis=0)
+
+
+def pool(
+    queries: Any,
+    keys: Any,
+    values: Any,
+    *,
+    kernel: str | Kernel = "gaussian",
+    bandwidth: ArrayLike = 1.0,
+    empty: str = "nan",
+    sample_weight: Any = None,
+    split_every: int | None = None,
+    engine: str | None = None,
+) -> da.Array:
+    """Attention pooling on Dask arrays: a lazy Dask array, one chunk per query chunk.
+
+    The same sums as :func:`nadaraya.pool` (equal to 1e-12 relative in float64), computed
+    per (query chunk, key chunk) and merged in a fixed tree. ``queries=None`` gives the
+    leave-one-out predictions of the keys (:func:`nadaraya.loo_pool`). NumPy arguments are
+    chunked like the keys. ``nadaraya.pool`` and ``nadaraya.loo_pool`` call this for Dask input.
+
+    Parameters
+    ----------
+    queries : dask or NumPy array of shape (m, d) or (m,), or None
+    keys : dask or NumPy array of shape (n, d) or (n,)
+        Chunked by rows; each key chunk is one shard of the training data.
+    values : array of shape (n,) or (n, p)
+        Rechunked to the keys' row chunks.
+    kernel, bandwidth, sample_weight
+        As for :func:`nadaraya.pool`.
+    empty : {"nan", "nearest", "mean", "raise"}
+        As for :func:`nadaraya.pool`, applied per query chunk when it is computed. The
+        result is lazy, so ``"nan"`` cannot warn at call time and does not warn; ``"raise"``
+        raises when the chunk is computed. Leave-one-out with ``"mean"`` masks each point's
+        own term inside the constant-kernel sums of its diagonal block, as on one machine.
+    split_every : int, optional
+        Partials per merge task (default from :func:`nadaraya.backends.dask.options`, 8).
+    engine : str, optional
+        Single-machine backend of each task (default ``"auto"``).
+
+    Returns
+    -------
+    dask.array.Array of shape (m,) or (m, p)
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> keys = da.from_array(np.array([1.0, 2.0, 3.0]), chunks=2)
+    >>> pool(np.array([2.5]), keys, np.array([3.0, 5.0, 4.0])).compute().round(2)
+    array([4.27])
+    """
+    _require()
+    empty = as_empty(empty)
+    state = _opts()
+    graph = _Graph(queries, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight,
+                   chunks=state["chunks"] if not is_dask(keys) else None)
+    return graph.predictions(empty, split_every or state["split_every"], engine or state["engine"])
+
+
+def training_data(X: Any, y: Any, sample_weight: Any = None) -> tuple[da.Array, da.Array, da.Array | None]:
+    """The training data of ``NadarayaWatson.fit`` on Dask input, validated lazily as
+    :func:`pool` validates its keys, values and weights: ``(X, y, sample_weight)`` as Dask
+    arrays, ``X`` of shape (n, d) and ``y`` of the shape given, chunked like ``X``.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> X, y, sw = training_data(da.from_array(np.arange(6.0), chunks=4), np.arange(6.0))
+    >>> X.shape, y.shape, X.chunks == ((4, 2), (1,)), sw is None
+    ((6, 1), (6,), True, True)
+    """
+    _require()
+    graph = _Graph(None, X, y, kernel="gaussian", bandwidth=1.0, sample_weight=sample_weight, chunks=None)
+    return graph.keys, graph.values[:, 0] if graph.one_d else graph.values, graph.sample_weight
