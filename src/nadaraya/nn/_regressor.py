@@ -153,6 +153,30 @@ class AttentionPoolingRegressor(RegressorMixin, BaseEstimator):  # type: ignore[
             "or a torch.nn.Module"
         )
 
+    def _checked(self, X: ArrayLike, y: ArrayLike | None = None, *, fitting: bool) -> tuple[Any, Any]:
+        """X (and, to fit, y) validated as float64 arrays: a ValueError naming the argument for
+        complex input or NaN/inf (the first bad entry), else scikit-learn's own checks."""
+        from ._training import check_finite
+
+        _refuse_complex("X", X)
+        if not fitting:
+            X = validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite=False)
+            check_finite("X", X)
+            return X, None
+        _refuse_complex("y", y)
+        try:
+            y_arr = np.asarray(y)
+        except (TypeError, ValueError):
+            y_arr = None  # scikit-learn's validation below says what is wrong
+        if y_arr is not None and y_arr.dtype.kind == "f":
+            check_finite("y", y_arr)  # names the first bad entry, which scikit-learn's check does not
+        X, y = validate_data(
+            self, X, y, multi_output=True, y_numeric=True, dtype=np.float64, ensure_all_finite=False
+        )
+        check_finite("X", X)  # names the first bad entry, which scikit-learn's check does not
+        check_finite("y", y)
+        return X, y
+
     def fit(self, X: ArrayLike, y: ArrayLike) -> AttentionPoolingRegressor:
         """Build the module and train it on (X, y).
 
@@ -177,21 +201,7 @@ class AttentionPoolingRegressor(RegressorMixin, BaseEstimator):  # type: ignore[
 
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype={self.dtype!r} is not valid; use one of {', '.join(map(repr, DTYPES))}")
-        from ._training import check_finite
-
-        _refuse_complex("X", X)
-        _refuse_complex("y", y)
-        try:
-            y_arr = np.asarray(y)
-        except (TypeError, ValueError):
-            y_arr = None  # scikit-learn's validation below says what is wrong
-        if y_arr is not None and y_arr.dtype.kind == "f":
-            check_finite("y", y_arr)  # names the first bad entry, which scikit-learn's check does not
-        X, y = validate_data(
-            self, X, y, multi_output=True, y_numeric=True, dtype=np.float64, ensure_all_finite=False
-        )
-        check_finite("X", X)  # names the first bad entry, which scikit-learn's check does not
-        check_finite("y", y)
+        X, y = self._checked(X, y, fitting=True)
         if X.shape[0] < 2:
             raise ValueError(
                 "AttentionPoolingRegressor needs at least 2 samples (each attends to the others); "
@@ -228,11 +238,13 @@ class AttentionPoolingRegressor(RegressorMixin, BaseEstimator):  # type: ignore[
         Parameters
         ----------
         X : array-like of shape (n_queries, n_features)
+            The queries; the training points are the keys.
 
         Returns
         -------
         ndarray of shape (n_queries,) or (n_queries, n_outputs)
-            NaN where a compact kernel's window holds no training point.
+            The module's output, pooled; NaN where a compact kernel's window holds no
+            training point.
 
         Examples
         --------
@@ -243,12 +255,8 @@ class AttentionPoolingRegressor(RegressorMixin, BaseEstimator):  # type: ignore[
         """
         import torch
 
-        from ._training import check_finite
-
         check_is_fitted(self, "module_")
-        _refuse_complex("X", X)
-        X = validate_data(self, X, reset=False, dtype=np.float64, ensure_all_finite=False)
-        check_finite("X", X)
+        X, _ = self._checked(X, fitting=False)
         queries = torch.tensor(X, dtype=self.keys_.dtype, device=self.keys_.device)
         with torch.no_grad():
             out = self.module_(queries, self.keys_, self.values_)

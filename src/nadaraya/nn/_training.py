@@ -87,6 +87,34 @@ def _make_optimizer(
     return OPTIMIZERS[optimizer](params, lr=lr)
 
 
+def _training_data(
+    X: ArrayLike | Tensor, y: ArrayLike | Tensor, dtype: torch.dtype, device: torch.device, loo: bool
+) -> tuple[Tensor, Tensor]:
+    """X as an (n, d) and y as an (n,) or (n, p) tensor of the module's dtype on ``device``; a
+    ValueError naming the argument for any other shape, for no rows or columns, or for a single
+    row with ``loo`` (the point would attend to nothing)."""
+    xt = _as_tensor("X", X, dtype, device)
+    yt = _as_tensor("y", y, dtype, device)
+    if xt.ndim == 1:
+        xt = xt[:, None]
+    if xt.ndim != 2:
+        raise ValueError(f"X must have shape (n, d) or (n,); got shape {tuple(xt.shape)}")
+    if xt.shape[0] == 0:
+        raise ValueError(f"X is empty (shape {tuple(xt.shape)}); at least one row is needed")
+    if xt.shape[1] == 0:
+        raise ValueError(f"X has no features (shape {tuple(xt.shape)})")
+    n = xt.shape[0]
+    if yt.ndim not in (1, 2) or yt.shape[0] != n:
+        raise ValueError(f"y must have shape ({n},) or ({n}, p), one row per row of X; got {tuple(yt.shape)}")
+    if yt.ndim == 2 and yt.shape[1] == 0:
+        raise ValueError(f"y has no columns (shape {tuple(yt.shape)}); at least one output is needed")
+    if loo and n < 2:
+        raise ValueError(
+            f"with loo=True each point attends to the others, so X needs at least 2 rows; got {n}"
+        )
+    return xt, yt
+
+
 def fit(
     module: nn.Module,
     X: ArrayLike | Tensor,
@@ -159,25 +187,8 @@ def fit(
     here, dtype = _module_place(module)
     dev = torch.device(device) if device is not None else here
     module.to(dev)
-    xt = _as_tensor("X", X, dtype, dev)
-    yt = _as_tensor("y", y, dtype, dev)
-    if xt.ndim == 1:
-        xt = xt[:, None]
-    if xt.ndim != 2:
-        raise ValueError(f"X must have shape (n, d) or (n,); got shape {tuple(xt.shape)}")
-    if xt.shape[0] == 0:
-        raise ValueError(f"X is empty (shape {tuple(xt.shape)}); at least one row is needed")
-    if xt.shape[1] == 0:
-        raise ValueError(f"X has no features (shape {tuple(xt.shape)})")
+    xt, yt = _training_data(X, y, dtype, dev, loo)
     n = xt.shape[0]
-    if yt.ndim not in (1, 2) or yt.shape[0] != n:
-        raise ValueError(f"y must have shape ({n},) or ({n}, p), one row per row of X; got {tuple(yt.shape)}")
-    if yt.ndim == 2 and yt.shape[1] == 0:
-        raise ValueError(f"y has no columns (shape {tuple(yt.shape)}); at least one output is needed")
-    if loo and n < 2:
-        raise ValueError(
-            f"with loo=True each point attends to the others, so X needs at least 2 rows; got {n}"
-        )
     if batch_size is None:
         batch_size = n
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
