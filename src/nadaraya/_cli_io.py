@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import difflib
-import os
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ._files import same_file
 
 _CSV = (".csv", ".txt", ".tsv")
 _PARQUET = (".parquet", ".pq")
@@ -148,18 +147,6 @@ def _check_writable(path: Path, what: str) -> None:
         raise BadInput(f"cannot write {what} '{path}': it is a folder")
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    """Whether two paths name one file: equal real paths (symbolic links resolved) or, for
-    hard links and case-insensitive file systems, the same device and inode."""
-    try:
-        if os.path.realpath(a) == os.path.realpath(b):
-            return True
-        sa, sb = os.stat(a), os.stat(b)
-    except (OSError, ValueError):
-        return False
-    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
-
-
 def _refuse_overwrite(outputs: dict[str, Path], inputs: dict[str, Path]) -> None:
     """Raise BadInput, naming both paths, when an output path is one of the input files.
 
@@ -167,7 +154,7 @@ def _refuse_overwrite(outputs: dict[str, Path], inputs: dict[str, Path]) -> None
     """
     for what_out, out in outputs.items():
         for what_in, inp in inputs.items():
-            if _same_file(out, inp):
+            if same_file(out, inp):
                 raise BadInput(
                     f"{what_out} '{out}' is {what_in} '{inp}': refusing to overwrite an input; "
                     "choose another output path"
@@ -195,26 +182,6 @@ def _plot_format(path: Path) -> None:
     kinds = Figure().canvas.get_supported_filetypes()
     if path.suffix.lstrip(".").lower() not in kinds:
         raise BadInput(f"cannot tell the image format of --plot '{path}': use a .png, .svg or .pdf name")
-
-
-def _missing_folders(folder: Path) -> list[Path]:
-    """``folder`` and those of its parents that do not exist yet, deepest first."""
-    missing = []
-    path = Path(os.path.abspath(folder))
-    while not path.exists() and path != path.parent:
-        missing.append(path)
-        path = path.parent
-    return missing
-
-
-def _remove_created(folders: list[Path]) -> None:
-    """Remove folders this command created (deepest first) and what it wrote into them; never others."""
-    for i, folder in enumerate(folders):
-        with contextlib.suppress(OSError):
-            if i == 0:
-                shutil.rmtree(folder)
-            else:
-                folder.rmdir()  # a parent: only when empty
 
 
 def _load_model(path: Path) -> Any:

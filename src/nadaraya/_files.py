@@ -1,15 +1,16 @@
-"""File helpers of the support layer: atomic writes (used by model files, figures, the report and the CLI)."""
+"""File helpers of the support layer: atomic writes, the same-file test, folders created and removed."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_write"]
+__all__ = ["atomic_write", "missing_folders", "remove_created", "same_file"]
 
 
 @contextlib.contextmanager
@@ -59,3 +60,67 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether two paths name one file.
+
+    Equal real paths (symbolic links resolved) or, for hard links and case-insensitive file
+    systems, the same device and inode. A path that does not exist names no file.
+
+    Examples
+    --------
+    >>> import os, pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "a").write_text("x")
+    >>> os.link(d / "a", d / "b")
+    >>> same_file(d / "a", d / "b"), same_file(d / "a", d / "c")
+    (True, False)
+    """
+    try:
+        if os.path.realpath(a) == os.path.realpath(b):
+            return True
+        sa, sb = os.stat(a), os.stat(b)
+    except (OSError, ValueError):
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def missing_folders(folder: str | os.PathLike[str]) -> list[Path]:
+    """``folder`` and those of its parents that do not exist yet, deepest first.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> [p.relative_to(d).as_posix() for p in missing_folders(d / "x" / "y")]
+    ['x/y', 'x']
+    """
+    missing = []
+    path = Path(os.path.abspath(folder))
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    return missing
+
+
+def remove_created(folders: list[Path]) -> None:
+    """Remove the folders :func:`missing_folders` listed, once a caller has created them.
+
+    The first (deepest) goes with everything in it; each parent only when empty, so nothing
+    the caller did not create is removed. Errors are ignored.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> created = missing_folders(d / "x" / "y")
+    >>> (d / "x" / "y").mkdir(parents=True); _ = (d / "x" / "y" / "f").write_text("f")
+    >>> remove_created(created); list(d.iterdir())
+    []
+    """
+    for i, folder in enumerate(folders):
+        with contextlib.suppress(OSError):
+            if i == 0:
+                shutil.rmtree(folder)
+            else:
+                folder.rmdir()  # a parent: only when empty

@@ -31,17 +31,15 @@ from ._cli_io import (
     BadInput,
     _check_writable,
     _load_model,
-    _missing_folders,
     _pa_array,
     _plot_format,
     _refuse_overwrite,
-    _remove_created,
     _split_names,
     _table_writer,
     read_table,
     select_columns,
 )
-from ._files import atomic_write
+from ._files import atomic_write, missing_folders, remove_created
 
 __all__ = ["BadInput", "app", "main", "read_table", "select_columns"]
 
@@ -207,7 +205,7 @@ def demo(
     split = textbook(n=n, noise=noise, seed=seed, variant=variant)
     if out.exists() and not out.is_dir():
         raise BadInput(f"cannot write into '{out}': it is a file, not a folder")
-    created = _missing_folders(out)
+    created = missing_folders(out)
     out.mkdir(parents=True, exist_ok=True)
     try:
         # every file goes to a hidden folder first and moves into place only when all are done,
@@ -225,7 +223,7 @@ def demo(
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     except BaseException:
-        _remove_created(created)
+        remove_created(created)
         raise
     table = Table(title=f"Validation MSE, {split.name}, {n} training points, noise {noise}")
     for col, justify in (("model", "left"), ("bandwidth", "right"), ("MSE", "right"), ("", "left")):
