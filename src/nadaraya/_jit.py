@@ -96,10 +96,9 @@ def run_ranges(task: Any, args: tuple[Any, ...], m: int, outputs: tuple[Any, ...
     ``numba.get_num_threads()`` threads (one shared pool; the bandwidth passes and the
     windowed backend use it too).
 
-    The jitted task releases the GIL (``nogil=True``), so Python threads run it on all cores.
-    This replaces a ``prange`` loop: numba's parallel compiler added about 1.7 s to each
-    kernel's first compilation, which the 5 s budget could not afford. Ranges must write
-    disjoint outputs.
+    The jitted task releases the GIL (``nogil=True``), so Python threads run it on all cores,
+    with no ``prange`` (and none of numba's parallel compilation). Ranges must write disjoint
+    outputs.
 
     Examples
     --------

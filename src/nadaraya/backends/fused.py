@@ -1,65 +1,36 @@
 """The fused multi-core backend: one numba loop per kernel, streaming keys in cache-sized blocks.
 
-For each range of queries (one task per range, run by a pool of threads on jitted code that
-releases the GIL, ``numba.get_num_threads()`` of them) the keys stream past in
-blocks of :data:`KEY_BLOCK` that stay in the L1/L2 cache; each query's block of product-kernel
-terms goes to a small per-task scratch row, never to an (m, n) matrix, and merges into the
-query's :class:`~nadaraya.partials.Partials` with the running maximum of FlashAttention.
-Log-domain kernels (gaussian, laplacian, logistic, constant) use the vectorisable exponential
-of :mod:`nadaraya.backends._numba_exp`, which is what makes the loop run at SIMD speed.
+For each range of queries (one task per range on :func:`nadaraya._jit.run_ranges`'s threads,
+jitted code that releases the GIL) the keys stream past in blocks of :data:`KEY_BLOCK`; each
+query's block of product-kernel terms goes to a small per-task scratch row, never to an (m, n)
+matrix, and merges into the query's :class:`~nadaraya.partials.Partials` with the running
+maximum of FlashAttention (Dao et al., 2022). Log-domain kernels (gaussian, laplacian,
+logistic, constant) use the vectorisable exponential :func:`nadaraya._jit.exp_flushed`.
 
-Specialisation: the loop is built by a small factory (:func:`_compile`) per kernel and, for
-the gaussian and laplacian, per number of features up to :data:`MAX_FUSED`; both are frozen
-closure constants, and nothing is passed into jitted code as a function. The kernel's number
-selects its one-line expression at compile time (``_term`` is a numba overload on the literal
-kind), so each loop compiles only its own kernel's expression; the per-feature loops are
-generated Python source (:func:`_one_pass_source`), compiled inside the task through an
-overload on the literal number of features. Compiled code is cached on disk (``cache=True``;
-numba keys the cache on the closure constants): the first call in a fresh environment
-compiles (0.9 to 2 s here per kernel and number of features; the gaussian in d = 5: 2.0 s),
-later processes load it. Rows of keys and values are taken as 1-D views indexed by the loop
-counter, so LLVM sees unit strides and vectorises (``kt[f, k0 + j]`` compiles to gathers).
+Specialisation: the loop is built per kernel (:func:`_compile`) and, for the gaussian and
+laplacian, per number of features up to :data:`MAX_FUSED` (generated source,
+:func:`_one_pass_source`, through :func:`nadaraya._jit.generated`); both are closure constants,
+so each loop compiles only its own kernel's expression, and numba caches it on disk keyed on
+them. Beyond ``MAX_FUSED`` features the first ``d - MAX_FUSED`` go through the scratch row;
+kernels not in the log domain (compact support) write the features' product to the scratch
+row and sum it.
 
-Per key block and query, log-domain kernels take one pass: the shift is not the block's exact
-maximum term but an upper bound of it, from the block's largest log sample weight and the
-distance of the query to the block's per-feature bounding box (computed once per call), so the
-terms, their exponentials ``exp(t - shift)``, the weights' sum and the first output come from the
-same loop. If the bound is far above the true maximum the block's sum is small; below
-``exp(-300)`` the block is redone with the exact maximum (one pass for it, one more for the
-exponentials), so any term flushed is below ``exp(-400)`` of the block's largest and results stay
-exact to double precision; where the bound keeps failing in a block (sparse keys, small
-bandwidths in several dimensions) the task goes to the exact maximum at once. The left-out key
-of leave-one-out gets a log weight of ``-inf`` in the task's copy of the block's key weights
-(the bound stays valid). Consequently the partials' ``shift`` is at least the maximum, not
-equal to it (``shift + log(weight)`` is what the partials mean; float32 results move the
-weight's binary exponent into the shift before rounding, so that no weight underflows).
+Per key block and query, log-domain kernels take one pass against an upper bound of the
+block's largest term (from the block's largest log sample weight and the query's distance to
+the block's bounding box). A block whose sum under that bound is below ``exp(-300)`` is redone
+with its exact maximum, so any term flushed to zero is below ``exp(-400)`` of the block's
+largest. Hence the partials' ``shift`` is at least the maximum, not equal to it (``shift +
+log(weight)`` is what the partials mean); float32 results move the weight's binary exponent
+into the shift before rounding, so that no weight underflows. The left-out key of
+leave-one-out gets log weight ``-inf``. Distances are exact differences ``(q_j - k_j) / h_j``,
+as in the reference backend.
 
-The one pass is register-resident: for the gaussian and laplacian with d <= :data:`MAX_FUSED`
-every feature's difference, its term, their sum, the exponential and the two accumulations
-happen in vector registers, with one load per feature and key (the earlier loop wrote each
-feature but the last to the scratch row, a load and a store per feature; the generated loop was
-1.15x faster at d = 5). Beyond MAX_FUSED features the first ``d - MAX_FUSED`` go to the scratch
-row first; logistic (libm's ``log1p``, not vectorised anyway) and constant take only the last
-feature in the pass. The exponential is :func:`~nadaraya.backends._numba_exp.exp_flushed`:
-results below ``exp(-708)`` of the shift are 0 rather than subnormals (a microcode assist per far
-key, which made W1 up to 2x slower), which also lets ``2**n`` be one integer addition to the
-exponent bits with no clamping; with its degree-11 polynomial it made the whole loop about
-1.4x faster in d = 1 and d = 5 (same process, one thread). Kernels that are not in the log
-domain (compact support) write the features' product to the scratch row and sum it.
-
-Distances are exact differences ``(q_j - k_j) / h_j``, as in the reference backend. The
-``|q|^2 + |k|^2 - 2 q.k`` form computed as a matrix product was considered for the Gaussian in
-d > 1 and rejected: its rounding error in ``u^2`` is about ``eps |q / h|^2`` even on centred
-data, which breaks the 1e-12 agreement with the reference as soon as the data span more than a
-few tens of bandwidths, and for the small d where this backend is used it saves only the
-``d`` subtractions per pair, not the exponential that dominates. Scaling keys and queries by
-``1 / h`` once per call (saving a multiplication per feature) was not done for the same reason,
-in a milder form: ``q/h - k/h`` carries an error of ``eps |q / h|`` in ``u``.
+Complexity: O(m n d) time over ``numba.get_num_threads()`` threads; O(threads KEY_BLOCK)
+memory besides the inputs and the (m, p) partials.
 
 Accuracy: float64 results equal the reference backend's to about 1e-15 relative (the
-exponential is within 2 ulp of ``np.exp``, and the sums are taken in another order). float32
-inputs are computed in float64 and rounded once at the end, so they are at least as accurate
-as the float32 reference (and run at float64 speed).
+exponential is within 2 ulp of ``np.exp``; the sums are taken in another order). float32 inputs
+are computed in float64 and rounded once at the end.
 
 Examples
 --------

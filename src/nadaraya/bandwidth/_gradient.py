@@ -163,7 +163,7 @@ def loo_gradient(
 
     With one output and at most eight features the sweep is generated for the number of
     features, which keeps every feature's squared difference and all the sums in registers
-    (about twice as fast as the general loop, :func:`_gradient_rows`).
+    (the general loop is :func:`_gradient_rows`).
 
     Parameters
     ----------

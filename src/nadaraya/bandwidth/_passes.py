@@ -13,7 +13,7 @@ this module gives it for the Gaussian product kernel:
   not once per level), and a tile of keys whose bounding box is so far from a point that its
   weights would be flushed to zero skips those levels (the search sorts the points by their
   first feature, so that tiles are narrow).
-- ``loo_gradient`` (in :mod:`._multibw_gradient`): the sums at one bandwidth per feature plus
+- :func:`~nadaraya.bandwidth._gradient.loo_gradient`: the sums at one bandwidth per feature plus
   the moments
   ``sum_j w_ij u_ijk^2`` and ``sum_j w_ij u_ijk^2 y_j`` that the derivative of the
   leave-one-out predictions with respect to ``log h_k`` needs (``d w_ij / d log h_k =
@@ -31,13 +31,10 @@ shift at level ``l`` is ``c_i 2**l``). The own term is masked inside the sums, n
 Weights below ``exp(-_CUT)`` (about 1e-38) of the nearest neighbour's are taken as zero: they
 change a sum by less than ``n * 1e-38`` relative.
 
-The passes run over ranges of rows as jitted functions that release the GIL, on the fused
-backend's thread pool (:func:`nadaraya.backends.fused.run_ranges`) rather than in ``prange``
-loops, whose parallel compilation cost about 1.7 s per pass on the first call. With one output and
-at most eight features the gradient pass is generated per number of features, with every
-feature's squared difference and all its sums in registers.
+The passes run over ranges of rows as jitted functions that release the GIL, on the shared
+thread pool (:func:`nadaraya._jit.run_ranges`). Each costs O(n^2 d) per pass (times the levels
+for :func:`loo_levels`, less the far tiles it skips) and O(n) memory besides its outputs.
 
-The gradient pass lives in :mod:`nadaraya.backends._multibw_gradient` (re-exported here).
 numba is imported here; import this module lazily.
 """
 

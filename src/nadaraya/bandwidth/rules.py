@@ -34,7 +34,7 @@ def silverman(n: float, d: int) -> float:
     Examples
     --------
     >>> round(silverman(100.0, 1), 4)
-    0.4218
+    0.4217
     """
     return float((n * (d + 2) / 4.0) ** (-1.0 / (d + 4)))
 

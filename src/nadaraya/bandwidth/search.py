@@ -104,9 +104,8 @@ def select_bandwidth(
     upper bound (the criterion flattens out there, so its gradient vanishes long before the
     bound and L-BFGS-B would crawl) and kept there when the score is no worse;
     ``smoothed_out`` says which features the fit ignores. This favours smoothing a noise
-    feature out: where such a feature also has an interior CV minimum, it
-    may be missed (in our trials those minima were lower by less than 0.1 %). An optimum on a
-    bound raises a :class:`BandwidthWarning` naming the feature and the bound.
+    feature out: where such a feature also has an interior CV minimum, it may be missed. An
+    optimum on a bound raises a :class:`BandwidthWarning` naming the feature and the bound.
 
     For compact kernels the search for ``"cv"`` stays above the smallest bandwidth at which
     every point has a neighbour in its window; a bandwidth below it scores ``inf``.
@@ -186,7 +185,9 @@ def _select_bandwidth(
         sw, w_exps = _pow2_scale(sw[:, None], np.array([sw.max()]))
         sw, w_exp = sw[:, 0], int(w_exps[0])
     unit = np.ldexp(1.0, x_exp)
-    res = _search(_Search.start(x, Y, sw, k, method, per_feature, backend, unit, w_exp))
+    rot = _rule_of_thumb(x, "scott", k, sw)
+    obj = _Objective(x, Y, sw, k, method, backend, w_exp)
+    res = _search(_Search.start(obj, rot, per_feature, unit))
     if not (x_exp.any() or y_exp.any()):
         return res
     search = dict(res.search)
@@ -230,22 +231,11 @@ class _Search:
 
     @classmethod
     def start(
-        cls,
-        x: NDArray[np.float64],
-        Y: NDArray[np.float64],
-        sw: NDArray[np.float64] | None,
-        k: Kernel,
-        method: str,
-        per_feature: bool,
-        backend: str,
-        unit: NDArray[np.float64],
-        w_exp: int,
+        cls, obj: _Objective, rot: NDArray[np.float64], per_feature: bool, unit: NDArray[np.float64]
     ) -> _Search:
-        rot = _rule_of_thumb(x, "scott", k, sw)
-        obj = _Objective(x, Y, sw, k, method, backend, w_exp)
         geo = float(np.exp(np.mean(np.log(rot))))
-        direction = rot / geo if per_feature else np.ones(x.shape[1])
-        return cls(obj, k, method, per_feature, rot, geo, direction, np.ptp(obj.X, axis=0), unit)
+        direction = rot / geo if per_feature else np.ones(obj.d)
+        return cls(obj, obj.kernel, obj.method, per_feature, rot, geo, direction, np.ptp(obj.X, axis=0), unit)
 
     @property
     def d(self) -> int:
