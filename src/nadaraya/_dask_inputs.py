@@ -10,7 +10,7 @@ import dask.array as da
 import numpy as np
 from numpy.typing import NDArray
 
-from ._validation import as_points, as_sample_weight, is_dask
+from ._validation import as_points, as_sample_weight, check_some_weight, is_dask
 from .backends.dask import auto_rows
 
 
@@ -62,8 +62,9 @@ def _check_chunk(
 
 
 def _zero_weights(positive: Any) -> None:
-    if not bool(positive):
-        raise ValueError("sample_weight is zero everywhere; at least one key needs a positive weight")
+    """The zero-weights check of :func:`nadaraya._validation.check_some_weight`, given whether
+    some weight is positive (a lazy Dask scalar once computed)."""
+    check_some_weight(np.array([bool(positive)]))
 
 
 def _known_rows(name: str, a: Any) -> None:

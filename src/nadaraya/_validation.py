@@ -210,8 +210,7 @@ def as_sample_weight(
         raise ValueError(f"sample_weight must have shape ({n},); got shape {w.shape}")
     if not np.isfinite(w).all() or (w < 0).any():
         raise ValueError(f"sample_weight must be finite and non-negative; got {_short(w)}")
-    if not (w > 0).any():
-        raise ValueError("sample_weight is zero everywhere; at least one key needs a positive weight")
+    check_some_weight(w)
     if relative:
         positive = w > 0
         w = np.ldexp(w, -np.frexp(w.max())[1]).astype(dtype)
@@ -219,6 +218,20 @@ def as_sample_weight(
         # negligible either way, but zero weight means "not a key")
         w[positive & (w == 0)] = np.finfo(dtype).smallest_subnormal
     return np.ascontiguousarray(w, dtype=dtype)
+
+
+def check_some_weight(w: NDArray[np.floating]) -> None:
+    """Refuse sample weights that are zero everywhere (then no key has any weight).
+
+    Examples
+    --------
+    >>> check_some_weight(np.zeros(2))
+    Traceback (most recent call last):
+    ...
+    ValueError: sample_weight is zero everywhere; at least one key needs a positive weight
+    """
+    if not (w > 0).any():
+        raise ValueError("sample_weight is zero everywhere; at least one key needs a positive weight")
 
 
 def as_empty(empty: str) -> str:

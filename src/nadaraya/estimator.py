@@ -10,8 +10,8 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import backends
-from ._validation import as_bandwidth, as_empty, as_real, is_dask
-from .bandwidth import RULES, rule_of_thumb
+from ._validation import as_bandwidth, as_empty, as_real, check_some_weight, is_dask
+from .bandwidth import RULES
 from .kernels import get as get_kernel
 from .pooling import compute_partials, finish, prepare
 
@@ -116,33 +116,31 @@ default "cv"
 
     def _resolve_bandwidth(
         self,
-        X: NDArray[np.floating],
-        sample_weight: NDArray[np.floating] | None,
-        y: NDArray[np.floating] | None = None,
+        X: NDArray[np.float64],
+        sample_weight: NDArray[np.float64] | None,
+        y: NDArray[np.float64],
     ) -> NDArray[np.float64]:
-        from .bandwidth import METHODS, select_bandwidth
+        """The bandwidth per feature, and ``cv_results_``, from validated training data that it
+        trusts (the bandwidth package's private entry points do not validate again): ``X``
+        (n, d) and ``y`` (n,) or (n, p) finite float64, ``sample_weight`` non-negative or None."""
+        from .bandwidth import METHODS
+        from .bandwidth.rules import _rule_of_thumb
+        from .bandwidth.search import _select_bandwidth
 
         bw = self.bandwidth
+        kernel = get_kernel(self.kernel)
         self.cv_results_ = None
         if isinstance(bw, str):
-            if bw in METHODS and get_kernel(self.kernel).name != "constant":
-                if y is None:
-                    raise ValueError(f"bandwidth={bw!r} needs the targets y to select the bandwidth")
-                self.cv_results_ = select_bandwidth(
-                    X,
-                    y,
-                    method=bw,
-                    kernel=self.kernel,
-                    per_feature=X.shape[1] > 1,
-                    sample_weight=sample_weight,
-                    backend=self.backend if self.backend != "dask" else "auto",
-                )
+            if bw in METHODS and kernel.name != "constant":
+                Y = np.ascontiguousarray(y.reshape(y.shape[0], -1))
+                backend = self.backend if self.backend != "dask" else "auto"
+                self.cv_results_ = _select_bandwidth(X, Y, sample_weight, kernel, bw, X.shape[1] > 1, backend)
                 return self.cv_results_.bandwidth
             if bw in METHODS:  # the constant kernel: every bandwidth gives the same fit
                 bw = "scott"
             if bw not in RULES:
                 raise ValueError(f"bandwidth={bw!r} is not valid; {_bandwidth_hint(bw)}")
-            return rule_of_thumb(X, bw, kernel=self.kernel, sample_weight=sample_weight)
+            return _rule_of_thumb(X, bw, kernel, sample_weight)
         return as_bandwidth(bw, X.shape[1])
 
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> NadarayaWatson:
@@ -176,26 +174,24 @@ default "cv"
         for name, a in (("X", X), ("y", y)):  # complex, dates and durations refused, not converted
             if np.asarray(a).dtype.kind in "cmMUS":
                 as_real(name, a)
+        # validated once, by scikit-learn (its errors; n_features_in_, feature_names_in_); what it
+        # leaves (weights zero everywhere) as the primitive checks it, so fit fails where predict would
         X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
         sw = None
         if sample_weight is not None:
             sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        self.bandwidth_ = self._resolve_bandwidth(X, sw, y)
-        # validate once with the primitive's own checks, so fit fails where predict would
-        call = prepare(X, X, y, kernel=self.kernel, bandwidth=self.bandwidth_, sample_weight=sw)
-        # The estimate does not depend on the order of the training points; keeping them
-        # sorted by the first feature lets window searches for compact kernels skip a sort.
-        order = np.argsort(call.keys[:, 0], kind="stable")
-        self.X_fit_ = call.keys[order]
-        self.y_fit_ = np.asarray(y, dtype=np.float64)[order]
-        self.sample_weight_ = None if sw is None else sw[order]
-        choice = backends.choose(
-            call.kernel,
-            n=X.shape[0],
-            m=X.shape[0],
-            d=X.shape[1],
-            backend=self.backend,
-        )
+            check_some_weight(sw)
+        # sorted once, by the first feature: the estimate does not depend on the order of the
+        # training points, and window searches for compact kernels and the bandwidth search skip
+        # their sort on sorted points
+        order = np.argsort(X[:, 0], kind="stable")
+        X, y = np.ascontiguousarray(X[order]), np.ascontiguousarray(y[order], dtype=np.float64)
+        sw = None if sw is None else sw[order]
+        # a rule's result is checked as predict will check it (it can underflow to zero)
+        self.bandwidth_ = as_bandwidth(self._resolve_bandwidth(X, sw, y), X.shape[1])
+        self.X_fit_, self.y_fit_, self.sample_weight_ = X, y, sw
+        choice = backends.choose(get_kernel(self.kernel), n=X.shape[0], m=X.shape[0], d=X.shape[1],
+                                 backend=self.backend)
         self.backend_, self.backend_reason_ = choice.name, choice.reason
         return self
 
@@ -216,8 +212,11 @@ default "cv"
         if isinstance(bw, str) and bw in RULES:
             self.cv_results_ = None
             bandwidth = dask_rule_of_thumb(X_fit, bw, kernel=self.kernel, sample_weight=sw)
-        elif isinstance(bw, str):
-            Xn, yn, swn = dask.compute(X_fit, y_fit, sw)
+        elif isinstance(bw, str):  # computed, the chunks are checked; float64 for the search
+            Xn, yn, swn = (None if a is None else np.ascontiguousarray(a, dtype=np.float64)
+                           for a in dask.compute(X_fit, y_fit, sw))
+            if swn is not None:
+                check_some_weight(swn)
             bandwidth = self._resolve_bandwidth(Xn, swn, yn)
         else:
             self.cv_results_ = None
