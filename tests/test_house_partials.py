@@ -190,3 +190,75 @@ def test_mismatched_moment_stacks_are_refused():
         concat([a, b])
     with pytest.raises(ValueError, match="at least one"):
         concat([])
+
+
+# ------------------------------------------------- the reference backend computes a moment stack
+
+
+def _plain_weights(kernel, q, k, h, sw, exclude):
+    """Product-kernel weights written out directly: (m, n)."""
+    w = np.prod(kernel.profile((q[:, None, :] - k[None, :, :]) / h), axis=-1) * sw
+    rows = np.nonzero(exclude >= 0)[0]
+    w[rows, exclude[rows]] = 0.0
+    return w
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
+@pytest.mark.parametrize("degree", [1, 2])
+def test_reference_backend_moments_equal_the_plain_sums(kernel, degree, monkeypatch):
+    from nadaraya.backends import reference
+    from nadaraya.kernels import get
+
+    rng = np.random.default_rng(11)
+    n, m, d, p = 150, 12, 2, 2
+    k, q = rng.uniform(0, 1, (n, d)), rng.uniform(0, 1, (m, d))
+    v, sw = rng.normal(size=(n, p)), rng.uniform(0.5, 2.0, n)
+    h = np.array([0.3, 0.4])
+    exclude = rng.integers(-1, n, m)
+    K = get(kernel)
+    monkeypatch.setattr(reference, "block_sizes", lambda *a, **kw: (5, 7))  # awkward blocks, merged
+    got = reference.partials(q, k, v, kernel=K, bandwidth=h, sample_weight=sw, exclude=exclude,
+                             moments=degree)
+    assert [s.shape[1:] for s in got.moments] == reference.moment_shapes(degree, d, p)
+    w = _plain_weights(K, q, k, h, sw, exclude)
+    u = k[None, :, :] - q[:, None, :]
+    plain = [np.einsum("qk,qkd->qd", w, u), np.einsum("qk,qkd,qke->qde", w, u, u)]
+    if degree == 2:
+        plain += [np.einsum("qk,qkd,qke,qkf->qdef", w, u, u, u),
+                  np.einsum("qk,qkd,qke,qkf,qkg->qdefg", w, u, u, u, u)]
+    plain.append(np.einsum("qk,qkd,kp->qdp", w, u, v))
+    if degree == 2:
+        plain.append(np.einsum("qk,qkd,qke,kp->qdep", w, u, u, v))
+    assert len(got.moments) == len(plain)
+    some = w.sum(1) > 0
+    assert (some == ~got.empty).all()
+    for a, b in zip(got.moments, plain):  # normalised by the weight: the shift cancels
+        ratio = a[some] / got.weight[some].reshape(-1, *[1] * (a.ndim - 1))
+        want = b[some] / w.sum(1)[some].reshape(-1, *[1] * (b.ndim - 1))
+        np.testing.assert_allclose(ratio, want, rtol=1e-10, atol=1e-13)
+
+
+def test_reference_backend_without_moments_is_unchanged():
+    from nadaraya.backends import reference
+    from nadaraya.kernels import get
+
+    rng = np.random.default_rng(12)
+    k, q, v = rng.normal(size=(300, 3)), rng.normal(size=(40, 3)), rng.normal(size=(300, 2))
+    args = dict(kernel=get("gaussian"), bandwidth=np.full(3, 0.5))
+    a = reference.partials(q, k, v, **args)
+    b = reference.partials(q, k, v, moments=0, **args)
+    assert a.moments == () and b.moments == ()
+    for f in ("shift", "weight", "value"):
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
+    w = np.exp(-0.5 * (((q[:, None, :] - k[None]) / 0.5) ** 2).sum(-1))
+    np.testing.assert_allclose(a.finalize(), w @ v / w.sum(1)[:, None], rtol=1e-12)
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, True, "1"])
+def test_reference_backend_refuses_a_bad_moment_degree(bad):
+    from nadaraya.backends import reference
+    from nadaraya.kernels import get
+
+    x = np.zeros((2, 1))
+    with pytest.raises(ValueError, match=r"moments must be a non-negative int.*got"):
+        reference.partials(x, x, x, kernel=get("gaussian"), bandwidth=np.ones(1), moments=bad)

@@ -16,7 +16,7 @@ from ..kernels import Kernel
 from ..partials import Partials, concat, merge
 from ..partials import empty as empty_partials
 
-__all__ = ["SCRATCH_ARRAYS", "block_sizes", "block_weights", "partials", "supports"]
+__all__ = ["SCRATCH_ARRAYS", "block_sizes", "block_weights", "moment_shapes", "partials", "supports"]
 
 #: how many block-sized scratch arrays one block may hold at once (the kernel profiles make
 #: temporaries; in :mod:`nadaraya.nn`, the forward's and the recomputation's); the working
@@ -153,6 +153,7 @@ def partials(
     bandwidth: NDArray[np.floating],
     sample_weight: NDArray[np.floating] | None = None,
     exclude: NDArray[np.integer] | None = None,
+    moments: int = 0,
 ) -> Partials:
     """Exact partial sums of every query over every key.
 
@@ -167,6 +168,11 @@ def partials(
     exclude : ndarray of shape (m,), optional
         For each query, the index of one key whose term is left out of the sums (``-1``
         for none): leave-one-out predictions use ``exclude = arange(n)``.
+    moments : int, default 0
+        The degree ``r`` of a local polynomial fit whose weighted sums to carry as well (see
+        :func:`moment_shapes`): with ``u = k - q`` in the data's units, ``sum w u^(x)j`` for
+        ``j = 1 .. 2r`` and then ``sum w u^(x)j (x) v`` for ``j = 1 .. r`` (``(x)`` the outer
+        product). Each pair of a block then holds ``d^(2r)`` entries, so the blocks shrink.
 
     Returns
     -------
@@ -180,21 +186,27 @@ def partials(
     >>> p = partials(np.array([[2.5]]), x, v, kernel=get("gaussian"), bandwidth=np.ones(1))
     >>> round(float(p.finalize()[0, 0]), 2)
     4.27
+    >>> p = partials(np.array([[2.5]]), x, v, kernel=get("gaussian"), bandwidth=np.ones(1), moments=1)
+    >>> [s.shape for s in p.moments]
+    [(1, 1), (1, 1, 1), (1, 1, 1)]
     """
+    if isinstance(moments, bool) or not isinstance(moments, int | np.integer) or moments < 0:
+        raise ValueError(f"moments must be a non-negative int (a polynomial degree); got {moments!r}")
     dtype = queries.dtype
     m, n, p = queries.shape[0], keys.shape[0], values.shape[1]
+    shapes = moment_shapes(moments, queries.shape[1], p)
     inv_h = (1.0 / bandwidth).astype(dtype)
     log_domain = kernel.log_profile is not None
     log_sw = None
     if sample_weight is not None and log_domain:
         with np.errstate(divide="ignore"):
             log_sw = np.log(sample_weight)
-    bq, bk = block_sizes(m, n, np.dtype(dtype).itemsize)
+    bq, bk = block_sizes(m, n, np.dtype(dtype).itemsize, per_pair=queries.shape[1] ** (2 * moments))
     out = []
     for q0 in range(0, m, bq):
         q1 = min(m, q0 + bq)
         ex = None if exclude is None else exclude[q0:q1]
-        acc = empty_partials(q1 - q0, p, dtype, log_domain)
+        acc = empty_partials(q1 - q0, p, dtype, log_domain, shapes)
         for k0 in range(0, n, bk):
             k1 = min(n, k0 + bk)
             w = block_weights(
@@ -214,6 +226,36 @@ def partials(
                 np.exp(w, out=w)
             else:
                 shift = np.zeros(q1 - q0, dtype=dtype)
-            acc = merge(acc, Partials(shift, w.sum(axis=1), w @ values[k0:k1]))
+            extra = _moment_sums(w, queries[q0:q1], keys[k0:k1], values[k0:k1], moments) if moments else ()
+            acc = merge(acc, Partials(shift, w.sum(axis=1), w @ values[k0:k1], extra))
         out.append(acc)
     return concat(out)
+
+
+def moment_shapes(degree: int, d: int, p: int) -> list[tuple[int, ...]]:
+    """The trailing shapes of the moment sums that a local polynomial of ``degree`` needs.
+
+    ``(d,) * j`` for ``sum w u^(x)j``, ``j = 1 .. 2 degree``, then ``(d,) * j + (p,)`` for
+    ``sum w u^(x)j (x) v``, ``j = 1 .. degree``; none for degree 0 (plain pooling).
+
+    Examples
+    --------
+    >>> moment_shapes(1, 2, 3)
+    [(2,), (2, 2), (2, 3)]
+    """
+    return [(d,) * j for j in range(1, 2 * degree + 1)] + [(d,) * j + (p,) for j in range(1, degree + 1)]
+
+
+def _moment_sums(
+    w: NDArray[np.floating], q: NDArray[np.floating], k: NDArray[np.floating], v: NDArray[np.floating],
+    degree: int,
+) -> tuple[NDArray[np.floating], ...]:
+    """The moment sums of one block (weights ``w`` (bq, bk)), in the order of :func:`moment_shapes`."""
+    u = k[None, :, :] - q[:, None, :]  # (bq, bk, d)
+    term, sums, with_values = w, [], []
+    for j in range(1, 2 * degree + 1):
+        term = term[..., None] * u.reshape(u.shape[:2] + (1,) * (j - 1) + u.shape[2:])
+        sums.append(term.sum(axis=1))
+        if j <= degree:
+            with_values.append(np.einsum("qk...,kp->q...p", term, v))
+    return (*sums, *with_values)
