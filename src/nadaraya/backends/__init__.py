@@ -207,6 +207,14 @@ def explain(
 ) -> str:
     """Say which backend ``backend="auto"`` would use for such a call, and why.
 
+    Parameters
+    ----------
+    kernel : str or Kernel, default "gaussian"
+    n, m, d : int
+        Keys, queries and features.
+    bandwidth : float or ndarray, optional
+        Accepted for existing calls; the choice does not depend on it.
+
     Examples
     --------
     >>> from nadaraya.backends import explain
