@@ -20,6 +20,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._report_html import _label, render_html, write_html
 from .datasets import Split, textbook
+from .kernels import names as kernel_names
+from .pooling import attention_weights, pool
 
 if TYPE_CHECKING:
     from .bandwidth import BandwidthSelection
@@ -240,8 +242,6 @@ def textbook_study(
     >>> study.heatmaps["gaussian"].shape
     (2, 50, 50)
     """
-    import nadaraya
-
     split = textbook() if split is None else split
     slide = np.unique(np.round(np.concatenate([
         np.logspace(np.log10(0.05), np.log10(2.5), 25) if slider is None else np.asarray(slider, float),
@@ -260,9 +260,7 @@ def textbook_study(
             progress(min(done, total), total, what)
 
     def mse(kernel: str, h: float) -> float:
-        pred = nadaraya.pool(
-            split.x_val, split.x_train, split.y_train, kernel=kernel, bandwidth=h, empty="nearest"
-        )
+        pred = pool(split.x_val, split.x_train, split.y_train, kernel=kernel, bandwidth=h, empty="nearest")
         return float(np.mean((pred - split.y_val) ** 2))
 
     rows: list[Row] = []
@@ -278,7 +276,7 @@ def textbook_study(
         rows.append(Row(kernel, kernel, h_cv, mse(kernel, h_cv), "selected by leave-one-out CV"))
         tick(f"bandwidth search ({kernel})")
     if every_kernel:  # the rest of the registry, each at its own CV bandwidth
-        for kernel in (k for k in nadaraya.kernels.names() if k not in kernels):
+        for kernel in (k for k in kernel_names() if k not in kernels):
             h_cv = float(bandwidth_search(split.x_train, split.y_train, kernel=kernel).bandwidth[0])
             rows.append(Row(kernel, kernel, h_cv, mse(kernel, h_cv), "selected by leave-one-out CV"))
     curves: dict[str, NDArray[np.float64]] = {}
@@ -287,11 +285,9 @@ def textbook_study(
         c = np.empty((len(slide), split.x_val.size))
         w = np.empty((len(slide), split.x_val.size, split.x_train.size))
         for i, h in enumerate(slide):
-            c[i] = nadaraya.pool(split.x_val, split.x_train, split.y_train, kernel=kernel, bandwidth=h,
-                                 empty="nearest")
-            a = nadaraya.attention_weights(
-                split.x_val, split.x_train, kernel=kernel, bandwidth=h, empty="nearest"
-            )
+            at: dict[str, Any] = {"kernel": kernel, "bandwidth": h, "empty": "nearest"}
+            c[i] = pool(split.x_val, split.x_train, split.y_train, **at)
+            a = attention_weights(split.x_val, split.x_train, **at)
             w[i] = a[np.ix_(q_order, k_order)]
             tick(f"report states ({kernel})")
         curves[kernel], heatmaps[kernel] = c, w
@@ -328,8 +324,6 @@ def write_figures(study: Study, out_dir: str | os.PathLike[str], *, dpi: int = 1
     """
     from matplotlib.figure import Figure
 
-    import nadaraya
-
     from . import plot
 
     out = Path(out_dir)
@@ -350,7 +344,7 @@ def write_figures(study: Study, out_dir: str | os.PathLike[str], *, dpi: int = 1
     fig = Figure(figsize=(3.6 * len(kernels), 3.2), layout="constrained")
     for ax, k in zip(fig.subplots(1, len(kernels), squeeze=False, sharey=True)[0], kernels):
         h = float(study.searches[k].bandwidth[0]) if k in study.searches else 1.0
-        pred = nadaraya.pool(s.x_val, s.x_train, s.y_train, kernel=k, bandwidth=h, empty="nearest")
+        pred = pool(s.x_val, s.x_train, s.y_train, kernel=k, bandwidth=h, empty="nearest")
         plot.fit(s.x_train, s.y_train, s.x_val, pred, truth=s.y_val, ax=ax, label="prediction")
         ax.set_title(_label(k) if k == "constant" else f"{k}, CV h = {h:.3g}")
     save(fig, "fit.png")
