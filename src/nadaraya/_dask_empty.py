@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -10,16 +9,10 @@ from numpy.typing import NDArray
 
 from ._dask_far import _log_dist
 from ._dask_inputs import _zero_weights
-from ._nearest import _nearest
+from ._nearest import _nearest, exact_distance
 from .kernels import get as get_kernel
 from .partials import Partials
 from .pooling import Call, fill_empty, report_empty
-
-
-def _exact_sqdist(q: NDArray[Any], k: NDArray[Any], h: NDArray[Any]) -> Fraction:
-    """The squared distance of ``(q - k) / h`` in exact rational arithmetic (for ties)."""
-    return sum((((Fraction(float(a)) - Fraction(float(b))) / Fraction(float(c))) ** 2
-                for a, b, c in zip(q, k, h)), Fraction(0))
 
 
 def _nearest_block(
@@ -67,7 +60,7 @@ def _nearest_merge(
         close = np.isfinite(d2) & np.isfinite(logd) & near
         better = (d2 < logd) & ~close
         for i in np.nonzero(close)[0]:
-            mine, theirs = _exact_sqdist(qq[i], rep[i], bandwidth), _exact_sqdist(qq[i], r2[i], bandwidth)
+            mine, theirs = exact_distance(qq[i], rep[i], bandwidth), exact_distance(qq[i], r2[i], bandwidth)
             if theirs < mine:
                 better[i] = True
             elif theirs == mine:

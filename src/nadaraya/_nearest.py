@@ -3,7 +3,8 @@ queries so far from every key that their log weights lose digits or overflow."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -72,22 +73,28 @@ def _nearest(
     return out
 
 
+def exact_distance(q: NDArray[Any], k: NDArray[Any], h: NDArray[Any], power: float = 2.0) -> Fraction:
+    """``sum_j |(q_j - k_j) / h_j| ** power`` in exact rational arithmetic (to break near ties).
+
+    Examples
+    --------
+    >>> float(exact_distance(np.array([1.0, 0.0]), np.array([0.0, 2.0]), np.array([1.0, 2.0]), 1.0))
+    2.0
+    """
+    p = int(power)
+    return sum((abs((Fraction(float(a)) - Fraction(float(b))) / Fraction(float(c))) ** p
+                for a, b, c in zip(q, k, h)), Fraction(0))
+
+
 def _exactly_nearest(
     q: NDArray[np.floating], keys: NDArray[np.floating], cand: NDArray[np.intp], h: NDArray[np.floating],
     power: float,
 ) -> NDArray[np.intp]:
     """The candidates at the smallest distance, compared in exact rational arithmetic."""
-    from fractions import Fraction
-
     uniq, inverse = np.unique(keys[cand], axis=0, return_inverse=True)
     if uniq.shape[0] == 1:
         return cand
-    p = int(power)
-    qf = [Fraction(float(v)) for v in q]
-    hf = [Fraction(float(v)) for v in h]
-    dists = [
-        sum(abs((qj - Fraction(float(kj))) / hj) ** p for qj, kj, hj in zip(qf, row, hf)) for row in uniq
-    ]
+    dists = [exact_distance(q, row, h, power) for row in uniq]
     best = min(dists)
     keep = np.array([dd == best for dd in dists])
     return cand[keep[inverse.ravel()]]
