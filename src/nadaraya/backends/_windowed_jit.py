@@ -207,21 +207,15 @@ def _near(v, base, inv_gs, look):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def _task(
-    b0, b1, qs, xs, inv, x0, h, inv_h, cs, ncell, start, values, sw, excl, coef, split, kind, amp,
-    breaks, direct_max, threshold, res, lo_out, hi_out,
-):  # pragma: no cover - compiled
-    """One run of buckets ``[b0, b1)``: moment tables of its keys, then its queries' sums."""
-    if start[b1] == start[b0]:
-        return
-    k0 = _csx(cs, b0 - 2, ncell)  # keys of cells b0 - 2 .. b1 (buckets b0 - 1 .. b1)
-    k1 = _csx(cs, b1, ncell)
+def _tables(xs, k0, k1, x0, h, inv_h, values, sw, nf, kind):  # pragma: no cover - compiled
+    """The moment tables of keys ``k0 .. k1 - 1``: ``A`` inclusive prefixes and ``B`` inclusive
+    suffixes of ``g_j(t) sw (1, v)`` within each cell, (nk, nf, 1 + p); per key the first
+    (``gs``) and one past the last (``ge``) local index of its cell, its cell's centre
+    (``cen``), and the running sum of the sample weights (``cw``, nk + 1)."""
     nk = k1 - k0
-    nf = coef.shape[1]
     p = values.shape[1]
     ncol = p + 1
     has_sw = sw.shape[0] > 0
-    # ---- tables: A inclusive prefixes, B inclusive suffixes of the moments within a cell
     A = np.empty((nk, nf, ncol))
     B = np.empty((nk, nf, ncol))
     G = np.empty((nk, nf))  # g_j(t) times the sample weight
@@ -275,8 +269,15 @@ def _task(
                 B[i, j, 0] = B[i + 1, j, 0] + gw
                 for cc in range(p):
                     B[i, j, cc + 1] = B[i + 1, j, cc + 1] + gw * values[k0 + i, cc]
-    # ---- lookup grid over the task's keys, about one key per step: look[k] is the first local
-    # key at or past grid line k, so a search starts within a few keys of its answer
+    return A, B, gs, ge, cen, cw
+
+
+@njit(cache=True)
+def _lookup(xs, k0, k1):  # pragma: no cover - compiled
+    """A lookup grid over keys ``k0 .. k1 - 1``, about one key per step: ``look[k]`` is the
+    first local key at or past grid line ``k`` (lines at ``base + k / inv_gs``), so a search
+    starts within a few keys of its answer."""
+    nk = k1 - k0
     base = np.float64(xs[k0]) if nk > 0 else 0.0
     width = np.float64(xs[k1 - 1]) - base if nk > 0 else 0.0
     nl = max(1, nk)
@@ -292,6 +293,24 @@ def _task(
     while kk <= nl + 1:
         look[kk] = nk
         kk += 1
+    return base, inv_gs, look
+
+
+@njit(cache=True)
+def _task(
+    b0, b1, qs, xs, inv, x0, h, inv_h, cs, ncell, start, values, sw, excl, coef, split, kind, amp,
+    breaks, direct_max, threshold, res, lo_out, hi_out,
+):  # pragma: no cover - compiled
+    """One run of buckets ``[b0, b1)``: moment tables of its keys (:func:`_tables`, :func:`_lookup`),
+    then its queries' sums."""
+    if start[b1] == start[b0]:
+        return
+    k0 = _csx(cs, b0 - 2, ncell)  # keys of cells b0 - 2 .. b1 (buckets b0 - 1 .. b1)
+    k1 = _csx(cs, b1, ncell)
+    nf = coef.shape[1]
+    ncol = values.shape[1] + 1
+    A, B, gs, ge, cen, cw = _tables(xs, k0, k1, x0, h, inv_h, values, sw, nf, kind)
+    base, inv_gs, look = _lookup(xs, k0, k1)
     # ---- the queries
     nbreak = breaks.shape[0]
     nb = 2 * nbreak + 3 if split else 2
