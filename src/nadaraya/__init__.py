@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from .estimator import NadarayaWatson
     from .nn import AttentionPoolingRegressor
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "AttentionPoolingRegressor",
