@@ -95,7 +95,7 @@ class Partials:
         >>> p[1:].weight.tolist(), p[1:].moments[0].shape
         ([1.0, 2.0], (2, 2))
         """
-        at = (slice(None),) * (self.shift.ndim - 1) + (index,)
+        at: Any = (slice(None),) * (self.shift.ndim - 1) + (index,)
         return Partials(
             self.shift[at], self.weight[at], self.value[at], tuple(s[at] for s in self.moments)
         )
