@@ -46,11 +46,9 @@ memory: O(m) for the buckets and the results in bucket order, plus tables of abo
 d > 1: O(n log n) for the tree, O(m log n + pairs) for the searches and sums, where
 ``pairs`` is the number of (query, key) pairs within the support.
 
-Accuracy (float64, measured against the reference backend): windows summed directly agree
-to rounding (1e-15 relative); prefix-moment windows lose a little: the worst relative error
-of a prediction measured with every window forced through the moments was 5e-14 (biweight,
-h = 0.3 on U(0, 5)); 1.5e-14 for keys near 1e6 with ``h = 1e-3``; 1.5e-14 on 1000 queries
-of the 1e6-point Epanechnikov benchmark (the sweep). Tests hold 1e-12 (1e-9 for the keys near 1e6).
+Accuracy (float64, against the reference backend): windows summed directly agree to rounding;
+prefix-moment windows lose a little, a relative error of order 1e-14 per prediction. Tests
+hold 1e-12 (1e-9 for keys near 1e6 with ``h = 1e-3``).
 float32 inputs are summed in float64 and returned as float32, with the reference's float32
 window test, so they are at least as accurate as the float32 reference.
 
