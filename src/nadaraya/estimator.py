@@ -56,8 +56,8 @@ default "cv"
         feature, or a normal-reference rule computed from the training data (per feature,
         with the robust scale ``min(std, IQR / 1.349)`` and rescaled to the kernel; see
         :func:`nadaraya.bandwidth.rule_of_thumb`). The search costs a few passes over the
-        pairs of training points, O(n^2) each (1-D Gaussian: 0.2 s at n = 1e4, 18 s at
-        n = 1e5 here; several features: about 25 passes): for larger data, or to keep Dask
+        pairs of training points, O(n^2) each (several features: about 25 passes): for
+        larger data, or to keep Dask
         arrays lazy (the search gathers them), pass a number or ``"scott"``. With
         ``"cv"``, integer sample weights are not the same as repeated rows (leaving a row
         out keeps its copies); the constant kernel ignores the bandwidth, and takes Scott's
