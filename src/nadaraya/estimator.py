@@ -100,6 +100,11 @@ default "cv"
     True
     """
 
+    #: the training data: NumPy arrays, or lazy Dask arrays when fitted on Dask input
+    X_fit_: Any
+    y_fit_: Any
+    sample_weight_: Any
+
     def __init__(
         self, *, kernel: str = "gaussian", bandwidth: Any = "cv", empty: str = "nan", backend: str = "auto"
     ) -> None:
@@ -176,22 +181,23 @@ default "cv"
                 as_real(name, a)
         # validated once, by scikit-learn (its errors; n_features_in_, feature_names_in_); what it
         # leaves (weights zero everywhere) as the primitive checks it, so fit fails where predict would
-        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
+        Xv, yv = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64)
         sw = None
         if sample_weight is not None:
-            sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+            sw = _check_sample_weight(sample_weight, Xv, dtype=np.float64, ensure_non_negative=True)
             check_some_weight(sw)
         # sorted once, by the first feature: the estimate does not depend on the order of the
         # training points, and window searches for compact kernels and the bandwidth search skip
         # their sort on sorted points
-        order = np.argsort(X[:, 0], kind="stable")
-        X, y = np.ascontiguousarray(X[order]), np.ascontiguousarray(y[order], dtype=np.float64)
+        order = np.argsort(Xv[:, 0], kind="stable")
+        Xs = np.ascontiguousarray(Xv[order], dtype=np.float64)
+        ys = np.ascontiguousarray(yv[order], dtype=np.float64)
         sw = None if sw is None else sw[order]
         # a rule's result is checked as predict will check it (it can underflow to zero)
-        self.bandwidth_ = as_bandwidth(self._resolve_bandwidth(X, sw, y), X.shape[1])
-        self.X_fit_, self.y_fit_, self.sample_weight_ = X, y, sw
-        choice = backends.choose(get_kernel(self.kernel), n=X.shape[0], m=X.shape[0], d=X.shape[1],
-                                 backend=self.backend)
+        self.bandwidth_ = as_bandwidth(self._resolve_bandwidth(Xs, sw, ys), Xs.shape[1])
+        self.X_fit_, self.y_fit_, self.sample_weight_ = Xs, ys, sw
+        n, d = Xs.shape
+        choice = backends.choose(get_kernel(self.kernel), n=n, m=n, d=d, backend=self.backend)
         self.backend_, self.backend_reason_ = choice.name, choice.reason
         return self
 
@@ -213,11 +219,12 @@ default "cv"
             self.cv_results_ = None
             bandwidth = dask_rule_of_thumb(X_fit, bw, kernel=self.kernel, sample_weight=sw)
         elif isinstance(bw, str):  # computed, the chunks are checked; float64 for the search
-            Xn, yn, swn = (None if a is None else np.ascontiguousarray(a, dtype=np.float64)
-                           for a in dask.compute(X_fit, y_fit, sw))
+            Xc, yc, swc = dask.compute(X_fit, y_fit, sw)
+            swn = None if swc is None else np.ascontiguousarray(swc, dtype=np.float64)
             if swn is not None:
                 check_some_weight(swn)
-            bandwidth = self._resolve_bandwidth(Xn, swn, yn)
+            bandwidth = self._resolve_bandwidth(np.ascontiguousarray(Xc, dtype=np.float64), swn,
+                                                np.ascontiguousarray(yc, dtype=np.float64))
         else:
             self.cv_results_ = None
             bandwidth = as_bandwidth(bw, d)
