@@ -133,9 +133,9 @@ def is_dask(*arrays: object) -> bool:
     return any(type(a).__module__.startswith("dask.") and hasattr(a, "__dask_graph__") for a in arrays)
 
 
-def check_values_shape(shape: tuple[int, ...], n: int) -> bool:
+def check_values_shape(shape: tuple[int, ...], n: int, *, name: str = "values", keys: str = "keys") -> bool:
     """Check the shape of the values of ``n`` keys, (n,) or (n, p) with p >= 1, for NumPy and
-    Dask arrays alike; whether they are 1-D.
+    Dask arrays alike; whether they are 1-D. ``name`` and ``keys`` name the arguments in errors.
 
     Examples
     --------
@@ -147,24 +147,38 @@ def check_values_shape(shape: tuple[int, ...], n: int) -> bool:
     ValueError: values has 2 rows, but keys has 3; they must match
     """
     if len(shape) not in (1, 2):
-        raise ValueError(f"values must have shape (n,) or (n, p); got shape {shape}")
+        raise ValueError(f"{name} must have shape (n,) or (n, p); got shape {shape}")
     if shape[0] != n:
-        raise ValueError(f"values has {shape[0]} rows, but keys has {n}; they must match")
+        raise ValueError(f"{name} has {shape[0]} rows, but {keys} has {n}; they must match")
     if len(shape) == 2 and shape[1] == 0:
-        raise ValueError(f"values has no columns (shape {shape}); at least one output is needed")
+        raise ValueError(f"{name} has no columns (shape {shape}); at least one output is needed")
     return len(shape) == 1
 
 
-def as_values(values: ArrayLike, n: int, dtype: np.dtype) -> tuple[NDArray[np.floating], bool]:
-    """(n, p) values and whether the caller gave a 1-D array."""
-    v = as_real("values", values)
-    one_d = check_values_shape(v.shape, n)
+def as_values(
+    values: ArrayLike, n: int, dtype: np.dtype, *, name: str = "values", keys: str = "keys"
+) -> tuple[NDArray[np.floating], bool]:
+    """(n, p) finite values and whether the caller gave a 1-D array; ``name`` and ``keys`` name
+    the arguments in errors (e.g. ``name="y", keys="X"``).
+
+    Examples
+    --------
+    >>> v, one_d = as_values([1, 2], 2, np.dtype(np.float64))
+    >>> v.shape, one_d
+    ((2, 1), True)
+    >>> as_values([1.0, np.nan], 2, np.dtype(np.float64), name="y", keys="X")
+    Traceback (most recent call last):
+    ...
+    ValueError: y contains NaN or inf (1 entries; the first at row 1: np.float64(nan))
+    """
+    v = as_real(name, values)
+    one_d = check_values_shape(v.shape, n, name=name, keys=keys)
     v = np.ascontiguousarray(v.reshape(n, -1), dtype=dtype)
     if not np.isfinite(v).all():
         bad = ~np.isfinite(v)
         row = int(np.argwhere(bad)[0, 0])
         raise ValueError(
-            f"values contains NaN or inf ({int(bad.sum())} entries; the first at row {row}: "
+            f"{name} contains NaN or inf ({int(bad.sum())} entries; the first at row {row}: "
             f"{v[bad].flat[0]!r})"
         )
     return v, one_d
