@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._nearest import FAR_LOG_WEIGHT, _unit_coords
+from ._nearest import FAR_LOG_WEIGHT, _unit_coords, own_positions
 from .backends.dask import block, count_arrays
 from .kernels import Kernel
 from .kernels import get as get_kernel
@@ -146,9 +146,7 @@ def _far_partials(
             r = slice(r0, min(m, r0 + step))
             dist = (np.abs(zq[r, None, :] - zk[None, :, :]) ** power).sum(axis=2)
             if exclude is not None:
-                own = np.searchsorted(ok, exclude[r])
-                mine = (own < ok.size) & (ok[np.minimum(own, ok.size - 1)] == exclude[r])
-                dist[np.nonzero(mine)[0], own[mine]] = np.inf
+                dist[own_positions(ok, exclude[r])] = np.inf
             usable = np.isfinite(dist)
             anchor = np.argmin(dist, axis=1)
 

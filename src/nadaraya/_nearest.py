@@ -117,6 +117,23 @@ def _nearest_values(
     return vals, found
 
 
+def own_positions(
+    ok: NDArray[np.intp], exclude: NDArray[np.integer]
+) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """Where each query's left-out key sits among the usable keys ``ok`` (sorted indices):
+    ``(query rows, positions in ok)`` for the queries whose left-out key is usable.
+
+    Examples
+    --------
+    >>> rows, pos = own_positions(np.array([0, 2, 3]), np.array([2, 1, 3]))
+    >>> rows.tolist(), pos.tolist()
+    ([0, 2], [1, 2])
+    """
+    own = np.searchsorted(ok, exclude)
+    mine = (own < ok.size) & (ok[np.minimum(own, ok.size - 1)] == exclude)
+    return np.nonzero(mine)[0], own[mine]
+
+
 #: A query whose largest log weight is below this (a Gaussian query more than about 45
 #: bandwidths from every key) holds log weights so large that their differences between keys
 #: lose digits: it is recomputed relative to its nearest key (see :func:`_far_weights`).
@@ -155,9 +172,7 @@ def _far_weights(
             anchor = pos
             blocked = np.zeros((rr.size, ok.size), dtype=bool)  # the left-out key; all if alone
             if exclude is not None:
-                own = np.searchsorted(ok, exclude[rr])
-                mine = (own < ok.size) & (ok[np.minimum(own, ok.size - 1)] == exclude[rr])
-                blocked[np.nonzero(mine)[0], own[mine]] = True
+                blocked[own_positions(ok, exclude[rr])] = True
             blocked[alone] = True
             for _ in range(3):  # the anchor should hold the largest weight; move it if not
                 a = (q - keys[anchor]) / h  # (b, d)
