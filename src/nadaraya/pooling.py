@@ -231,7 +231,7 @@ def finish(
     return out[:, 0] if call.one_d else out
 
 
-def _dask_pool(
+def _lazy_pool(
     queries: object, keys: object, values: object, kernel: str | Kernel, bandwidth: ArrayLike,
     empty: str, sample_weight: object, backend: str,
 ) -> Any:
@@ -307,7 +307,7 @@ def pool(
     """
     empty = as_empty(empty)
     if is_dask(queries, keys, values, sample_weight):
-        return _dask_pool(queries, keys, values, kernel, bandwidth, empty, sample_weight, backend)
+        return _lazy_pool(queries, keys, values, kernel, bandwidth, empty, sample_weight, backend)
     call = prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight)
     parts, _ = compute_partials(call, backend=backend)
     return finish(parts, call, empty)
@@ -350,7 +350,7 @@ def loo_pool(
     """
     empty = as_empty(empty)
     if is_dask(keys, values, sample_weight):
-        return _dask_pool(None, keys, values, kernel, bandwidth, empty, sample_weight, backend)
+        return _lazy_pool(None, keys, values, kernel, bandwidth, empty, sample_weight, backend)
     call = prepare(None, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight)
     exclude = np.arange(call.keys.shape[0])
     parts, _ = compute_partials(call, exclude=exclude, backend=backend)
