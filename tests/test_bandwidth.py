@@ -358,7 +358,7 @@ def test_errors_are_clear():
     yn[5] = np.nan
     with pytest.raises(ValueError, match=r"y contains NaN.*row 5"):
         select_bandwidth(X, yn)
-    with pytest.raises(ValueError, match=r"y must have shape \(20,\)"):
+    with pytest.raises(ValueError, match=r"y has 10 rows, but X has 20"):
         select_bandwidth(X, y[:10])
     with pytest.raises(ValueError, match="method='loocv' is not valid"):
         select_bandwidth(X, y, method="loocv")

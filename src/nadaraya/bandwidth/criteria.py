@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._validation import as_points, as_real, as_sample_weight
+from .._validation import as_points, as_sample_weight, as_values
 from ..kernels import Kernel
 from ..kernels import get as get_kernel
 from ..partials import Partials
@@ -104,18 +104,6 @@ class BandwidthSelection:
             "converged": self.converged,
             "message": self.message,
         }
-
-
-def _as_targets(y: ArrayLike, n: int) -> NDArray[np.float64]:
-    """``y`` as a finite (n, p) float64 array, with errors that name ``y``."""
-    v = as_real("y", y).astype(np.float64)
-    if v.ndim not in (1, 2) or v.shape[0] != n:
-        raise ValueError(f"y must have shape ({n},) or ({n}, p) to match X; got shape {v.shape}")
-    bad = ~np.isfinite(v)
-    if bad.any():
-        row = int(np.argwhere(bad)[0, 0])
-        raise ValueError(f"y contains NaN or inf ({int(bad.sum())} entries; the first at row {row})")
-    return np.ascontiguousarray(v.reshape(n, -1))
 
 
 class _Objective:
@@ -387,7 +375,7 @@ def _validate(
         raise ValueError(f"method={method!r} is not valid; choose one of {', '.join(map(repr, METHODS))}")
     k = get_kernel(kernel)
     x = as_points("X", X, np.dtype(np.float64))
-    Y = _as_targets(y, x.shape[0])
+    Y, _ = as_values(y, x.shape[0], np.dtype(np.float64), name="y", keys="X")
     sw = as_sample_weight(sample_weight, x.shape[0], np.dtype(np.float64))
     return x, Y, sw, k
 
