@@ -19,7 +19,7 @@ da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
 nd = pytest.importorskip("nadaraya.backends.dask")
 dpool = pytest.importorskip("nadaraya._dask_pool")  # the lazy pool moved out of the backend
-drules = pytest.importorskip("nadaraya._dask_rules")  # the Dask rules of thumb too
+drules = pytest.importorskip("nadaraya.bandwidth._dask")  # the Dask rules of thumb too
 
 RTOL = 1e-12
 

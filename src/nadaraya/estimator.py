@@ -204,13 +204,13 @@ default "cv"
     def _fit_dask(self, X: Any, y: Any, sample_weight: Any) -> NadarayaWatson:
         """``fit`` on Dask input: the arrays stay lazy (checked chunk by chunk when computed, by
         :func:`nadaraya._dask_pool.training_data`); a rule of thumb is computed with Dask
-        reductions (:mod:`nadaraya._dask_rules`). Selectors ("cv", "aicc") search over exact
+        reductions (:mod:`nadaraya.bandwidth._dask`). Selectors ("cv", "aicc") search over exact
         leave-one-out passes of the single-machine engine: the training data are gathered to
         this process for the search (they must fit in its memory)."""
         import dask
 
         from ._dask_pool import training_data
-        from ._dask_rules import rule_of_thumb as dask_rule_of_thumb
+        from .bandwidth._dask import rule_of_thumb as dask_rule_of_thumb
 
         X_fit, y_fit, sw = training_data(X, y, sample_weight)
         d = X_fit.shape[1]

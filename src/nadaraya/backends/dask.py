@@ -18,7 +18,7 @@ tasks per query chunk (:func:`query_partials`), the merge tree (:func:`tree_merg
 backend protocol :func:`partials` (``backend="dask"`` on validated NumPy input, chunked as
 :func:`options` says). Dask input to ``nadaraya.pool`` and ``loo_pool`` (a lazy result, the
 ``empty=`` policy per chunk, far queries) is handled by :mod:`nadaraya._dask_pool`; the rules
-of thumb with Dask reductions by :mod:`nadaraya._dask_rules`.
+of thumb with Dask reductions by :mod:`nadaraya.bandwidth._dask`.
 
 Examples
 --------

@@ -74,10 +74,27 @@ def _robust_scale(x: NDArray[np.float64], w: NDArray[np.float64] | None) -> NDAr
         w = np.ones(n)
     total = w.sum()
     mean = (w[:, None] * x).sum(axis=0) / total
-    denom = total - 1.0
-    var = (w[:, None] * (x - mean) ** 2).sum(axis=0) / denom if denom > 0 else np.zeros(x.shape[1])
-    std = np.sqrt(np.maximum(var, 0.0))
+    squares = (w[:, None] * (x - mean) ** 2).sum(axis=0) if total > 1 else np.zeros(x.shape[1])
     q75, q25 = (np.quantile(x, qq, axis=0, weights=w, method="inverted_cdf") for qq in (0.75, 0.25))
+    return scale_from(total, squares, q25, q75)
+
+
+def scale_from(
+    total: float, squares: NDArray[np.float64], q25: NDArray[np.float64], q75: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """The robust scale ``min(std, IQR / 1.349)`` per feature from its ingredients: the total
+    weight, the weighted sums of squared deviations from the mean, and the quartiles (the
+    single-machine and the Dask paths compute these their own way and share this formula).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> scale_from(5.0, np.array([10.0]), np.array([1.0]), np.array([3.0])).round(4).tolist()
+    [1.4826]
+    """
+    denom = total - 1.0
+    var = squares / denom if denom > 0 else np.zeros_like(squares)
+    std = np.sqrt(np.maximum(var, 0.0))
     iqr = (q75 - q25) / 1.349
     return np.where(iqr > 0, np.minimum(std, iqr), std)  # type: ignore[no-any-return]
 
@@ -138,12 +155,32 @@ def _rule_of_thumb(
     ``kernel`` a :class:`~nadaraya.kernels.Kernel`, ``w`` (n,) finite non-negative float64 or
     None. It checks what depends on the data: the rule's name, at least 2 rows, and no
     feature without spread."""
-    n_rows, d = x.shape
-    check_rule_input(method, n_rows)
-    scale = _robust_scale(x, w)
-    check_rule_input(method, n_rows, scale, x[0])
-    n = float(n_rows if w is None else w.sum())
-    return np.asarray(scale * rule_factor(method, n, d, kernel), dtype=np.float64)
+    check_rule_input(method, x.shape[0])
+    return from_scale(_robust_scale(x, w), method, kernel, x.shape[0], None if w is None else w.sum(), x[0])
+
+
+def from_scale(
+    scale: NDArray[np.float64],
+    method: str,
+    kernel: Kernel,
+    n_rows: int,
+    total_weight: float | None = None,
+    first_row: Any = None,
+) -> NDArray[np.float64]:
+    """The rule's bandwidth per feature from the robust ``scale`` of ``n_rows`` points (of total
+    weight ``total_weight`` with sample weights), after refusing a feature without spread
+    (shared by the single-machine and the Dask rules).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nadaraya.kernels import get
+    >>> from_scale(np.array([1.0]), "scott", get("gaussian"), 32).round(4).tolist()
+    [0.5]
+    """
+    check_rule_input(method, n_rows, scale, first_row)
+    n = float(n_rows if total_weight is None else total_weight)
+    return np.asarray(scale * rule_factor(method, n, scale.shape[0], kernel), dtype=np.float64)
 
 
 def check_rule_input(

@@ -10,9 +10,10 @@ import dask.array as da
 import numpy as np
 from numpy.typing import NDArray
 
-from ._dask_inputs import _as_rows, _dask_weights, _points_rows, _zero_weights
-from .bandwidth import check_rule_input, rule_factor
-from .kernels import Kernel
+from .._dask_inputs import _as_rows, _dask_weights, _points_rows, _zero_weights
+from ..kernels import Kernel
+from ..kernels import get as get_kernel
+from .rules import check_rule_input, from_scale, scale_from
 
 __all__ = ["robust_scale", "rule_of_thumb"]
 
@@ -109,12 +110,9 @@ def robust_scale(X: Any, sample_weight: Any = None) -> NDArray[np.float64]:
     total, wx, bounds = dask.compute(ww.sum(), (ww[:, None] * x).sum(axis=0), (x.min(axis=0), x.max(axis=0)))
     _zero_weights(total > 0)
     mean = wx / total
-    denom = total - 1.0
-    var = (ww[:, None] * (x - mean) ** 2).sum(axis=0).compute() / denom if denom > 0 else np.zeros(x.shape[1])
-    std = np.sqrt(np.maximum(var, 0.0))
+    squares = (ww[:, None] * (x - mean) ** 2).sum(axis=0).compute() if total > 1 else np.zeros(x.shape[1])
     q75, q25 = _weighted_quantiles(x, w, (0.75, 0.25), float(total), bounds)
-    iqr = (q75 - q25) / 1.349
-    return np.where(iqr > 0, np.minimum(std, iqr), std)  # type: ignore[no-any-return]
+    return scale_from(float(total), squares, q25, q75)
 
 
 def rule_of_thumb(
@@ -123,7 +121,7 @@ def rule_of_thumb(
     """:func:`nadaraya.bandwidth.rule_of_thumb` on a Dask array, with Dask reductions.
 
     The scale comes from :func:`robust_scale` (Dask reductions, exact quartiles); the factor
-    from :func:`nadaraya.bandwidth.rule_factor`, the one place its formula lives.
+    from :func:`nadaraya.bandwidth.rules.from_scale`, shared with the single-machine rule.
 
     Examples
     --------
@@ -134,9 +132,6 @@ def rule_of_thumb(
     True
     """
     x = _points_rows("X", X)
-    n_rows, d = x.shape
-    check_rule_input(method, n_rows)
-    scale = robust_scale(x, sample_weight)
-    check_rule_input(method, n_rows, scale)
-    n = float(n_rows if sample_weight is None else da.asarray(sample_weight).sum().compute())
-    return np.asarray(scale * rule_factor(method, n, d, kernel), dtype=np.float64)
+    check_rule_input(method, x.shape[0])
+    total = None if sample_weight is None else float(da.asarray(sample_weight).sum().compute())
+    return from_scale(robust_scale(x, sample_weight), method, get_kernel(kernel), x.shape[0], total)
