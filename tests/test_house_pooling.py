@@ -1,4 +1,4 @@
-"""The house (issue 13), H2's rooms: one empty-window policy, one values check, fit validating once."""
+"""The house (issue 13), the pooling rooms: one empty-window policy, one values check, fit validating once."""
 
 from __future__ import annotations
 
