@@ -129,7 +129,7 @@ def gaussian_workload(label: str, n: int, d: int, rng: np.random.Generator, quic
     h = np.array([0.05 * (1 + j) ** 0.5 for j in range(d)]) * (1 if d == 1 else 8)
     pairs = float(n) * n
     t_nad, ours = timed(lambda: nadaraya.pool(q, k, v, bandwidth=h), repeat=REPEAT)
-    choice = nadaraya.backends.choose(nadaraya.kernels.get("gaussian"), n=n, m=n, d=d, bandwidth=h)
+    choice = nadaraya.backends.choose(nadaraya.kernels.get("gaussian"), n=n, m=n, d=d)
     ROWS.append((label, f"nadaraya ({choice.name})", t_nad, pairs, ""))
     for name, (fn, mem) in PEERS.items():
         if name == "keops" and not have("pykeops"):
