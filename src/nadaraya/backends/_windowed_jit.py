@@ -127,24 +127,22 @@ def _csx(cs, k, ncell):  # pragma: no cover - compiled
     return cs[min(max(k, 0), ncell)]
 
 
-@njit(cache=True)
-def _first_in(q, xs, inv, a, b):  # pragma: no cover - compiled
-    """First ``i`` in ``[a, b)`` with ``(q - xs[i]) * inv <= 1`` (the reference's test), else ``b``."""
-    while a < b:
-        mid = (a + b) >> 1
-        if (q - xs[mid]) * inv <= 1.0:
-            b = mid
-        else:
-            a = mid + 1
-    return a
+@njit(cache=True, inline="always")
+def _reached(q, x, inv, out):  # pragma: no cover - compiled
+    """Whether the key ``x`` is inside or past the query's window (``out`` False:
+    ``(q - x) * inv <= 1``, the reference's test) or past it (``out`` True: ``(q - x) * inv < -1``).
+    Inlined with ``out`` a constant at every call, so the test costs no branch."""
+    t = (q - x) * inv
+    return t < -1.0 if out else t <= 1.0
 
 
-@njit(cache=True)
-def _first_out(q, xs, inv, a, b):  # pragma: no cover - compiled
-    """First ``i`` in ``[a, b)`` with ``(q - xs[i]) * inv < -1`` (past the window), else ``b``."""
+@njit(cache=True, inline="always")
+def _first(q, xs, inv, a, b, out):  # pragma: no cover - compiled
+    """First ``i`` in ``[a, b)`` whose key has :func:`_reached` the window's start (``out``
+    False) or its end (``out`` True), else ``b``: a binary search over sorted keys."""
     while a < b:
         mid = (a + b) >> 1
-        if (q - xs[mid]) * inv < -1.0:
+        if _reached(q, xs[mid], inv, out):
             b = mid
         else:
             a = mid + 1
@@ -164,18 +162,11 @@ def _first_at(target, xs, a, b, strict):  # pragma: no cover - compiled
     return a
 
 
-@njit(cache=True)
-def _ok_in(q, xs, inv, r):  # pragma: no cover - compiled
-    """Whether ``r`` is the first key with ``(q - xs[r]) * inv <= 1`` among all keys."""
+@njit(cache=True, inline="always")
+def _ok(q, xs, inv, r, out):  # pragma: no cover - compiled
+    """Whether ``r`` is the first key that has :func:`_reached` the window's start or end among all keys."""
     n = xs.shape[0]
-    return (r == 0 or not (q - xs[r - 1]) * inv <= 1.0) and (r == n or (q - xs[r]) * inv <= 1.0)
-
-
-@njit(cache=True)
-def _ok_out(q, xs, inv, r):  # pragma: no cover - compiled
-    """Whether ``r`` is the first key with ``(q - xs[r]) * inv < -1`` among all keys."""
-    n = xs.shape[0]
-    return (r == 0 or not (q - xs[r - 1]) * inv < -1.0) and (r == n or (q - xs[r]) * inv < -1.0)
+    return (r == 0 or not _reached(q, xs[r - 1], inv, out)) and (r == n or _reached(q, xs[r], inv, out))
 
 
 @njit(cache=True)
@@ -183,12 +174,12 @@ def _bounds(q, xs, inv, c, cs, ncell):  # pragma: no cover - compiled
     """``lo, hi``: the keys of the query's window, searched within its bucket's neighbours and
     checked at both ends (a search over every key when rounding put the window elsewhere)."""
     n = xs.shape[0]
-    lo = _first_in(q, xs, inv, _csx(cs, c - 1, ncell), _csx(cs, c + 1, ncell))
-    if not _ok_in(q, xs, inv, lo):
-        lo = _first_in(q, xs, inv, 0, n)
-    hi = _first_out(q, xs, inv, max(lo, _csx(cs, c, ncell)), max(lo, _csx(cs, c + 2, ncell)))
-    if not _ok_out(q, xs, inv, hi):
-        hi = _first_out(q, xs, inv, lo, n)
+    lo = _first(q, xs, inv, _csx(cs, c - 1, ncell), _csx(cs, c + 1, ncell), False)
+    if not _ok(q, xs, inv, lo, False):
+        lo = _first(q, xs, inv, 0, n, False)
+    hi = _first(q, xs, inv, max(lo, _csx(cs, c, ncell)), max(lo, _csx(cs, c + 2, ncell)), True)
+    if not _ok(q, xs, inv, hi, True):
+        hi = _first(q, xs, inv, lo, n, True)
     return lo, hi
 
 
@@ -324,10 +315,10 @@ def _task(
             q = qs[jq]
             q64 = np.float64(q)
             a, z = _near(q64 - h, base, inv_gs, look)
-            lo = _first_in(q, xs, inv, k0 + a, k0 + z)
+            lo = _first(q, xs, inv, k0 + a, k0 + z, False)
             a, z = _near(q64 + h, base, inv_gs, look)
-            hi = _first_out(q, xs, inv, max(lo, k0 + a), max(lo, k0 + z))
-            if not (_ok_in(q, xs, inv, lo) and _ok_out(q, xs, inv, hi)):
+            hi = _first(q, xs, inv, max(lo, k0 + a), max(lo, k0 + z), True)
+            if not (_ok(q, xs, inv, lo, False) and _ok(q, xs, inv, hi, True)):
                 lo, hi = _bounds(q, xs, inv, c, cs, ncell)
             e = excl[jq] if has_excl else -1
             inside = lo <= e < hi

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._windowed_jit import _bounds, _csx
+from ._windowed_jit import _bounds, _csx, _reached
 
 
 @njit(cache=True)
@@ -55,37 +55,23 @@ def _sort_bucket(qs, j0, j1, lo_v, inv_h, lq, lp, cnt):  # pragma: no cover - co
 _STEP = 8
 
 
-@njit(cache=True)
-def _walk_in(q, xs, inv, lo):  # pragma: no cover - compiled
-    """From ``lo``, the first key with ``(q - xs[i]) * inv <= 1`` (the keys sorted, ``lo`` not
-    past it): :data:`_STEP` keys counted at a time, no branch per key."""
+@njit(cache=True, inline="always")
+def _walk(q, xs, inv, i, out):  # pragma: no cover - compiled
+    """From ``i``, the first key that has :func:`~._windowed_jit._reached` the window's start
+    (``out`` False) or its end (``out`` True), the keys sorted and ``i`` not past it:
+    :data:`_STEP` keys counted at a time, no branch per key (``out`` is a constant at every
+    call, folded away by the inlining)."""
     n = xs.shape[0]
-    while lo + _STEP <= n:
+    while i + _STEP <= n:
         f = 0
         for k in range(_STEP):
-            f += not (q - xs[lo + k]) * inv <= 1.0
-        lo += f
+            f += not _reached(q, xs[i + k], inv, out)
+        i += f
         if f < _STEP:
-            return lo
-    while lo < n and not (q - xs[lo]) * inv <= 1.0:
-        lo += 1
-    return lo
-
-
-@njit(cache=True)
-def _walk_out(q, xs, inv, hi):  # pragma: no cover - compiled
-    """From ``hi``, the first key with ``(q - xs[i]) * inv < -1`` (as :func:`_walk_in`)."""
-    n = xs.shape[0]
-    while hi + _STEP <= n:
-        f = 0
-        for k in range(_STEP):
-            f += not (q - xs[hi + k]) * inv < -1.0
-        hi += f
-        if f < _STEP:
-            return hi
-    while hi < n and not (q - xs[hi]) * inv < -1.0:
-        hi += 1
-    return hi
+            return i
+    while i < n and not _reached(q, xs[i], inv, out):
+        i += 1
+    return i
 
 
 def sweep_loop(nf: int, p: int):  # type: ignore[no-untyped-def]
@@ -158,8 +144,8 @@ def sweep_loop(nf: int, p: int):  # type: ignore[no-untyped-def]
                     lo = k0
                     hi = k0
                 prev = q
-                lo = _walk_in(q, xs, inv, lo)
-                hi = _walk_out(q, xs, inv, hi)  # not after lo: two independent chains
+                lo = _walk(q, xs, inv, lo, False)
+                hi = _walk(q, xs, inv, hi, True)  # not after lo: two independent chains
                 glo = lo
                 ghi = hi
                 if lo == k0 and k0 > 0 and (q - xs[k0 - 1]) * inv <= 1.0:  # rounding: window starts earlier
