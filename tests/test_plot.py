@@ -83,7 +83,9 @@ def test_training_numbers_epochs_from_one(ax) -> None:
     train, val = ax.get_lines()
     np.testing.assert_array_equal(train.get_xdata(), [1, 2, 3])
     np.testing.assert_array_equal(val.get_ydata(), [5.0, 3.0, 2.5])
-    assert ax.get_yscale() == "log"
+    assert ax.get_yscale() == "linear"  # a factor of 5: a log axis would label 2x10^0
+    wide = plot.training([100.0, 10.0, 1.0], ax=Figure().subplots())
+    assert wide.get_yscale() == "log"  # two decades
 
     class History:
         loss = (1.0, -0.5)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from ._files import atomic_write
 
@@ -21,10 +21,24 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["attention", "bandwidth_curve", "fit", "kernels", "savefig", "training"]
+    from .bandwidth import BandwidthSelection
+
+__all__ = [
+    "attention",
+    "bandwidth_curve",
+    "bandwidth_selection",
+    "criterion_label",
+    "fit",
+    "kernel_grid",
+    "kernels",
+    "savefig",
+    "training",
+]
 
 #: The kernels of the textbook chapter (its ``epanechikov`` is our ``triangular``).
 TEXTBOOK_KERNELS: tuple[str, ...] = ("gaussian", "boxcar", "constant", "triangular")
+#: The y label of a bandwidth criterion, by ``BandwidthSelection.method``.
+CRITERIA: dict[str, str] = {"cv": "leave-one-out CV score (MSE)", "aicc": "AICc (corrected AIC)"}
 
 
 def _axes(ax: Axes | None) -> Axes:
@@ -34,6 +48,36 @@ def _axes(ax: Axes | None) -> Axes:
 
     _, new = plt.subplots(figsize=(5, 3.5), layout="constrained")
     return new
+
+
+def _panels(fig: Figure | None, k: int, ncols: int, size: tuple[float, float], sharex: bool) -> Any:
+    """``k`` panels (shared y) in rows of ``ncols`` on ``fig`` (new when None); unused panels hidden."""
+    if isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1:
+        raise ValueError(f"ncols must be a positive int; got {ncols!r}")
+    cols = min(ncols, k)
+    rows = -(-k // cols)
+    if fig is None:
+        import matplotlib.pyplot as plt
+
+        fig = plt.figure(figsize=(size[0] * cols, size[1] * rows + 0.5), layout="constrained")
+    grid = fig.subplots(rows, cols, sharex=sharex, sharey=True, squeeze=False)
+    for ax in grid.flat[k:]:
+        ax.remove()
+    return fig, grid
+
+
+def criterion_label(method: str) -> str:
+    """The axis label of a bandwidth criterion: ``"cv"`` or ``"aicc"``.
+
+    Examples
+    --------
+    >>> from nadaraya import plot
+    >>> plot.criterion_label("aicc")
+    'AICc (corrected AIC)'
+    """
+    if method not in CRITERIA:
+        raise ValueError(f"method={method!r} is not known; choose one of {', '.join(map(repr, CRITERIA))}")
+    return CRITERIA[method]
 
 
 def _one_feature(name: str, a: ArrayLike) -> np.ndarray:
@@ -87,10 +131,51 @@ def kernels(
     ax.set_ylim(-0.05, 1.1)
     ax.grid(alpha=0.3)
     if isinstance(names, str):
-        ax.set_title(get(names).name)
+        ax.set_title(get(names).name + (" (average pooling)" if get(names).name == "constant" else ""))
     else:
         ax.legend(frameon=False)
     return ax
+
+
+def kernel_grid(
+    names: Sequence[str] | None = None, *, fig: Figure | None = None, ncols: int = 4, extent: float = 2.5
+) -> Figure:
+    """Every kernel in its own panel, ``K(u) / K(0)`` on shared axes labelled once.
+
+    Parameters
+    ----------
+    names : sequence of str, optional
+        Default every kernel of the registry (:func:`nadaraya.kernels.names`).
+    fig : matplotlib Figure, optional
+    ncols : int, default 4
+    extent : float, default 2.5
+
+    Returns
+    -------
+    matplotlib Figure
+        One Axes per kernel, titled with its name; the axis labels are the figure's.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from nadaraya import plot
+    >>> fig = plot.kernel_grid(["gaussian", "boxcar", "cosine"], ncols=2)
+    >>> [ax.get_title() for ax in fig.axes if ax.has_data()]
+    ['gaussian', 'boxcar', 'cosine']
+    """
+    from .kernels import names as all_names
+
+    chosen = list(all_names() if names is None else names)
+    if not chosen:
+        raise ValueError("names is empty; give at least one kernel name")
+    fig, grid = _panels(fig, len(chosen), ncols, (2.4, 1.9), sharex=True)
+    for ax, name in zip(grid.flat, chosen):
+        kernels(name, ax=ax, extent=extent)
+        ax.set(xlabel="", ylabel="")
+    fig.supxlabel("u = (q - k) / h")
+    fig.supylabel("K(u) / K(0)")
+    return fig
 
 
 def fit(
@@ -103,6 +188,7 @@ def fit(
     band: tuple[ArrayLike, ArrayLike] | None = None,
     ax: Axes | None = None,
     label: str = "prediction",
+    legend: bool = True,
 ) -> Axes:
     """Training points, the truth when known, the prediction and an optional band, for one feature.
 
@@ -119,6 +205,9 @@ def fit(
         Shaded between, e.g. a pointwise interval.
     ax : matplotlib Axes, optional
     label : str, default "prediction"
+    legend : bool, default True
+        Draw the legend where it covers the fewest points; pass False to draw one legend for
+        several panels (``fig.legend(*ax.get_legend_handles_labels())``).
 
     Returns
     -------
@@ -149,10 +238,10 @@ def fit(
     if truth is not None:
         ax.plot(xq[order], _one_feature("truth", truth)[order], "--", color="k", lw=1.5, label="truth")
     ax.plot(xq[order], pred[order], color="C3", lw=2, label=label, zorder=3)
-    ax.set_xlabel("x")
-    ax.set_ylabel("y")
+    ax.set(xlabel="x", ylabel="y")
     ax.grid(alpha=0.3)
-    ax.legend(frameon=False, fontsize="small")
+    if legend:
+        ax.legend(frameon=False, fontsize="small", loc="best")
     return ax
 
 
@@ -164,11 +253,14 @@ def attention(
     ax: Axes | None = None,
     cmap: str = "Reds",
     colorbar: bool = True,
+    vmax: float | None = None,
 ) -> Axes:
     """Heatmap of attention weights: queries on rows, keys on columns, both sorted.
 
     With sorted queries and keys, attention that looks at nearby keys shows as a diagonal band
-    that sharpens as the bandwidth shrinks. For several features the first one sorts.
+    that sharpens as the bandwidth shrinks. For several features the first one sorts; for one
+    feature the ticks are round values of the inputs, placed where the sorted inputs cross
+    them. Give several panels the same ``vmax`` (and one colour bar) to compare them.
 
     Parameters
     ----------
@@ -181,6 +273,9 @@ def attention(
     ax : matplotlib Axes, optional
     cmap : str, default "Reds"
     colorbar : bool, default True
+    vmax : float, optional
+        The weight at the top of the colour scale (which starts at 0); default the largest
+        weight shown.
 
     Returns
     -------
@@ -202,6 +297,8 @@ def attention(
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim != 2:
         raise ValueError(f"weights must be a 2-D array (queries x keys); got shape {w.shape}")
+    if vmax is not None and not (np.isfinite(vmax) and vmax > 0):
+        raise ValueError(f"vmax must be a positive finite number; got {vmax!r}")
     rows, cols = np.arange(w.shape[0]), np.arange(w.shape[1])
     for name, pts, n in (("queries", queries, w.shape[0]), ("keys", keys, w.shape[1])):
         if pts is None:
@@ -215,12 +312,28 @@ def attention(
             rows = order
         else:
             cols = order
-    image = ax.imshow(w[np.ix_(rows, cols)], cmap=cmap, aspect="auto", interpolation="nearest", vmin=0.0)
+        if a.ndim == 1 or a.shape[1:] == (1,):
+            _value_ticks(ax.yaxis if name == "queries" else ax.xaxis, first[order])
+    image = ax.imshow(w[np.ix_(rows, cols)], cmap=cmap, aspect="auto", interpolation="nearest",
+                      vmin=0.0, vmax=vmax)
     ax.set_xlabel("keys (sorted)" if keys is not None else "keys")
     ax.set_ylabel("queries (sorted)" if queries is not None else "queries")
     if colorbar:
         ax.figure.colorbar(image, ax=ax, label="attention weight")
     return ax
+
+
+def _value_ticks(axis: Any, values: NDArray[np.float64]) -> None:
+    """Ticks at round values of sorted ``values`` on an index axis (placed by interpolation)."""
+    from matplotlib.ticker import FixedLocator, MaxNLocator
+
+    if values.size < 2 or values[0] == values[-1]:
+        return
+    nice = MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]).tick_values(values[0], values[-1])
+    nice = nice[(nice >= values[0]) & (nice <= values[-1])]
+    unique, first = np.unique(values, return_index=True)
+    axis.set_major_locator(FixedLocator(np.interp(nice, unique, first.astype(float))))
+    axis.set_major_formatter(lambda _v, pos: f"{nice[pos]:g}" if pos is not None and pos < nice.size else "")
 
 
 def bandwidth_curve(
@@ -229,7 +342,8 @@ def bandwidth_curve(
     *,
     chosen: float | None = None,
     ax: Axes | None = None,
-    ylabel: str = "leave-one-out CV score (MSE)",
+    method: str = "cv",
+    ylabel: str | None = None,
     label: str = "score",
     color: str = "C0",
     mark: str = "line",
@@ -248,7 +362,10 @@ def bandwidth_curve(
     chosen : float, optional
         The selected bandwidth; the grid's best score when omitted.
     ax : matplotlib Axes, optional
-    ylabel : str
+    method : {"cv", "aicc"}, default "cv"
+        The criterion the scores are; it names the y axis (:func:`criterion_label`).
+    ylabel : str, optional
+        Overrides the y label.
     label : str, default "score"
         The curve's label in the legend.
     color : str, default "C0"
@@ -277,6 +394,7 @@ def bandwidth_curve(
     """
     if mark not in ("line", "dot"):
         raise ValueError(f"mark={mark!r} is not known; choose 'line' or 'dot'")
+    ylabel = criterion_label(method) if ylabel is None else ylabel
     ax = _axes(ax)
     h = _one_feature("bandwidths", bandwidths)
     s = _one_feature("scores", scores)
@@ -305,6 +423,88 @@ def bandwidth_curve(
     return ax
 
 
+def bandwidth_selection(
+    selection: BandwidthSelection,
+    *,
+    feature_names: Sequence[str] | None = None,
+    fig: Figure | None = None,
+    ncols: int = 4,
+) -> Figure:
+    """The record of :func:`nadaraya.select_bandwidth`: one panel per bandwidth, the y label its criterion.
+
+    A scalar search is one panel (:func:`bandwidth_curve`). A per-feature search draws one panel
+    per feature: the criterion against that feature's bandwidth at every point evaluated. The
+    coarse grid (``h = t * rule``) is a line; the per-feature steps, which move several
+    bandwidths at once, are dots (a line through them is no slice of the criterion); the
+    choice is a dashed line, and a smoothed-out feature says so in its title.
+
+    Parameters
+    ----------
+    selection : BandwidthSelection
+        From :func:`nadaraya.select_bandwidth` (or ``NadarayaWatson.bandwidth_selection_``).
+    feature_names : sequence of str, optional
+        One per feature; default ``x0, x1, ...``.
+    fig : matplotlib Figure, optional
+        Drawn into (a new figure when omitted).
+    ncols : int, default 4
+
+    Returns
+    -------
+    matplotlib Figure
+        One Axes per panel.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> import nadaraya
+    >>> from nadaraya import plot
+    >>> rng = np.random.default_rng(0); X = rng.uniform(0, 1, (80, 2))
+    >>> sel = nadaraya.select_bandwidth(X, np.sin(6 * X[:, 0]), per_feature=True)
+    >>> fig = plot.bandwidth_selection(sel, feature_names=["a", "b"])
+    >>> len(fig.axes), fig.axes[0].get_ylabel()
+    (2, 'leave-one-out CV score (MSE)')
+    """
+    label = criterion_label(selection.method)
+    tried = np.asarray(selection.search["bandwidths"], dtype=np.float64)
+    scores = np.asarray(selection.search["scores"], dtype=np.float64)
+    stages = np.asarray(selection.search.get("stages", np.full(scores.shape, "grid")))
+    chosen = np.atleast_1d(np.asarray(selection.bandwidth, dtype=np.float64))
+    d = chosen.size
+    names = [f"x{j}" for j in range(d)] if feature_names is None else [str(n) for n in feature_names]
+    if len(names) != d:
+        raise ValueError(f"feature_names has {len(names)} names but the selection has {d} bandwidths")
+    tried = tried.reshape(tried.shape[0], -1)
+    if not np.isfinite(scores).any():
+        raise ValueError("the selection has no finite score to plot (a one-point search has no curve)")
+    if not selection.per_feature:
+        fig, grid = _panels(fig, 1, 1, (5.5, 3.1), sharex=False)
+        bandwidth_curve(tried[:, 0], scores, chosen=float(chosen[0]), ax=grid[0, 0], method=selection.method,
+                        label=f"{selection.kernel} kernel")
+        return fig
+    fig, grid = _panels(fig, d, ncols, (3.4, 2.8), sharex=False)
+    cols = grid.shape[1]
+    ok = np.isfinite(scores)
+    on_grid = ok & (stages == "grid")
+    steps = ok & ~on_grid
+    for j, ax in enumerate(grid.flat[:d]):
+        h = tried[:, min(j, tried.shape[1] - 1)]
+        order = np.argsort(h[on_grid], kind="stable")
+        ax.plot(h[on_grid][order], scores[on_grid][order], "o-", ms=3, color="C0", label="grid: h = t * rule")
+        ax.plot(h[steps], scores[steps], "o", ms=4, color="C1", alpha=0.7, label="per-feature steps")
+        ax.axvline(chosen[j], color="C3", ls="--", label="chosen")
+        ax.grid(alpha=0.3, which="both")
+        note = " (smoothed out)" if bool(np.atleast_1d(selection.smoothed_out)[j]) else ""
+        ax.set(xscale="log", xlabel=f"h[{names[j]}]", title=f"{names[j]}: h = {chosen[j]:.3g}{note}")
+        if j % cols == 0:
+            ax.set_ylabel(label)
+    handles, labels = grid.flat[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=3, frameon=False)
+    fig.suptitle(f"per-feature {selection.method} search, {selection.kernel} kernel")
+    return fig
+
+
 def training(
     history: Sequence[float] | Mapping[str, Sequence[float]] | Any,
     *,
@@ -316,9 +516,11 @@ def training(
     Parameters
     ----------
     history : sequence of float, mapping of name -> sequence, or an object with ``.loss``
-        One loss per epoch; a mapping draws one line per entry (e.g. ``{"train": ..,
-        "validation": ..}``); objects such as the history from ``nadaraya.nn.fit`` are read
-        through their ``loss`` (and ``val_loss``, when present) attributes.
+        One loss per epoch. The dict that :func:`nadaraya.nn.fit` returns (it has a ``"loss"``
+        key) draws its losses only: ``"loss"`` and any ``"..._loss"`` entry, never the
+        ``"bandwidth"`` it also records. Any other mapping draws one line per entry (e.g.
+        ``{"train": .., "validation": ..}``); objects are read through their ``loss`` (and
+        ``val_loss``, when present) attributes.
     ax : matplotlib Axes, optional
     label : str, default "training loss"
         The label of a single sequence.
@@ -326,7 +528,8 @@ def training(
     Returns
     -------
     matplotlib Axes
-        Epochs are numbered from 1; the y axis is logarithmic when every loss is positive.
+        Epochs are numbered from 1; the y axis is logarithmic only when every loss is positive
+        and they span more than a factor of 10 (a linear axis reads better over less).
 
     Examples
     --------
@@ -338,7 +541,11 @@ def training(
     [1, 2, 3]
     """
     ax = _axes(ax)
-    if isinstance(history, Mapping):
+    if isinstance(history, Mapping) and "loss" in history:  # nadaraya.nn.fit's record
+        series = {label: history["loss"]}
+        series.update({str(k).replace("_", " "): v for k, v in history.items()
+                       if k != "loss" and str(k).endswith("loss")})
+    elif isinstance(history, Mapping):
         series = dict(history)
     elif hasattr(history, "loss"):
         series = {label: history.loss}
@@ -346,17 +553,17 @@ def training(
             series["validation loss"] = history.val_loss
     else:
         series = {label: history}
-    positive = True
+    finite: list[np.ndarray] = []
     for name, values in series.items():
         v = _one_feature(f"history[{name!r}]", values)
         if v.size == 0:
             raise ValueError(f"history {name!r} is empty; nothing to plot")
-        positive &= bool((v[np.isfinite(v)] > 0).all())
+        finite.append(v[np.isfinite(v)])
         ax.plot(np.arange(1, v.size + 1), v, lw=2, label=name)
-    if positive:
+    every = np.concatenate(finite)
+    if every.size and (every > 0).all() and every.max() > 10 * every.min():
         ax.set_yscale("log")
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("loss")
+    ax.set(xlabel="epoch", ylabel="loss")
     ax.grid(alpha=0.3, which="both")
     ax.legend(frameon=False)
     return ax
