@@ -267,13 +267,15 @@ def test_errors_are_one_line_without_a_blank_line_before(tmp_path: Path) -> None
 
 
 def test_warnings_are_clean_lines_and_silent_under_quiet(tmp_path: Path) -> None:
-    # y does not depend on x: the CV choice smooths x out, on the upper bound of the search
+    # triples of close points, y linear within each: the CV choice is on the lower bound of the
+    # search, a warning (smoothing x out, on the upper bound, is an outcome, not a warning)
     path = tmp_path / "d.csv"
-    path.write_text("x,y\n1,1\n2,5\n3,1\n4,7\n5,1\n6,3\n")
-    r = _process("select", path, "-x", "x", "-y", "y", "-k", "epanechnikov", "-q", cwd=tmp_path)
+    rows = [(c + e, (5.0 if c % 2 else 0.0) + 10 * e) for c in range(5) for e in (-0.02, 0.0, 0.02)]
+    path.write_text("x,y\n" + "".join(f"{a!r},{b!r}\n" for a, b in rows))
+    r = _process("select", path, "-x", "x", "-y", "y", "-q", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stderr == "", repr(r.stderr)
-    r = _process("select", path, "-x", "x", "-y", "y", "-k", "epanechnikov", cwd=tmp_path)
+    r = _process("select", path, "-x", "x", "-y", "y", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     lines = r.stderr.splitlines()
     assert lines and all(s.startswith("warning: ") for s in lines), r.stderr
@@ -461,7 +463,7 @@ def test_predict_warnings_are_clean_lines_and_silent_under_quiet(tmp_path: Path)
     train.write_text("x,y\n" + "".join(f"{i * 0.1},{i % 3}\n" for i in range(20)))
     m = tmp_path / "m.npz"
     assert _run("fit", train, "-x", "x", "-y", "y", "-k", "epanechnikov", "-b", "0.3", "--model", m,
-                "-q").exit_code == 0
+                "--empty", "nan", "-q").exit_code == 0  # (the default, "nearest", predicts and says nothing)
     far = tmp_path / "far.csv"  # two queries with no training point in their window
     far.write_text("x\n0.5\n50\n-50\n")
     out = tmp_path / "p.csv"

@@ -169,8 +169,8 @@ def _peak_bytes(action: Callable[[], Any]) -> int:
 def test_round_trip_with_search_record_and_weights(model: nadaraya.NadarayaWatson, saved: Path) -> None:
     back = load(saved)
     np.testing.assert_array_equal(back.predict(QUERIES), model.predict(QUERIES))
-    assert back.cv_results_.search["stages"].tolist() == model.cv_results_.search["stages"].tolist()
-    np.testing.assert_array_equal(back.cv_results_.bounds, model.cv_results_.bounds)
+    assert back.selection_.search["stages"].tolist() == model.selection_.search["stages"].tolist()
+    np.testing.assert_array_equal(back.selection_.bounds, model.selection_.bounds)
 
 
 def test_bit_flips_in_compressed_data_never_escape(model: nadaraya.NadarayaWatson, saved: Path) -> None:
@@ -423,7 +423,7 @@ def test_wrong_dtypes_are_refused(saved: Path, arr: np.ndarray) -> None:
         ("y_fit_", np.ones(29), r"'y_fit_' has shape \(29,\); the model's settings imply \(30,\) or \(30, p"),
         ("sample_weight_", np.ones(31), r"'sample_weight_' has shape \(31,\)"),
         ("bandwidth_", np.ones(3), r"'bandwidth_' has shape \(3,\); the model's settings imply \(2,\)"),
-        ("cv_results_.search.bandwidths", np.ones((4, 3)), r"'cv_results_.search.bandwidths' has shape"),
+        ("selection_.search.bandwidths", np.ones((4, 3)), r"'selection_.search.bandwidths' has shape"),
     ],
 )
 def test_wrong_shapes_are_refused(saved: Path, name: str, arr: np.ndarray, match: str) -> None:

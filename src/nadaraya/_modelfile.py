@@ -65,6 +65,14 @@ _ARRAYS: dict[str, dict[str, tuple[frozenset[str], tuple[tuple[str | int, ...], 
         "sample_weight_": (_F8, (("n",),)),
         "bandwidth_": (_F8, (("d",),)),
         "param.bandwidth": (_NUMBERS, ((), ("d",))),
+        "selection_.bandwidth": (_F8, (("d",),)),
+        "selection_.smoothed_out": (_BOOL, (("d",),)),
+        "selection_.rule_of_thumb": (_F8, (("d",),)),
+        "selection_.bounds": (_F8, (("d", 2),)),
+        "selection_.search.scores": (_F8, (("k",),)),
+        "selection_.search.bandwidths": (_F8, (("k", "d"),)),
+        # files written before the search record moved to selection_ keep it as cv_results_
+        # (cv_results_ is now a dict of arrays derived from selection_, never saved)
         "cv_results_.bandwidth": (_F8, (("d",),)),
         "cv_results_.smoothed_out": (_BOOL, (("d",),)),
         "cv_results_.rule_of_thumb": (_F8, (("d",),)),
@@ -529,10 +537,10 @@ def _check_model(model: Any, src: str) -> None:
         isinstance(names, np.ndarray) and names.shape == (d,) and all(isinstance(s, str) for s in names)
     ):
         raise fail("feature_names_in_", f"must be {d} strings")
-    cv = getattr(model, "cv_results_", None)
+    cv = getattr(model, "selection_", None)
     if cv is not None:
         if not isinstance(cv, BandwidthSelection):
-            raise fail("cv_results_", "must be a BandwidthSelection or None")
+            raise fail("selection_", "must be a BandwidthSelection or None")
         search = cv.search
         ok = isinstance(search, dict) and set(search) == {"bandwidths", "scores", "stages"}
         ok = ok and all(isinstance(getattr(cv, a), np.ndarray) for a in
@@ -544,7 +552,7 @@ def _check_model(model: Any, src: str) -> None:
         ok = ok and isinstance(cv.per_feature, bool) and isinstance(cv.converged, bool)
         ok = ok and type(cv.n_passes) is int and isinstance(cv.score, (int, float))
         if not ok:
-            raise fail("cv_results_", "is not a valid bandwidth search record")
+            raise fail("selection_", "is not a valid bandwidth search record")
     for name in ("backend_", "backend_reason_"):
         if not isinstance(getattr(model, name, ""), str):
             raise fail(name, "must be a string")

@@ -40,6 +40,7 @@ from ._cli_io import (
     select_columns,
 )
 from ._files import atomic_write, missing_folders, remove_created
+from ._validation import EMPTY_POLICIES
 
 __all__ = ["BadInput", "app", "main", "read_table", "select_columns"]
 
@@ -261,6 +262,11 @@ def fit(
             help="cv (the default), aicc, scott, silverman, a number, or one per feature (a,b,..).",
         ),
     ] = "cv",
+    empty: Annotated[
+        str,
+        typer.Option(help="What a query with no training point in a compact kernel's window predicts: "
+                     "nearest, nan, mean or raise."),
+    ] = "nearest",
     dropna: DropNA = False,
     quiet: Quiet = False,
 ) -> None:
@@ -270,6 +276,8 @@ def fit(
 
     _refuse_overwrite({"--model": model}, {"the data file": data})
     get_kernel(kernel)
+    if empty not in EMPTY_POLICIES:
+        raise BadInput(f"--empty {empty!r} is not valid; choose one of {', '.join(EMPTY_POLICIES)}")
     bw = _bandwidth(bandwidth)
     _check_writable(model, "the model")
     table = read_table(data)
@@ -279,7 +287,7 @@ def fit(
     Y = Y[:, 0] if len(ys) == 1 else Y
     with _library_errors(xs), _clean_warnings(quiet, xs), _progress(quiet, "fitting") as update:
         update(0, 1, "fitting")
-        est = NadarayaWatson(kernel=kernel, bandwidth=bw).fit(X, Y)
+        est = NadarayaWatson(kernel=kernel, bandwidth=bw, empty=empty).fit(X, Y)
     est.feature_names_in_ = np.asarray(xs, dtype=object)
     est.target_names_ = ys
     est.save(model)  # atomically

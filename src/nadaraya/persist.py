@@ -11,7 +11,10 @@ Guarantees of :func:`load`
 unpickled (``allow_pickle=False``; object, complex, structured, big-endian and Fortran-ordered
 arrays are refused); the settings are parsed with :mod:`json`; the class comes from a fixed
 table (``NadarayaWatson``) and the only result record rebuilt is
-:class:`nadaraya.bandwidth.BandwidthSelection`. No module is imported by a name in the file.
+:class:`nadaraya.bandwidth.BandwidthSelection` (the model's ``selection_``; files written before
+it was named so hold it as ``cv_results_`` and load into ``selection_``, and ``cv_results_``, the
+search as a dict of arrays, is derived from it, never saved). No module is imported by a name in
+the file.
 
 *Every damaged, foreign or hostile file raises* :class:`ModelFileError` *(a ValueError) whose
 message names the file.* The checks, in order, all before any array data is inflated:
@@ -288,10 +291,16 @@ def load(path: str | os.PathLike[str], *, max_bytes: int = MAX_MODEL_BYTES) -> A
         raise ModelFileError(f"{src} sets parameters this {cls_name} does not have: {sorted(unknown)[:5]}")
     refs: set[str] = set()
     model = cls(**{k: _decode(v, arrays, f"param.{k}", refs, src) for k, v in params.items()})
+    if "cv_results_" in fitted and "selection_" in fitted:
+        raise ModelFileError(f"{src} holds both 'selection_' and 'cv_results_'; a model file holds one")
     for k, v in fitted.items():
         if not (k.endswith("_") and k.isidentifier() and not k.startswith("_")):
             raise ModelFileError(f"{src}: {k[:60]!r} is not a fitted attribute name")
-        setattr(model, k, _decode(v, arrays, k, refs, src))
+        # files written before the search record moved to selection_ hold it as cv_results_,
+        # which is now derived from selection_ (a property: never set)
+        setattr(model, "selection_" if k == "cv_results_" else k, _decode(v, arrays, k, refs, src))
+    if not hasattr(model, "selection_"):  # files from before the search record was kept
+        model.selection_ = None
     for required in ("X_fit_", "y_fit_", "bandwidth_"):
         if not isinstance(getattr(model, required, None), np.ndarray):
             raise ModelFileError(f"{src} lacks the fitted array {required!r}")

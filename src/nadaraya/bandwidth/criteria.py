@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +22,8 @@ METHODS: tuple[str, ...] = ("cv", "aicc")
 
 
 class BandwidthWarning(UserWarning):
-    """The bandwidth search ended on a bound, or had nothing to search (constant ``y``)."""
+    """The bandwidth search ended on a bound that does not smooth the feature out, or had
+    nothing to search (constant ``y``)."""
 
 
 @dataclass
@@ -77,6 +79,32 @@ class BandwidthSelection:
     n_passes: int = 0
     converged: bool = True
     message: str = ""
+
+    def __repr__(self) -> str:
+        """A short summary: the method, kernel, bandwidth (abridged past six features), score,
+        the features smoothed out, passes and convergence; never the search's arrays.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import nadaraya
+        >>> x = np.linspace(0, 5, 60)
+        >>> r = repr(nadaraya.select_bandwidth(x, np.sin(x) + 0.2 * np.cos(7 * x)))
+        >>> r.startswith("BandwidthSelection(method='cv', kernel='gaussian', bandwidth=["), len(r) < 200
+        (True, True)
+        """
+        def short(a: NDArray[Any]) -> str:
+            return np.array2string(np.asarray(a), precision=4, threshold=6, edgeitems=3, separator=", ")
+
+        out = np.flatnonzero(np.asarray(self.smoothed_out))
+        smoothed = f", smoothed_out={short(out)}" if out.size else ""
+        per = ", per_feature=True" if self.per_feature else ""
+        k = np.size(self.search.get("scores", ())) if isinstance(self.search, dict) else 0
+        return (
+            f"BandwidthSelection(method={self.method!r}, kernel={self.kernel!r}, "
+            f"bandwidth={short(self.bandwidth)}, score={self.score:.6g}{per}{smoothed}, "
+            f"n_evaluated={k}, n_passes={self.n_passes}, converged={self.converged})"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The result as a plain dict (arrays included), e.g. for a DataFrame of the search.
@@ -147,6 +175,8 @@ class _Objective:
         self.scores: list[float] = []
         self.stages: list[str] = []
         self.n_passes = 0
+        #: called as ``progress(stage, n_evaluated, n_passes)`` after each bandwidth evaluated
+        self.progress: Callable[[str, int, int], None] | None = None
         self._nearest: tuple[NDArray[np.float64], NDArray[np.float64], float, NDArray[np.int64]] | None = None
 
     def _two(self) -> float:
@@ -187,6 +217,8 @@ class _Objective:
         self.tried.append(np.array(h, dtype=np.float64))
         self.scores.append(score)
         self.stages.append(stage)
+        if self.progress is not None:
+            self.progress(stage, len(self.scores), self.n_passes)
         return score
 
     # -- one bandwidth, through the primitive -------------------------------------------------

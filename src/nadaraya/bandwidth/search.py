@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import math
 import warnings
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -15,7 +18,45 @@ from .criteria import BandwidthSelection, BandwidthWarning, _check_enough, _Obje
 from .optimise import brent, halley
 from .rules import _pow2_scale, _rule_of_thumb
 
-__all__ = ["select_bandwidth"]
+__all__ = ["reporting", "select_bandwidth"]
+
+#: ``progress(stage, n_evaluated, n_passes)``: called after each bandwidth a search evaluates
+Progress = Callable[[str, int, int], None]
+_PROGRESS: contextvars.ContextVar[Progress | None] = contextvars.ContextVar("nadaraya_progress", default=None)
+
+
+@contextlib.contextmanager
+def reporting(progress: Progress) -> Iterator[None]:
+    """Report the steps of every bandwidth search run in the block to ``progress``.
+
+    For a shell that shows progress of a search it does not call itself, such as the one
+    ``NadarayaWatson(bandwidth="cv").fit`` runs; :func:`select_bandwidth` also takes
+    ``progress=`` directly.
+
+    Parameters
+    ----------
+    progress : callable
+        Called as ``progress(stage, n_evaluated, n_passes)`` after each bandwidth evaluated:
+        ``stage`` is ``"grid"``, ``"refine"`` or ``"per_feature"``, ``n_evaluated`` the
+        bandwidths evaluated so far, ``n_passes`` the passes over the pairs so far.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nadaraya import NadarayaWatson
+    >>> from nadaraya.bandwidth.search import reporting
+    >>> stages = set()
+    >>> x = np.linspace(0, 5, 40)[:, None]
+    >>> with reporting(lambda stage, k, passes: stages.add(stage)):
+    ...     _ = NadarayaWatson().fit(x, np.sin(x[:, 0]))
+    >>> sorted(stages)
+    ['grid', 'refine']
+    """
+    token = _PROGRESS.set(progress)
+    try:
+        yield
+    finally:
+        _PROGRESS.reset(token)
 
 
 # --------------------------------------------------------------------------------------------
@@ -41,20 +82,24 @@ def _nn_linf(x: NDArray[np.float64]) -> float:
     return float(dist[:, 1].max())
 
 
-def _warn_bound(j: int | None, h: float, side: str, bound: float, method: str) -> None:
+def _bound_note(j: int | None, h: float, side: str, bound: float, method: str) -> str:
+    """What a selection on a bound of the search means, for the one warning of a search."""
     where = "the search" if j is None else f"feature {j}"
     extra = (
-        "; the feature is smoothed out (it does not help predict y)"
+        ", where the feature is not smoothed out yet: a larger bandwidth may score better"
         if side == "upper"
         else "; a smaller bandwidth fits the noise or, for a compact kernel, leaves points with no "
         "neighbour in their window"
     )
-    warnings.warn(
-        f"{method}: the selected bandwidth of {where}, {h:.6g}, is on the {side} bound {bound:.6g} of "
-        f"the search{extra}",
-        BandwidthWarning,
-        stacklevel=3,
-    )
+    return (f"{method}: the selected bandwidth of {where}, {h:.6g}, is on the {side} bound {bound:.6g} "
+            f"of the search{extra}")
+
+
+def _emit(notes: list[str], stacklevel: int) -> None:
+    """One :class:`BandwidthWarning` for a search's notes (none when there are none), at
+    ``stacklevel`` counted from the caller of this function."""
+    if notes:
+        warnings.warn("; ".join(notes), BandwidthWarning, stacklevel=stacklevel + 1)
 
 
 def _smoothed_out(kernel: Kernel, h: NDArray[np.float64], span: NDArray[np.float64]) -> NDArray[np.bool_]:
@@ -73,6 +118,7 @@ def select_bandwidth(
     per_feature: bool = False,
     sample_weight: ArrayLike | None = None,
     backend: str = "auto",
+    progress: Progress | None = None,
 ) -> BandwidthSelection:
     r"""Choose the bandwidth by exact leave-one-out cross-validation or by AICc.
 
@@ -84,7 +130,9 @@ def select_bandwidth(
     ``sqrt(2)``, from ``2**-6`` to at least ``2**5`` times Scott's rule of thumb (over three
     decades, extended up to three times the data's range so that "ignore x" is on the grid),
     then a bounded refinement on ``log h`` between the grid neighbours of the best grid
-    point, to a relative 1e-3. The criterion has local minima; the grid is there for them. For
+    point, to a relative 1e-3; an optimum at the top of the grid is tried once more at 100
+    times the data's range, where every feature is smoothed out, and kept there when no worse.
+    The criterion has local minima; the grid is there for them. For
     the Gaussian kernel the whole grid costs one pass over the pairs: in the shifted log
     domain ``w(h / sqrt 2) = w(h)**2``, so each further grid point is a multiplication per
     pair (:mod:`nadaraya.bandwidth._passes`). The refinement with the Gaussian takes
@@ -104,8 +152,12 @@ def select_bandwidth(
     upper bound (the criterion flattens out there, so its gradient vanishes long before the
     bound and L-BFGS-B would crawl) and kept there when the score is no worse;
     ``smoothed_out`` says which features the fit ignores. This favours smoothing a noise
-    feature out: where such a feature also has an interior CV minimum, it may be missed. An
-    optimum on a bound raises a :class:`BandwidthWarning` naming the feature and the bound.
+    feature out: where such a feature also has an interior CV minimum, it may be missed.
+
+    **Warnings.** A feature smoothed out is a normal outcome: it is recorded in
+    ``smoothed_out``, not warned about. An optimum on any other bound (the lower one, or the
+    top of the scalar grid where the features are not smoothed out yet) and a constant ``y``
+    raise one :class:`BandwidthWarning` per call, pointing at the caller's line.
 
     For compact kernels the search for ``"cv"`` stays above the smallest bandwidth at which
     every point has a neighbour in its window; a bandwidth below it scores ``inf``.
@@ -129,6 +181,10 @@ def select_bandwidth(
         out altogether).
     backend : str, default "auto"
         The backend of the single-bandwidth passes.
+    progress : callable, optional
+        Called as ``progress(stage, n_evaluated, n_passes)`` after each bandwidth evaluated
+        (``stage`` among ``"grid"``, ``"refine"``, ``"per_feature"``), e.g. for a progress
+        bar; see :func:`reporting` for searches run by ``NadarayaWatson.fit``.
 
     Returns
     -------
@@ -143,8 +199,9 @@ def select_bandwidth(
     Warns
     -----
     BandwidthWarning
-        When ``y`` is constant (every bandwidth fits it equally well: Scott's rule of thumb is
-        returned), or when the optimum is on a bound of the search.
+        At most once per call: when ``y`` is constant (every bandwidth fits it equally well:
+        Scott's rule of thumb is returned), or when the optimum is on a bound of the search
+        that does not smooth the feature out.
 
     Examples
     --------
@@ -157,7 +214,11 @@ def select_bandwidth(
     (True, True)
     """
     x, Y, sw, k = _validate(X, y, method, kernel, sample_weight)
-    return _select_bandwidth(x, Y, sw, k, method, per_feature, backend)
+    notes: list[str] = []
+    with contextlib.nullcontext() if progress is None else reporting(progress):
+        res = _select_bandwidth(x, Y, sw, k, method, per_feature, backend, notes=notes)
+    _emit(notes, stacklevel=2)  # at the caller's line
+    return res
 
 
 def _select_bandwidth(
@@ -168,12 +229,18 @@ def _select_bandwidth(
     method: str,
     per_feature: bool,
     backend: str = "auto",
+    *,
+    notes: list[str] | None = None,
 ) -> BandwidthSelection:
     """:func:`select_bandwidth` on validated input, which it trusts: ``x`` (n, d) and ``Y``
     (n, p) finite float64, ``sw`` (n,) finite and non-negative float64 or None, ``k`` a
     :class:`~nadaraya.kernels.Kernel` and ``method`` one of :data:`METHODS`. It checks only
     what depends on the data (at least 3 points of positive weight, no feature without
-    spread). Points sorted by their first feature are not sorted again."""
+    spread). Points sorted by their first feature are not sorted again.
+
+    What is worth a warning goes to ``notes`` when given, for the public caller to warn once
+    at its own caller's line; without ``notes``, one :class:`BandwidthWarning` is raised here,
+    pointing at the caller of this function."""
     _check_enough(x.shape[0], sw)
     # Exact powers of two bring X, y and the weights to a safe range: the search then runs as
     # at unit scale (no squared residual overflows or underflows, no spread is lost), and the
@@ -187,7 +254,13 @@ def _select_bandwidth(
     unit = np.ldexp(1.0, x_exp)
     rot = _rule_of_thumb(x, "scott", k, sw)
     obj = _Objective(x, Y, sw, k, method, backend, w_exp)
-    res = _search(_Search.start(obj, rot, per_feature, unit))
+    obj.progress = _PROGRESS.get()
+    search = _Search.start(obj, rot, per_feature, unit)
+    res = _search(search)
+    if notes is None:
+        _emit(search.notes, stacklevel=2)
+    else:
+        notes.extend(search.notes)
     if not (x_exp.any() or y_exp.any()):
         return res
     search = dict(res.search)
@@ -228,6 +301,8 @@ class _Search:
     direction: NDArray[np.float64]
     span: NDArray[np.float64]
     unit: NDArray[np.float64]
+    #: what the search found worth a warning (a bound that is not the smoothing-out one, constant y)
+    notes: list[str] = dataclasses.field(default_factory=list)
 
     @classmethod
     def start(
@@ -264,11 +339,9 @@ def _search(s: _Search) -> BandwidthSelection:
     """The grid, then the scalar refinement or the per-feature steps."""
     d, method = s.d, s.method
     if np.ptp(s.obj.Y, axis=0).max() == 0:
-        warnings.warn(
+        s.notes.append(
             f"y is constant, so every bandwidth fits it exactly and {method} cannot choose; "
-            "returning Scott's rule of thumb",
-            BandwidthWarning,
-            stacklevel=3,
+            "returning Scott's rule of thumb"
         )
         h = s.rot if s.per_feature else np.full(d, s.geo)
         return s.result(h, s.obj.at(h, "grid"), np.stack([h, h], axis=1), True, "constant y: rule of thumb")
@@ -280,11 +353,26 @@ def _search(s: _Search) -> BandwidthSelection:
         # L-BFGS-B refines every direction from the best grid point instead
         return _per_feature(s, ts, float(ts[best]), float(grid[best]), t_floor)
     t_best, s_best, converged, how = _refine(s, ts, grid, best)
+    top, bottom = float(ts[0]), float(ts[-1])
+    if best == 0:
+        # the top of the grid (a few times the data's range) may not smooth every feature out
+        # yet; the criterion flattens out beyond it, so one more pass at the bandwidth that does
+        # (the per-feature search's upper bound) settles it: kept when no worse
+        t_out = float(np.max(100.0 * s.span / s.direction))
+        if t_out > top:
+            s_out = s.obj.at(t_out * s.direction, "refine")
+            top = t_out  # the search's upper bound
+            if s_out <= s_best:
+                t_best, s_best, how = t_out, s_out, f"{how}, then smoothed out"
     if best == 0 or best == ts.size - 1:
-        side, bound = ("upper", ts[0]) if best == 0 else ("lower", ts[-1])
-        if abs(math.log(t_best / bound)) < 2 * _XATOL:
-            _warn_bound(None if d > 1 else 0, t_best * s.unit[0], side, bound * s.unit[0], method)
-    bounds = np.stack([ts[-1] * s.direction, ts[0] * s.direction], axis=1)
+        side, bound = ("upper", top) if best == 0 else ("lower", bottom)
+        # the top of the search smooths the features out, a normal outcome that ``smoothed_out``
+        # records; it is worth a warning only where the features are not smoothed out there
+        flat = side == "upper" and _smoothed_out(s.kernel, t_best * s.direction, s.span).all()
+        if abs(math.log(t_best / bound)) < 2 * _XATOL and not flat:
+            j0 = None if d > 1 else 0
+            s.notes.append(_bound_note(j0, t_best * s.unit[0], side, bound * s.unit[0], method))
+    bounds = np.stack([bottom * s.direction, top * s.direction], axis=1)
     return s.result(t_best * s.direction, s_best, bounds, converged, f"grid of {ts.size} and {how} on log h")
 
 
@@ -389,11 +477,15 @@ def _per_feature(
             # leave-one-out pass of the primitive: the gradient pass borrows its shifts and can
             # misjudge rows whose every weight is near the flush limit
             s_final = obj.at(h, "per_feature")
+    # a feature on its upper bound is smoothed out (``smoothed_out`` says so): no warning for
+    # that normal outcome, only for a bound that is not the smoothing-out one
+    flat = _smoothed_out(s.kernel, h, s.span)
     for j in range(d):
-        if abs(math.log(h[j] / upper[j])) < 1e-6:
-            _warn_bound(j, float(h[j] * s.unit[j]), "upper", float(upper[j] * s.unit[j]), method)
-        elif abs(math.log(h[j] / lower[j])) < 1e-6:
-            _warn_bound(j, float(h[j] * s.unit[j]), "lower", float(lower[j] * s.unit[j]), method)
+        hj, unit = float(h[j]), float(s.unit[j])
+        if abs(math.log(hj / upper[j])) < 1e-6 and not flat[j]:
+            s.notes.append(_bound_note(j, hj * unit, "upper", float(upper[j]) * unit, method))
+        elif abs(math.log(hj / lower[j])) < 1e-6:
+            s.notes.append(_bound_note(j, hj * unit, "lower", float(lower[j]) * unit, method))
     bounds = np.stack([lower, upper], axis=1)
     return s.result(h, s_final, bounds, bool(res.success), f"grid of {ts.size}, L-BFGS-B: {res.message}")
 
