@@ -36,6 +36,15 @@ test: $(STAMP) lint browser
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
+# The documentation site, built offline into docs/_build/html with warnings as errors (a broken
+# reference or a failing gallery example stops it); the toolchain is the `docs` extra.
+.PHONY: docs
+docs: $(STAMP)
+	$(PY) -c "import sphinx, pydata_sphinx_theme, numpydoc, sphinx_gallery, myst_parser" 2>/dev/null || \
+		$(PY) -m pip install -q -e ".[all,docs]"
+	$(PY) -m sphinx -b html -W --keep-going docs docs/_build/html
+	@echo "open docs/_build/html/index.html"
+
 clean:
 	rm -rf $(VENV) demo-output .pytest_cache .ruff_cache mutants
 

@@ -5,22 +5,22 @@ Multivariate kernels are product kernels, ``prod_j K(u_j)``, as in R's ``np`` pa
 statsmodels. Normalising constants cancel in the attention weights, so they never change a
 prediction; they are kept so that rules of thumb can rescale bandwidths between kernels.
 
-=============  =========================  ========  ===============  ======
-name           K(u)                       support   log-profile      aliases
-=============  =========================  ========  ===============  ======
-gaussian       exp(-u^2/2) / sqrt(2 pi)   inf       -u^2/2
-epanechnikov   3/4 (1 - u^2)              1
-boxcar         1/2                        1                          uniform, tophat
-triangular     1 - |u|                    1
-biweight       15/16 (1 - u^2)^2          1                          quartic
-triweight      35/32 (1 - u^2)^3          1
-tricube        70/81 (1 - |u|^3)^3        1
-cosine         pi/4 cos(pi u / 2)         1
-parzen         cubic B-spline on [-1, 1]  1
-constant       1 (average pooling)        inf       0
-laplacian      exp(-|u|) / 2              inf       -|u|
-logistic       1 / (e^u + 2 + e^-u)       inf       -|u| - 2 log(1 + e^-|u|)
-=============  =========================  ========  ===============  ======
+============  =============================  =======  ============================  ====================
+name          K(u)                           support  log-profile                   aliases
+============  =============================  =======  ============================  ====================
+gaussian      ``exp(-u^2/2) / sqrt(2 pi)``   inf      ``-u^2/2``                    normal, rbf
+epanechnikov  ``3/4 (1 - u^2)``              1
+boxcar        ``1/2``                        1                                      uniform, tophat
+triangular    ``1 - |u|``                    1
+biweight      ``15/16 (1 - u^2)^2``          1                                      quartic
+triweight     ``35/32 (1 - u^2)^3``          1
+tricube       ``70/81 (1 - |u|^3)^3``        1
+cosine        ``pi/4 cos(pi u / 2)``         1
+parzen        cubic B-spline on [-1, 1]      1
+constant      ``1 (average pooling)``        inf      ``0``                         average, mean
+laplacian     ``exp(-|u|) / 2``              inf      ``-|u|``                      laplace, exponential
+logistic      ``1 / (e^u + 2 + e^-u)``       inf      ``-|u| - 2 log(1 + e^-|u|)``
+============  =============================  =======  ============================  ====================
 
 Note: the function that the Dive into Deep Learning chapter on Nadaraya-Watson regression
 calls ``epanechikov``, ``max(1 - |u|, 0)``, is the *triangular* kernel. The Epanechnikov

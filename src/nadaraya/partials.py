@@ -51,7 +51,7 @@ class Partials:
         ``sum_i exp(log w_i - shift)``.
     value : ndarray of shape (..., m, p)
         ``sum_i exp(log w_i - shift) v_i``.
-    moments : tuple of ndarray, each of shape (..., m, *trailing), default ()
+    moments : tuple of ndarray, each of shape (..., m, ...), default ()
         Further sums ``sum_i exp(log w_i - shift) g_i(q)`` under the same shift, one array per
         sum with its own trailing shape (e.g. ``(d,)`` for ``sum w (k - q)``, ``(d, d)`` for
         ``sum w (k - q)(k - q)^T``, ``(d, p)`` for ``sum w (k - q) v``). What each one means is

@@ -411,7 +411,7 @@ def attention_weights(
         (it sums to 0, not 1).
     max_bytes : float, optional
         The largest result allowed, in bytes (for ``sparse=True``: its data and column
-        indices). Default: :data:`DENSE_WORKING_MEMORY_FACTOR` times the working memory
+        indices). Default: ``DENSE_WORKING_MEMORY_FACTOR`` (4) times the working memory
         (:func:`nadaraya.set_config`), 1 GiB unless changed. A larger result is refused
         before it is allocated (dense) or as soon as it grows past the limit (sparse).
 

@@ -72,7 +72,7 @@ class Backend(Protocol):
         sample_weight: NDArray[np.floating] | None = None,
         exclude: NDArray[np.integer] | None = None,
     ) -> Partials:
-        """The partial sums of validated arrays (see :func:`nadaraya.backends.reference.partials`)."""
+        """The partial sums of validated arrays (see ``nadaraya.backends.reference.partials``)."""
 
 
 @dataclass(frozen=True)
@@ -239,7 +239,7 @@ def compute(
     sample_weight: NDArray[np.floating] | None = None,
     exclude: NDArray[np.integer] | None = None,
 ) -> Partials:
-    """Run one backend on validated arrays (see :func:`nadaraya.backends.reference.partials`).
+    """Run one backend on validated arrays (see ``nadaraya.backends.reference.partials``).
 
     Examples
     --------

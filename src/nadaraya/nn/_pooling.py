@@ -400,7 +400,7 @@ class AdditiveAttentionPooling(_Pooling):
 
 
 class DotProductAttentionPooling(_Pooling):
-    r"""Dot-product attention pooling: score ``(W_q q) . (W_k k) / sqrt(dim)``, softmax over keys.
+    r"""Dot-product attention pooling: score ``(W_q q)^T (W_k k) / sqrt(dim)``, softmax over keys.
 
     Shapes: queries (..., m, in_features), keys (..., n, key_features), values (..., n, p) or
     (..., n), mask (..., m, n); output (..., m, p) or (..., m). Runs through

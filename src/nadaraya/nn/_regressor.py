@@ -80,7 +80,7 @@ class AttentionPoolingRegressor(RegressorMixin, BaseEstimator):  # type: ignore[
         The trained module.
     history_ : dict
         What :func:`nadaraya.nn.fit` returned (loss per epoch, bandwidth per epoch).
-    bandwidth_ : ndarray of shape (n_features_in_,)
+    bandwidth_ : ndarray of shape (n_features,)
         The learnt bandwidth (``module="kernel"`` only).
     n_features_in_ : int
 
