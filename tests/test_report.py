@@ -89,6 +89,7 @@ def test_browser_slider_switches_the_curve_offline(page: Path) -> None:
             local = ("file://", "data:")
             tab.on("request", lambda r: None if r.url.startswith(local) else requests.append(r.url))
             tab.goto(page.as_uri())
+            tab.wait_for_function("document.body.dataset.ready === '1'")  # the heatmaps are inflated
             before = tab.get_attribute("#curve", "d")
             mse_before = tab.inner_text("#mse")
             assert before and before.startswith("M")

@@ -6,6 +6,7 @@ import base64
 import html
 import json
 import os
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,16 +23,68 @@ def _label(kernel: str) -> str:
     return "average pooling" if kernel == "constant" else kernel
 
 
-def _b64_uint8(a: NDArray[np.float64]) -> tuple[str, list[float]]:
-    """Each state's matrix scaled to 0..255 by its own maximum; the maxima kept for the colour bar."""
+def _deflated_uint8(a: NDArray[np.float64]) -> tuple[str, list[float]]:
+    """Each state's matrix scaled to 0..255 by its own maximum, zlib-compressed and base64-encoded
+    (the page inflates it with the browser's ``DecompressionStream``); the maxima kept for the
+    colour bar."""
     top = np.nanmax(a.reshape(a.shape[0], -1), axis=1)
     top = np.where(top > 0, top, 1.0)
     q = np.rint(np.nan_to_num(a / top[:, None, None]) * 255).astype(np.uint8)
-    return base64.b64encode(q.tobytes()).decode("ascii"), [float(t) for t in top]
+    return base64.b64encode(zlib.compress(q.tobytes(), 9)).decode("ascii"), [float(f"{t:.4g}") for t in top]
+
+
+def _at(slider: NDArray[np.float64], h: float) -> int | None:
+    """The slider position of ``h`` (to a relative 1e-6), or None."""
+    hit = np.flatnonzero(np.isclose(slider, h, rtol=1e-6, atol=0.0))
+    return int(hit[0]) if hit.size else None
+
+
+def _table(study: Study, cv_index: dict[str, int | None]) -> str:
+    """The MSE table, one row per model: MSE at the textbook's bandwidths, the chosen h and its MSE."""
+    s = study.split
+    hs = sorted({r.bandwidth for r in study.rows
+                 if r.bandwidth is not None and not r.note and r.kernel in study.curves})
+
+    def mse_at(k: str, i: int | None) -> float | None:
+        return None if i is None else float(np.mean((study.curves[k][i] - s.y_val) ** 2))
+
+    body: list[tuple[str, list[float | None], str, float | None, str]] = []
+    for k in study.curves:
+        if k == "constant":
+            body.append((_label(k), [], "none", mse_at(k, 0), "(no bandwidth)"))
+            continue
+        cv = float(study.searches[k].bandwidth[0]) if k in study.searches else None
+        body.append((k, [mse_at(k, _at(study.slider, h)) for h in hs],
+                     "" if cv is None else f"{cv:.3g}", mse_at(k, cv_index.get(k)), ""))
+    for r in study.rows:
+        if r.kernel == "learned":
+            body.append((r.model, [], "" if r.bandwidth is None else f"{r.bandwidth:.3g}", r.mse, r.note))
+    values = [v for _, ms, _, m, _ in body for v in (*ms, m) if v is not None]
+    best = min(values) if values else None
+
+    def cell(v: float | None) -> str:
+        if v is None:
+            return "<td></td>"
+        return f"<td><b>{v:.4f}</b></td>" if v == best else f"<td>{v:.4f}</td>"
+
+    head = (f"<thead><tr><th></th><th colspan='{len(hs)}'>validation MSE at h =</th>"
+            "<th colspan='2'>chosen (CV or trained)</th></tr><tr><th>model</th>"
+            + "".join(f"<th>{h:g}</th>" for h in hs) + "<th>h</th><th>MSE</th></tr></thead>")
+    rows = []
+    for name, ms, h, m, note in body:
+        span = f"<td colspan='{len(hs)}' class='note'>{html.escape(note)}</td>"
+        left = "".join(cell(v) for v in ms) if ms else span
+        rows.append(f"<tr><td>{html.escape(name)}</td>{left}<td>{h}</td>{cell(m)}</tr>")
+    return f"<table id='msetable'>{head}<tbody>{''.join(rows)}</tbody></table>"
 
 
 def render_html(study: Study, *, title: str = "Attention pooling by similarity") -> str:
     """The report as one self-contained HTML string (no external resources).
+
+    A kernel selector and a bandwidth slider (its positions include every kernel's CV choice,
+    with a scale and a button that lands on it) switch the fitted curve, its validation MSE
+    and the attention heatmap (with axes and a colour bar) among the study's states; below,
+    the validation MSE table, one row per model.
 
     Parameters
     ----------
@@ -51,38 +104,37 @@ def render_html(study: Study, *, title: str = "Attention pooling by similarity")
     True
     """
     s = study.split
+    cv_index = {k: _at(study.slider, float(sr.bandwidth[0])) for k, sr in study.searches.items()}
     data = {
-        "xTrain": np.round(s.x_train, 5).tolist(),
-        "yTrain": np.round(s.y_train, 5).tolist(),
-        "xVal": np.round(s.x_val, 5).tolist(),
-        "yVal": np.round(s.y_val, 5).tolist(),
-        "slider": np.round(study.slider, 6).tolist(),
+        "xTrain": np.round(s.x_train, 4).tolist(),
+        "yTrain": np.round(s.y_train, 4).tolist(),
+        "xVal": np.round(s.x_val, 4).tolist(),
+        "yVal": np.round(s.y_val, 4).tolist(),
+        "qSorted": np.round(np.sort(s.x_val), 4).tolist(),
+        "kSorted": np.round(np.sort(s.x_train), 4).tolist(),
+        "slider": [float(f"{h:.6g}") for h in study.slider],
         "kernels": {},
         "m": int(s.x_val.size),
         "n": int(s.x_train.size),
     }
     for k in study.curves:
-        pixels, top = _b64_uint8(study.heatmaps[k])
+        pixels, top = _deflated_uint8(study.heatmaps[k])
         curve = study.curves[k]
         data["kernels"][k] = {
             "label": _label(k),
-            "curves": np.round(curve, 5).tolist(),
-            "mse": [float(np.mean((c - s.y_val) ** 2)) for c in curve],
+            "curves": np.round(curve, 3).tolist(),
+            "mse": [float(f"{np.mean((c - s.y_val) ** 2):.4g}") for c in curve],
             "heat": pixels,
             "heatMax": top,
             "cv": float(study.searches[k].bandwidth[0]) if k in study.searches else None,
+            "cvIndex": cv_index.get(k),
         }
-    rows = "\n".join(
-        f"<tr><td>{html.escape(r.model)}</td><td>{'' if r.bandwidth is None else f'{r.bandwidth:.3g}'}</td>"
-        f"<td>{r.mse:.4f}</td><td>{html.escape(r.note)}</td></tr>"
-        for r in study.rows
-    )
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in study.notes)
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     return (
         _TEMPLATE.replace("%%TITLE%%", html.escape(title))
         .replace("%%DATASET%%", html.escape(s.name or "data"))
-        .replace("%%ROWS%%", rows)
+        .replace("%%TABLE%%", _table(study, cv_index))
         .replace("%%NOTES%%", f"<ul class='notes'>{notes}</ul>" if notes else "")
         .replace("%%DATA%%", payload)
     )
@@ -99,7 +151,7 @@ def write_html(
     >>> from nadaraya.report import textbook_study
     >>> study = textbook_study(kernels=["gaussian"], slider=[0.5], learnable=False)
     >>> p = write_html(study, pathlib.Path(tempfile.mkdtemp()) / "report.html")
-    >>> p.stat().st_size < 5_000_000
+    >>> p.stat().st_size < 1_000_000
     True
     """
     with atomic_write(path, "w") as f:
@@ -117,129 +169,226 @@ _TEMPLATE = r"""<!DOCTYPE html>
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;
  margin:1.5rem auto;max-width:1100px;color:#222;padding:0 1rem}
 h1{font-size:1.5rem;margin-bottom:.2rem} .sub{color:#666;margin-top:0}
-.controls{display:flex;gap:2rem;align-items:center;flex-wrap:wrap;background:#f6f6f6;
+.controls{display:flex;gap:1.5rem 2rem;align-items:flex-start;flex-wrap:wrap;background:#f6f6f6;
  padding:.7rem 1rem;border-radius:8px}
 .controls label{font-weight:600}
-#bwval{font-family:monospace;font-size:1.1rem;min-width:5ch;display:inline-block}
+.slider{display:inline-flex;flex-direction:column;vertical-align:top}
+#bw{width:340px;margin:0}
+.scale{position:relative;width:340px;height:2.4rem;font-size:.75rem;color:#555}
+.scale span{position:absolute;transform:translateX(-50%);white-space:nowrap}
+.scale .tick{top:0} .scale .tick::before{content:"";position:absolute;left:50%;top:-3px;height:5px;
+ border-left:1px solid #888}
+#cvmark{top:1.15rem;color:#c0392b;font-weight:600}
+#bwval{font-family:monospace;font-size:1.05rem;min-width:5ch;display:inline-block}
+button{font:inherit;font-size:.85rem;padding:.1rem .5rem}
 .panels{display:flex;gap:1.5rem;flex-wrap:wrap;margin-top:1rem}
-.panel{flex:1 1 460px} .panel h2{font-size:1.05rem;margin:.3rem 0}
-svg{background:#fff;border:1px solid #ddd;border-radius:4px}
-#heat{border:1px solid #ddd;image-rendering:pixelated;width:380px;height:380px}
-.heatwrap{display:flex;gap:.6rem;align-items:stretch}
-.cbar{width:14px;border:1px solid #ccc;
- background:linear-gradient(to top,#fff5f0,#fcbba1,#fb6a4a,#cb181d,#67000d)}
-.cbl{display:flex;flex-direction:column;justify-content:space-between;font-size:.8rem;color:#555}
-table{border-collapse:collapse;margin-top:.5rem}
-td,th{padding:.2rem .8rem;border-bottom:1px solid #e4e4e4;text-align:right}
-td:first-child,th:first-child,td:last-child,th:last-child{text-align:left} .notes{color:#777}
-.stat{font-family:monospace}
+.panel{flex:1 1 480px} .panel h2{font-size:1.05rem;margin:.3rem 0}
+svg{background:#fff}
+#fit{border:1px solid #ddd;border-radius:4px}
+.heatbox{position:relative;width:520px;height:430px}
+.heatbox svg,.heatbox canvas{position:absolute}
+#heat{left:60px;top:10px;width:360px;height:360px;image-rendering:pixelated}
+details{margin-top:1rem} summary{font-weight:600;font-size:1.1rem;cursor:pointer}
+table{border-collapse:collapse;margin-top:.5rem;font-size:.9rem}
+td,th{padding:.12rem .6rem;border-bottom:1px solid #e4e4e4;text-align:right}
+td:first-child,th:first-child{text-align:left} td.note{text-align:center;color:#777}
+.notes{color:#777} .stat{font-family:monospace}
 </style></head><body>
 <h1>%%TITLE%%</h1>
 <p class="sub">Nadaraya-Watson regression on %%DATASET%%: each prediction is an attention-weighted
 average of the training targets; the weights come from a kernel of (query - key) / h.</p>
 <div class="controls">
  <span><label for="kernel">kernel</label> <select id="kernel"></select></span>
- <span><label for="bw">bandwidth h</label> <input type="range" id="bw" min="0" step="1">
-   <span id="bwval"></span></span>
+ <span class="slider"><span><label for="bw">bandwidth h</label> <span id="bwval"></span>
+   <button id="cvbtn" type="button">go to the CV choice</button></span>
+   <input type="range" id="bw" min="0" step="1" aria-describedby="scale">
+   <span class="scale" id="scale"><span id="cvmark">&#9650; CV</span></span></span>
  <span>validation MSE <span id="mse" class="stat"></span></span>
- <span id="cvnote" class="stat"></span>
 </div>
 <div class="panels">
  <div class="panel"><h2>Fit</h2>
-  <svg id="fit" viewBox="0 0 520 380" width="520" height="380" role="img"
-   aria-label="fitted curve"></svg></div>
- <div class="panel">
-  <h2>Attention weights (rows: validation inputs, columns: training inputs, both sorted)</h2>
-  <div class="heatwrap"><canvas id="heat"></canvas><div class="cbar"></div>
-  <div class="cbl"><span id="cbmax"></span><span>0</span></div></div></div>
+  <svg id="fit" viewBox="0 0 520 400" width="520" height="400" role="img"
+   aria-label="training data, truth and the fitted curve"></svg></div>
+ <div class="panel"><h2>Attention weights</h2>
+  <div class="heatbox"><svg id="heataxes" viewBox="0 0 520 430" width="520" height="430" role="img"
+   aria-label="attention weights: validation inputs (rows) against training inputs (columns), sorted"></svg>
+  <canvas id="heat"></canvas></div><p id="heatnote" class="notes"></p></div>
 </div>
-<h2>Validation MSE</h2>
-<table><thead><tr><th>model</th><th>bandwidth</th><th>MSE</th><th></th></tr></thead><tbody>
-%%ROWS%%
-</tbody></table>
+<details open><summary>Validation MSE</summary>
+%%TABLE%%
+</details>
 %%NOTES%%
 <script id="data" type="application/json">%%DATA%%</script>
 <script>
 "use strict";
 const D = JSON.parse(document.getElementById("data").textContent);
-const NS = "http://www.w3.org/2000/svg";
-const sel = document.getElementById("kernel"), bw = document.getElementById("bw");
-const svg = document.getElementById("fit"), canvas = document.getElementById("heat");
-const W = 520, H = 380, L = 45, R = 12, T = 12, B = 36;
-const xs = D.xTrain.concat(D.xVal), ys = D.yTrain.concat(D.yVal);
-const x0 = Math.min(...xs), x1 = Math.max(...xs);
-const y0 = Math.min(...ys) - 0.5, y1 = Math.max(...ys) + 0.5;
-const sx = x => L + (x - x0) / (x1 - x0) * (W - L - R);
-const sy = y => H - B - (y - y0) / (y1 - y0) * (H - T - B);
-function el(name, attrs, parent) {
+const NS = "http://www.w3.org/2000/svg", $ = id => document.getElementById(id);
+const sel = $("kernel"), bw = $("bw"), svg = $("fit"), hsvg = $("heataxes"), canvas = $("heat");
+function el(name, attrs, parent, text) {
   const e = document.createElementNS(NS, name);
   for (const k in attrs) e.setAttribute(k, attrs[k]);
-  (parent || svg).appendChild(e); return e;
+  parent.appendChild(e); if (text !== undefined) e.textContent = text; return e;
 }
-function pathOf(x, y) {
-  return x.map((v, i) => (i ? "L" : "M") + sx(v).toFixed(1) + "," + sy(y[i]).toFixed(1)).join("");
+function niceStep(span, n) {
+  const raw = span / n, p = Math.pow(10, Math.floor(Math.log10(raw))), f = raw / p;
+  return (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * p;
 }
-function axes() {
-  el("line", {x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#888"});
-  el("line", {x1: L, y1: T, x2: L, y2: H - B, stroke: "#888"});
-  const tick = (v, horiz) => {
-    const t = el("text", horiz ? {x: sx(v), y: H - B + 16, "text-anchor": "middle"}
-                               : {x: L - 6, y: sy(v) + 4, "text-anchor": "end"});
-    t.setAttribute("font-size", "11"); t.setAttribute("fill", "#555"); t.textContent = +v.toFixed(2);
-  };
-  for (let i = 0; i <= 5; i++) tick(x0 + i * (x1 - x0) / 5, true);
-  for (let i = 0; i <= 4; i++) tick(y0 + i * (y1 - y0) / 4, false);
-  const xl = el("text", {x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle", "font-size": "12"});
-  xl.textContent = "x";
+function ticks(lo, hi, n) {
+  const st = niceStep(hi - lo, n), out = [];
+  for (let v = Math.ceil(lo / st - 1e-9) * st; v <= hi + 1e-9 * st; v += st) out.push(+v.toPrecision(12));
+  return out;
 }
-axes();
+const fmt = v => String(+v.toPrecision(6));
+function domain(vals) {
+  const lo = Math.min(...vals), hi = Math.max(...vals), st = niceStep(hi - lo, 5);
+  return [Math.floor(lo / st) * st, Math.ceil(hi / st) * st];
+}
+/* the fit: axes with round ticks, labels, a legend above the plot */
+const W = 520, H = 400, L = 50, R = 14, T = 30, B = 44;
+const [x0, x1] = domain(D.xTrain.concat(D.xVal)), [y0, y1] = domain(D.yTrain.concat(D.yVal));
+const sx = x => L + (x - x0) / (x1 - x0) * (W - L - R);
+const sy = y => H - B - (y - y0) / (y1 - y0) * (H - T - B);
+const small = {"font-size": 11, fill: "#555"};
+for (const v of ticks(x0, x1, 5)) {
+  el("line", {x1: sx(v), x2: sx(v), y1: T, y2: H - B, stroke: "#eee"}, svg);
+  el("text", {...small, x: sx(v), y: H - B + 15, "text-anchor": "middle"}, svg, fmt(v));
+}
+for (const v of ticks(y0, y1, 5)) {
+  el("line", {x1: L, x2: W - R, y1: sy(v), y2: sy(v), stroke: "#eee"}, svg);
+  el("text", {...small, x: L - 6, y: sy(v) + 4, "text-anchor": "end"}, svg, fmt(v));
+}
+el("rect", {x: L, y: T, width: W - L - R, height: H - T - B, fill: "none", stroke: "#888"}, svg);
+el("text", {x: (L + W - R) / 2, y: H - 8, "text-anchor": "middle", "font-size": 13}, svg, "x");
+el("text", {x: 14, y: (T + H - B) / 2, "text-anchor": "middle", "font-size": 13,
+            transform: `rotate(-90 14 ${(T + H - B) / 2})`}, svg, "y");
+const pathOf = (x, y) => x.map((v, i) => (i ? "L" : "M") + sx(v).toFixed(1) + "," + sy(y[i]).toFixed(1))
+  .join("");
 el("path", {d: pathOf(D.xVal, D.yVal), fill: "none", stroke: "#111", "stroke-dasharray": "6 4",
-            "stroke-width": 1.5, id: "truth"});
+            "stroke-width": 1.5, id: "truth"}, svg);
 D.xTrain.forEach((x, i) => el("circle", {cx: sx(x), cy: sy(D.yTrain[i]), r: 3, fill: "#8c8c8c",
-                                         "fill-opacity": 0.8}));
-const curve = el("path", {fill: "none", stroke: "#d62728", "stroke-width": 2.5, id: "curve"});
-const legend = [["training data", "#8c8c8c"], ["truth", "#111"], ["prediction", "#d62728"]];
-legend.forEach(([name, c], i) => {
-  el("rect", {x: L + 12, y: T + 6 + i * 16, width: 12, height: 3, fill: c});
-  const t = el("text", {x: L + 30, y: T + 11 + i * 16, "font-size": "12"}); t.textContent = name;
-});
-canvas.width = D.n; canvas.height = D.m;
-const ctx = canvas.getContext("2d");
+                                         "fill-opacity": 0.8}, svg));
+const curve = el("path", {fill: "none", stroke: "#d62728", "stroke-width": 2.5, id: "curve"}, svg);
+el("circle", {cx: L + 10, cy: 14, r: 3, fill: "#8c8c8c"}, svg);
+el("line", {x1: L + 124, x2: L + 144, y1: 14, y2: 14, stroke: "#111", "stroke-dasharray": "6 4"}, svg);
+el("line", {x1: L + 244, x2: L + 264, y1: 14, y2: 14, stroke: "#d62728", "stroke-width": 2.5}, svg);
+["training data", "truth", "prediction"].forEach((name, i) =>
+  el("text", {x: L + 22 + i * 120, y: 18, "font-size": 12}, svg, name));
+/* the heatmap: canvas over an SVG with the axes and the colour bar */
+const HL = 60, HT = 10, HS = 360, CB = HL + HS + 18;
+const at = (sorted, v) => {  // fractional index where the sorted inputs reach v
+  let i = 0; while (i < sorted.length - 2 && sorted[i + 1] < v) i++;
+  const a = sorted[i], b = sorted[i + 1];
+  return i + (b > a ? Math.min(Math.max((v - a) / (b - a), 0), 1) : 0);
+};
+function heatAxis(sorted, horiz) {
+  for (const v of ticks(sorted[0], sorted[sorted.length - 1], 5)) {
+    if (v < sorted[0] || v > sorted[sorted.length - 1]) continue;
+    const p = (at(sorted, v) + 0.5) / sorted.length * HS;
+    if (horiz) {
+      el("line", {x1: HL + p, x2: HL + p, y1: HT + HS, y2: HT + HS + 4, stroke: "#555"}, hsvg);
+      el("text", {...small, x: HL + p, y: HT + HS + 16, "text-anchor": "middle"}, hsvg, fmt(v));
+    } else {
+      el("line", {x1: HL - 4, x2: HL, y1: HT + p, y2: HT + p, stroke: "#555"}, hsvg);
+      el("text", {...small, x: HL - 7, y: HT + p + 4, "text-anchor": "end"}, hsvg, fmt(v));
+    }
+  }
+}
+heatAxis(D.kSorted, true); heatAxis(D.qSorted, false);
+el("rect", {x: HL, y: HT, width: HS, height: HS, fill: "none", stroke: "#888"}, hsvg);
+el("text", {x: HL + HS / 2, y: HT + HS + 36, "text-anchor": "middle", "font-size": 13}, hsvg,
+   "training input (key), sorted");
+el("text", {x: 16, y: HT + HS / 2, "text-anchor": "middle", "font-size": 13,
+            transform: `rotate(-90 16 ${HT + HS / 2})`}, hsvg, "validation input (query), sorted");
 const ramp = [[255,245,240],[252,187,161],[251,106,74],[203,24,29],[103,0,13]];
 function colour(t) {
   const f = t * (ramp.length - 1), i = Math.min(Math.floor(f), ramp.length - 2), u = f - i;
   return ramp[i].map((c, j) => Math.round(c + u * (ramp[i + 1][j] - c)));
 }
+for (let j = 0; j < 72; j++)  // the colour bar: 72 stripes of the ramp, bottom (0) to top
+  el("rect", {x: CB, y: HT + HS - (j + 1) * HS / 72, width: 14, height: HS / 72 + 0.5,
+              fill: `rgb(${colour((j + 0.5) / 72)})`}, hsvg);
+el("rect", {x: CB, y: HT, width: 14, height: HS, fill: "none", stroke: "#888"}, hsvg);
+el("text", {x: CB + 56, y: HT + HS / 2, "text-anchor": "middle", "font-size": 12,
+            transform: `rotate(90 ${CB + 56} ${HT + HS / 2})`}, hsvg, "attention weight");
+const cbTicks = el("g", {id: "cbticks"}, hsvg);
+function colourBar(top) {
+  cbTicks.replaceChildren();
+  for (const v of ticks(0, top, 4)) {
+    if (v > top * (1 + 1e-9)) continue;
+    const y = HT + HS - v / top * HS;
+    el("line", {x1: CB + 14, x2: CB + 18, y1: y, y2: y, stroke: "#555"}, cbTicks);
+    el("text", {...small, x: CB + 21, y: y + 4}, cbTicks, fmt(v));
+  }
+}
+canvas.width = D.n; canvas.height = D.m;
+const ctx = canvas.getContext("2d");
 const lut = Array.from({length: 256}, (_, v) => colour(v / 255));
-const decoded = {};
-function heat(k) {
-  if (!decoded[k]) { const s = atob(D.kernels[k].heat); const a = new Uint8Array(s.length);
-    for (let i = 0; i < s.length; i++) a[i] = s.charCodeAt(i); decoded[k] = a; }
-  return decoded[k];
+const heat = {};
+async function inflate(b64) {
+  const bin = Uint8Array.from(atob(b64), c => c.charCodeAt(0));
+  const stream = new Blob([bin]).stream().pipeThrough(new DecompressionStream("deflate"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+/* the slider: one position per state, a scale at round bandwidths, the CV choice marked */
+const S = D.slider, N = S.length;
+bw.max = N - 1;
+const frac = i => N > 1 ? i / (N - 1) : 0.5;
+const place = (span, f) => { span.style.left = `calc(8px + ${f} * (100% - 16px))`; };
+function fracOf(v) {  // fractional position of bandwidth v, log-interpolated between positions
+  if (v <= S[0]) return 0; if (v >= S[N - 1]) return 1;
+  let i = 0; while (S[i + 1] < v) i++;
+  return frac(i + Math.log(v / S[i]) / Math.log(S[i + 1] / S[i]));
+}
+const scale = $("scale"), cvmark = $("cvmark");
+for (let e = Math.floor(Math.log10(S[0])); e <= Math.ceil(Math.log10(S[N - 1])); e++) {
+  for (const m of [1, 2, 5]) {
+    const v = +(m * Math.pow(10, e)).toPrecision(6);
+    if (v < S[0] * (1 - 1e-9) || v > S[N - 1] * (1 + 1e-9)) continue;
+    const t = document.createElement("span"); t.className = "tick"; t.textContent = fmt(v);
+    place(t, fracOf(v)); scale.appendChild(t);
+  }
 }
 for (const k in D.kernels) {
   const o = document.createElement("option");
   o.value = k; o.textContent = D.kernels[k].label; sel.appendChild(o);
 }
-bw.max = D.slider.length - 1;
-const start = D.slider.findIndex(h => Math.abs(h - 0.5) < 1e-9);
-bw.value = start >= 0 ? start : Math.floor(D.slider.length / 2);
 if (D.kernels.gaussian) sel.value = "gaussian";
+const first = D.kernels[sel.value].cvIndex;
+bw.value = first !== null && first !== undefined ? first : Math.floor(N / 2);
 function update() {
-  const k = sel.value, i = +bw.value, K = D.kernels[k];
-  document.getElementById("bwval").textContent = k === "constant" ? "(none)" : D.slider[i].toPrecision(3);
+  const k = sel.value, i = +bw.value, K = D.kernels[k], cvAt = K.cvIndex;
+  const none = k === "constant";
+  $("bwval").textContent = none ? "(none)" : S[i].toPrecision(3) + (i === cvAt ? " (CV choice)" : "");
   curve.setAttribute("d", pathOf(D.xVal, K.curves[i]));
-  document.getElementById("mse").textContent = K.mse[i].toFixed(4);
-  document.getElementById("cvnote").textContent = K.cv ? "CV choice h = " + K.cv.toPrecision(3) : "";
-  const px = heat(k), off = i * D.m * D.n, img = ctx.createImageData(D.n, D.m);
+  $("mse").textContent = K.mse[i].toFixed(4);
+  const hasCv = cvAt !== null && cvAt !== undefined;
+  cvmark.style.display = hasCv ? "" : "none"; $("cvbtn").disabled = !hasCv;
+  if (hasCv) { place(cvmark, frac(cvAt)); cvmark.title = "CV choice h = " + K.cv.toPrecision(4); }
+  colourBar(K.heatMax[i]);
+  const px = heat[k];
+  if (!px) return;
+  const off = i * D.m * D.n, img = ctx.createImageData(D.n, D.m);
   for (let p = 0; p < D.m * D.n; p++) { const c = lut[px[off + p]];
     img.data[4 * p] = c[0]; img.data[4 * p + 1] = c[1]; img.data[4 * p + 2] = c[2];
     img.data[4 * p + 3] = 255; }
   ctx.putImageData(img, 0, 0);
-  document.getElementById("cbmax").textContent = K.heatMax[i].toPrecision(2);
 }
 sel.addEventListener("change", update); bw.addEventListener("input", update);
+$("cvbtn").addEventListener("click", () => {
+  const c = D.kernels[sel.value].cvIndex; if (c !== null && c !== undefined) { bw.value = c; update(); }
+});
 update();
+(async () => {
+  try {
+    const names = Object.keys(D.kernels);
+    const planes = await Promise.all(names.map(k => inflate(D.kernels[k].heat)));
+    names.forEach((k, j) => { heat[k] = planes[j]; });
+  } catch (err) {
+    $("heatnote").textContent = "This browser cannot unpack the heatmaps (" + err + ").";
+  }
+  update();
+  document.body.dataset.ready = "1";
+})();
 </script>
 </body></html>
 """

@@ -24,6 +24,8 @@ from .kernels import names as kernel_names
 from .pooling import attention_weights, pool
 
 if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
     from .bandwidth import BandwidthSelection
 
 __all__ = [
@@ -33,6 +35,11 @@ __all__ = [
     "Search",
     "Study",
     "bandwidth_search",
+    "figure_attention",
+    "figure_bandwidth",
+    "figure_fit",
+    "figure_kernels",
+    "figure_training",
     "render_html",
     "textbook_study",
     "write_figures",
@@ -44,6 +51,8 @@ __all__ = [
 DEMO_KERNELS: tuple[str, ...] = ("constant", "gaussian", "boxcar", "triangular", "epanechnikov")
 #: The textbook's bandwidths.
 DEMO_BANDWIDTHS: tuple[float, ...] = (0.1, 0.2, 0.5, 1.0)
+#: Epochs of each learnable model of the demo.
+LEARN_EPOCHS = 60
 #: ``callback(done, total, description)`` after each unit of work.
 ProgressCallback = Callable[[int, int, str], None]
 
@@ -142,14 +151,17 @@ class Study:
     searches : dict of str -> Search
         The CV search per kernel (not for average pooling).
     slider : ndarray
-        The bandwidths of the report's slider (log-spaced, with the textbook's values).
+        The bandwidths of the report's slider: log-spaced, with the textbook's values and every
+        kernel's CV choice (rounded to 6 significant digits), sorted.
     curves, heatmaps : dict of str -> ndarray
-        Per kernel: predictions at ``split.x_val`` (len(slider), m) and attention weights
-        (len(slider), m, n), queries and keys sorted.
+        Per kernel of the report: predictions at ``split.x_val`` (len(slider), m) and attention
+        weights (len(slider), m, n), queries and keys sorted.
     learned : dict of str -> dict
         Learnable models trained (name -> {"prediction", "history"}); empty without torch.
     notes : list of str
         What was skipped and why.
+    featured : tuple of str
+        The kernels studied at the textbook's bandwidths (the others only at their CV choice).
     """
 
     split: Split
@@ -160,6 +172,11 @@ class Study:
     heatmaps: dict[str, NDArray[np.float64]]
     learned: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    featured: tuple[str, ...] = DEMO_KERNELS
+
+    def __repr__(self) -> str:
+        return (f"Study({self.split.name!r}, {len(self.rows)} rows, kernels={list(self.curves)}, "
+                f"{self.slider.size} slider positions, learned={list(self.learned)})")
 
 
 def _train_learnable(
@@ -177,10 +194,10 @@ def _train_learnable(
     X = torch.as_tensor(split.x_train[:, None])
     Y = torch.as_tensor(split.y_train[:, None])
     Q = torch.as_tensor(split.x_val[:, None])
-    specs = [
-        ("learnable w (Gaussian)", "KernelPooling", {}, {"epochs": 50, "lr": 0.5}),
+    specs = [  # the same number of epochs, so that the two losses share one axis
+        ("learnable w (Gaussian)", "KernelPooling", {}, {"epochs": LEARN_EPOCHS, "lr": 0.5}),
         ("additive attention", "AdditiveAttentionPooling", {"in_features": 1, "hidden": 16},
-         {"epochs": 60, "lr": 0.05, "optimizer": "adam"}),
+         {"epochs": LEARN_EPOCHS, "lr": 0.05, "optimizer": "adam"}),
     ]
     for name, cls_name, kw, fit_kw in specs:
         progress(f"training {name}")
@@ -222,11 +239,13 @@ def textbook_study(
     kernels : sequence of str
     bandwidths : sequence of float, default (0.1, 0.2, 0.5, 1)
     slider : sequence of float, optional
-        Default 25 log-spaced values from 0.05 to 2.5 merged with ``bandwidths``.
+        Default 25 log-spaced values from 0.05 to 2.5 merged with ``bandwidths``; every
+        kernel's CV choice is added to it.
     learnable : bool, default True
         Train the learnable-w and additive models when torch and ``nadaraya.nn`` are present.
     every_kernel : bool, default False
-        Also add a row for every other kernel of the registry at its CV-selected bandwidth.
+        Also study every other kernel of the registry: a row at its CV-selected bandwidth and
+        its states for the report.
     progress : callable, optional
         ``progress(done, total, description)``.
 
@@ -239,19 +258,16 @@ def textbook_study(
     >>> study = textbook_study(kernels=["constant", "gaussian"], slider=[0.2, 1.0], learnable=False)
     >>> [(r.model, r.bandwidth) for r in study.rows][:3]
     [('average pooling', None), ('gaussian', 0.1), ('gaussian', 0.2)]
-    >>> study.heatmaps["gaussian"].shape
-    (2, 50, 50)
+    >>> study.heatmaps["gaussian"].shape  # 0.2, 1 and the CV choice
+    (3, 50, 50)
     """
     split = textbook() if split is None else split
-    slide = np.unique(np.round(np.concatenate([
-        np.logspace(np.log10(0.05), np.log10(2.5), 25) if slider is None else np.asarray(slider, float),
-        np.asarray(bandwidths, float) if slider is None else [],
-    ]), 6))
-    q_order = np.argsort(split.x_val, kind="stable")
-    k_order = np.argsort(split.x_train, kind="stable")
-    bandwidthed = [k for k in kernels if k != "constant"]
-    total = len(bandwidthed) + len(kernels) * len(slide) + 2 * bool(learnable)
-    done = 0
+    kernels = list(kernels)
+    others = [k for k in kernel_names() if k not in kernels] if every_kernel else []
+    searched = [k for k in kernels + others if k != "constant"]
+    base = np.concatenate([np.logspace(np.log10(0.05), np.log10(2.5), 25), np.asarray(bandwidths, float)]
+                          if slider is None else [np.asarray(slider, float)])
+    done, total = 0, len(searched) + len(kernels + others) * (base.size + len(searched)) + 2 * bool(learnable)
 
     def tick(what: str) -> None:
         nonlocal done
@@ -263,34 +279,27 @@ def textbook_study(
         pred = pool(split.x_val, split.x_train, split.y_train, kernel=kernel, bandwidth=h, empty="nearest")
         return float(np.mean((pred - split.y_val) ** 2))
 
-    rows: list[Row] = []
     searches: dict[str, Search] = {}
-    for kernel in kernels:
+    for kernel in searched:
+        searches[kernel] = bandwidth_search(split.x_train, split.y_train, kernel=kernel)
+        tick(f"bandwidth search ({kernel})")
+    rows: list[Row] = []
+    for kernel in kernels + others:
         if kernel == "constant":
             rows.append(Row(_label(kernel), kernel, None, mse(kernel, 1.0)))
             continue
-        for h in bandwidths:
+        for h in bandwidths if kernel in kernels else ():
             rows.append(Row(kernel, kernel, float(h), mse(kernel, h)))
-        searches[kernel] = bandwidth_search(split.x_train, split.y_train, kernel=kernel)
         h_cv = float(searches[kernel].bandwidth[0])
         rows.append(Row(kernel, kernel, h_cv, mse(kernel, h_cv), "selected by leave-one-out CV"))
-        tick(f"bandwidth search ({kernel})")
-    if every_kernel:  # the rest of the registry, each at its own CV bandwidth
-        for kernel in (k for k in kernel_names() if k not in kernels):
-            h_cv = float(bandwidth_search(split.x_train, split.y_train, kernel=kernel).bandwidth[0])
-            rows.append(Row(kernel, kernel, h_cv, mse(kernel, h_cv), "selected by leave-one-out CV"))
+    # the slider's positions: the given ones and every kernel's CV choice, so that it lands on each
+    cvs = [float(sr.bandwidth[0]) for sr in searches.values()]
+    slide = np.unique(np.round(np.concatenate([base, cvs]), 6))
+    total = done + len(kernels + others) * slide.size + 2 * bool(learnable)
     curves: dict[str, NDArray[np.float64]] = {}
     heatmaps: dict[str, NDArray[np.float64]] = {}
-    for kernel in kernels:
-        c = np.empty((len(slide), split.x_val.size))
-        w = np.empty((len(slide), split.x_val.size, split.x_train.size))
-        for i, h in enumerate(slide):
-            at: dict[str, Any] = {"kernel": kernel, "bandwidth": h, "empty": "nearest"}
-            c[i] = pool(split.x_val, split.x_train, split.y_train, **at)
-            a = attention_weights(split.x_val, split.x_train, **at)
-            w[i] = a[np.ix_(q_order, k_order)]
-            tick(f"report states ({kernel})")
-        curves[kernel], heatmaps[kernel] = c, w
+    for kernel in kernels + others:
+        curves[kernel], heatmaps[kernel] = _states(split, kernel, slide, tick)
     learned: dict[str, dict[str, Any]] = {}
     notes: list[str] = []
     if learnable:
@@ -298,7 +307,155 @@ def textbook_study(
         for name, res in learned.items():
             mse_learned = float(np.mean((res["prediction"] - split.y_val) ** 2))
             rows.append(Row(name, "learned", res["bandwidth"], mse_learned, "trained by gradient descent"))
-    return Study(split, rows, searches, slide, curves, heatmaps, learned, notes)
+    return Study(split, rows, searches, slide, curves, heatmaps, learned, notes, tuple(kernels))
+
+
+def _states(
+    split: Split, kernel: str, slide: NDArray[np.float64], tick: Callable[[str], None]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Predictions at ``split.x_val`` and sorted attention weights of ``kernel`` at each slider position."""
+    q_order = np.argsort(split.x_val, kind="stable")
+    k_order = np.argsort(split.x_train, kind="stable")
+    c = np.empty((len(slide), split.x_val.size))
+    w = np.empty((len(slide), split.x_val.size, split.x_train.size))
+    for i, h in enumerate(slide):
+        at: dict[str, Any] = {"kernel": kernel, "bandwidth": h, "empty": "nearest"}
+        c[i] = pool(split.x_val, split.x_train, split.y_train, **at)
+        w[i] = attention_weights(split.x_val, split.x_train, **at)[np.ix_(q_order, k_order)]
+        tick(f"report states ({kernel})")
+    return c, w
+
+
+def _fig(size: tuple[float, float]) -> Figure:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=size, layout="constrained")
+
+
+def figure_kernels(study: Study | None = None) -> Figure:
+    """``kernels.png``: every kernel of the registry, one panel each, the axis labels once.
+
+    Examples
+    --------
+    >>> len(figure_kernels().axes) == len(kernel_names())
+    True
+    """
+    from . import plot
+
+    return plot.kernel_grid(kernel_names(), fig=_fig((10.0, 6.2)))
+
+
+def figure_fit(study: Study, kernel: str = "gaussian") -> Figure:
+    """``fit.png``: average pooling, then ``kernel`` at h = 0.1, 0.2, 0.5, 1 and at its CV choice.
+
+    The textbook's point side by side: a small bandwidth follows the noise, a large one
+    flattens towards average pooling, cross-validation picks in between. One legend for all
+    panels, below them, so that it covers no point.
+
+    Examples
+    --------
+    >>> study = textbook_study(kernels=["gaussian"], slider=[0.5], learnable=False)
+    >>> [ax.get_title() for ax in figure_fit(study).axes][:2]
+    ['average pooling (h = inf)', 'gaussian, h = 0.1']
+    """
+    from . import plot
+
+    s = study.split
+    h_cv = float(study.searches[kernel].bandwidth[0]) if kernel in study.searches else None
+    panels: list[tuple[str, str, float]] = [("constant", "average pooling (h = inf)", 1.0)]
+    panels += [(kernel, f"{kernel}, h = {h:g}", float(h)) for h in DEMO_BANDWIDTHS]
+    if h_cv is not None:
+        panels.append((kernel, f"{kernel}, CV choice h = {h_cv:.3g}", h_cv))
+    fig = _fig((10.0, 5.8))
+    grid = fig.subplots(2, 3, sharex=True, sharey=True)
+    for ax, (k, title, h) in zip(grid.flat, panels):
+        pred = pool(s.x_val, s.x_train, s.y_train, kernel=k, bandwidth=h, empty="nearest")
+        plot.fit(s.x_train, s.y_train, s.x_val, pred, truth=s.y_val, ax=ax, legend=False)
+        ax.set(title=title)
+        ax.label_outer()
+    for ax in grid.flat[len(panels):]:
+        ax.remove()
+    fig.legend(*grid.flat[0].get_legend_handles_labels(), loc="outside upper center", ncols=3, frameon=False)
+    return fig
+
+
+def figure_attention(study: Study, kernel: str = "gaussian") -> Figure:
+    """``attention.png``: the attention weights at h = 0.1, 0.2, 0.5, 1 on one colour scale.
+
+    Rows are the validation inputs, columns the training inputs, both sorted; one colour bar
+    serves every panel (the same ``vmax``), so the band visibly sharpens as h shrinks.
+
+    Examples
+    --------
+    >>> study = textbook_study(kernels=["gaussian"], slider=[0.5], learnable=False)
+    >>> fig = figure_attention(study)
+    >>> len({ax.images[0].get_clim() for ax in fig.axes if ax.images})
+    1
+    """
+    from . import plot
+
+    s = study.split
+    q, k = np.sort(s.x_val, kind="stable"), np.sort(s.x_train, kind="stable")
+    weights = [attention_weights(q, k, kernel=kernel, bandwidth=h, empty="nearest") for h in DEMO_BANDWIDTHS]
+    top = max(float(w.max()) for w in weights)
+    fig = _fig((8.0, 6.6))
+    grid = fig.subplots(2, 2, sharex=True, sharey=True)
+    for ax, h, w in zip(grid.flat, DEMO_BANDWIDTHS, weights):
+        plot.attention(w, q, k, ax=ax, colorbar=False, vmax=top)
+        ax.set(title=f"{kernel}, h = {h:g}", xlabel="", ylabel="")
+    fig.supxlabel("training inputs (keys, sorted)")
+    fig.supylabel("validation inputs (queries, sorted)")
+    fig.colorbar(grid.flat[0].images[0], ax=grid, label="attention weight", shrink=0.8)
+    return fig
+
+
+def figure_bandwidth(study: Study) -> Figure:
+    """``bandwidth.png``: the CV search of each featured kernel, its choice dotted.
+
+    Examples
+    --------
+    >>> study = textbook_study(kernels=["gaussian"], slider=[0.5], learnable=False)
+    >>> figure_bandwidth(study).axes[0].get_ylabel()
+    'leave-one-out CV score (MSE)'
+    """
+    from . import plot
+
+    fig = _fig((5.8, 3.8))
+    ax = fig.subplots()
+    shown = [k for k in study.featured if k in study.searches and study.searches[k].scores.size >= 2]
+    for j, k in enumerate(shown):
+        sr = study.searches[k]
+        plot.bandwidth_curve(sr.grid[:, 0], sr.scores, chosen=float(sr.bandwidth[0]), ax=ax, label=k,
+                             color=f"C{j}", mark="dot", method=sr.method)
+    ax.set_title("bandwidth search (dots: chosen)")
+    return fig
+
+
+def figure_training(study: Study) -> Figure:
+    """``training.png``: the learnable models' losses per epoch and their fits.
+
+    Examples
+    --------
+    >>> study = textbook_study(kernels=["gaussian"], slider=[0.5], learnable=False)
+    >>> study.learned = {"m": {"history": np.array([2.0, 1.5, 1.2]), "prediction": study.split.y_val}}
+    >>> [ax.get_ylabel() for ax in figure_training(study).axes]
+    ['training loss (leave-one-out MSE)', 'y']
+    """
+    from . import plot
+
+    s = study.split
+    fig = _fig((10.0, 3.6))
+    ax_loss, ax_fit = fig.subplots(1, 2)
+    plot.training({name: r["history"] for name, r in study.learned.items()}, ax=ax_loss)
+    ax_loss.set(ylabel="training loss (leave-one-out MSE)", title="training")
+    ax_fit.scatter(s.x_train, s.y_train, s=14, color="0.55", label="training data")
+    ax_fit.plot(s.x_val, s.y_val, "--", color="k", label="truth")
+    for name, r in study.learned.items():
+        ax_fit.plot(s.x_val, r["prediction"], lw=2, label=name)
+    ax_fit.legend(frameon=False, fontsize="small", loc="lower right")
+    ax_fit.set(xlabel="x", ylabel="y", title="fits on the validation inputs")
+    ax_fit.grid(alpha=0.3)
+    return fig
 
 
 def write_figures(study: Study, out_dir: str | os.PathLike[str], *, dpi: int = 110) -> list[Path]:
@@ -322,65 +479,18 @@ def write_figures(study: Study, out_dir: str | os.PathLike[str], *, dpi: int = 1
     >>> [p.name for p in write_figures(study, tempfile.mkdtemp())]
     ['kernels.png', 'fit.png', 'attention.png', 'bandwidth.png']
     """
-    from matplotlib.figure import Figure
-
     from . import plot
 
     out = Path(out_dir)
-    s = study.split
-    kernels = list(study.curves)
-    bandwidthed = [k for k in kernels if k != "constant"]
-    written: list[Path] = []
-
-    def save(fig: Figure, name: str) -> None:
-        written.append(plot.savefig(fig, out / name, dpi=dpi))
-
-    fig = Figure(figsize=(3.0 * len(kernels), 2.8), layout="constrained")
-    for ax, k in zip(fig.subplots(1, len(kernels), squeeze=False)[0], kernels):
-        plot.kernels(k, ax=ax)
-    save(fig, "kernels.png")
-
-    # fit: one panel per kernel at its CV bandwidth (average pooling as it is)
-    fig = Figure(figsize=(3.6 * len(kernels), 3.2), layout="constrained")
-    for ax, k in zip(fig.subplots(1, len(kernels), squeeze=False, sharey=True)[0], kernels):
-        h = float(study.searches[k].bandwidth[0]) if k in study.searches else 1.0
-        pred = pool(s.x_val, s.x_train, s.y_train, kernel=k, bandwidth=h, empty="nearest")
-        plot.fit(s.x_train, s.y_train, s.x_val, pred, truth=s.y_val, ax=ax, label="prediction")
-        ax.set_title(_label(k) if k == "constant" else f"{k}, CV h = {h:.3g}")
-    save(fig, "fit.png")
-
-    # attention: the Gaussian (or first kernel) at the textbook's bandwidths
-    k = "gaussian" if "gaussian" in kernels else kernels[0]
-    wanted = [h for h in DEMO_BANDWIDTHS if np.isclose(study.slider, h).any()] or list(study.slider[:4])
-    fig = Figure(figsize=(3.4 * len(wanted), 3.0), layout="constrained")
-    for ax, h in zip(fig.subplots(1, len(wanted), squeeze=False)[0], wanted):
-        i = int(np.argmin(abs(study.slider - h)))
-        plot.attention(study.heatmaps[k][i], ax=ax, colorbar=True)
-        ax.set_xlabel("training inputs (sorted)")
-        ax.set_ylabel("validation inputs (sorted)")
-        ax.set_title(f"{k}, h = {study.slider[i]:.3g}")
-    save(fig, "attention.png")
-
-    if bandwidthed:
-        fig = Figure(figsize=(5.5, 3.6), layout="constrained")
-        ax = fig.subplots()
-        for j, k in enumerate(bandwidthed):
-            sr = study.searches[k]
-            if sr.scores.size >= 2:
-                plot.bandwidth_curve(sr.grid[:, 0], sr.scores, chosen=float(sr.bandwidth[0]), ax=ax,
-                                     label=k, color=f"C{j}", mark="dot")
-        ax.set_title("bandwidth search (dots: chosen)")
-        save(fig, "bandwidth.png")
-
+    kernel = next((k for k in ("gaussian", *study.curves) if k in study.curves and k != "constant"),
+                  "gaussian")
+    figures: list[tuple[str, Figure]] = [
+        ("kernels.png", figure_kernels(study)),
+        ("fit.png", figure_fit(study, kernel)),
+        ("attention.png", figure_attention(study, kernel)),
+    ]
+    if any(k in study.searches for k in study.featured):
+        figures.append(("bandwidth.png", figure_bandwidth(study)))
     if study.learned:
-        fig = Figure(figsize=(10, 3.4), layout="constrained")
-        ax_loss, ax_fit = fig.subplots(1, 2)
-        plot.training({name: r["history"] for name, r in study.learned.items()}, ax=ax_loss)
-        ax_fit.scatter(s.x_train, s.y_train, s=14, color="0.55", label="training data")
-        ax_fit.plot(s.x_val, s.y_val, "--", color="k", label="truth")
-        for name, r in study.learned.items():
-            ax_fit.plot(s.x_val, r["prediction"], lw=2, label=name)
-        ax_fit.legend(frameon=False, fontsize="small")
-        ax_fit.set_xlabel("x")
-        save(fig, "training.png")
-    return written
+        figures.append(("training.png", figure_training(study)))
+    return [plot.savefig(fig, out / name, dpi=dpi) for name, fig in figures]
