@@ -57,3 +57,12 @@ def test_engel_loads_offline() -> None:
     assert np.isfinite(e.X).all() and (e.y > 0).all()
     # food spending rises with income
     assert np.corrcoef(e.X[:, 0], e.y)[0, 1] > 0.8
+
+
+def test_reprs_are_short_and_name_shapes_not_values() -> None:
+    d = datasets.diabetes()
+    text = repr(d)
+    assert "(442, 10)" in text and "'age'" in text and "'progression'" in text
+    assert "array" not in text and len(text) < 200  # the dataclass default printed both arrays
+    s = datasets.textbook(n=30)
+    assert repr(s) == "Split('f(x) = 2 sin x + x', n_train=30, n_val=50)"

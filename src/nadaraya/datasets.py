@@ -47,6 +47,8 @@ class Split:
     >>> s = textbook(n=10)
     >>> s.x_train.shape, s.x_val.shape
     ((10,), (50,))
+    >>> s
+    Split('f(x) = 2 sin x + x', n_train=10, n_val=50)
     """
 
     x_train: NDArray[np.float64]
@@ -55,6 +57,9 @@ class Split:
     y_val: NDArray[np.float64]
     truth: Callable[[NDArray[np.float64]], NDArray[np.float64]] = field(repr=False)
     name: str = ""
+
+    def __repr__(self) -> str:
+        return f"Split({self.name!r}, n_train={self.x_train.size}, n_val={self.x_val.size})"
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,8 @@ class Dataset:
     >>> from nadaraya.datasets import diabetes
     >>> diabetes().X.shape
     (442, 10)
+    >>> diabetes()  # the shapes and names, not the arrays
+    Dataset(X: (442, 10), y: (442,), features=['age', 'sex', 'bmi', 'bp', ...], target='progression')
     """
 
     X: NDArray[np.float64]
@@ -82,6 +89,12 @@ class Dataset:
     feature_names: list[str]
     target_name: str
     description: str = ""
+
+    def __repr__(self) -> str:
+        names = self.feature_names if len(self.feature_names) <= 5 else [*self.feature_names[:4], "..."]
+        shown = "[" + ", ".join(n if n == "..." else repr(n) for n in names) + "]"
+        return (f"Dataset(X: {self.X.shape}, y: {self.y.shape}, features={shown}, "
+                f"target={self.target_name!r})")
 
 
 def textbook_function(variant: str = "2sin+x") -> Callable[[NDArray[np.float64]], NDArray[np.float64]]:
