@@ -117,6 +117,7 @@ html_title = f"nadaraya {release}"
 html_static_path = ["_static"]
 html_css_files = ["nadaraya.css"]
 html_last_updated_fmt = None
+html_context = {"default_mode": "auto"}  # light or dark as the reader's system prefers
 html_show_sourcelink = False
 html_copy_source = False
 html_theme_options = {
@@ -127,26 +128,51 @@ html_theme_options = {
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
     "secondary_sidebar_items": ["page-toc"],
-    "header_links_before_dropdown": 6,
+    "header_links_before_dropdown": 5,
     "icon_links": [],
     "analytics": {},
 }
 html_sidebars = {"index": []}
-html_math_renderer = "plain"
+html_math_renderer = "svg"
 
 
-def _plain_math_visit(self, node):  # type: ignore[no-untyped-def]
-    """Math shown as its source text: MathJax would come from a CDN, and the site fetches nothing."""
+def _math_image(tex: str) -> str | None:
+    """``tex`` drawn by matplotlib's mathtext as an inline SVG data URI (None if it cannot)."""
+    import base64
+    import io
+
+    from matplotlib import mathtext
+    from matplotlib.font_manager import FontProperties
+
+    buf = io.BytesIO()
+    try:
+        mathtext.math_to_image(f"${tex}$", buf, prop=FontProperties(size=15, math_fontfamily="cm"),
+                               format="svg")
+    except ValueError:
+        return None
+    svg = re.sub(rb"<metadata>.*?</metadata>", b"", buf.getvalue(), flags=re.S)
+    return "data:image/svg+xml;base64," + base64.b64encode(svg).decode("ascii")
+
+
+def _math_visit(self, node):  # type: ignore[no-untyped-def]
+    """Math drawn by matplotlib into inline SVG, in the page itself: MathJax would come from a
+    CDN, and the site fetches nothing. TeX that mathtext cannot draw is shown as its source."""
     from docutils import nodes
 
     inline = isinstance(node, nodes.math)
-    tag = "code" if inline else "pre"
-    self.body.append(self.starttag(node, tag, "", CLASS="math-plain"))
-    self.body.append(self.encode(node.astext()))
-    self.body.append(f"</{tag}>")
-    from docutils.nodes import SkipNode
-
-    raise SkipNode
+    lines = [" ".join(part.split()) for part in re.split(r"\\\\", node.astext())]
+    images = [_math_image(line) for line in lines if line]
+    alt = self.encode(node.astext())
+    if all(images):
+        tags = [f'<img class="math-svg" src="{uri}" alt="{alt}"/>' for uri in images]
+        if inline:
+            self.body.append(f'<span class="math">{"".join(tags)}</span>')
+        else:
+            self.body.append(f'<div class="math-block">{"<br/>".join(tags)}</div>')
+    else:
+        tag = "code" if inline else "pre"
+        self.body.append(f'<{tag} class="math-plain">{alt}</{tag}>')
+    raise nodes.SkipNode
 
 
 _TYPE_LINE = re.compile(r"^\s*\*{0,2}\w+ : ")
@@ -211,4 +237,4 @@ def setup(app):  # type: ignore[no-untyped-def]
     app.connect("autodoc-process-docstring", _numpydoc_habits, priority=100)
     app.connect("autodoc-skip-member", _skip_member)
     app.connect("missing-reference", _documented_alias)
-    app.add_html_math_renderer("plain", (_plain_math_visit, None), (_plain_math_visit, None))
+    app.add_html_math_renderer("svg", (_math_visit, None), (_math_visit, None))
