@@ -233,7 +233,31 @@ def _documented_alias(app, env, node, contnode):  # type: ignore[no-untyped-def]
     return None
 
 
+def _reexported_data_doc(app, what, name, obj, options, lines):  # type: ignore[no-untyped-def]
+    """A constant takes its ``#:`` comment, also where it is re-exported
+    (``nadaraya.persist.MAX_MODEL_BYTES`` from ``nadaraya._modelfile``), never its type's docstring."""
+    inherited = getattr(obj, "__doc__", None) == getattr(type(obj), "__doc__", None)
+    if what != "data" or (any(line.strip() for line in lines) and not inherited):
+        return
+    lines[:] = []  # not int's or tuple's docstring
+    from sphinx.errors import PycodeError
+    from sphinx.pycode import ModuleAnalyzer
+
+    attr = name.rpartition(".")[2]
+    for module_name, module in sorted(sys.modules.items()):
+        if not module_name.startswith("nadaraya") or getattr(module, attr, None) is not obj:
+            continue
+        try:
+            docs = ModuleAnalyzer.for_module(module_name).find_attr_docs()
+        except PycodeError:
+            continue
+        if ("", attr) in docs:
+            lines[:] = list(docs["", attr])
+            return
+
+
 def setup(app):  # type: ignore[no-untyped-def]
+    app.connect("autodoc-process-docstring", _reexported_data_doc)
     app.connect("autodoc-process-docstring", _numpydoc_habits, priority=100)
     app.connect("autodoc-skip-member", _skip_member)
     app.connect("missing-reference", _documented_alias)

@@ -237,6 +237,7 @@ def _logistic_log(u: Any, xp: Any = np) -> Any:
 
 _NAN = float("nan")
 
+#: every kernel by its canonical name (:func:`get` also accepts the aliases)
 REGISTRY: dict[str, Kernel] = {
     k.name: k
     for k in (

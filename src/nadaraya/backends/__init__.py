@@ -27,6 +27,7 @@ from ..partials import Partials
 
 __all__ = ["NAMES", "Backend", "BackendName", "Choice", "available", "choose", "compute", "explain", "get"]
 
+#: the values ``backend=`` accepts
 BackendName = Literal["auto", "reference", "fused", "windowed", "dask"]
 
 #: backend name -> (module, the extra that provides its dependencies, modules it needs)
@@ -37,6 +38,7 @@ _REGISTRY: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
     "dask": ("nadaraya.backends.dask", "dask", ("dask", "distributed")),
 }
 
+#: the backend names, ``"auto"`` first
 NAMES: tuple[str, ...] = ("auto", *_REGISTRY)
 
 #: below this many (query, key) pairs ``auto`` keeps the NumPy reference: loading numba and the
