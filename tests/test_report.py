@@ -37,6 +37,17 @@ def test_demo_page_is_under_the_readme_bound(tmp_path: Path) -> None:
     assert "Validation MSE" in text
 
 
+def _wait_ready(tab, seconds: float = 20.0) -> None:
+    """Wait until the page has inflated its heatmaps (polled from Python: the page's CSP forbids
+    the eval that playwright's wait_for_function uses)."""
+    import time
+
+    end = time.monotonic() + seconds
+    while tab.evaluate("document.body.dataset.ready") != "1":
+        assert time.monotonic() < end, "the report did not finish loading"
+        time.sleep(0.05)
+
+
 @pytest.fixture(scope="module")
 def study() -> report.Study:
     return report.textbook_study(
@@ -89,7 +100,7 @@ def test_browser_slider_switches_the_curve_offline(page: Path) -> None:
             local = ("file://", "data:")
             tab.on("request", lambda r: None if r.url.startswith(local) else requests.append(r.url))
             tab.goto(page.as_uri())
-            tab.wait_for_function("document.body.dataset.ready === '1'")  # the heatmaps are inflated
+            _wait_ready(tab)
             before = tab.get_attribute("#curve", "d")
             mse_before = tab.inner_text("#mse")
             assert before and before.startswith("M")

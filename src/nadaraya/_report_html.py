@@ -34,8 +34,8 @@ def _deflated_uint8(a: NDArray[np.float64]) -> tuple[str, list[float]]:
 
 
 def _at(slider: NDArray[np.float64], h: float) -> int | None:
-    """The slider position of ``h`` (to a relative 1e-6), or None."""
-    hit = np.flatnonzero(np.isclose(slider, h, rtol=1e-6, atol=0.0))
+    """The slider position of ``h`` (to a relative 1e-5: positions have 6 significant digits), or None."""
+    hit = np.flatnonzero(np.isclose(slider, h, rtol=1e-5, atol=0.0))
     return int(hit[0]) if hit.size else None
 
 

@@ -152,7 +152,7 @@ class Study:
         The CV search per kernel (not for average pooling).
     slider : ndarray
         The bandwidths of the report's slider: log-spaced, with the textbook's values and every
-        kernel's CV choice (rounded to 6 significant digits), sorted.
+        kernel's CV choice, each to 6 significant digits, sorted.
     curves, heatmaps : dict of str -> ndarray
         Per kernel of the report: predictions at ``split.x_val`` (len(slider), m) and attention
         weights (len(slider), m, n), queries and keys sorted.
@@ -294,7 +294,7 @@ def textbook_study(
         rows.append(Row(kernel, kernel, h_cv, mse(kernel, h_cv), "selected by leave-one-out CV"))
     # the slider's positions: the given ones and every kernel's CV choice, so that it lands on each
     cvs = [float(sr.bandwidth[0]) for sr in searches.values()]
-    slide = np.unique(np.round(np.concatenate([base, cvs]), 6))
+    slide = np.unique([float(f"{h:.6g}") for h in np.concatenate([base, cvs])])
     total = done + len(kernels + others) * slide.size + 2 * bool(learnable)
     curves: dict[str, NDArray[np.float64]] = {}
     heatmaps: dict[str, NDArray[np.float64]] = {}
