@@ -134,6 +134,7 @@ html_theme_options = {
 }
 html_sidebars = {"index": []}
 html_math_renderer = "svg"
+toc_object_entries_show_parents = "hide"  # the page TOC names members "fit()", not "NadarayaWatson.fit()"
 
 
 def _math_image(tex: str) -> str | None:
