@@ -269,10 +269,10 @@ D.xTrain.forEach((x, i) => el("circle", {cx: sx(x), cy: sy(D.yTrain[i]), r: 3, f
                                          "fill-opacity": 0.8}, svg));
 const curve = el("path", {fill: "none", stroke: "#d62728", "stroke-width": 2.5, id: "curve"}, svg);
 el("circle", {cx: L + 10, cy: 14, r: 3, fill: "#8c8c8c"}, svg);
-el("line", {x1: L + 124, x2: L + 144, y1: 14, y2: 14, stroke: "#111", "stroke-dasharray": "6 4"}, svg);
-el("line", {x1: L + 244, x2: L + 264, y1: 14, y2: 14, stroke: "#d62728", "stroke-width": 2.5}, svg);
+el("line", {x1: L + 124, x2: L + 142, y1: 14, y2: 14, stroke: "#111", "stroke-dasharray": "6 4"}, svg);
+el("line", {x1: L + 244, x2: L + 262, y1: 14, y2: 14, stroke: "#d62728", "stroke-width": 2.5}, svg);
 ["training data", "truth", "prediction"].forEach((name, i) =>
-  el("text", {x: L + 22 + i * 120, y: 18, "font-size": 12}, svg, name));
+  el("text", {x: L + 20 + i * 126, y: 18, "font-size": 12}, svg, name));
 /* the heatmap: canvas over an SVG with the axes and the colour bar */
 const HL = 60, HT = 10, HS = 360, CB = HL + HS + 18;
 const at = (sorted, v) => {  // fractional index where the sorted inputs reach v
