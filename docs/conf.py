@@ -64,9 +64,6 @@ numpydoc_xref_param_type = False
 # --- Markdown pages (design.md, distributed.md, testing.md, benchmarks.md, the guide) -------------
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
-# The Markdown pages are also read on GitHub, where they link to repository files (README.md,
-# src/..., examples/...) that are not pages of this site: those links stay plain links.
-suppress_warnings = ["myst.xref_missing"]
 
 # --- gallery -------------------------------------------------------------------------------------
 # S2's scripts live in examples/gallery/ (every plot_*.py is executed). While that folder is
