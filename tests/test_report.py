@@ -116,3 +116,10 @@ def test_browser_slider_switches_the_curve_offline(page: Path) -> None:
             browser.close()
     assert errors == []
     assert requests == []
+
+
+def test_reprs_name_sizes_not_arrays(study: report.Study) -> None:
+    for obj in (study, study.searches["gaussian"]):
+        text = repr(obj)
+        assert "array" not in text and len(text) < 300, text  # the dataclass default printed every state
+    assert f"{study.slider.size} slider positions" in repr(study)

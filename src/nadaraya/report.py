@@ -79,6 +79,10 @@ class Search:
     bandwidth: NDArray[np.float64]
     method: str
 
+    def __repr__(self) -> str:
+        h = ", ".join(f"{v:.4g}" for v in np.ravel(self.bandwidth))
+        return f"Search(method={self.method!r}, bandwidth=[{h}], {self.scores.size} candidates)"
+
 
 def _record_from(selection: BandwidthSelection) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The (bandwidths, scores) that ``selection`` evaluated; empty when there are fewer than two."""
@@ -120,6 +124,8 @@ def bandwidth_search(
     >>> search = bandwidth_search(s.x_train, s.y_train)
     >>> bool(0.05 < search.bandwidth[0] < 1.0), search.method
     (True, 'cv')
+    >>> repr(search).startswith("Search(method='cv', bandwidth=[0.5")
+    True
     """
     from .bandwidth import select_bandwidth
 
