@@ -549,8 +549,9 @@ def training(
         series = dict(history)
     elif hasattr(history, "loss"):
         series = {label: history.loss}
-        if getattr(history, "val_loss", None) is not None and len(history.val_loss):
-            series["validation loss"] = history.val_loss
+        val = getattr(history, "val_loss", None)
+        if val is not None and len(val):
+            series["validation loss"] = val
     else:
         series = {label: history}
     finite: list[np.ndarray] = []
@@ -560,8 +561,7 @@ def training(
             raise ValueError(f"history {name!r} is empty; nothing to plot")
         finite.append(v[np.isfinite(v)])
         ax.plot(np.arange(1, v.size + 1), v, lw=2, label=name)
-    every = np.concatenate(finite)
-    if every.size and (every > 0).all() and every.max() > 10 * every.min():
+    if (every := np.concatenate(finite)).size and (every > 0).all() and every.max() > 10 * every.min():
         ax.set_yscale("log")
     ax.set(xlabel="epoch", ylabel="loss")
     ax.grid(alpha=0.3, which="both")

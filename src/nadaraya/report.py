@@ -200,7 +200,7 @@ def _train_learnable(
     X = torch.as_tensor(split.x_train[:, None])
     Y = torch.as_tensor(split.y_train[:, None])
     Q = torch.as_tensor(split.x_val[:, None])
-    specs = [  # the same number of epochs, so that the two losses share one axis
+    specs: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = [  # equal epochs: one axis for both
         ("learnable w (Gaussian)", "KernelPooling", {}, {"epochs": LEARN_EPOCHS, "lr": 0.5}),
         ("additive attention", "AdditiveAttentionPooling", {"in_features": 1, "hidden": 16},
          {"epochs": LEARN_EPOCHS, "lr": 0.05, "optimizer": "adam"}),
