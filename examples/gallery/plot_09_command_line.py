@@ -77,8 +77,11 @@ print("other.npz written:", (folder / "other.npz").exists())
 # Select a bandwidth and draw the search
 # --------------------------------------
 # ``select`` runs the search alone, prints every bandwidth it evaluated and, with ``--plot``,
-# draws the CV curve into a PNG file, shown here.
+# draws the CV curve into a PNG file.
 nadaraya("select", "train.csv", "-x", "x", "-y", "y", "--method", "cv", "--plot", "cv.png")
+
+# %%
+# The picture ``--plot`` wrote:
 image = plt.imread(folder / "cv.png")
 fig, ax = plt.subplots(figsize=(image.shape[1] / 100, image.shape[0] / 100), layout="constrained")
 ax.imshow(image)
