@@ -29,7 +29,9 @@ from nadaraya.datasets import textbook
 print(kernels.names())
 for name in kernels.names():
     k = kernels.get(name)
-    print(f"{k.name:<13} support {k.support:<4} aliases {', '.join(k.aliases) or '-'}")
+    print(
+        f"{k.name:<13} support {k.support:<4} aliases {', '.join(k.aliases) or '-'}"
+    )
 
 fig = plot.kernel_grid(ncols=4)
 fig.suptitle("The twelve kernels, K(u) / K(0)")
@@ -48,20 +50,33 @@ plt.show()
 data = textbook(n=50, noise=1.0, seed=0)
 h = 0.5
 chosen = ["gaussian", "boxcar", "triangular", "epanechnikov"]
-fig, axes = plt.subplots(2, 2, figsize=(8, 5.6), sharex=True, sharey=True, layout="constrained")
+fig, axes = plt.subplots(
+    2, 2, figsize=(8, 5.6), sharex=True, sharey=True, layout="constrained"
+)
 for ax, name in zip(axes.flat, chosen):
-    pred = nadaraya.pool(data.x_val, data.x_train, data.y_train, kernel=name, bandwidth=h)
+    pred = nadaraya.pool(
+        data.x_val, data.x_train, data.y_train, kernel=name, bandwidth=h
+    )
     mse = np.mean((pred - data.y_val) ** 2)
-    ax.scatter(data.x_train, data.y_train, s=12, color="0.6", label="training data")
+    ax.scatter(
+        data.x_train, data.y_train, s=12, color="0.6", label="training data"
+    )
     ax.plot(data.x_val, data.y_val, "--", color="k", lw=1.2, label="truth")
     ax.plot(data.x_val, pred, color="C3", lw=2, label="prediction")
-    ax.set_title(f"{name}, h = {h}: validation MSE {mse:.3f}", fontsize="medium")
+    ax.set_title(
+        f"{name}, h = {h}: validation MSE {mse:.3f}", fontsize="medium"
+    )
     ax.grid(alpha=0.3)
 for ax in axes[-1]:
     ax.set_xlabel("x")
 for ax in axes[:, 0]:
     ax.set_ylabel("y")
-fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncols=3, frameon=False)
+fig.legend(
+    *axes[0, 0].get_legend_handles_labels(),
+    loc="outside lower center",
+    ncols=3,
+    frameon=False,
+)
 plt.show()
 
 # %%
@@ -73,12 +88,19 @@ plt.show()
 q = np.array([2.5])
 fig, ax = plt.subplots(figsize=(6.4, 3.4), layout="constrained")
 for name in chosen:
-    w = nadaraya.attention_weights(q, data.x_train, kernel=name, bandwidth=h)[0]
-    print(f"{name:<13} weights sum to {w.sum():.6f}; keys with weight > 0: {(w > 0).sum()}")
+    w = nadaraya.attention_weights(q, data.x_train, kernel=name, bandwidth=h)[
+        0
+    ]
+    print(
+        f"{name:<13} weights sum to {w.sum():.6f}; keys with weight > 0: {(w > 0).sum()}"
+    )
     ax.plot(data.x_train, w, "o-", ms=3, label=name)
 ax.axvline(q[0], color="0.4", lw=1, ls=":")
-ax.set(xlabel="training input x_i", ylabel="attention weight at q = 2.5",
-       title=f"Attention weights of one query, h = {h}")
+ax.set(
+    xlabel="training input x_i",
+    ylabel="attention weight at q = 2.5",
+    title=f"Attention weights of one query, h = {h}",
+)
 ax.grid(alpha=0.3)
 ax.legend(frameon=False)
 plt.show()

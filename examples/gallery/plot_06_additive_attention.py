@@ -27,8 +27,12 @@ from nadaraya.nn import AdditiveAttentionPooling, fit
 data = textbook(n=50, noise=1.0, seed=0)
 torch.manual_seed(0)
 layer = AdditiveAttentionPooling(1, hidden=8, dtype=torch.float64)
-history = fit(layer, data.x_train, data.y_train, epochs=60, lr=0.1, optimizer="adam")
-print(f"leave-one-out loss: {history['loss'][0]:.3f} at the start, {history['loss'][-1]:.3f} after 60 epochs")
+history = fit(
+    layer, data.x_train, data.y_train, epochs=60, lr=0.1, optimizer="adam"
+)
+print(
+    f"leave-one-out loss: {history['loss'][0]:.3f} at the start, {history['loss'][-1]:.3f} after 60 epochs"
+)
 
 fig, ax = plt.subplots(figsize=(6.4, 3.2), layout="constrained")
 plot.training(history, ax=ax, label="leave-one-out training loss")
@@ -49,19 +53,39 @@ with torch.no_grad():
     pred, weights = layer(q, k, v, return_weights=True)
 pred, weights = pred.numpy(), weights.numpy()
 
-h_cv = float(nadaraya.select_bandwidth(data.x_train, data.y_train).bandwidth[0])
+h_cv = float(
+    nadaraya.select_bandwidth(data.x_train, data.y_train).bandwidth[0]
+)
 gauss = nadaraya.pool(data.x_val, data.x_train, data.y_train, bandwidth=h_cv)
-for name, p in [("additive attention", pred), (f"Gaussian, CV h = {h_cv:.3f}", gauss)]:
+for name, p in [
+    ("additive attention", pred),
+    (f"Gaussian, CV h = {h_cv:.3f}", gauss),
+]:
     print(f"{name:<24} validation MSE {np.mean((p - data.y_val) ** 2):.3f}")
 
 fig, ax = plt.subplots(figsize=(6.4, 3.6), layout="constrained")
-ax.scatter(data.x_train, data.y_train, s=16, color="0.6", label="training data")
+ax.scatter(
+    data.x_train, data.y_train, s=16, color="0.6", label="training data"
+)
 ax.plot(data.x_val, data.y_val, "--", color="k", lw=1.2, label="truth")
 ax.plot(data.x_val, pred, color="C3", lw=2, label="additive attention")
-ax.plot(data.x_val, gauss, color="C0", lw=1.5, label=f"Gaussian kernel, CV h = {h_cv:.3f}")
-ax.set(xlabel="x", ylabel="y", title="Additive attention and the Gaussian kernel")
+ax.plot(
+    data.x_val,
+    gauss,
+    color="C0",
+    lw=1.5,
+    label=f"Gaussian kernel, CV h = {h_cv:.3f}",
+)
+ax.set(
+    xlabel="x", ylabel="y", title="Additive attention and the Gaussian kernel"
+)
 ax.grid(alpha=0.3)
-fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2, frameon=False)
+fig.legend(
+    *ax.get_legend_handles_labels(),
+    loc="outside lower center",
+    ncols=2,
+    frameon=False,
+)
 plt.show()
 
 # %%
@@ -69,12 +93,20 @@ plt.show()
 # learned band is narrow near ``x = 0`` and widens to the right.
 gauss_w = nadaraya.attention_weights(data.x_val, data.x_train, bandwidth=h_cv)
 vmax = max(weights.max(), gauss_w.max())
-fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True, layout="constrained")
-for ax, w, title in [(axes[0], weights, "additive attention (learned)"),
-                     (axes[1], gauss_w, f"Gaussian kernel, h = {h_cv:.3f}")]:
-    plot.attention(w, data.x_val, data.x_train, ax=ax, colorbar=False, vmax=vmax)
+fig, axes = plt.subplots(
+    1, 2, figsize=(9, 3.6), sharey=True, layout="constrained"
+)
+for ax, w, title in [
+    (axes[0], weights, "additive attention (learned)"),
+    (axes[1], gauss_w, f"Gaussian kernel, h = {h_cv:.3f}"),
+]:
+    plot.attention(
+        w, data.x_val, data.x_train, ax=ax, colorbar=False, vmax=vmax
+    )
     ax.images[0].set_norm(PowerNorm(0.5, vmin=0.0, vmax=vmax))
     ax.set(title=title, xlabel="training inputs x_i (sorted)", ylabel="")
 axes[0].set_ylabel("validation inputs q (sorted)")
-fig.colorbar(axes[0].images[0], ax=axes, label="attention weight (square-root scale)")
+fig.colorbar(
+    axes[0].images[0], ax=axes, label="attention weight (square-root scale)"
+)
 plt.show()

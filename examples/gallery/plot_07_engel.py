@@ -27,8 +27,12 @@ data = engel()
 print(data.description, "|", data.X.shape[0], "households")
 cv = NadarayaWatson(bandwidth="cv").fit(data.X, data.y)
 aicc = NadarayaWatson(bandwidth="aicc").fit(data.X, data.y)
-print(f"CV:   h = {cv.bandwidth_[0]:.1f}, R^2 on the data {cv.score(data.X, data.y):.3f}")
-print(f"AICc: h = {aicc.bandwidth_[0]:.1f}, R^2 on the data {aicc.score(data.X, data.y):.3f}")
+print(
+    f"CV:   h = {cv.bandwidth_[0]:.1f}, R^2 on the data {cv.score(data.X, data.y):.3f}"
+)
+print(
+    f"AICc: h = {aicc.bandwidth_[0]:.1f}, R^2 on the data {aicc.score(data.X, data.y):.3f}"
+)
 
 # %%
 # The search, as a table
@@ -47,17 +51,40 @@ print(table.head().to_string(index=False))
 # halfway between two of them. AICc prefers a smaller bandwidth than CV here, so its curve is
 # also wigglier where the data are dense.
 grid = np.linspace(data.X.min(), data.X.max(), 400)[:, None]
-fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
+fig, (left, right) = plt.subplots(
+    1, 2, figsize=(10, 3.8), layout="constrained"
+)
 left.scatter(data.X[:, 0], data.y, s=12, color="0.6", label="households")
-left.plot(grid[:, 0], cv.predict(grid), color="C3", lw=2, label=f"CV, h = {cv.bandwidth_[0]:.0f}")
-left.plot(grid[:, 0], aicc.predict(grid), color="C0", lw=1.2, label=f"AICc, h = {aicc.bandwidth_[0]:.0f}")
-left.set(xlabel="household income (Belgian francs per year)", ylabel="food expenditure (francs per year)",
-         title="Fitted on income")
+left.plot(
+    grid[:, 0],
+    cv.predict(grid),
+    color="C3",
+    lw=2,
+    label=f"CV, h = {cv.bandwidth_[0]:.0f}",
+)
+left.plot(
+    grid[:, 0],
+    aicc.predict(grid),
+    color="C0",
+    lw=1.2,
+    label=f"AICc, h = {aicc.bandwidth_[0]:.0f}",
+)
+left.set(
+    xlabel="household income (Belgian francs per year)",
+    ylabel="food expenditure (francs per year)",
+    title="Fitted on income",
+)
 left.grid(alpha=0.3)
 left.legend(frameon=False, loc="upper left")
 
-plot.bandwidth_curve(table["bandwidth"], table["score"], chosen=cv.bandwidth_[0], ax=right, method="cv",
-                     label="CV(h), Gaussian kernel")
+plot.bandwidth_curve(
+    table["bandwidth"],
+    table["score"],
+    chosen=cv.bandwidth_[0],
+    ax=right,
+    method="cv",
+    label="CV(h), Gaussian kernel",
+)
 right.set_title("Leave-one-out CV over the bandwidth (income)")
 right.get_legend().remove()
 right.legend(frameon=False, loc="upper left")
@@ -69,15 +96,29 @@ plt.show()
 # Income is skewed; on a log scale the households are spread more evenly, so one bandwidth
 # suits the whole range. A scikit-learn ``Pipeline`` takes the log before the estimator,
 # and CV then chooses the bandwidth in log units.
-logfit = make_pipeline(FunctionTransformer(np.log), NadarayaWatson(bandwidth="cv")).fit(data.X, data.y)
+logfit = make_pipeline(
+    FunctionTransformer(np.log), NadarayaWatson(bandwidth="cv")
+).fit(data.X, data.y)
 h_log = logfit[-1].bandwidth_[0]
-print(f"CV on log income: h = {h_log:.3f} (a factor of {np.exp(h_log):.2f} in income)")
+print(
+    f"CV on log income: h = {h_log:.3f} (a factor of {np.exp(h_log):.2f} in income)"
+)
 
 fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
 ax.scatter(data.X[:, 0], data.y, s=12, color="0.6", label="households")
-ax.plot(grid[:, 0], logfit.predict(grid), color="C3", lw=2, label=f"CV on log income, h = {h_log:.2f}")
-ax.set(xscale="log", xlabel="household income (francs per year, log scale)",
-       ylabel="food expenditure (francs per year)", title="Fitted on log income")
+ax.plot(
+    grid[:, 0],
+    logfit.predict(grid),
+    color="C3",
+    lw=2,
+    label=f"CV on log income, h = {h_log:.2f}",
+)
+ax.set(
+    xscale="log",
+    xlabel="household income (francs per year, log scale)",
+    ylabel="food expenditure (francs per year)",
+    title="Fitted on log income",
+)
 ticks = [500, 1000, 2000, 4000]
 ax.set_xticks(ticks, [str(t) for t in ticks])
 ax.set_xticks([], minor=True)

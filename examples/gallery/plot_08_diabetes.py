@@ -30,11 +30,18 @@ data = diabetes()
 print(data.description, "|", data.X.shape, "|", ", ".join(data.feature_names))
 folds = KFold(5, shuffle=True, random_state=0)
 models = {
-    "Nadaraya-Watson, CV per feature": make_pipeline(StandardScaler(), NadarayaWatson(bandwidth="cv")),
-    "Nadaraya-Watson, Scott's rule": make_pipeline(StandardScaler(), NadarayaWatson(bandwidth="scott")),
+    "Nadaraya-Watson, CV per feature": make_pipeline(
+        StandardScaler(), NadarayaWatson(bandwidth="cv")
+    ),
+    "Nadaraya-Watson, Scott's rule": make_pipeline(
+        StandardScaler(), NadarayaWatson(bandwidth="scott")
+    ),
     "linear regression": make_pipeline(StandardScaler(), LinearRegression()),
 }
-scores = {name: cross_val_score(model, data.X, data.y, cv=folds) for name, model in models.items()}
+scores = {
+    name: cross_val_score(model, data.X, data.y, cv=folds)
+    for name, model in models.items()
+}
 for name, s in scores.items():
     print(f"{name:<33} R^2 {s.mean():.3f} +- {s.std():.3f}")
 
@@ -52,29 +59,54 @@ for name, s in scores.items():
 # names the features whose bandwidth is so large that the fit ignores them (a normal outcome,
 # recorded rather than warned about). The features are standardised, so a bandwidth near 1
 # is about one standard deviation.
-pipe = make_pipeline(StandardScaler(), NadarayaWatson(bandwidth="cv")).fit(data.X, data.y)
+pipe = make_pipeline(StandardScaler(), NadarayaWatson(bandwidth="cv")).fit(
+    data.X, data.y
+)
 nw = pipe[-1]
 print(nw.selection_)
-for name, h, out in zip(data.feature_names, nw.bandwidth_, nw.selection_.smoothed_out):
+for name, h, out in zip(
+    data.feature_names, nw.bandwidth_, nw.selection_.smoothed_out
+):
     print(f"{name:>4}: h = {h:9.3f}{'  (smoothed out)' if out else ''}")
 
-fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained",
-                                  gridspec_kw={"width_ratios": [1.3, 1]})
+fig, (left, right) = plt.subplots(
+    1,
+    2,
+    figsize=(10, 3.8),
+    layout="constrained",
+    gridspec_kw={"width_ratios": [1.3, 1]},
+)
 colors = ["0.7" if out else "C0" for out in nw.selection_.smoothed_out]
 left.bar(data.feature_names, nw.bandwidth_, color=colors)
-left.set(yscale="log", xlabel="feature (standardised)", ylabel="bandwidth h (log scale)",
-         title="Per-feature bandwidths chosen by CV")
+left.set(
+    yscale="log",
+    xlabel="feature (standardised)",
+    ylabel="bandwidth h (log scale)",
+    title="Per-feature bandwidths chosen by CV",
+)
 left.axhline(1.0, color="k", lw=0.8, ls=":")
-left.set_ylim(top=30 * nw.bandwidth_.max())  # room for the legend above the bars
-left.legend(handles=[Patch(color="C0", label="used by the fit"),
-                     Patch(color="0.7", label="smoothed out (ignored by the fit)")],
-            frameon=False, loc="upper left", ncols=2, fontsize="small")
+# room for the legend above the bars
+left.set_ylim(top=30 * nw.bandwidth_.max())
+left.legend(
+    handles=[
+        Patch(color="C0", label="used by the fit"),
+        Patch(color="0.7", label="smoothed out (ignored by the fit)"),
+    ],
+    frameon=False,
+    loc="upper left",
+    ncols=2,
+    fontsize="small",
+)
 left.grid(alpha=0.3, axis="y")
 
 names = list(scores)
 right.boxplot([scores[n] for n in names], orientation="horizontal", widths=0.5)
-right.set_yticks(range(1, len(names) + 1), [n.replace(", ", ",\n") for n in names])
-right.set(xlabel="R² on the held-out fold (5 folds)", title="Cross-validated R²")
+right.set_yticks(
+    range(1, len(names) + 1), [n.replace(", ", ",\n") for n in names]
+)
+right.set(
+    xlabel="R² on the held-out fold (5 folds)", title="Cross-validated R²"
+)
 right.grid(alpha=0.3, axis="x")
 plt.show()
 

@@ -31,9 +31,17 @@ from nadaraya.datasets import textbook
 
 data = textbook(n=50, noise=1.0, seed=0)
 folder = Path(tempfile.mkdtemp(prefix="nadaraya-cli-"))
-np.savetxt(folder / "train.csv", np.column_stack([data.x_train, data.y_train]), delimiter=",",
-           header="x,y", comments="", fmt="%.6f")
-np.savetxt(folder / "new.csv", data.x_val[::10], header="x", comments="", fmt="%.1f")
+np.savetxt(
+    folder / "train.csv",
+    np.column_stack([data.x_train, data.y_train]),
+    delimiter=",",
+    header="x,y",
+    comments="",
+    fmt="%.6f",
+)
+np.savetxt(
+    folder / "new.csv", data.x_val[::10], header="x", comments="", fmt="%.1f"
+)
 print((folder / "train.csv").read_text().splitlines()[:4])
 
 
@@ -55,14 +63,28 @@ def nadaraya(*args: str) -> None:
 # --------------------
 # ``--bandwidth cv`` (the default) chooses the bandwidth by leave-one-out cross-validation;
 # the model file is a safe zip of JSON and arrays (nothing in it is executed when loaded).
-nadaraya("fit", "train.csv", "-x", "x", "-y", "y", "--kernel", "gaussian", "--bandwidth", "cv",
-         "--model", "model.npz")
+nadaraya(
+    "fit",
+    "train.csv",
+    "-x",
+    "x",
+    "-y",
+    "y",
+    "--kernel",
+    "gaussian",
+    "--bandwidth",
+    "cv",
+    "--model",
+    "model.npz",
+)
 
 # %%
 # Predict on new inputs
 # ---------------------
 # The output holds the input columns and one ``predicted_<target>`` column per target.
-nadaraya("predict", "--model", "model.npz", "new.csv", "--out", "predictions.csv")
+nadaraya(
+    "predict", "--model", "model.npz", "new.csv", "--out", "predictions.csv"
+)
 print((folder / "predictions.csv").read_text())
 
 # %%
@@ -78,12 +100,25 @@ print("other.npz written:", (folder / "other.npz").exists())
 # --------------------------------------
 # ``select`` runs the search alone, prints every bandwidth it evaluated and, with ``--plot``,
 # draws the CV curve into a PNG file.
-nadaraya("select", "train.csv", "-x", "x", "-y", "y", "--method", "cv", "--plot", "cv.png")
+nadaraya(
+    "select",
+    "train.csv",
+    "-x",
+    "x",
+    "-y",
+    "y",
+    "--method",
+    "cv",
+    "--plot",
+    "cv.png",
+)
 
 # %%
 # The picture ``--plot`` wrote:
 image = plt.imread(folder / "cv.png")
-fig, ax = plt.subplots(figsize=(image.shape[1] / 100, image.shape[0] / 100), layout="constrained")
+fig, ax = plt.subplots(
+    figsize=(image.shape[1] / 100, image.shape[0] / 100), layout="constrained"
+)
 ax.imshow(image)
 ax.set_axis_off()
 plt.show()

@@ -35,7 +35,14 @@ values = da.from_array(data.y_train, chunks=500)
 queries = da.from_array(grid[:, None], chunks=(100, 1))
 
 lazy = nadaraya.pool(queries, keys, values, kernel="gaussian", bandwidth=0.3)
-print(type(lazy).__name__, lazy.shape, "chunks:", lazy.chunks, "| tasks in the graph:", len(lazy.dask))
+print(
+    type(lazy).__name__,
+    lazy.shape,
+    "chunks:",
+    lazy.chunks,
+    "| tasks in the graph:",
+    len(lazy.dask),
+)
 
 # %%
 # Compute, and compare with NumPy
@@ -43,12 +50,17 @@ print(type(lazy).__name__, lazy.shape, "chunks:", lazy.chunks, "| tasks in the g
 # Nothing ran until ``compute()``. The result equals the NumPy call on the whole arrays up to
 # float64 rounding (the shards are summed in a different order).
 pred = lazy.compute()
-reference = nadaraya.pool(grid, data.x_train, data.y_train, kernel="gaussian", bandwidth=0.3)
+reference = nadaraya.pool(
+    grid, data.x_train, data.y_train, kernel="gaussian", bandwidth=0.3
+)
 print("largest difference from NumPy:", float(np.abs(pred - reference).max()))
 
 loo = nadaraya.loo_pool(keys, values, bandwidth=0.3).compute()
 loo_reference = nadaraya.loo_pool(data.x_train, data.y_train, bandwidth=0.3)
-print("leave-one-out, largest difference:", float(np.abs(loo - loo_reference).max()))
+print(
+    "leave-one-out, largest difference:",
+    float(np.abs(loo - loo_reference).max()),
+)
 
 # %%
 # The estimator on Dask arrays
@@ -56,11 +68,21 @@ print("leave-one-out, largest difference:", float(np.abs(loo - loo_reference).ma
 # ``bandwidth="scott"`` is computed with Dask reductions (the quartiles exactly), so the
 # model stays lazy; ``bandwidth="cv"`` would gather the training data to search.
 model = NadarayaWatson(bandwidth="scott").fit(keys, values)
-numpy_model = NadarayaWatson(bandwidth="scott").fit(data.x_train[:, None], data.y_train)
-print(f"Scott's rule: {model.bandwidth_[0]:.6f} from Dask, {numpy_model.bandwidth_[0]:.6f} from NumPy")
+numpy_model = NadarayaWatson(bandwidth="scott").fit(
+    data.x_train[:, None], data.y_train
+)
+print(
+    f"Scott's rule: {model.bandwidth_[0]:.6f} from Dask, {numpy_model.bandwidth_[0]:.6f} from NumPy"
+)
 lazy_fit = model.predict(queries)
-print("predict returns", type(lazy_fit).__name__, "; difference from NumPy:",
-      float(np.abs(lazy_fit.compute() - numpy_model.predict(grid[:, None])).max()))
+print(
+    "predict returns",
+    type(lazy_fit).__name__,
+    "; difference from NumPy:",
+    float(
+        np.abs(lazy_fit.compute() - numpy_model.predict(grid[:, None])).max()
+    ),
+)
 
 # %%
 # The picture
@@ -68,15 +90,31 @@ print("predict returns", type(lazy_fit).__name__, "; difference from NumPy:",
 # The shaded bands are the four shards of the keys; every query chunk gets partials from
 # every shard, merged in a tree of fixed shape (so repeated runs are bit-identical).
 fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
-bounds = [data.x_train[i: i + 500] for i in range(0, 2000, 500)]
+bounds = [data.x_train[i : i + 500] for i in range(0, 2000, 500)]
 for j, shard in enumerate(bounds):
     ax.axvspan(shard.min(), shard.max(), color=f"C{j}", alpha=0.08, lw=0)
-ax.scatter(data.x_train, data.y_train, s=3, color="0.6", alpha=0.5, label="training data (4 shards)")
+ax.scatter(
+    data.x_train,
+    data.y_train,
+    s=3,
+    color="0.6",
+    alpha=0.5,
+    label="training data (4 shards)",
+)
 ax.plot(grid, data.truth(grid), "--", color="k", lw=1.2, label="truth")
 ax.plot(grid, pred, color="C3", lw=4, alpha=0.6, label="Dask, h = 0.3")
 ax.plot(grid, reference, ":", color="C0", lw=1.8, label="NumPy, h = 0.3")
-ax.set(xlabel="x", ylabel="y", title="Attention pooling on Dask arrays equals NumPy")
+ax.set(
+    xlabel="x",
+    ylabel="y",
+    title="Attention pooling on Dask arrays equals NumPy",
+)
 ax.grid(alpha=0.3)
-fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2, frameon=False,
-           markerscale=3)
+fig.legend(
+    *ax.get_legend_handles_labels(),
+    loc="outside lower center",
+    ncols=2,
+    frameon=False,
+    markerscale=3,
+)
 plt.show()
