@@ -256,3 +256,19 @@ def test_report_in_chromium_has_axes_a_colour_bar_and_a_cv_button(study, tmp_pat
         finally:
             browser.close()
     assert errors == []
+
+
+def test_an_exploding_criterion_does_not_flatten_the_curve() -> None:
+    """AICc at the smallest grid bandwidths can be 100 times its range elsewhere (diabetes, per feature)."""
+    from types import SimpleNamespace
+
+    h = np.geomspace(0.01, 1.0, 7)
+    scores = np.array([1000.0, 10.0, 9.5, 9.2, 9.0, 9.3, 9.6])
+    sel = SimpleNamespace(method="aicc", kernel="gaussian", per_feature=False, bandwidth=np.array([h[4]]),
+                          smoothed_out=np.array([False]),
+                          search={"bandwidths": h[:, None], "scores": scores, "stages": np.full(7, "grid")})
+    ax = plot.bandwidth_selection(sel, fig=Figure()).axes[0]
+    bottom, top = ax.get_ylim()
+    assert 9.6 <= top < 100 and bottom < 9.0
+    sel.search["scores"] = np.array([12.0, 10.0, 9.5, 9.2, 9.0, 9.3, 9.6])  # nothing to cut
+    assert plot.bandwidth_selection(sel, fig=Figure()).axes[0].get_ylim()[1] >= 12.0

@@ -415,9 +415,7 @@ def bandwidth_curve(
     else:
         ax.plot(h[order], s[order], "-", color=color, label=label)
         ax.plot(chosen, s[ok].min(), "o", color=color)
-    ax.set_xscale("log")
-    ax.set_xlabel("bandwidth h")
-    ax.set_ylabel(ylabel)
+    ax.set(xscale="log", xlabel="bandwidth h", ylabel=ylabel)
     ax.grid(alpha=0.3, which="both")
     ax.legend(frameon=False)
     return ax
@@ -436,7 +434,8 @@ def bandwidth_selection(
     per feature: the criterion against that feature's bandwidth at every point evaluated. The
     coarse grid (``h = t * rule``) is a line; the per-feature steps, which move several
     bandwidths at once, are dots (a line through them is no slice of the criterion); the
-    choice is a dashed line, and a smoothed-out feature says so in its title.
+    choice is a dashed line, and a smoothed-out feature says so in its title. Scores more than
+    four times the grid's median distance above the best are cut off the y axis.
 
     Parameters
     ----------
@@ -467,27 +466,29 @@ def bandwidth_selection(
     (2, 'leave-one-out CV score (MSE)')
     """
     label = criterion_label(selection.method)
-    tried = np.asarray(selection.search["bandwidths"], dtype=np.float64)
     scores = np.asarray(selection.search["scores"], dtype=np.float64)
+    tried = np.asarray(selection.search["bandwidths"], dtype=np.float64).reshape(scores.size, -1)
     stages = np.asarray(selection.search.get("stages", np.full(scores.shape, "grid")))
     chosen = np.atleast_1d(np.asarray(selection.bandwidth, dtype=np.float64))
     d = chosen.size
     names = [f"x{j}" for j in range(d)] if feature_names is None else [str(n) for n in feature_names]
     if len(names) != d:
         raise ValueError(f"feature_names has {len(names)} names but the selection has {d} bandwidths")
-    tried = tried.reshape(tried.shape[0], -1)
     if not np.isfinite(scores).any():
         raise ValueError("the selection has no finite score to plot (a one-point search has no curve)")
+    ok = np.isfinite(scores)
+    on_grid = ok & (stages == "grid")
+    lo, mid = float(scores[ok].min()), float(np.median(scores[on_grid if on_grid.any() else ok]))
+    top = lo + 4 * (mid - lo)  # a criterion that explodes at tiny h would flatten the rest: cut it
+    focus = (lo - 0.05 * (top - lo), top) if scores[ok].max() > top > lo else None
     if not selection.per_feature:
         fig, grid = _panels(fig, 1, 1, (5.5, 3.1), sharex=False)
         bandwidth_curve(tried[:, 0], scores, chosen=float(chosen[0]), ax=grid[0, 0], method=selection.method,
                         label=f"{selection.kernel} kernel")
+        grid[0, 0].set_ylim(focus)
         return fig
     fig, grid = _panels(fig, d, ncols, (3.4, 2.8), sharex=False)
-    cols = grid.shape[1]
-    ok = np.isfinite(scores)
-    on_grid = ok & (stages == "grid")
-    steps = ok & ~on_grid
+    cols, steps = grid.shape[1], ok & ~on_grid
     for j, ax in enumerate(grid.flat[:d]):
         h = tried[:, min(j, tried.shape[1] - 1)]
         order = np.argsort(h[on_grid], kind="stable")
@@ -496,11 +497,9 @@ def bandwidth_selection(
         ax.axvline(chosen[j], color="C3", ls="--", label="chosen")
         ax.grid(alpha=0.3, which="both")
         note = " (smoothed out)" if bool(np.atleast_1d(selection.smoothed_out)[j]) else ""
-        ax.set(xscale="log", xlabel=f"h[{names[j]}]", title=f"{names[j]}: h = {chosen[j]:.3g}{note}")
-        if j % cols == 0:
-            ax.set_ylabel(label)
-    handles, labels = grid.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=3, frameon=False)
+        ax.set(xscale="log", xlabel=f"h[{names[j]}]", title=f"{names[j]}: h = {chosen[j]:.3g}{note}",
+               ylabel=label if j % cols == 0 else "", ylim=focus)
+    fig.legend(*grid.flat[0].get_legend_handles_labels(), loc="outside lower center", ncols=3, frameon=False)
     fig.suptitle(f"per-feature {selection.method} search, {selection.kernel} kernel")
     return fig
 
