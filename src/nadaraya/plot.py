@@ -434,8 +434,8 @@ def bandwidth_selection(
     per feature: the criterion against that feature's bandwidth at every point evaluated. The
     coarse grid (``h = t * rule``) is a line; the per-feature steps, which move several
     bandwidths at once, are dots (a line through them is no slice of the criterion); the
-    choice is a dashed line, and a smoothed-out feature says so in its title. Scores more than
-    four times the grid's median distance above the best are cut off the y axis.
+    choice is a dashed line, and a smoothed-out feature says so in its title. When the worst
+    score is over ten times the grid's median distance above the best, the y axis stops at four.
 
     Parameters
     ----------
@@ -480,7 +480,7 @@ def bandwidth_selection(
     on_grid = ok & (stages == "grid")
     lo, mid = float(scores[ok].min()), float(np.median(scores[on_grid if on_grid.any() else ok]))
     top = lo + 4 * (mid - lo)  # a criterion that explodes at tiny h would flatten the rest: cut it
-    focus = (lo - 0.05 * (top - lo), top) if scores[ok].max() > top > lo else None
+    focus = (lo - 0.05 * (top - lo), top) if scores[ok].max() > lo + 10 * (mid - lo) > lo else None
     if not selection.per_feature:
         fig, grid = _panels(fig, 1, 1, (5.5, 3.1), sharex=False)
         bandwidth_curve(tried[:, 0], scores, chosen=float(chosen[0]), ax=grid[0, 0], method=selection.method,
