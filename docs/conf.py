@@ -149,6 +149,7 @@ def _math_image(tex: str) -> str | None:
     except ValueError:
         return None
     svg = re.sub(rb"<metadata>.*?</metadata>", b"", buf.getvalue(), flags=re.S)
+    svg = svg.replace(b'style="fill: #ffffff"', b'style="fill: none"', 1)  # transparent, for dark mode
     return "data:image/svg+xml;base64," + base64.b64encode(svg).decode("ascii")
 
 
@@ -162,7 +163,7 @@ def _math_visit(self, node):  # type: ignore[no-untyped-def]
     images = [_math_image(line) for line in lines if line]
     alt = self.encode(node.astext())
     if all(images):
-        tags = [f'<img class="math-svg" src="{uri}" alt="{alt}"/>' for uri in images]
+        tags = [f'<img class="math-svg dark-light" src="{uri}" alt="{alt}"/>' for uri in images]
         if inline:
             self.body.append(f'<span class="math">{"".join(tags)}</span>')
         else:
