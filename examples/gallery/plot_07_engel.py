@@ -47,9 +47,9 @@ print(table.head().to_string(index=False))
 # -------------------------
 # Food spending grows with income, more slowly than income itself. A few households earn far
 # more than the rest, and there a local average has little to average: above an income of
-# about 2500 francs each fitted curve is flat at the nearest household's spending, jumping
-# halfway between two of them. AICc prefers a smaller bandwidth than CV here, so its curve is
-# also wigglier where the data are dense.
+# about 2800 francs each fitted curve is flat at the nearest household's spending, and jumps
+# halfway between two of them. AICc prefers a smaller bandwidth than CV here, so its curve
+# is wigglier.
 grid = np.linspace(data.X.min(), data.X.max(), 400)[:, None]
 fig, (left, right) = plt.subplots(
     1, 2, figsize=(10, 3.8), layout="constrained"

@@ -113,6 +113,6 @@ plt.show()
 # %%
 # Nadaraya-Watson is a local average: with ten features and 350 patients per training fold
 # the neighbourhoods are thin, and a linear model, which pools all the data into eleven
-# numbers, predicts this target a little better. Choosing the bandwidths per feature is what
-# makes the kernel fit competitive: it drops the features that only add noise to the
-# distances.
+# numbers, predicts this target a little better. Choosing a bandwidth per feature is what
+# brings the kernel fit near it: it drops the features that only add noise to the distances,
+# where one rule of thumb for every feature keeps them all.
