@@ -116,7 +116,7 @@ def test_bench_finds_the_runner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     import nadaraya.cli as cli
 
     calls = []
-    monkeypatch.setattr(cli.subprocess, "call", lambda cmd: calls.append(cmd) or 0)
+    monkeypatch.setattr(cli.subprocess, "call", lambda cmd, env=None: calls.append(cmd) or 0)
     r = _run("bench", "engine", "--quick")
     assert r.exit_code == 0, r.output
     assert calls[0][1].endswith("benchmarks/run.py") and calls[0][2:] == ["engine", "--quick"]

@@ -54,6 +54,25 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+def _show_version(value: bool) -> None:
+    if value:
+        from ._version import __version__
+
+        typer.echo(f"nadaraya {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print the version and exit.", callback=_show_version, is_eager=True,
+                     metavar=""),
+    ] = False,
+) -> None:
+    """Attention pooling by similarity (Nadaraya-Watson kernel regression) from the command line."""
+
+
 #: warnings about the installed libraries, not about the user's data: never shown
 _DEVELOPER_WARNINGS = (DeprecationWarning, PendingDeprecationWarning, ImportWarning, ResourceWarning)
 
@@ -71,7 +90,18 @@ def _fails_cleanly(func: F) -> F:
             typer.echo(f"error: {message}", err=True)
             raise typer.Exit(2) from None
 
+    wrapper.__doc__ = _unwrapped(func.__doc__)
     return wrapper  # type: ignore[return-value]
+
+
+def _unwrapped(doc: str | None) -> str | None:
+    """A docstring with each paragraph on one line: rich help keeps the single line breaks of
+    every paragraph after the first, which then broke in the middle of the terminal's lines."""
+    if doc is None:
+        return None
+    import inspect
+
+    return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(doc).split("\n\n"))
 
 
 def _console(stderr: bool = False) -> Any:
@@ -141,10 +171,26 @@ def _progress(quiet: bool, description: str) -> Iterator[Callable[[int, int, str
     ) as bar:
         task = bar.add_task(description, total=None)
 
-        def update(done: int, total: int, what: str) -> None:
+        def update(done: int, total: int | None, what: str) -> None:
             bar.update(task, completed=done, total=total, description=what)
 
         yield update
+
+
+#: how the progress bar names the steps of a bandwidth search
+_STAGES = {"grid": "grid of bandwidths", "refine": "refining", "per_feature": "per-feature steps"}
+
+
+def _search_steps(
+    update: Callable[[int, int | None, str], None], what: str
+) -> Callable[[str, int, int], None]:
+    """A bandwidth search's progress callback that moves the bar: the step's name and the number
+    of bandwidths evaluated (the total is not known in advance: the bar pulses)."""
+
+    def step(stage: str, evaluated: int, passes: int) -> None:
+        update(evaluated, None, f"{what}: {_STAGES.get(stage, stage)}, {passes} passes")
+
+    return step
 
 
 def _bandwidth(text: str) -> Any:
@@ -161,8 +207,12 @@ def _bandwidth(text: str) -> Any:
     return values[0] if len(values) == 1 else values
 
 
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or notes.")]
-DropNA = Annotated[bool, typer.Option("--dropna", help="Drop rows with missing values instead of refusing.")]
+# flags take no value: metavar="" keeps the help from suggesting one (`--dropna <bool>` read as
+# `--dropna true`, which typer refuses)
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or notes.", metavar="")]
+DropNA = Annotated[
+    bool, typer.Option("--dropna", help="Drop rows with missing values instead of refusing.", metavar="")
+]
 XCols = Annotated[list[str], typer.Option("--x", "-x", help="Feature columns (repeat, or comma-separated).")]
 YCols = Annotated[list[str], typer.Option("--y", "-y", help="Target column(s).")]
 DataArg = Annotated[Path, typer.Argument(help="A .csv, .tsv or .parquet file.", show_default=False)]
@@ -182,13 +232,19 @@ def demo(
     n: Annotated[int, typer.Option("--n", help="Training points.")] = 50,
     noise: Annotated[float, typer.Option(help="Noise standard deviation.")] = 1.0,
     seed: Annotated[int, typer.Option(help="Random seed of the data.")] = 0,
-    learn: Annotated[bool, typer.Option(help="Train the learnable models when torch is installed.")] = True,
+    learn: Annotated[
+        bool, typer.Option(help="Train the learnable models when torch is installed.", metavar="")
+    ] = True,
     quiet: Quiet = False,
 ) -> None:
     """Replay the textbook chapter and print the validation MSE table; write PNG figures and report.html.
 
     Average pooling, each kernel at bandwidths 0.1, 0.2, 0.5, 1 and the CV choice, and the
     learnable models when torch is installed.
+
+    The data go along as CSV files for trying the other commands: textbook.csv (x, y: the
+    training points), textbook-validation.csv (x, truth) and diabetes.csv (scikit-learn's
+    diabetes data: ten features and progression).
     """
     import matplotlib
 
@@ -218,8 +274,9 @@ def demo(
                 update(0, 1, "drawing figures")
                 figures = report.write_figures(study, staging)
                 page = report.write_html(study, staging / "report.html")
+                data = _write_demo_data(split, staging)
                 update(1, 1, "done")
-            for path in (*figures, page):
+            for path in (*figures, page, *data):
                 os.replace(path, out / path.name)  # replaces a link in `out`, never its target
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -244,6 +301,30 @@ def demo(
         for note in study.notes:
             console.print(f"note: {note}")
     console.print(f"wrote {', '.join(p.name for p in figures)} and {page.name} to {out}/")
+    console.print(f"and the data, for trying the other commands: {', '.join(p.name for p in data)}")
+
+
+def _write_demo_data(split: Any, folder: Path) -> list[Path]:
+    """The demo's data as CSV files, for the other commands: the textbook's training points
+    (``x``, ``y``), its validation inputs with the true function (``x``, ``truth``), and
+    scikit-learn's diabetes data (ten features and ``progression``)."""
+    import pyarrow as pa
+    from pyarrow import csv
+
+    from .datasets import diabetes
+
+    d = diabetes()
+    tables = {
+        "textbook.csv": pa.table({"x": split.x_train, "y": split.y_train}),
+        "textbook-validation.csv": pa.table({"x": split.x_val, "truth": split.y_val}),
+        "diabetes.csv": pa.table({**dict(zip(d.feature_names, d.X.T)), d.target_name: d.y}),
+    }
+    paths = []
+    for name, table in tables.items():
+        with atomic_write(folder / name, "wb") as f:
+            csv.write_csv(table, f)
+        paths.append(folder / name)
+    return paths
 
 
 @app.command(epilog="Example: nadaraya fit data.csv -x age,bmi -y target --bandwidth cv --model model.npz")
@@ -271,6 +352,7 @@ def fit(
     quiet: Quiet = False,
 ) -> None:
     """Fit a Nadaraya-Watson model on columns of a CSV or Parquet file and save it safely."""
+    from .bandwidth.search import reporting
     from .estimator import NadarayaWatson
     from .kernels import get as get_kernel
 
@@ -286,8 +368,9 @@ def fit(
     X, Y = both[:, : len(xs)], both[:, len(xs) :]
     Y = Y[:, 0] if len(ys) == 1 else Y
     with _library_errors(xs), _clean_warnings(quiet, xs), _progress(quiet, "fitting") as update:
-        update(0, 1, "fitting")
-        est = NadarayaWatson(kernel=kernel, bandwidth=bw, empty=empty).fit(X, Y)
+        update(0, None, "fitting")
+        with reporting(_search_steps(update, f"fitting, {bw} search" if bw in ("cv", "aicc") else "fitting")):
+            est = NadarayaWatson(kernel=kernel, bandwidth=bw, empty=empty).fit(X, Y)
     est.feature_names_in_ = np.asarray(xs, dtype=object)
     est.target_names_ = ys
     est.save(model)  # atomically
@@ -348,15 +431,15 @@ def select(
     x: XCols,
     y: YCols,
     method: Annotated[str, typer.Option(help="cv (leave-one-out) or aicc.")] = "cv",
-    per_feature: Annotated[bool, typer.Option("--per-feature", help="One bandwidth per feature.")] = False,
+    per_feature: Annotated[
+        bool, typer.Option("--per-feature", help="One bandwidth per feature.", metavar="")
+    ] = False,
     kernel: Annotated[str, typer.Option("--kernel", "-k", help="Kernel name.")] = "gaussian",
     plot: Annotated[Path | None, typer.Option(help="Also draw the search as a PNG file.")] = None,
     dropna: DropNA = False,
     quiet: Quiet = False,
 ) -> None:
-    """Search the bandwidth; print the scores tried and the chosen bandwidth of each feature."""
-    from rich.table import Table
-
+    """Search the bandwidth; print the chosen bandwidth of each feature, its score and the search in brief."""
     from .bandwidth import select_bandwidth
     from .kernels import get as get_kernel
 
@@ -373,24 +456,18 @@ def select(
     X, Y = both[:, : len(xs)], both[:, len(xs) :]
     searching = _progress(quiet, "selecting the bandwidth")
     with searching as update, _library_errors(xs), _clean_warnings(quiet, xs):
-        update(0, 1, f"selecting the bandwidth ({method})")
+        update(0, None, f"selecting the bandwidth ({method})")
         result = select_bandwidth(X, Y[:, 0] if len(ys) == 1 else Y, method=method, kernel=kernel,
-                                  per_feature=per_feature)
-        update(1, 1, f"selecting the bandwidth ({method})")
-    tried, scores = result.search["bandwidths"], result.search["scores"]
-    shown = scores.size > 1  # a one-point search (constant y) has no curve to show
+                                  per_feature=per_feature,
+                                  progress=_search_steps(update, f"selecting the bandwidth ({method})"))
     console = _console()
-    if shown:
-        grid = Table(title=f"{method} search (nadaraya.select_bandwidth)")
-        for col in (*xs, "score"):
-            grid.add_column(f"h[{col}]" if col != "score" else col, justify="right")
-        best = int(np.nanargmin(np.where(np.isfinite(scores), scores, np.nan)))
-        for i, (h, s) in enumerate(zip(tried, scores)):
-            cells = [f"{v:.4g}" for v in np.broadcast_to(h, (len(xs),))] + [f"{s:.6g}"]
-            grid.add_row(*cells, style="bold green" if i == best else None)
-        console.print(grid)
+    console.print(_selection_table(result, xs))
+    scores = result.search["scores"]
+    console.print(f"{_CRITERIA[method]}: {result.score:.6g}")
+    console.print(f"search: {scores.size} bandwidths evaluated in {result.n_passes} passes over the pairs "
+                  f"({result.message}{'' if result.converged else '; not converged'})")
     console.print("chosen bandwidth: " + ", ".join(f"{n}={v:.6g}" for n, v in zip(xs, result.bandwidth)))
-    if plot is not None and shown:
+    if plot is not None and np.isfinite(scores).sum() > 1:  # a one-point search (constant y) has no curve
         import matplotlib
 
         matplotlib.use("Agg")
@@ -398,9 +475,37 @@ def select(
 
         from . import plot as plots
 
-        fig = Figure(figsize=(5.5, 3.6), layout="constrained")
-        plots.bandwidth_curve(tried[:, 0], scores, chosen=float(result.bandwidth[0]), ax=fig.subplots())
+        d = len(xs) if result.per_feature else 1
+        ncols = min(d, 4)
+        size = (3.4 * ncols, 2.8 * -(-d // ncols) + 0.5) if d > 1 else (5.5, 3.6)
+        fig = Figure(figsize=size, layout="constrained")
+        plots.bandwidth_selection(result, feature_names=xs, fig=fig, ncols=ncols)
         plots.savefig(fig, plot)
+
+
+#: what the score of each criterion is, for ``select``'s output
+_CRITERIA = {"cv": "score (leave-one-out CV, mean squared error)", "aicc": "score (AICc, corrected AIC)"}
+
+
+def _selection_table(result: Any, names: list[str]) -> Any:
+    """The chosen bandwidths as a table with one column per feature, named: the bandwidth, Scott's
+    rule (the centre of the search), the interval searched, and whether the fit ignores it."""
+    from rich.table import Table
+
+    how = "one bandwidth per feature" if result.per_feature else "one bandwidth for every feature"
+    table = Table(title=f"{result.method} bandwidth, {result.kernel} kernel ({how})")
+    table.add_column("")
+    for name in names:
+        table.add_column(name, justify="right")
+    rows = (
+        ("bandwidth", [f"{v:.4g}" for v in result.bandwidth]),
+        ("Scott's rule", [f"{v:.4g}" for v in result.rule_of_thumb]),
+        ("searched", [f"{lo:.3g} to {hi:.3g}" for lo, hi in result.bounds]),
+        ("smoothed out", ["yes" if v else "no" for v in result.smoothed_out]),
+    )
+    for label, cells in rows:
+        table.add_row(label, *cells, style="bold green" if label == "bandwidth" else None)
+    return table
 
 
 def _benchmark_runner() -> Path | None:
@@ -415,7 +520,10 @@ def _benchmark_runner() -> Path | None:
 @_fails_cleanly
 def bench(
     names: Annotated[list[str] | None, typer.Argument(help="Benchmarks to run (all when omitted).")] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="Small sizes, for a smoke run.")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="Small sizes, for a smoke run.", metavar="")] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="The tables only: no warnings of the libraries.", metavar="")
+    ] = False,
 ) -> None:
     """Run the benchmark suite (benchmarks/run.py of a source checkout), printing ratios to peers."""
     runner = _benchmark_runner()
@@ -424,7 +532,9 @@ def bench(
             "nadaraya bench needs a source checkout: benchmarks/run.py was found neither in the "
             "current folder nor next to the installed package"
         )
-    rc = subprocess.call([sys.executable, str(runner), *(names or []), *(["--quick"] if quick else [])])
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"} if quiet else None  # errors still show
+    cmd = [sys.executable, str(runner), *(names or []), *(["--quick"] if quick else [])]
+    rc = subprocess.call(cmd, env=env)
     if rc:
         raise typer.Exit(rc)
 
