@@ -11,11 +11,13 @@ ends with a bandwidth far larger than its spread, which smooths it out of the fi
 """
 
 # %%
-# Cross-validated R^2
-# -------------------
+# Cross-validated R²
+# ------------------
 # Each of the five training folds chooses its own ten bandwidths by leave-one-out CV. For
 # comparison: the same estimator with Scott's rule of thumb for every feature, and a linear
-# model.
+# model. Warnings are recorded and printed after the scores.
+import warnings
+
 import matplotlib.pyplot as plt
 from matplotlib.patches import Patch
 from sklearn.linear_model import LinearRegression
@@ -38,15 +40,19 @@ models = {
     ),
     "linear regression": make_pipeline(StandardScaler(), LinearRegression()),
 }
-scores = {
-    name: cross_val_score(model, data.X, data.y, cv=folds)
-    for name, model in models.items()
-}
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    scores = {
+        name: cross_val_score(model, data.X, data.y, cv=folds)
+        for name, model in models.items()
+    }
 for name, s in scores.items():
-    print(f"{name:<33} R^2 {s.mean():.3f} +- {s.std():.3f}")
+    print(f"{name:<33} R² {s.mean():.3f} +- {s.std():.3f}")
+for w in caught:
+    print(f"{w.category.__name__}: {w.message}")
 
 # %%
-# One fold warns: ``sex`` is a binary feature (two values, about two standard deviations
+# One fold warned: ``sex`` is a binary feature (two values, about two standard deviations
 # apart once standardised). Its bandwidth either keeps the two groups apart (any ``h`` well
 # below 1 does, down to the search's lower bound) or merges them (a large ``h``); in that fold
 # CV preferred to keep them apart and stopped on the lower bound, which the
