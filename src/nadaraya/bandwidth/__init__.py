@@ -2,8 +2,8 @@
 
 The rooms: :mod:`.rules` (rules of thumb, the robust scale), :mod:`.criteria` (exact
 leave-one-out CV and AICc, the result type), :mod:`.optimise` (the Halley and Brent steps),
-:mod:`.search` (:func:`select_bandwidth`), and the numba passes :mod:`._passes` and
-:mod:`._gradient` (several bandwidths per pass, and the criteria's derivatives).
+:mod:`.search` (:func:`select_bandwidth`), and the compiled passes that score several
+bandwidths per pass over the pairs, with the criteria's derivatives (docs/design.md).
 
 Examples
 --------
