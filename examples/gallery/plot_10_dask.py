@@ -7,7 +7,7 @@ each query a partial result (the largest log weight, the sum of the weights, the
 of the values), and partials merge exactly. So :func:`nadaraya.pool`,
 :func:`nadaraya.loo_pool` and :class:`nadaraya.NadarayaWatson` accept Dask arrays and return
 lazy Dask arrays, one chunk per query chunk, whose values equal the single-machine ones to
-rounding. Needs the ``dask`` extra; see the distributed guide for clusters and chunk sizes.
+rounding. Needs the ``dask`` extra; :doc:`/distributed` covers clusters and chunk sizes.
 
 This example stays on one machine with Dask's synchronous scheduler (no cluster to start):
 the same code runs on a ``distributed`` cluster once a ``Client`` is connected.
@@ -90,8 +90,8 @@ print(
 # The shaded bands are the four shards of the keys; every query chunk gets partials from
 # every shard, merged in a tree of fixed shape (so repeated runs are bit-identical).
 fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
-bounds = [data.x_train[i : i + 500] for i in range(0, 2000, 500)]
-for j, shard in enumerate(bounds):
+shards = [data.x_train[i : i + 500] for i in range(0, 2000, 500)]
+for j, shard in enumerate(shards):
     ax.axvspan(shard.min(), shard.max(), color=f"C{j}", alpha=0.08, lw=0)
 ax.scatter(
     data.x_train,
