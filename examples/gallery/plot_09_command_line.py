@@ -7,11 +7,11 @@ on CSV, TSV or Parquet files (the format follows the extension; needs the ``cli`
 This example writes the textbook data to a CSV file in a temporary folder and runs the
 commands from Python, printing exactly what a user sees in a terminal.
 
-The commands run in this process through typer's test runner, on ``nadaraya.cli.app``, the
-same application that the ``nadaraya`` command starts: a terminal prints the same. Each
-command started as its own process, e.g. ``subprocess.run([sys.executable, "-m",
-"nadaraya", "fit", ...])``, would first spend a second or two importing scikit-learn and
-the rest, which this page would pay four times.
+Here the commands run inside this Python process through typer's test runner, on
+``nadaraya.cli.app``, the application that the ``nadaraya`` command starts, so the output is
+what a terminal shows. From a script of your own, ``subprocess.run([sys.executable, "-m",
+"nadaraya", "fit", ...])`` runs each as its own process (which first spends a second or two
+importing scikit-learn and the rest).
 """
 
 # %%
@@ -42,7 +42,7 @@ np.savetxt(
 np.savetxt(
     folder / "new.csv", data.x_val[::10], header="x", comments="", fmt="%.1f"
 )
-print((folder / "train.csv").read_text().splitlines()[:4])
+print(*(folder / "train.csv").read_text().splitlines()[:4], "...", sep="\n")
 
 
 def nadaraya(*args: str) -> None:
