@@ -272,3 +272,20 @@ def test_an_exploding_criterion_does_not_flatten_the_curve() -> None:
     assert 9.6 <= top < 100 and bottom < 9.0
     sel.search["scores"] = np.array([12.0, 10.0, 9.5, 9.2, 9.0, 9.3, 9.6])  # nothing to cut
     assert plot.bandwidth_selection(sel, fig=Figure()).axes[0].get_ylim()[1] >= 12.0
+
+
+def test_training_epochs_are_whole_numbers() -> None:
+    """A short run drew ticks at epochs 2.5 and 7.5."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from nadaraya import plot
+
+    fig, ax = plt.subplots()
+    plot.training({"loss": [3.0, 2.0, 1.5, 1.2, 1.1, 1.05, 1.0, 0.98, 0.97, 0.96]}, ax=ax)
+    fig.canvas.draw()
+    ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+    assert ticks and all(float(t).is_integer() for t in ticks), ticks
+    plt.close(fig)

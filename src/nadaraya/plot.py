@@ -562,7 +562,10 @@ def training(
         ax.plot(np.arange(1, v.size + 1), v, lw=2, label=name)
     if (every := np.concatenate(finite)).size and (every > 0).all() and every.max() > 10 * every.min():
         ax.set_yscale("log")
+    from matplotlib.ticker import MaxNLocator
+
     ax.set(xlabel="epoch", ylabel="loss")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs are whole numbers
     ax.grid(alpha=0.3, which="both")
     ax.legend(frameon=False)
     return ax
