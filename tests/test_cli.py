@@ -110,6 +110,16 @@ def test_demo_writes_figures_report_and_table(tmp_path: Path, monkeypatch: pytes
     }
     assert "average pooling" in r.output and "selected by leave-one-out CV" in r.output
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary files left
+    # the data go along, so that the README's commands run from a checkout
+    assert (out / "textbook.csv").read_text().splitlines()[0] == '"x","y"'
+    assert len((out / "textbook.csv").read_text().splitlines()) == 31
+    model, pred = tmp_path / "model.npz", tmp_path / "predictions.csv"
+    assert _run("fit", out / "textbook.csv", "-x", "x", "-y", "y", "--model", model, "-q").exit_code == 0
+    r = _run("predict", "--model", model, out / "textbook-validation.csv", "--out", pred, "-q")
+    assert r.exit_code == 0, r.output
+    assert pred.read_text().splitlines()[0] == '"x","truth","predicted_y"'
+    r = _run("select", out / "diabetes.csv", "-x", "bmi,bp,s5", "-y", "progression", "--per-feature", "-q")
+    assert r.exit_code == 0 and "chosen bandwidth: bmi=" in r.output, r.output
 
 
 def test_bench_finds_the_runner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -154,7 +154,7 @@ def _clean_warnings(quiet: bool, names: list[str] | None = None) -> Iterator[Non
 
 
 @contextlib.contextmanager
-def _progress(quiet: bool, description: str) -> Iterator[Callable[[int, int, str], None]]:
+def _progress(quiet: bool, description: str) -> Iterator[Callable[[int, int | None, str], None]]:
     """A transient rich progress bar on stderr; yields ``update(done, total, description)``."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -141,6 +141,7 @@ default "cv"
     Model selection over kernels, and the search as a table:
 
     >>> from sklearn.model_selection import GridSearchCV
+    >>> y = y + np.random.default_rng(0).normal(0, 0.5, 50)
     >>> grid = GridSearchCV(NadarayaWatson(), {"kernel": ["gaussian", "epanechnikov"]}, cv=3)
     >>> bool(np.isfinite(grid.fit(X, y).cv_results_["mean_test_score"]).all())
     True
@@ -400,7 +401,7 @@ default "cv"
 
         check_is_fitted(self)
         if is_dask(X):
-            X = X.compute()
+            X = X.compute()  # type: ignore[union-attr]
         if np.asarray(X).dtype.kind in "cmMUS":  # complex, dates, durations, text, as in predict
             as_real("X", X)
         X = validate_data(self, X, reset=False, dtype=np.float64)

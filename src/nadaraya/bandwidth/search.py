@@ -47,8 +47,9 @@ def reporting(progress: Progress) -> Iterator[None]:
     >>> from nadaraya.bandwidth.search import reporting
     >>> stages = set()
     >>> x = np.linspace(0, 5, 40)[:, None]
+    >>> y = np.sin(x[:, 0]) + np.random.default_rng(0).normal(0, 0.3, 40)
     >>> with reporting(lambda stage, k, passes: stages.add(stage)):
-    ...     _ = NadarayaWatson().fit(x, np.sin(x[:, 0]))
+    ...     _ = NadarayaWatson().fit(x, y)
     >>> sorted(stages)
     ['grid', 'refine']
     """
@@ -255,12 +256,12 @@ def _select_bandwidth(
     rot = _rule_of_thumb(x, "scott", k, sw)
     obj = _Objective(x, Y, sw, k, method, backend, w_exp)
     obj.progress = _PROGRESS.get()
-    search = _Search.start(obj, rot, per_feature, unit)
-    res = _search(search)
+    state = _Search.start(obj, rot, per_feature, unit)
+    res = _search(state)
     if notes is None:
-        _emit(search.notes, stacklevel=2)
+        _emit(state.notes, stacklevel=2)
     else:
-        notes.extend(search.notes)
+        notes.extend(state.notes)
     if not (x_exp.any() or y_exp.any()):
         return res
     search = dict(res.search)
