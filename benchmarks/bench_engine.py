@@ -173,7 +173,7 @@ def w3(n: int, rng: np.random.Generator) -> None:
                 lambda: nadaraya.pool(q, k, v, kernel="epanechnikov", bandwidth=0.001), repeat=7
             )
             # as the estimator does: the keys sorted once at fit, then the queries
-            model = NadarayaWatson(kernel="epanechnikov", bandwidth=0.001).fit(k[:, None], v)
+            model = NadarayaWatson(kernel="epanechnikov", bandwidth=0.001, empty="nan").fit(k[:, None], v)
             t_fit, fitted = timed(lambda: model.predict(q[:, None]), repeat=7)
     np.testing.assert_array_equal(np.isnan(fitted), np.isnan(ours))
     choice = nadaraya.backends.choose(get("epanechnikov"), n=n, m=n, d=1)

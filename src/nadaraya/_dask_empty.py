@@ -56,7 +56,8 @@ def _nearest_merge(
     and equally near keys pooled together."""
     logd, vsum, wsum, rep, qq = (a.copy() for a in cands[0])
     for d2, v2, w2, r2, _ in cands[1:]:
-        near = np.abs(d2 - logd) <= 1e-9 * np.maximum(1.0, np.abs(logd))
+        with np.errstate(invalid="ignore"):  # inf - inf where a shard has no usable key
+            near = np.abs(d2 - logd) <= 1e-9 * np.maximum(1.0, np.abs(logd))
         close = np.isfinite(d2) & np.isfinite(logd) & near
         better = (d2 < logd) & ~close
         for i in np.nonzero(close)[0]:
