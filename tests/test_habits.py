@@ -312,3 +312,15 @@ def test_command_help_paragraphs_are_not_broken_mid_line():
         assert "\n" not in paragraph, paragraph
     r = CliRunner().invoke(app, ["demo", "--help"], terminal_width=200, env={"COLUMNS": "200"})
     assert "the CV choice, and the learnable models" in r.output
+
+
+def test_no_help_suggests_a_value_for_a_flag() -> None:
+    """typer with click 8.5 printed ``--help <bool>`` (and ``--flag <bool>`` for every flag
+    without an empty metavar), which reads as if a flag took a value."""
+    from typer.testing import CliRunner
+
+    from nadaraya.cli import app
+
+    for args in ([], ["demo"], ["fit"], ["predict"], ["select"], ["bench"]):
+        out = CliRunner().invoke(app, [*args, "--help"], env={"COLUMNS": "120"}).output
+        assert "--help" in out and "<bool>" not in out, (args, out)

@@ -26,6 +26,7 @@ from typing import Annotated, Any, TypeVar
 
 import numpy as np
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from ._cli_io import (
     BadInput,
@@ -46,7 +47,27 @@ __all__ = ["BadInput", "app", "main", "read_table", "select_columns"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+class _HelpFlag:
+    """``--help`` takes no value: its metavar is empty, so the help does not print ``<bool>``
+    after it (typer with click 8.5 does for every flag without ``metavar=""``)."""
+
+    def get_help_option(self, ctx: Any) -> Any:
+        option = super().get_help_option(ctx)  # type: ignore[misc]
+        if option is not None:
+            option.metavar = ""
+        return option
+
+
+class _Command(_HelpFlag, TyperCommand):
+    pass
+
+
+class _Group(_HelpFlag, TyperGroup):
+    pass
+
+
 app = typer.Typer(
+    cls=_Group,
     name="nadaraya",
     help="Attention pooling by similarity (Nadaraya-Watson kernel regression) from the command line.",
     no_args_is_help=True,
@@ -222,7 +243,7 @@ DataArg = Annotated[Path, typer.Argument(help="A .csv, .tsv or .parquet file.", 
 _DEMO_MIN_N = 3
 
 
-@app.command(epilog="Example: nadaraya demo --out demo-output")
+@app.command(cls=_Command, epilog="Example: nadaraya demo --out demo-output")
 @_fails_cleanly
 def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the figures and report.html.")] = Path(
@@ -327,7 +348,10 @@ def _write_demo_data(split: Any, folder: Path) -> list[Path]:
     return paths
 
 
-@app.command(epilog="Example: nadaraya fit data.csv -x age,bmi -y target --bandwidth cv --model model.npz")
+@app.command(
+    cls=_Command,
+    epilog="Example: nadaraya fit demo-output/textbook.csv -x x -y y --bandwidth cv --model model.npz",
+)
 @_fails_cleanly
 def fit(
     data: DataArg,
@@ -379,7 +403,11 @@ def fit(
         _console().print(f"fitted on {X.shape[0]} rows; kernel {kernel}, bandwidth {h}; saved {model}")
 
 
-@app.command(epilog="Example: nadaraya predict --model model.npz new.csv --out predictions.parquet")
+@app.command(
+    cls=_Command,
+    epilog="Example: nadaraya predict --model model.npz demo-output/textbook-validation.csv "
+    "--out predictions.csv",
+)
 @_fails_cleanly
 def predict(
     data: DataArg,
@@ -424,7 +452,11 @@ def predict(
         _console().print(f"wrote {result.num_rows} predictions to {out}{extra}")
 
 
-@app.command(epilog="Example: nadaraya select data.parquet -x age,bmi -y target --method cv --plot cv.png")
+@app.command(
+    cls=_Command,
+    epilog="Example: nadaraya select demo-output/diabetes.csv -x bmi,bp,s5 -y progression "
+    "--per-feature --plot cv.png",
+)
 @_fails_cleanly
 def select(
     data: DataArg,
@@ -516,7 +548,7 @@ def _benchmark_runner() -> Path | None:
     return None
 
 
-@app.command(epilog="Example: nadaraya bench engine --quick")
+@app.command(cls=_Command, epilog="Example: nadaraya bench engine --quick")
 @_fails_cleanly
 def bench(
     names: Annotated[list[str] | None, typer.Argument(help="Benchmarks to run (all when omitted).")] = None,
