@@ -121,9 +121,14 @@ def reference(q, k, v, h, kernel, sw, empty, loo=False):
                 out[i] = W[i] @ v
                 continue
             others = [j for j in range(n) if live[j] and not (loo and j == i)]
-            if kernel in LOG_KERNELS or not others:
+            if not others:
                 nan_rows[i] = True
                 raise_rows[i] = True
+                W[i] = np.nan
+                continue
+            if kernel in LOG_KERNELS:
+                # every log weight overflowed here (reliable is False): the library gives the
+                # exact far-query limit, which this plain formula cannot compute; not a NaN row
                 W[i] = np.nan
                 continue
             if empty == "raise":

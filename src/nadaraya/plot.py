@@ -563,7 +563,6 @@ def training(
     if (every := np.concatenate(finite)).size and (every > 0).all() and every.max() > 10 * every.min():
         ax.set_yscale("log")
     from matplotlib.ticker import MaxNLocator
-
     ax.set(xlabel="epoch", ylabel="loss")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs are whole numbers
     ax.grid(alpha=0.3, which="both")
