@@ -197,6 +197,20 @@ def _near(v, base, inv_gs, look):  # pragma: no cover - compiled
     return look[k - 1], look[k + 2]
 
 
+@njit(cache=True, inline="always")
+def _running(T, i, prev, fresh, G, values, row):  # pragma: no cover - compiled
+    """Row ``i`` of a running sum of the moment rows ``G`` and their value columns: ``G[i]``
+    alone where a cell starts (``fresh``), else added to row ``prev`` (the prefix sums run
+    forwards, the suffix sums backwards)."""
+    for j in range(G.shape[1]):
+        gw = G[i, j]
+        base = 0.0 if fresh else T[prev, j, 0]
+        T[i, j, 0] = base + gw
+        for cc in range(values.shape[1]):
+            base = 0.0 if fresh else T[prev, j, cc + 1]
+            T[i, j, cc + 1] = base + gw * values[row, cc]
+
+
 @njit(cache=True)
 def _tables(xs, k0, k1, x0, h, inv_h, values, sw, nf, kind):  # pragma: no cover - compiled
     """The moment tables of keys ``k0 .. k1 - 1``: ``A`` inclusive prefixes and ``B`` inclusive
@@ -237,29 +251,11 @@ def _tables(xs, k0, k1, x0, h, inv_h, values, sw, nf, kind):  # pragma: no cover
             for j in range(nf):
                 G[i, j] = gj
                 gj *= t
-        for j in range(nf):
-            gw = G[i, j]
-            if first:
-                A[i, j, 0] = gw
-                for cc in range(p):
-                    A[i, j, cc + 1] = gw * values[k0 + i, cc]
-            else:
-                A[i, j, 0] = A[i - 1, j, 0] + gw
-                for cc in range(p):
-                    A[i, j, cc + 1] = A[i - 1, j, cc + 1] + gw * values[k0 + i, cc]
+        _running(A, i, i - 1, first, G, values, k0 + i)
     for i in range(nk - 1, -1, -1):
         last = i == nk - 1 or gs[i + 1] != gs[i]
         ge[i] = i + 1 if last else ge[i + 1]
-        for j in range(nf):
-            gw = G[i, j]
-            if last:
-                B[i, j, 0] = gw
-                for cc in range(p):
-                    B[i, j, cc + 1] = gw * values[k0 + i, cc]
-            else:
-                B[i, j, 0] = B[i + 1, j, 0] + gw
-                for cc in range(p):
-                    B[i, j, cc + 1] = B[i + 1, j, cc + 1] + gw * values[k0 + i, cc]
+        _running(B, i, i + 1, last, G, values, k0 + i)
     return A, B, gs, ge, cen, cw
 
 
