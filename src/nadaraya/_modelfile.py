@@ -65,20 +65,16 @@ _ARRAYS: dict[str, dict[str, tuple[frozenset[str], tuple[tuple[str | int, ...], 
         "sample_weight_": (_F8, (("n",),)),
         "bandwidth_": (_F8, (("d",),)),
         "param.bandwidth": (_NUMBERS, ((), ("d",))),
-        "selection_.bandwidth": (_F8, (("d",),)),
-        "selection_.smoothed_out": (_BOOL, (("d",),)),
-        "selection_.rule_of_thumb": (_F8, (("d",),)),
-        "selection_.bounds": (_F8, (("d", 2),)),
-        "selection_.search.scores": (_F8, (("k",),)),
-        "selection_.search.bandwidths": (_F8, (("k", "d"),)),
-        # files written before the search record moved to selection_ keep it as cv_results_
+        # the search record; files written before it moved to selection_ keep it as cv_results_
         # (cv_results_ is now a dict of arrays derived from selection_, never saved)
-        "cv_results_.bandwidth": (_F8, (("d",),)),
-        "cv_results_.smoothed_out": (_BOOL, (("d",),)),
-        "cv_results_.rule_of_thumb": (_F8, (("d",),)),
-        "cv_results_.bounds": (_F8, (("d", 2),)),
-        "cv_results_.search.scores": (_F8, (("k",),)),
-        "cv_results_.search.bandwidths": (_F8, (("k", "d"),)),
+        **{f"{owner}.{name}": spec for owner in ("selection_", "cv_results_") for name, spec in {
+            "bandwidth": (_F8, (("d",),)),
+            "smoothed_out": (_BOOL, (("d",),)),
+            "rule_of_thumb": (_F8, (("d",),)),
+            "bounds": (_F8, (("d", 2),)),
+            "search.scores": (_F8, (("k",),)),
+            "search.bandwidths": (_F8, (("k", "d"),)),
+        }.items()},
     }
 }
 
