@@ -279,3 +279,20 @@ def test_estimator_bandwidth_strings_say_what_was_meant():
         nadaraya.NadarayaWatson(bandwidth="0.5").fit(X, y)
     with pytest.raises(ValueError, match=r"bandwidth='scot' is not valid; did you mean 'scott'\?"):
         nadaraya.NadarayaWatson(bandwidth="scot").fit(X, y)
+
+
+@pytest.mark.parametrize("kernel", ["boxcar", "cosine", "epanechnikov", "triangular", "tricube"])
+def test_compact_kernel_with_overflowing_scaled_distance_is_quiet(kernel):
+    """u = (q - k) / h overflows to inf for a far query and a tiny bandwidth; the boxcar's profile
+    computed 0 * inf there and leaked a RuntimeWarning (found by tests/test_fuzz.py). The query's
+    window is empty: NaN with the EmptyWindowWarning only."""
+    q = np.zeros((3, 2))
+    q[2, 1] = 1e150
+    k = np.zeros((3, 2), dtype=np.int64)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = nadaraya.pool(q, k, np.arange(3.0), kernel=kernel, bandwidth=3e-161, backend="reference")
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in caught]
+    assert [issubclass(w.category, nadaraya.EmptyWindowWarning) for w in caught] == [True]
+    np.testing.assert_array_equal(got[:2], [1.0, 1.0])
+    assert np.isnan(got[2])

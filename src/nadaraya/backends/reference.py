@@ -129,7 +129,8 @@ def _block_weights(
             else:
                 acc += term
         else:
-            term = kernel.profile(u)
+            with np.errstate(invalid="ignore"):  # u overflowed to inf: outside any support, and
+                term = kernel.profile(u)  # a profile's 0 * inf there is dropped by its support test
             if acc is None:
                 acc = term
             else:
