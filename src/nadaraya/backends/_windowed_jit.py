@@ -198,6 +198,30 @@ def _near(v, base, inv_gs, look):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always")
+def _defer(res, lo_out, hi_out, jq, lo, hi):  # pragma: no cover - compiled
+    """Leave query ``jq`` to the direct sums over its window ``[lo, hi)``: marked NaN, bounds kept."""
+    res[jq, 0] = np.nan
+    lo_out[jq] = lo
+    hi_out[jq] = hi
+
+
+@njit(cache=True, inline="always")
+def _triage(res, lo_out, hi_out, jq, lo, hi, e, direct_max, k0, k1, ok):  # pragma: no cover - compiled
+    """Settle query ``jq`` where its prefix moments cannot serve it, and say whether they still
+    must: no key but the left-out ``e`` in ``[lo, hi)`` gives zero sums; few keys, a window
+    reaching outside the tables ``[k0, k1)`` or ``ok`` False leave it to the direct sums."""
+    count = hi - lo - (1 if lo <= e < hi else 0)
+    if count <= 0:
+        for cc in range(res.shape[1]):
+            res[jq, cc] = 0.0
+        return False
+    if count <= direct_max or lo < k0 or hi > k1 or not ok:
+        _defer(res, lo_out, hi_out, jq, lo, hi)
+        return False
+    return True
+
+
+@njit(cache=True, inline="always")
 def _running(T, i, prev, fresh, G, values, row):  # pragma: no cover - compiled
     """Row ``i`` of a running sum of the moment rows ``G`` and their value columns: ``G[i]``
     alone where a cell starts (``fresh``), else added to row ``prev`` (the prefix sums run
@@ -317,16 +341,7 @@ def _task(
             if not (_ok(q, xs, inv, lo, False) and _ok(q, xs, inv, hi, True)):
                 lo, hi = _bounds(q, xs, inv, c, cs, ncell)
             e = excl[jq] if has_excl else -1
-            inside = lo <= e < hi
-            count = hi - lo - (1 if inside else 0)
-            if count <= 0:
-                for cc in range(ncol):
-                    res[jq, cc] = 0.0
-                continue
-            if count <= direct_max or lo < k0 or hi > k1:
-                res[jq, 0] = np.nan
-                lo_out[jq] = lo
-                hi_out[jq] = hi
+            if not _triage(res, lo_out, hi_out, jq, lo, hi, e, direct_max, k0, k1, True):
                 continue
             bnd[0] = lo
             bnd[nb - 1] = hi
@@ -380,9 +395,7 @@ def _task(
                         pos = stop + k0
             total = cw[hi - k0] - cw[lo - k0]
             if not acc[0] > threshold * total:
-                res[jq, 0] = np.nan
-                lo_out[jq] = lo
-                hi_out[jq] = hi
+                _defer(res, lo_out, hi_out, jq, lo, hi)
                 continue
             for cc in range(ncol):
                 res[jq, cc] = acc[cc]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._windowed_jit import _bounds, _csx, _reached
+from ._windowed_jit import _bounds, _csx, _defer, _reached, _triage
 
 
 @njit(cache=True)
@@ -151,18 +151,11 @@ def sweep_loop(nf: int, p: int):  # type: ignore[no-untyped-def]
                 if lo == k0 and k0 > 0 and (q - xs[k0 - 1]) * inv <= 1.0:  # rounding: window starts earlier
                     glo, ghi = _bounds(q, xs, inv, c, cs, ncell)
                 e = excl[jq] if has_excl else -1
-                inside = glo <= e < ghi
-                count = ghi - glo - (1 if inside else 0)
-                if count <= 0:
-                    for cc in range(NC):
-                        res[jq, cc] = 0.0
-                    continue
                 Q = (np.float64(q) - centre) * inv_h
-                if count <= direct_max or glo < k0 or ghi > k1 or not abs(Q) <= 0.5 + 2.0**-20:
-                    res[jq, 0] = np.nan
-                    lo_out[jq] = glo
-                    hi_out[jq] = ghi
+                if not _triage(res, lo_out, hi_out, jq, glo, ghi, e, direct_max, k0, k1,
+                               abs(Q) <= 0.5 + 2.0**-20):
                     continue
+                inside = glo <= e < ghi
                 for jj in range(NF):
                     sa = 0.0
                     for rr in range(NF - 1 - jj, -1, -1):  # Horner in Q
@@ -180,8 +173,6 @@ def sweep_loop(nf: int, p: int):  # type: ignore[no-untyped-def]
                         sa += acoef[jj] * mom
                     res[jq, cc] = sa
                 if not res[jq, 0] > threshold * P[z, 0, 0]:
-                    res[jq, 0] = np.nan
-                    lo_out[jq] = glo
-                    hi_out[jq] = ghi
+                    _defer(res, lo_out, hi_out, jq, glo, ghi)
 
     return sweep_sums
