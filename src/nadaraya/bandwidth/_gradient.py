@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._jit import exp_flushed, generated, run_ranges
-from ._passes import _CUT, _FAST, _OVER, _TILE, _dot, _gap, _tile_boxes
+from ._passes import _CUT, _FAST, _OVER, _TILE, _dot, _gap, _tile_boxes, _weigh
 
 __all__ = ["loo_gradient"]
 
@@ -44,16 +44,7 @@ def _gradient_rows(zt, shift, s, sy, lo, hi, i0, i1, S, T, A, B):  # type: ignor
                 dz[i - j0] = np.inf
             ss = s[j0 : j0 + m]
             y0 = sy[0, j0 : j0 + m]
-            acc = 0.0
-            acc0 = 0.0
-            over = 0.0
-            for j in range(m):
-                x = dz[j]
-                w = exp_flushed(-x) if x < _CUT else 0.0
-                e[j] = w
-                acc += w * ss[j]
-                acc0 += w * y0[j]
-                over += 1.0 if x < -_OVER else 0.0  # (a sum vectorises; a min would not here)
+            acc, acc0, over = _weigh(dz, 1.0, ss, y0, e, m, True)
             # a shift far above this row's nearest (see loo_gradient) would overflow: say so
             S[i] += acc if over == 0.0 else np.inf
             T[i, 0] += acc0

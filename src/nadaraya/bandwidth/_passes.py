@@ -193,6 +193,26 @@ def _four_levels(e, ss, ys, m, advance):  # type: ignore[no-untyped-def]  # prag
     return (s0, s1, s2, s3), (t0, t1, t2, t3)
 
 
+@numba.njit(cache=True, nogil=True, fastmath=_FAST, inline="always")
+def _weigh(dz, scale, ss, ys, e, m, watch):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The weights ``exp(-scale dz)`` of a tile of ``m`` keys into ``e`` (0 past ``_CUT``), and
+    their sums against ``ss`` and ``ys``; with ``watch``, also how many terms exceed
+    ``exp(_OVER)`` (an overflow to report). Inlined with ``scale`` and ``watch`` constants at
+    each call, so each caller's loop compiles as if written out."""
+    acc = 0.0
+    acc0 = 0.0
+    over = 0.0
+    for j in range(m):
+        x = dz[j] * scale
+        w = exp_flushed(-x) if x < _CUT else 0.0
+        e[j] = w
+        acc += w * ss[j]
+        acc0 += w * ys[j]
+        if watch:
+            over += 1.0 if x < -_OVER else 0.0  # (a sum vectorises; a min would not here)
+    return acc, acc0, over
+
+
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
 def _levels_rows(zt, shift, s, sy, lo, hi, n_levels, i0, i1, S, T):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Rows ``i0:i1`` of :func:`loo_levels` (plain loops, so that LLVM vectorises them).
@@ -224,16 +244,7 @@ def _levels_rows(zt, shift, s, sy, lo, hi, n_levels, i0, i1, S, T):  # type: ign
                 grouped = levels - lev >= _GROUP and lev % _REFRESH + _GROUP <= _REFRESH
                 if lev % _REFRESH == 0 and not grouped:
                     # a lone level at a refresh: its exponentials and sums in one sweep
-                    scale = 2.0**lev
-                    acc = 0.0
-                    acc0 = 0.0
-                    ys = sy[0, j0 : j0 + m]
-                    for j in range(m):
-                        x = dz[j] * scale
-                        w = exp_flushed(-x) if x < _CUT else 0.0
-                        e[j] = w
-                        acc += w * ss[j]
-                        acc0 += w * ys[j]
+                    acc, acc0, _ = _weigh(dz, 2.0**lev, ss, sy[0, j0 : j0 + m], e, m, False)
                     S[lev, i] += acc
                     T[lev, i, 0] += acc0
                     for q in range(1, p):
