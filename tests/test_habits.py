@@ -324,3 +324,25 @@ def test_no_help_suggests_a_value_for_a_flag() -> None:
     for args in ([], ["demo"], ["fit"], ["predict"], ["select"], ["bench"]):
         out = CliRunner().invoke(app, [*args, "--help"], env={"COLUMNS": "120"}).output
         assert "--help" in out and "<bool>" not in out, (args, out)
+
+
+def test_empty_window_warnings_point_at_the_callers_line() -> None:
+    """EmptyWindowWarning pointed into pooling.py for pool and loo_pool, and at ``sys:1`` for
+    attention_weights (a fixed stacklevel, one frame off for each)."""
+    import warnings
+
+    import nadaraya
+
+    calls = [
+        lambda: nadaraya.pool([5.0], [0.0, 1.0], [1.0, 2.0], kernel="boxcar", bandwidth=0.1),
+        lambda: nadaraya.loo_pool([0.0, 5.0], [1.0, 2.0], kernel="boxcar", bandwidth=0.1),
+        lambda: nadaraya.attention_weights([5.0], [0.0, 1.0], kernel="boxcar", bandwidth=0.1),
+        lambda: nadaraya.NadarayaWatson(kernel="boxcar", bandwidth=0.1, empty="nan")
+        .fit([[0.0], [1.0]], [1.0, 2.0]).predict([[5.0]]),
+    ]
+    for call in calls:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        found = [w for w in caught if issubclass(w.category, nadaraya.EmptyWindowWarning)]
+        assert len(found) == 1 and found[0].filename == __file__, [(w.filename, w.lineno) for w in found]

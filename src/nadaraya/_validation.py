@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
 from typing import Any, Literal
 
 import numpy as np
@@ -254,3 +257,28 @@ def as_empty(empty: str) -> str:
             f"empty={empty!r} is not valid; choose one of {', '.join(map(repr, EMPTY_POLICIES))}"
         )
     return empty
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_at_caller(message: str, category: type[Warning]) -> None:
+    """Warn at the first frame outside nadaraya: the user's line, however deep in the library
+    the warning is raised (a fixed ``stacklevel`` points into the library as soon as one more
+    function stands between the public entry point and the warning).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_at_caller("look", UserWarning)
+    >>> caught[0].filename.endswith("_validation.py")
+    False
+    """
+    frame: Any = sys._getframe(0)
+    level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, category, stacklevel=level)

@@ -6,7 +6,6 @@ re-implements the kernel sums.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +25,7 @@ from ._validation import (
     as_values,
     is_dask,
     pick_dtype,
+    warn_at_caller,
 )
 from .kernels import Kernel
 from .kernels import get as get_kernel
@@ -135,7 +135,7 @@ of the 'epanechnikov' kernel (bandwidth [0.1]); pass empty='nan', 'nearest' or '
     if empty == "raise":
         raise ValueError(f"{what}; pass empty='nan', 'nearest' or 'mean', or a larger bandwidth")
     if empty == "nan" and warn:
-        warnings.warn(f"{what}; their predictions are NaN (empty='nan')", EmptyWindowWarning, stacklevel=4)
+        warn_at_caller(f"{what}; their predictions are NaN (empty='nan')", EmptyWindowWarning)
 
 
 Fill = Callable[[NDArray[np.intp]], tuple[NDArray[Any], NDArray[np.bool_]]]
@@ -173,7 +173,7 @@ def _report_alone(rows: NDArray[np.intp], m: int, empty: str) -> None:
     what = f"{rows.size} of {m} points have no other key with positive weight to pool over"
     if empty == "raise":
         raise ValueError(f"{what} (leave-one-out)")
-    warnings.warn(f"{what}; their leave-one-out predictions are NaN", EmptyWindowWarning, stacklevel=4)
+    warn_at_caller(f"{what}; their leave-one-out predictions are NaN", EmptyWindowWarning)
 
 
 def _fill_far(
