@@ -14,8 +14,12 @@ Tests may still set ``max_examples`` themselves (to keep a slow property afforda
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -52,3 +56,33 @@ def _seeded_global_random_state() -> None:
     draw their own data from ``np.random.default_rng(seed)``."""
     random.seed(0)
     np.random.seed(0)  # noqa: NPY002 - seeding the legacy global state is the point
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@contextlib.contextmanager
+def offline_tab() -> Iterator[tuple[Any, list[str], list[str]]]:
+    """A headless Chromium tab, with the console errors and page errors it meets and every
+    request that is not to a local file or a data URL; skips the test, saying why, where
+    Chromium or playwright is missing."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing (install Debian's chromium: apt-get install -y chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    errors: list[str] = []
+    requests: list[str] = []
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=str(CHROMIUM),
+            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
+        )
+        try:
+            tab = browser.new_page()
+            tab.on("console", lambda m: errors.append(f"{m.type}: {m.text}") if m.type == "error" else None)
+            tab.on("pageerror", lambda e: errors.append(str(e)))
+            local = ("file://", "data:")
+            tab.on("request", lambda r: None if r.url.startswith(local) else requests.append(r.url))
+            yield tab, errors, requests
+        finally:
+            browser.close()

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from conftest import offline_tab
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 GALLERY = ROOT / "examples" / "gallery"
-CHROMIUM = Path("/usr/bin/chromium")
 TOOLCHAIN = ("sphinx", "pydata_sphinx_theme", "numpydoc", "sphinx_gallery", "myst_parser")
 
 #: modules whose ``__all__`` the API reference must cover (``nadaraya`` re-exports some names
@@ -126,41 +127,23 @@ def test_guide_code_runs(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_pages_render_offline_in_chromium(site: Path) -> None:
     """The index, an API page and a gallery page render in headless Chromium with their heading
     visible, no console error, and no request to anything but the files themselves."""
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is missing (install Debian's chromium: apt-get install -y chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     examples = sorted(GALLERY.glob("plot_*.py"))
     pages = {"index.html": "nadaraya", "api/generated/nadaraya.pool.html": "nadaraya.pool"}
     if examples:
         pages[f"auto_examples/{examples[0].stem}.html"] = None  # the script's own title
-    errors: list[str] = []
-    requests: list[str] = []
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
-        )
-        try:
-            tab = browser.new_page()
-            tab.on("console", lambda m: errors.append(f"{m.type}: {m.text}") if m.type == "error" else None)
-            tab.on("pageerror", lambda e: errors.append(str(e)))
-            local = ("file://", "data:")
-            tab.on("request", lambda r: None if r.url.startswith(local) else requests.append(r.url))
-            for page, heading in pages.items():
-                tab.goto((site / page).as_uri())
-                tab.wait_for_load_state("load")
-                h1 = tab.locator("article h1").first
-                assert h1.is_visible(), f"{page}: no visible heading"
-                text = h1.inner_text().strip().rstrip("#").strip()
-                if heading is not None:
-                    assert text == heading, f"{page}: heading {text!r}"
-                else:
-                    assert text, f"{page}: empty heading"
-                    figure = tab.locator("img.sphx-glr-single-img, img.sphx-glr-multi-img").first
-                    assert figure.is_visible(), f"{page}: no figure visible"
-                    assert tab.evaluate("el => el.naturalWidth", figure.element_handle()) > 0
-        finally:
-            browser.close()
+    with offline_tab() as (tab, errors, requests):
+        for page, heading in pages.items():
+            tab.goto((site / page).as_uri())
+            tab.wait_for_load_state("load")
+            h1 = tab.locator("article h1").first
+            assert h1.is_visible(), f"{page}: no visible heading"
+            text = h1.inner_text().strip().rstrip("#").strip()
+            if heading is not None:
+                assert text == heading, f"{page}: heading {text!r}"
+            else:
+                assert text, f"{page}: empty heading"
+                figure = tab.locator("img.sphx-glr-single-img, img.sphx-glr-multi-img").first
+                assert figure.is_visible(), f"{page}: no figure visible"
+                assert tab.evaluate("el => el.naturalWidth", figure.element_handle()) > 0
     assert errors == []
     assert requests == []

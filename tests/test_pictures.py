@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,12 +14,11 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
 
 import nadaraya  # noqa: E402
+from conftest import offline_tab  # noqa: E402
 from nadaraya import plot, report  # noqa: E402
 from nadaraya.bandwidth import BandwidthWarning  # noqa: E402
 from nadaraya.datasets import textbook  # noqa: E402
 from nadaraya.kernels import names as kernel_names  # noqa: E402
-
-CHROMIUM = Path("/usr/bin/chromium")
 
 
 def _wait_ready(tab, seconds: float = 20.0) -> None:
@@ -225,37 +223,28 @@ def test_report_has_every_kernel_and_the_cv_choice_among_the_slider_positions(st
 
 
 def test_report_in_chromium_has_axes_a_colour_bar_and_a_cv_button(study, tmp_path) -> None:
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is missing (install Debian's chromium: apt-get install -y chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     page = report.write_html(study, tmp_path / "report.html")
-    errors: list[str] = []
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox", "--disable-gpu"])
-        try:
-            tab = browser.new_page()
-            tab.on("pageerror", lambda e: errors.append(str(e)))
-            tab.goto(page.as_uri())
-            _wait_ready(tab)
-            fit_text = tab.eval_on_selector_all("#fit text", "els => els.map(e => e.textContent)")
-            numbers = [float(t) for t in fit_text if re.fullmatch(r"-?\d+(\.\d+)?", t)]
-            assert len(numbers) >= 8 and all(abs(v * 2 - round(v * 2)) < 1e-9 for v in numbers)  # 1, 2, 3
-            assert {"x", "y"} <= set(fit_text)
-            texts = "els => els.map(e => e.textContent)"
-            heat_text = " ".join(tab.eval_on_selector_all("#heataxes text", texts))
-            assert "training input" in heat_text and "validation input" in heat_text
-            assert "attention weight" in heat_text
-            assert tab.eval_on_selector_all("#cbticks text", "els => els.length") >= 2
-            assert tab.eval_on_selector_all("#kernel option", "els => els.length") == len(kernel_names())
-            tab.select_option("#kernel", "boxcar")
-            tab.eval_on_selector("#bw", "el => { el.value = 0; el.dispatchEvent(new Event('input')); }")
-            tab.click("#cvbtn")
-            cv = float(study.searches["boxcar"].bandwidth[0])
-            assert tab.inner_text("#bwval") == f"{cv:.3g} (CV choice)"
-            assert len(tab.eval_on_selector_all("#scale .tick", "els => els.map(e => e.textContent)")) >= 2
-        finally:
-            browser.close()
+    with offline_tab() as (tab, errors, requests):
+        tab.goto(page.as_uri())
+        _wait_ready(tab)
+        fit_text = tab.eval_on_selector_all("#fit text", "els => els.map(e => e.textContent)")
+        numbers = [float(t) for t in fit_text if re.fullmatch(r"-?\d+(\.\d+)?", t)]
+        assert len(numbers) >= 8 and all(abs(v * 2 - round(v * 2)) < 1e-9 for v in numbers)  # 1, 2, 3
+        assert {"x", "y"} <= set(fit_text)
+        texts = "els => els.map(e => e.textContent)"
+        heat_text = " ".join(tab.eval_on_selector_all("#heataxes text", texts))
+        assert "training input" in heat_text and "validation input" in heat_text
+        assert "attention weight" in heat_text
+        assert tab.eval_on_selector_all("#cbticks text", "els => els.length") >= 2
+        assert tab.eval_on_selector_all("#kernel option", "els => els.length") == len(kernel_names())
+        tab.select_option("#kernel", "boxcar")
+        tab.eval_on_selector("#bw", "el => { el.value = 0; el.dispatchEvent(new Event('input')); }")
+        tab.click("#cvbtn")
+        cv = float(study.searches["boxcar"].bandwidth[0])
+        assert tab.inner_text("#bwval") == f"{cv:.3g} (CV choice)"
+        assert len(tab.eval_on_selector_all("#scale .tick", "els => els.map(e => e.textContent)")) >= 2
     assert errors == []
+    assert requests == []
 
 
 def test_an_exploding_criterion_does_not_flatten_the_curve() -> None:

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import offline_tab
 from nadaraya import report
 from nadaraya.datasets import textbook
 
-CHROMIUM = Path("/usr/bin/chromium")
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
@@ -82,38 +82,20 @@ def test_report_is_self_contained(page: Path) -> None:
 
 
 def test_browser_slider_switches_the_curve_offline(page: Path) -> None:
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is missing (install Debian's chromium: apt-get install -y chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    errors: list[str] = []
-    requests: list[str] = []
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=str(CHROMIUM),
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
-        )
-        try:
-            tab = browser.new_page()
-            tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            tab.on("pageerror", lambda e: errors.append(str(e)))
-            local = ("file://", "data:")
-            tab.on("request", lambda r: None if r.url.startswith(local) else requests.append(r.url))
-            tab.goto(page.as_uri())
-            _wait_ready(tab)
-            before = tab.get_attribute("#curve", "d")
-            mse_before = tab.inner_text("#mse")
-            assert before and before.startswith("M")
-            heat_before = tab.evaluate("document.getElementById('heat').toDataURL()")
-            tab.eval_on_selector("#bw", "el => { el.value = 2; el.dispatchEvent(new Event('input')); }")
-            after = tab.get_attribute("#curve", "d")
-            assert after != before
-            assert tab.inner_text("#mse") != mse_before
-            assert tab.evaluate("document.getElementById('heat').toDataURL()") != heat_before
-            tab.select_option("#kernel", "boxcar")
-            assert tab.get_attribute("#curve", "d") != after
-        finally:
-            browser.close()
+    with offline_tab() as (tab, errors, requests):
+        tab.goto(page.as_uri())
+        _wait_ready(tab)
+        before = tab.get_attribute("#curve", "d")
+        mse_before = tab.inner_text("#mse")
+        assert before and before.startswith("M")
+        heat_before = tab.evaluate("document.getElementById('heat').toDataURL()")
+        tab.eval_on_selector("#bw", "el => { el.value = 2; el.dispatchEvent(new Event('input')); }")
+        after = tab.get_attribute("#curve", "d")
+        assert after != before
+        assert tab.inner_text("#mse") != mse_before
+        assert tab.evaluate("document.getElementById('heat').toDataURL()") != heat_before
+        tab.select_option("#kernel", "boxcar")
+        assert tab.get_attribute("#curve", "d") != after
     assert errors == []
     assert requests == []
 
