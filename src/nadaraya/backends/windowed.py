@@ -68,7 +68,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import ModuleType
@@ -235,6 +235,24 @@ def _working_bytes() -> int:
     return int(float(get_config()["working_memory"]) * 2**20)
 
 
+def _pair_weights(
+    queries: NDArray[np.floating],
+    keys: NDArray[np.floating],
+    kernel: Kernel,
+    inv_h: NDArray[np.floating],
+    qi: NDArray[np.intp],
+    ki: NDArray[np.intp],
+) -> NDArray[np.float64]:
+    """The product of the kernel's profiles over the features for the pairs ``(qi, ki)``, with
+    ``u`` made in the data's dtype exactly as the reference makes it; float64."""
+    w = np.ones(qi.size)
+    for j in range(queries.shape[1]):
+        u = queries[qi, j] - keys[ki, j]
+        u *= inv_h[j]
+        w *= kernel.profile(u.astype(np.float64))
+    return w
+
+
 def _direct(
     queries: NDArray[np.floating],
     keys: NDArray[np.floating],
@@ -250,11 +268,7 @@ def _direct(
     profile per feature exactly as the reference evaluates it; shape (len(indptr) - 1, C)."""
     from scipy.sparse import csr_matrix
 
-    w = np.ones(qi.size)
-    for j in range(queries.shape[1]):
-        u = queries[qi, j] - keys[ki, j]
-        u *= inv_h[j]
-        w *= kernel.profile(u.astype(np.float64))
+    w = _pair_weights(queries, keys, kernel, inv_h, qi, ki)
     if excl is not None:
         w[ki == excl[qi]] = 0.0
     mat = csr_matrix((w, ki, indptr), shape=(indptr.size - 1, keys.shape[0]))
@@ -417,15 +431,16 @@ def _weighted_values(values: NDArray[np.floating], sample_weight: NDArray[np.flo
     return sv
 
 
-def _tree(
+def _tree_blocks(
     queries: NDArray[np.floating],
     keys: NDArray[np.floating],
-    sv: NDArray[np.float64],
-    kernel: Kernel,
     bandwidth: NDArray[np.floating],
-    inv_h: NDArray[np.floating],
-    exclude: NDArray[np.integer] | None,
-) -> NDArray[np.float64]:
+    pair_bytes: int = _PAIR_BYTES,
+) -> Iterator[tuple[int, int, NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]]:
+    """d > 1: blocks of queries ``b0:b1`` (their pairs within ``pair_bytes`` each of the working
+    memory) with their candidate pairs, a superset of each window: ``(b0, b1, local, ki, indptr)``,
+    the pairs grouped by query (``indptr``), ``local`` the query of each within the block.
+    Blocks without a pair are skipped."""
     from scipy.spatial import cKDTree
 
     k64 = keys.astype(np.float64)
@@ -443,9 +458,7 @@ def _tree(
     )
     tree = cKDTree(zk)
     counts = tree.query_ball_point(zq, radius, p=np.inf, return_length=True)
-    out = np.zeros((queries.shape[0], sv.shape[1]))
-    max_pairs = max(1, _working_bytes() // _PAIR_BYTES)
-    excl = None if exclude is None else np.asarray(exclude, dtype=np.int64)
+    max_pairs = max(1, _working_bytes() // pair_bytes)
     for b0, b1 in _blocks(counts, max_pairs):
         cnt = counts[b0:b1]
         total = int(cnt.sum())
@@ -455,6 +468,21 @@ def _tree(
         ki = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.intp, count=total)
         indptr = np.concatenate([[0], np.cumsum(cnt)]).astype(np.intp)
         local = np.repeat(np.arange(b1 - b0), cnt)
+        yield b0, b1, local, ki, indptr
+
+
+def _tree(
+    queries: NDArray[np.floating],
+    keys: NDArray[np.floating],
+    sv: NDArray[np.float64],
+    kernel: Kernel,
+    bandwidth: NDArray[np.floating],
+    inv_h: NDArray[np.floating],
+    exclude: NDArray[np.integer] | None,
+) -> NDArray[np.float64]:
+    out = np.zeros((queries.shape[0], sv.shape[1]))
+    excl = None if exclude is None else np.asarray(exclude, dtype=np.int64)
+    for b0, b1, local, ki, indptr in _tree_blocks(queries, keys, bandwidth):
         out[b0:b1] = _direct(queries[b0:b1], keys, sv, kernel, inv_h, local, ki, indptr,
                              None if excl is None else excl[b0:b1])
     return out
@@ -469,6 +497,7 @@ def partials(
     bandwidth: NDArray[np.floating],
     sample_weight: NDArray[np.floating] | None = None,
     exclude: NDArray[np.integer] | None = None,
+    moments: int = 0,
 ) -> Partials:
     """Exact partial sums of every query over the keys inside its window (compact kernels).
 
@@ -489,6 +518,11 @@ def partials(
     sample_weight : ndarray of shape (n,), optional
     exclude : ndarray of shape (m,), optional
         For each query the index of one key left out of its sums (``-1`` for none).
+    moments : int, default 0
+        The degree ``r`` of a local polynomial fit whose moment sums to carry too, in the order
+        and shapes of :func:`nadaraya.backends.reference.moment_shapes`: each window is then
+        summed pair by pair with exact differences ``k - q`` (see
+        :mod:`nadaraya.backends._windowed_moments`); 0 leaves the method above untouched.
 
     Returns
     -------
@@ -497,7 +531,7 @@ def partials(
     Raises
     ------
     ValueError
-        If the kernel is not compact.
+        If the kernel is not compact, or ``moments`` is not a non-negative int.
 
     Examples
     --------
@@ -516,6 +550,12 @@ def partials(
         )
     dtype = queries.dtype
     inv_h = (1.0 / bandwidth).astype(dtype)
+    if type(moments) is not int or moments:  # the default 0 skips even the check
+        from ._windowed_moments import check_degree, moment_partials
+
+        if check_degree(moments):
+            return moment_partials(queries, keys, values, sample_weight, kernel, bandwidth, inv_h, exclude,
+                                   int(moments))
     if d == 1:
         weight, value = _one_d(queries, keys, values, sample_weight, kernel, bandwidth, inv_h, exclude)
     else:

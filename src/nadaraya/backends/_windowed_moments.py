@@ -1,0 +1,236 @@
+"""The windowed backend's moment sums of local polynomial fits: exact sums over each window's pairs.
+
+Used by :func:`nadaraya.backends.windowed.partials` for ``moments > 0`` only (``moments = 0``
+keeps the prefix-moment route untouched). The windows are those of the plain sums -- in 1-D
+the reference's test ``|(q - x) * inv| <= 1`` by a binary search over the sorted keys, above
+1-D the k-d tree's candidate pairs -- and every pair is summed directly: the weight is the
+product of the kernel's profiles times the sample weight (as the reference makes it), and
+each pair's difference ``u = k - q`` is made exactly, in float64, never about a far origin, so
+nothing cancels when ``|x| >> h``. The sums are ``sum w``, ``sum w v``, ``sum w u^(x)j``
+(``j = 1 .. 2r``) and ``sum w u^(x)j (x) v`` (``j = 1 .. r``) in the order and shapes of
+:func:`nadaraya.backends.reference.moment_shapes`, full tensors (symmetric entries repeated).
+Cost O(pairs within the windows) (times ``d^(2r)``), plus O(m log n) for the 1-D windows.
+
+Examples
+--------
+>>> import numpy as np
+>>> from nadaraya.kernels import get
+>>> from nadaraya.backends import windowed
+>>> x = np.array([[0.0], [1.0], [2.0]]); v = np.array([[1.0], [2.0], [4.0]])
+>>> p = windowed.partials(x, x, v, kernel=get("boxcar"), bandwidth=np.array([1.0]), moments=1)
+>>> [s.ravel().tolist() for s in p.moments[:2]]  # the boxcar is 1/2 on its window
+[[0.5, 0.0, -0.5], [0.5, 1.0, 0.5]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+from numba import njit
+from numpy.typing import NDArray
+
+from ..kernels import Kernel
+from ..partials import Partials
+from . import windowed as _w
+from ._windowed_jit import _first
+
+__all__ = ["check_degree", "moment_partials"]
+
+
+def check_degree(moments: object) -> int:
+    """The polynomial degree ``moments`` as an int, or a ValueError naming it.
+
+    Examples
+    --------
+    >>> check_degree(2)
+    2
+    """
+    if isinstance(moments, bool) or not isinstance(moments, int | np.integer) or moments < 0:
+        raise ValueError(f"moments must be a non-negative int (a polynomial degree); got {moments!r}")
+    return int(moments)
+
+
+def _columns(degree: int, d: int, p: int) -> int:
+    """Columns of one query's sums: weight, values, then the moments flattened."""
+    return 1 + p + sum(d**j for j in range(1, 2 * degree + 1)) + p * sum(d**j for j in range(1, degree + 1))
+
+
+@njit(cache=True, nogil=True)
+def _windows(qs, xs, inv, a, b, lo, hi):  # pragma: no cover - compiled
+    """The keys ``[lo, hi)`` of the windows of queries ``a:b``: the reference's test, by binary
+    search over the sorted keys ``xs`` (queries, keys and ``inv`` in the data's dtype)."""
+    n = xs.shape[0]
+    for j in range(a, b):
+        s = _first(qs[j], xs, inv, 0, n, False)
+        lo[j] = s
+        hi[j] = _first(qs[j], xs, inv, s, n, True)
+
+
+@njit(cache=True, nogil=True)
+def _pair_sums(w, q, k, v, ki, indptr, degree, a, b, out):  # pragma: no cover - compiled
+    """Rows ``a:b`` of ``out`` (block queries, (B, C)): the sums over each query's pairs
+    ``indptr[r]:indptr[r + 1]`` (keys ``ki``, weights ``w``) laid out as :func:`_columns` says;
+    ``u = k - q`` made per pair in float64, ``w u^(x)j`` built as the reference builds it (the
+    newest factor on the last axis)."""
+    d = q.shape[1]
+    p = v.shape[1]
+    top = 2 * degree
+    pw = np.empty((top + 1, d**top))
+    u = np.empty(d)
+    ncol = out.shape[1]
+    for r in range(a, b):
+        for c in range(ncol):
+            out[r, c] = 0.0
+        for t in range(indptr[r], indptr[r + 1]):
+            wt = w[t]
+            if wt == 0.0:
+                continue
+            i = ki[t]
+            for j in range(d):
+                u[j] = k[i, j] - q[r, j]
+            out[r, 0] += wt
+            for c in range(p):
+                out[r, 1 + c] += wt * v[i, c]
+            pw[0, 0] = wt
+            off = 1 + p
+            size = 1
+            for j in range(1, top + 1):
+                for e in range(size):
+                    base = pw[j - 1, e]
+                    for f in range(d):
+                        pw[j, e * d + f] = base * u[f]
+                size *= d
+                for e in range(size):
+                    out[r, off + e] += pw[j, e]
+                off += size
+            size = 1
+            for j in range(1, degree + 1):
+                size *= d
+                for e in range(size):
+                    base = pw[j, e]
+                    for c in range(p):
+                        out[r, off + e * p + c] += base * v[i, c]
+                off += size * p
+
+
+def _block(
+    queries: NDArray[np.floating],
+    keys: NDArray[np.floating],
+    k64: NDArray[np.float64],
+    v64: NDArray[np.float64],
+    sw: NDArray[np.float64] | None,
+    kernel: Kernel,
+    inv_h: NDArray[np.floating],
+    local: NDArray[np.intp],
+    ki: NDArray[np.intp],
+    indptr: NDArray[np.intp],
+    excl: NDArray[np.int64] | None,
+    degree: int,
+    out: NDArray[np.float64],
+) -> None:
+    """The sums of one block of queries (``queries`` already the block's) into ``out``."""
+    from .._jit import run_ranges
+
+    w = _w._pair_weights(queries, keys, kernel, inv_h, local, ki)
+    if sw is not None:
+        w *= sw[ki]
+    if excl is not None:
+        w[ki == excl[local]] = 0.0
+    q64 = np.ascontiguousarray(queries, dtype=np.float64)
+    run_ranges(_pair_sums, (w, q64, k64, v64, ki, indptr, degree), out.shape[0], (out,))
+
+
+def _one_d_blocks(
+    queries: NDArray[np.floating],
+    keys: NDArray[np.floating],
+    inv_h: NDArray[np.floating],
+) -> Iterator[tuple[int, int, NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]]:
+    """1-D, sorted keys: blocks of queries with the pairs of their windows, as
+    :func:`nadaraya.backends.windowed._tree_blocks` yields them."""
+    from .._jit import run_ranges
+
+    m = queries.shape[0]
+    lo = np.empty(m, dtype=np.int64)
+    hi = np.empty(m, dtype=np.int64)
+    qs = np.ascontiguousarray(queries[:, 0])
+    run_ranges(_windows, (qs, np.ascontiguousarray(keys[:, 0]), inv_h[0]), m, (lo, hi))
+    for b0, b1 in _w._blocks(hi - lo, max(1, _w._working_bytes() // _w._PAIR_BYTES)):
+        cnt = hi[b0:b1] - lo[b0:b1]
+        indptr = np.concatenate([[0], np.cumsum(cnt)]).astype(np.intp)
+        if indptr[-1] == 0:
+            continue
+        local = np.repeat(np.arange(b1 - b0), cnt).astype(np.intp)
+        ki = (np.repeat(lo[b0:b1] - indptr[:-1], cnt) + np.arange(indptr[-1])).astype(np.intp)
+        yield b0, b1, local, ki, indptr
+
+
+def moment_partials(
+    queries: NDArray[np.floating],
+    keys: NDArray[np.floating],
+    values: NDArray[np.floating],
+    sample_weight: NDArray[np.floating] | None,
+    kernel: Kernel,
+    bandwidth: NDArray[np.floating],
+    inv_h: NDArray[np.floating],
+    exclude: NDArray[np.integer] | None,
+    degree: int,
+) -> Partials:
+    """The windowed partials with the moment sums of a local polynomial of ``degree`` >= 1.
+
+    Arguments as :func:`nadaraya.backends.windowed.partials` (``inv_h = 1 / bandwidth`` in the
+    data's dtype); the sums are made in float64 and returned in the data's dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nadaraya.kernels import get
+    >>> x = np.array([[0.0, 0.0], [1.0, 0.0]]); v = np.ones((2, 1))
+    >>> p = moment_partials(x[:1], x, v, None, get("boxcar"), np.ones(2), np.ones(2), None, 1)
+    >>> p.moments[1][0].tolist()  # the key at (1, 0), with weight 1/2 * 1/2
+    [[0.25, 0.0], [0.0, 0.0]]
+    """
+    from .. import _threads
+
+    _threads.configure()
+    m, d = queries.shape
+    p = values.shape[1]
+    dtype = queries.dtype
+    sw = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    excl = None if exclude is None else np.asarray(exclude, dtype=np.int64)
+    out = np.zeros((m, _columns(degree, d, p)))
+    if d == 1:
+        x = keys[:, 0]
+        if keys.shape[0] > 1 and not bool(np.all(x[1:] >= x[:-1])):
+            order = np.argsort(x, kind="stable")
+            keys, values = keys[order], values[order]
+            sw = None if sw is None else sw[order]
+            if excl is not None:
+                rank = np.empty(order.size, dtype=np.int64)
+                rank[order] = np.arange(order.size)
+                excl = np.where(excl >= 0, rank[np.maximum(excl, 0)], -1)
+        blocks = _one_d_blocks(queries, keys, inv_h)
+    else:
+        blocks = _w._tree_blocks(queries, keys, bandwidth)
+    k64 = np.ascontiguousarray(keys, dtype=np.float64)
+    v64 = np.ascontiguousarray(values, dtype=np.float64)
+    for b0, b1, local, ki, indptr in blocks:
+        _block(queries[b0:b1], keys, k64, v64, sw, kernel, inv_h, local, ki, indptr,
+               None if excl is None else excl[b0:b1], degree, out[b0:b1])
+    return _unpack(out, degree, d, p, dtype)
+
+
+def _unpack(out: NDArray[np.float64], degree: int, d: int, p: int, dtype: np.dtype) -> Partials:
+    """The columns of :func:`_columns` as Partials in the data's dtype."""
+    m = out.shape[0]
+    cast = dict(dtype=dtype, copy=False)
+    moments = []
+    off = 1 + p
+    for j in range(1, 2 * degree + 1):
+        moments.append(out[:, off:off + d**j].reshape((m,) + (d,) * j).astype(**cast))
+        off += d**j
+    for j in range(1, degree + 1):
+        moments.append(out[:, off:off + d**j * p].reshape((m,) + (d,) * j + (p,)).astype(**cast))
+        off += d**j * p
+    return Partials(np.zeros(m, dtype=dtype), out[:, 0].astype(**cast), out[:, 1:1 + p].astype(**cast),
+                    tuple(np.ascontiguousarray(s) for s in moments))
