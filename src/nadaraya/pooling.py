@@ -94,9 +94,10 @@ def _in_range(values: NDArray[np.floating]) -> tuple[NDArray[np.floating], int]:
 
 
 def compute_partials(
-    call: Call, *, exclude: NDArray[np.integer] | None = None, backend: str = "auto"
+    call: Call, *, exclude: NDArray[np.integer] | None = None, backend: str = "auto", moments: int = 0
 ) -> tuple[Partials, backends.Choice]:
-    """The partial sums of a validated call on the chosen backend."""
+    """The partial sums of a validated call on the chosen backend (with the moment sums of a
+    local polynomial of degree ``moments``)."""
     m, n, d, _ = call.shape
     choice = backends.choose(call.kernel, n=n, m=m, d=d, backend=backend)
     parts = backends.compute(
@@ -108,6 +109,7 @@ def compute_partials(
         bandwidth=call.bandwidth,
         sample_weight=call.sample_weight,
         exclude=exclude,
+        moments=moments,
     )
     return parts, choice
 
@@ -233,15 +235,18 @@ def finish(
 
 def _lazy_pool(
     queries: object, keys: object, values: object, kernel: str | Kernel, bandwidth: ArrayLike,
-    empty: str, sample_weight: object, backend: str,
+    empty: str, sample_weight: object, backend: str, degree: int = 0, var_types: str | None = None,
+    categorical_kernel: str = "classic",
 ) -> Any:
     """Dask input: a lazy Dask array from :func:`nadaraya._dask_pool.pool`; a backend other
     than "auto" or "dask" names the engine each task runs."""
     from ._dask_pool import pool as lazy_pool
 
     engine = None if backend in ("auto", "dask") else backend
+    extra = {} if degree == 0 and var_types is None else dict(
+        degree=degree, var_types=var_types, categorical_kernel=categorical_kernel)
     return lazy_pool(queries, keys, values, kernel=kernel, bandwidth=bandwidth, empty=empty,
-                     sample_weight=sample_weight, engine=engine)
+                     sample_weight=sample_weight, engine=engine, **extra)
 
 
 def pool(
@@ -254,6 +259,9 @@ def pool(
     empty: str = "nan",
     sample_weight: ArrayLike | None = None,
     backend: str = "auto",
+    degree: int = 0,
+    var_types: str | None = None,
+    categorical_kernel: str = "classic",
 ) -> NDArray[np.floating]:
     r"""Attention pooling by similarity: the Nadaraya-Watson estimate at each query.
 
@@ -291,6 +299,18 @@ def pool(
         Non-negative weights of the keys; integer weights act as repeated rows.
     backend : str, default "auto"
         See :func:`nadaraya.backends.available`.
+    degree : int, default 0
+        The local polynomial fitted at each query by weighted least squares in ``k - q``: 0 is
+        Nadaraya-Watson (the weighted mean), 1 local linear, 2 local quadratic (up to 3); the
+        prediction is the fit's intercept. Local terms use the continuous columns only. A
+        singular local system falls back to the highest regular lower degree, with one
+        :class:`~nadaraya._fit.SingularFitWarning` per call (rules: :mod:`nadaraya._local`).
+    var_types : str, optional
+        One letter per column: ``"c"`` continuous, ``"o"`` ordered, ``"u"`` unordered
+        categorical (default all continuous). A categorical column's ``bandwidth`` entry is its
+        ``lambda`` (kernels and ranges: :mod:`nadaraya._mixed`).
+    categorical_kernel : {"classic", "li-racine"}, default "classic"
+        Wang-van Ryzin (ordered) and Aitchison-Aitken (unordered), or Li-Racine's for both.
 
     Returns
     -------
@@ -304,10 +324,20 @@ def pool(
     >>> import nadaraya
     >>> nadaraya.pool([2.5], [1.0, 2.0, 3.0], [3.0, 5.0, 4.0]).round(2)
     array([4.27])
+    >>> nadaraya.pool([0.0], [0.0, 1.0, 2.0], [1.0, 3.0, 5.0], bandwidth=0.5, degree=1).round(12)
+    array([1.])
     """
     empty = as_empty(empty)
     if is_dask(queries, keys, values, sample_weight):
-        return _lazy_pool(queries, keys, values, kernel, bandwidth, empty, sample_weight, backend)
+        return _lazy_pool(queries, keys, values, kernel, bandwidth, empty, sample_weight, backend,
+                          degree, var_types, categorical_kernel)
+    if degree != 0 or var_types is not None:
+        from . import _fit
+
+        job = _fit.prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth,
+                           sample_weight=sample_weight, degree=degree, var_types=var_types,
+                           categorical_kernel=categorical_kernel)
+        return _fit.pool(job, empty, backend=backend)
     call = prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight)
     parts, _ = compute_partials(call, backend=backend)
     return finish(parts, call, empty)
@@ -322,6 +352,9 @@ def loo_pool(
     empty: str = "nan",
     sample_weight: ArrayLike | None = None,
     backend: str = "auto",
+    degree: int = 0,
+    var_types: str | None = None,
+    categorical_kernel: str = "classic",
 ) -> NDArray[np.floating]:
     """Leave-one-out predictions: each key pooled over all the *other* keys.
 
@@ -334,7 +367,7 @@ def loo_pool(
     ----------
     keys : array-like of shape (n, d) or (n,)
     values : array-like of shape (n,) or (n, p)
-    kernel, bandwidth, empty, sample_weight, backend
+    kernel, bandwidth, empty, sample_weight, backend, degree, var_types, categorical_kernel
         As for :func:`pool`.
 
     Returns
@@ -350,7 +383,15 @@ def loo_pool(
     """
     empty = as_empty(empty)
     if is_dask(keys, values, sample_weight):
-        return _lazy_pool(None, keys, values, kernel, bandwidth, empty, sample_weight, backend)
+        return _lazy_pool(None, keys, values, kernel, bandwidth, empty, sample_weight, backend,
+                          degree, var_types, categorical_kernel)
+    if degree != 0 or var_types is not None:
+        from . import _fit
+
+        job = _fit.prepare(None, keys, values, kernel=kernel, bandwidth=bandwidth,
+                           sample_weight=sample_weight, degree=degree, var_types=var_types,
+                           categorical_kernel=categorical_kernel)
+        return _fit.pool(job, empty, np.arange(job.call.keys.shape[0]), backend)
     call = prepare(None, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight)
     exclude = np.arange(call.keys.shape[0])
     parts, _ = compute_partials(call, exclude=exclude, backend=backend)

@@ -73,6 +73,7 @@ class Backend(Protocol):
         bandwidth: NDArray[np.floating],
         sample_weight: NDArray[np.floating] | None = None,
         exclude: NDArray[np.integer] | None = None,
+        moments: int = 0,
     ) -> Partials:
         """The partial sums of validated arrays (see ``nadaraya.backends.reference.partials``)."""
 
@@ -240,8 +241,12 @@ def compute(
     bandwidth: NDArray[np.floating],
     sample_weight: NDArray[np.floating] | None = None,
     exclude: NDArray[np.integer] | None = None,
+    moments: int = 0,
 ) -> Partials:
     """Run one backend on validated arrays (see ``nadaraya.backends.reference.partials``).
+
+    ``moments`` (a local polynomial degree) is passed on only when positive, so that a backend
+    computes plain pooling exactly as it always did.
 
     Examples
     --------
@@ -260,4 +265,5 @@ def compute(
         bandwidth=bandwidth,
         sample_weight=sample_weight,
         exclude=exclude,
+        **({"moments": moments} if moments else {}),
     )

@@ -1,0 +1,300 @@
+"""Local polynomial and mixed-data pooling: moment partials per category group, the solve, the fills.
+
+:func:`nadaraya.pool` and :func:`nadaraya.loo_pool` come here for ``degree > 0`` or categorical
+columns. The continuous columns go through the chosen backend with the moment sums of the
+degree (one pass, one shift); keys are grouped by their categories, each group's partials are
+shifted by the log of its categorical factor and merged exactly
+(:mod:`nadaraya._mixed`). Then :func:`nadaraya._local.solve` fits each query.
+
+Rules beyond :mod:`nadaraya._local`'s: a query with no key of positive weight follows the
+``empty=`` policy of degree 0; a log-domain query so far from every key that pooling takes
+its far limit (:data:`nadaraya._nearest.FAR_LOG_WEIGHT`) gets the Nadaraya-Watson far limit
+(degree 0). Both, and every singular local system, are counted in one
+:class:`SingularFitWarning` per call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from . import pooling
+from ._local import LocalFit, solve
+from ._mixed import Categorical, as_categorical_kernel, as_var_types
+from ._nearest import FAR_LOG_WEIGHT
+from ._validation import as_points, as_real, as_sample_weight, as_values, pick_dtype, warn_at_caller
+from .kernels import Kernel
+from .kernels import get as get_kernel
+from .partials import Partials, merge
+
+__all__ = ["MAX_DEGREE", "SingularFitWarning", "as_degree"]
+
+#: the highest polynomial degree offered (a degree-r system in d features has C(d + r, r) unknowns)
+MAX_DEGREE = 3
+
+
+class SingularFitWarning(UserWarning):
+    """Some queries' local polynomial systems were singular: they got a lower degree."""
+
+
+def as_degree(degree: Any) -> int:
+    """A polynomial degree, 0 to :data:`MAX_DEGREE`.
+
+    Examples
+    --------
+    >>> as_degree(1)
+    1
+    >>> as_degree(1.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: degree must be an integer from 0 to 3 (0: Nadaraya-Watson, 1: local linear, ...); got 1.5
+    """
+    if isinstance(degree, bool) or not isinstance(degree, int | np.integer) or not 0 <= degree <= MAX_DEGREE:
+        raise ValueError(
+            f"degree must be an integer from 0 to {MAX_DEGREE} (0: Nadaraya-Watson, 1: local linear, "
+            f"2: local quadratic); got {degree!r}"
+        )
+    return int(degree)
+
+
+@dataclass
+class Job:
+    """A validated local or mixed call: the continuous part as a pooling call, the categorical part."""
+
+    call: pooling.Call  # continuous columns only (keys of shape (n, 0) when there are none)
+    cat: Categorical | None
+    degree: int
+    cont: NDArray[np.intp]  # the continuous columns' positions
+    d: int  # all columns
+
+
+def prepare(
+    queries: ArrayLike | None,
+    keys: ArrayLike,
+    values: ArrayLike,
+    *,
+    kernel: str | Kernel,
+    bandwidth: ArrayLike,
+    sample_weight: ArrayLike | None,
+    degree: Any,
+    var_types: str | None,
+    categorical_kernel: str,
+    levels: NDArray[np.int64] | None = None,
+) -> Job:
+    """Validate a local or mixed call (``queries=None`` means the keys themselves)."""
+    deg = as_degree(degree)
+    ck = as_categorical_kernel(categorical_kernel)
+    k = get_kernel(kernel)
+    dtype = pick_dtype(keys, values, keys if queries is None else queries)
+    kk = as_points("keys", keys, dtype)
+    n, d = kk.shape
+    qq = kk if queries is None else as_points("queries", queries, dtype, d=d)
+    vt = as_var_types(var_types, d)
+    cont = np.array([j for j, c in enumerate(vt) if c == "c"], dtype=np.intp)
+    catc = np.array([j for j, c in enumerate(vt) if c != "c"], dtype=np.intp)
+    h = _bandwidth(bandwidth, vt)
+    vv, one_d = as_values(values, n, dtype)
+    sw = as_sample_weight(sample_weight, n, dtype, relative=True)
+    vv, value_exp = pooling._in_range(vv)
+    call = pooling.Call(
+        np.ascontiguousarray(qq[:, cont]),
+        np.ascontiguousarray(kk[:, cont]),
+        vv,
+        one_d,
+        k,
+        h[cont],
+        sw,
+        value_exp,
+    )
+    cat = None
+    if catc.size:
+        cat = Categorical.build("".join(vt[j] for j in catc), kk[:, catc], qq[:, catc], h[catc], ck, levels)
+    return Job(call, cat, deg if cont.size else 0, cont, d)
+
+
+def _bandwidth(bandwidth: ArrayLike, vt: str) -> NDArray[np.float64]:
+    """One bandwidth (continuous) or lambda (categorical) per column; a scalar if all are continuous."""
+    d = len(vt)
+    if isinstance(bandwidth, str):
+        raise ValueError(f"bandwidth={bandwidth!r} is a string; pool() needs numbers (one per column)")
+    h = as_real("bandwidth", bandwidth).astype(np.float64)
+    if h.ndim == 0 and set(vt) == {"c"}:
+        h = np.full(d, float(h))
+    if h.shape != (d,):
+        raise ValueError(
+            f"bandwidth must have one entry per column ({d}: var_types={vt!r}; a scalar only when every "
+            f"column is continuous); got shape {h.shape}"
+        )
+    hc = h[[j for j, c in enumerate(vt) if c == "c"]]
+    if not (np.isfinite(hc).all() and (hc > 0).all()):
+        raise ValueError(
+            f"the bandwidths of the continuous columns must be positive and finite; got {hc.tolist()}"
+        )
+    return h
+
+
+def _group_exclude(
+    exclude: NDArray[np.integer] | None, idx: NDArray[np.intp], n: int
+) -> NDArray[np.intp] | None:
+    """``exclude`` in the numbering of one group's keys ``idx`` (-1 where the left-out key is elsewhere)."""
+    if exclude is None:
+        return None
+    pos = np.full(n + 1, -1, dtype=np.intp)
+    pos[idx] = np.arange(idx.size)
+    return pos[np.where(exclude >= 0, exclude, n)]
+
+
+def _plain_sums(job: Job, idx: NDArray[np.intp], ex: NDArray[np.intp] | None, m: int) -> Partials:
+    """No continuous column: each query's sums over the group are sums of sample weights (the
+    left-out key's term is left out of an exclusive prefix and suffix, never subtracted)."""
+    call = job.call
+    v = call.values[idx].astype(np.float64)
+    w = np.ones(idx.size) if call.sample_weight is None else call.sample_weight[idx].astype(np.float64)
+    wv = w[:, None] * v
+    weight = np.full(m, w.sum())
+    value = np.repeat(wv.sum(axis=0)[None, :], m, axis=0)
+    if ex is not None:
+        rows = np.nonzero(ex >= 0)[0]
+        cw = np.concatenate([[0.0], np.cumsum(w)])
+        rw = np.concatenate([np.cumsum(w[::-1])[::-1], [0.0]])
+        cv = np.vstack([np.zeros((1, v.shape[1])), np.cumsum(wv, axis=0)])
+        rv = np.vstack([np.cumsum(wv[::-1], axis=0)[::-1], np.zeros((1, v.shape[1]))])
+        j = ex[rows]
+        weight[rows] = cw[j] + rw[j + 1]
+        value[rows] = cv[j] + rv[j + 1]
+    dt = call.values.dtype
+    return Partials(np.zeros(m, dtype=dt), weight.astype(dt), value.astype(dt))
+
+
+def _group_partials(job: Job, idx: NDArray[np.intp], ex: NDArray[np.intp] | None, backend: str) -> Partials:
+    """The continuous partials of one group of keys, exact also for far queries."""
+    call = job.call
+    m = call.queries.shape[0]
+    if call.keys.shape[1] == 0:
+        return _plain_sums(job, idx, ex, m)
+    sw = None if call.sample_weight is None else call.sample_weight[idx]
+    sub = pooling.Call(
+        call.queries, call.keys[idx], call.values[idx], call.one_d, call.kernel, call.bandwidth, sw
+    )
+    parts, choice = pooling.compute_partials(sub, exclude=ex, backend=backend, moments=job.degree)
+    if job.cat is not None and call.kernel.log_domain and choice.name != "reference":
+        # the categorical factors are merged in the log domain after this: queries far from
+        # this group get their exact partials (the fast backends may flush them) from the reference
+        far = np.nonzero(~(parts.shift >= FAR_LOG_WEIGHT))[0]
+        if far.size:
+            fix, _ = pooling.compute_partials(
+                pooling.Call(call.queries[far], sub.keys, sub.values, False, call.kernel, call.bandwidth, sw),
+                exclude=None if ex is None else ex[far],
+                backend="reference",
+                moments=job.degree,
+            )
+            for field in ("shift", "weight", "value"):
+                getattr(parts, field)[far] = getattr(fix, field)
+            for mine, theirs in zip(parts.moments, fix.moments):
+                mine[far] = theirs
+    return parts
+
+
+def partials(job: Job, exclude: NDArray[np.integer] | None = None, backend: str = "auto") -> Partials:
+    """The merged partial sums (with moments) of a job, categorical factors included."""
+    n = job.call.keys.shape[0]
+    if job.cat is None:
+        return _group_partials(job, np.arange(n), exclude, backend)
+    cats, group = job.cat.groups()
+    log_f = job.cat.log_factor(job.cat.queries, cats)
+    acc: Partials | None = None
+    for g in range(cats.shape[0]):
+        idx = np.nonzero(group == g)[0]
+        part = _group_partials(job, idx, _group_exclude(exclude, idx, n), backend)
+        part.shift = (part.shift + log_f[:, g]).astype(part.weight.dtype)
+        acc = part if acc is None else merge(acc, part)
+    assert acc is not None
+    return acc
+
+
+def _far_rows(parts: Partials, job: Job) -> NDArray[np.bool_]:
+    """Queries whose degree-0 answer is pooling's far limit (plain continuous calls only)."""
+    if job.cat is not None or not job.call.kernel.log_domain:
+        return np.zeros(parts.shift.shape, dtype=bool)
+    return ~(parts.shift >= FAR_LOG_WEIGHT)
+
+
+def fitted(
+    job: Job, parts: Partials, empty: str, exclude: NDArray[np.integer] | None = None
+) -> tuple[NDArray[np.floating], LocalFit]:
+    """Predictions (m, p) in the values' units (before the one-output squeeze) and the fits."""
+    call = job.call
+    fit = solve(parts, job.degree, call.bandwidth)
+    base = Partials(parts.shift, parts.weight, parts.value)
+    out = base.finalize()
+    if job.cat is None:
+        pooling._fill_empty(out, base, call, empty, exclude)
+    else:
+        _fill_mixed(out, base, job, empty, exclude)
+    far = _far_rows(parts, job)
+    local = (fit.degree >= 1) & ~far
+    out[local] = fit.estimate[local].astype(out.dtype)
+    fit.slope[far] = np.nan
+    if job.degree >= 1:
+        low = ((fit.degree >= 0) & (fit.degree < job.degree)) | (far & (parts.weight > 0))
+        if low.any():
+            warn_at_caller(
+                f"{int(low.sum())} of {low.size} queries have a singular local system of degree {job.degree} "
+                "(too few distinct keys with weight, collinear keys, or a query far from every key): they "
+                "got "
+                "the highest lower degree whose system is regular, degree 0 at worst (see nadaraya._local)",
+                SingularFitWarning,
+            )
+    if call.value_exp:
+        out = np.ldexp(out, call.value_exp).astype(out.dtype, copy=False)
+        fit.slope = np.ldexp(fit.slope, call.value_exp)
+    return out, fit
+
+
+def _fill_mixed(
+    out: NDArray[np.floating], base: Partials, job: Job, empty: str, exclude: NDArray[np.integer] | None
+) -> None:
+    """The ``empty=`` policy with categorical columns: ``"mean"`` pools with the constant kernel
+    on the continuous columns (the categorical factors kept), ``"nearest"`` takes the nearest key
+    in the continuous columns' ``x / h``."""
+    rows = np.nonzero(base.empty)[0]
+    if rows.size == 0:
+        return
+    call = job.call
+    pooling.report_empty(rows.size, out.shape[0], empty, call.kernel, call.bandwidth)
+
+    def nearest(r: NDArray[np.intp]) -> tuple[NDArray[Any], NDArray[np.bool_]]:
+        if call.keys.shape[1] == 0:
+            return np.full((r.size, out.shape[1]), np.nan), np.zeros(r.size, dtype=bool)
+        return pooling._nearest_values(call, r, exclude, 2.0)
+
+    def mean(r: NDArray[np.intp]) -> tuple[NDArray[Any], NDArray[np.bool_]]:
+        sub_call = pooling.Call(
+            call.queries[r],
+            call.keys,
+            call.values,
+            False,
+            get_kernel("constant"),
+            call.bandwidth,
+            call.sample_weight,
+        )
+        assert job.cat is not None
+        sub_cat = Categorical(
+            job.cat.kinds, job.cat.keys, job.cat.queries[r], job.cat.lambdas, job.cat.levels, job.cat.kernel
+        )
+        sub = Job(sub_call, sub_cat, 0, job.cont, job.d)
+        p = partials(sub, None if exclude is None else exclude[r], "reference")
+        return p.finalize(), ~p.empty
+
+    alone = pooling.fill_empty(out, rows, empty, nearest=nearest, mean=mean)
+    if alone.size:
+        pooling._report_alone(alone, out.shape[0], empty)
+
+
+def pool(job: Job, empty: str, exclude: NDArray[np.integer] | None = None, backend: str = "auto") -> NDArray:
+    """Predictions of a validated job, shaped as :func:`nadaraya.pool` returns them."""
+    out, _ = fitted(job, partials(job, exclude, backend), empty, exclude)
+    return out[:, 0] if job.call.one_d else out
