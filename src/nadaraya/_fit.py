@@ -298,3 +298,43 @@ def pool(job: Job, empty: str, exclude: NDArray[np.integer] | None = None, backe
     """Predictions of a validated job, shaped as :func:`nadaraya.pool` returns them."""
     out, _ = fitted(job, partials(job, exclude, backend), empty, exclude)
     return out[:, 0] if job.call.one_d else out
+
+
+def gradient(
+    job: Job, empty: str = "nan", exclude: NDArray[np.integer] | None = None, backend: str = "auto"
+) -> NDArray[np.float64]:
+    """d prediction / d query, (m, d, p), NaN in the categorical columns.
+
+    Degree >= 1: the local slopes (NaN where a query's fit fell back to degree 0). Degree 0
+    with the Gaussian kernel: the derivative of the ratio ``sum w v / sum w`` from the first
+    moments of the same pass, ``(sum w u v - f sum w u) / (h^2 sum w)`` with ``u = k - q``.
+    """
+    call = job.call
+    m, p = call.queries.shape[0], call.values.shape[1]
+    out = np.full((m, job.d, p), np.nan)
+    if job.cont.size == 0:
+        return out
+    if job.degree >= 1:
+        _, fit = fitted(job, partials(job, exclude, backend), empty, exclude)
+        out[:, job.cont, :] = fit.slope
+        return out
+    if call.kernel.name != "gaussian":
+        raise NotImplementedError(
+            f"the gradient of a degree-0 fit is computed for the Gaussian kernel; got {call.kernel.name!r} "
+            "(use degree=1, whose local slopes serve every kernel)"
+        )
+    one = Job(call, job.cat, 1, job.cont, job.d)
+    parts = partials(one, exclude, backend)
+    ok = (parts.weight > 0) & ~_far_rows(parts, job)
+    s0 = parts.weight[ok].astype(np.float64)
+    f = parts.value[ok].astype(np.float64) / s0[:, None]
+    s1 = parts.moments[0][ok].astype(np.float64)
+    t1 = parts.moments[2][ok].astype(np.float64)
+    h2 = call.bandwidth.astype(np.float64) ** 2
+    slope = (t1 - s1[:, :, None] * f[:, None, :]) / (h2[None, :, None] * s0[:, None, None])
+    if call.value_exp:
+        slope = np.ldexp(slope, call.value_exp)
+    sub = out[ok]
+    sub[:, job.cont, :] = slope
+    out[ok] = sub
+    return out
