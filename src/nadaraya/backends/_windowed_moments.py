@@ -24,13 +24,14 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 
 import numpy as np
 from numba import njit
 from numpy.typing import NDArray
 
-from ..kernels import Kernel
+from ..kernels import REGISTRY, Kernel
 from ..partials import Partials
 from . import windowed as _w
 from ._windowed_jit import _first
@@ -112,6 +113,59 @@ def _pair_sums(w, q, k, v, ki, indptr, degree, a, b, out):  # pragma: no cover -
                     for c in range(p):
                         out[r, off + e * p + c] += base * v[i, c]
                 off += size * p
+
+
+@functools.cache
+def _one_d_loop(kind: int, degree: int, p: int) -> Callable[..., None]:
+    """1-D, a registered kernel: windows and sums in one compiled loop (the kernel's expression
+    that of :mod:`nadaraya.backends.fused`, compiled without fastmath, so it rounds as the
+    registry's profile). ``kind``, ``degree`` and ``p`` are closure constants (one compilation
+    each), so LLVM unrolls the moment loops and keeps the sums in registers."""
+    from .fused import _TERMS
+
+    term = njit(inline="always")(_TERMS[kind])
+    TOP = 2 * degree
+    DEG = degree
+    P = p
+    NC = _columns(degree, 1, p)
+
+    @njit(cache=True, nogil=True)
+    def loop(qs, xs, inv, sw, v, excl, a, b, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+        """Rows ``a:b``: the reference's window by binary search, then each pair summed into the
+        columns of :func:`_columns` (d = 1); ``sw``, ``excl`` may be empty."""
+        n = xs.shape[0]
+        has_sw = sw.shape[0] > 0
+        has_excl = excl.shape[0] > 0
+        acc = np.empty(NC)
+        for r in range(a, b):
+            for c in range(NC):
+                acc[c] = 0.0
+            q = qs[r]
+            lo = _first(q, xs, inv, 0, n, False)
+            hi = _first(q, xs, inv, lo, n, True)
+            e = excl[r] if has_excl else -1
+            q64 = np.float64(q)
+            for i in range(lo, hi):
+                wt = term(np.float64((q - xs[i]) * inv))
+                if has_sw:
+                    wt *= sw[i]
+                if wt == 0.0 or i == e:
+                    continue
+                u = np.float64(xs[i]) - q64
+                acc[0] += wt
+                for c in range(P):
+                    acc[1 + c] += wt * v[i, c]
+                pw = wt
+                for j in range(1, TOP + 1):
+                    pw *= u
+                    acc[P + j] += pw
+                    if j <= DEG:
+                        for c in range(P):
+                            acc[1 + P + TOP + (j - 1) * P + c] += pw * v[i, c]
+            for c in range(NC):
+                out[r, c] = acc[c]
+
+    return loop  # type: ignore[no-any-return]
 
 
 def _block(
@@ -209,6 +263,17 @@ def moment_partials(
                 rank = np.empty(order.size, dtype=np.int64)
                 rank[order] = np.arange(order.size)
                 excl = np.where(excl >= 0, rank[np.maximum(excl, 0)], -1)
+        from .fused import KINDS
+
+        if kernel.name in KINDS and REGISTRY.get(kernel.name) is kernel:
+            from .._jit import run_ranges
+
+            args = (np.ascontiguousarray(queries[:, 0]), np.ascontiguousarray(keys[:, 0]), inv_h[0],
+                    np.empty(0) if sw is None else np.ascontiguousarray(sw),
+                    np.ascontiguousarray(values, dtype=np.float64),
+                    np.empty(0, dtype=np.int64) if excl is None else excl)
+            run_ranges(_one_d_loop(KINDS[kernel.name], degree, p), args, m, (out,))
+            return _unpack(out, degree, d, p, dtype)
         blocks = _one_d_blocks(queries, keys, inv_h)
     else:
         blocks = _w._tree_blocks(queries, keys, bandwidth)
