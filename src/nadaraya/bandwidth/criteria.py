@@ -179,6 +179,12 @@ class _Objective:
         self.progress: Callable[[str, int, int], None] | None = None
         self._nearest: tuple[NDArray[np.float64], NDArray[np.float64], float, NDArray[np.int64]] | None = None
 
+    @property
+    def fast(self) -> bool:
+        """Whether the compiled Gaussian passes serve this criterion (several bandwidths per pass,
+        exact derivatives); otherwise every bandwidth is one pass of the primitive."""
+        return self.kernel.name == "gaussian"
+
     def _two(self) -> float:
         """AICc's 2 in ``(n + tr) / (n - tr - 2)``, in the units of the (scaled) weights."""
         if not self.weight_exp:
@@ -432,6 +438,9 @@ def score_bandwidth(
     sample_weight: ArrayLike | None = None,
     gradient: bool = False,
     backend: str = "auto",
+    degree: int = 0,
+    var_types: str | None = None,
+    categorical_kernel: str = "classic",
 ) -> float | tuple[float, NDArray[np.float64]]:
     r"""The leave-one-out CV score or the AICc of a bandwidth; exact, one pass over the pairs.
 
@@ -463,6 +472,10 @@ def score_bandwidth(
         computed analytically in the same pass).
     backend : str, default "auto"
         The backend of the leave-one-out pass (without ``gradient``).
+    degree, var_types, categorical_kernel
+        The local polynomial fit and the column types, as for :func:`nadaraya.pool` (a
+        categorical column's ``bandwidth`` entry is its ``lambda``); how the criteria read
+        them: :mod:`nadaraya.bandwidth.local`.
 
     Returns
     -------
@@ -484,6 +497,9 @@ def score_bandwidth(
 
     x, Y, sw, k = _validate(X, y, method, kernel, sample_weight)
     _check_enough(x.shape[0], sw)
+    if degree != 0 or var_types is not None:
+        return _score_local(x, Y, sw, k, method, backend, bandwidth, gradient, degree, var_types,
+                            categorical_kernel)
     h = as_bandwidth(bandwidth, x.shape[1])
     obj = _Objective(x, Y, sw, k, method, backend)
     if gradient:
@@ -492,6 +508,27 @@ def score_bandwidth(
                 f"gradient=True is available for the Gaussian kernel only; got kernel={k.name!r}"
             )
         return obj.with_gradient(h)
+    return obj.at(h)
+
+
+def _score_local(
+    x: NDArray[np.float64], Y: NDArray[np.float64], sw: NDArray[np.float64] | None, k: Kernel, method: str,
+    backend: str, bandwidth: ArrayLike, gradient: bool, degree: Any, var_types: str | None,
+    categorical_kernel: str,
+) -> float:
+    """:func:`score_bandwidth` of a local polynomial fit or mixed data (validated ``x``, ``Y``, ``sw``)."""
+    from .._fit import _bandwidth, as_degree
+    from .._mixed import Categorical, as_categorical_kernel, as_var_types
+    from .local import LocalObjective
+
+    if gradient:
+        raise ValueError("gradient=True is available for degree=0 with continuous columns only")
+    deg, vt = as_degree(degree), as_var_types(var_types, x.shape[1])
+    ck = as_categorical_kernel(categorical_kernel)
+    h = _bandwidth(bandwidth, vt)
+    obj = LocalObjective(x, Y, sw, k, method, backend, degree=deg, var_types=vt, categorical_kernel=ck)
+    if obj.catc.size:  # lambdas in range for these data's categories
+        Categorical.build(obj.kinds, obj.Xk, obj.Xk, h[obj.catc], ck)
     return obj.at(h)
 
 

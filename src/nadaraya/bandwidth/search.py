@@ -120,6 +120,9 @@ def select_bandwidth(
     sample_weight: ArrayLike | None = None,
     backend: str = "auto",
     progress: Progress | None = None,
+    degree: int = 0,
+    var_types: str | None = None,
+    categorical_kernel: str = "classic",
 ) -> BandwidthSelection:
     r"""Choose the bandwidth by exact leave-one-out cross-validation or by AICc.
 
@@ -186,6 +189,15 @@ def select_bandwidth(
         Called as ``progress(stage, n_evaluated, n_passes)`` after each bandwidth evaluated
         (``stage`` among ``"grid"``, ``"refine"``, ``"per_feature"``), e.g. for a progress
         bar; see :func:`reporting` for searches run by ``NadarayaWatson.fit``.
+    degree : int, default 0
+        The local polynomial's degree (:func:`nadaraya.pool`): the criteria score its
+        leave-one-out fits; degree > 0 uses the scalar grid and Brent steps, or L-BFGS-B with
+        finite differences per feature (:mod:`nadaraya.bandwidth.local`).
+    var_types : str, optional
+        One letter per column, ``"c"``, ``"o"`` or ``"u"`` (:func:`nadaraya.pool`). With
+        categorical columns every column gets its own bandwidth or ``lambda``, chosen jointly
+        (``per_feature`` is implied; the search: :mod:`nadaraya.bandwidth.local`).
+    categorical_kernel : {"classic", "li-racine"}, default "classic"
 
     Returns
     -------
@@ -214,10 +226,17 @@ def select_bandwidth(
     >>> bool(0.1 < res.bandwidth[0] < 1.0), res.n_passes < 20
     (True, True)
     """
+    from .._fit import as_degree
+    from .._mixed import as_categorical_kernel, as_var_types
+
     x, Y, sw, k = _validate(X, y, method, kernel, sample_weight)
+    deg = as_degree(degree)
+    vt = as_var_types(var_types, x.shape[1])
+    ck = as_categorical_kernel(categorical_kernel)
     notes: list[str] = []
     with contextlib.nullcontext() if progress is None else reporting(progress):
-        res = _select_bandwidth(x, Y, sw, k, method, per_feature, backend, notes=notes)
+        res = _select_bandwidth(x, Y, sw, k, method, per_feature, backend, notes=notes, degree=deg,
+                                var_types=vt, categorical_kernel=ck)
     _emit(notes, stacklevel=2)  # at the caller's line
     return res
 
@@ -232,6 +251,9 @@ def _select_bandwidth(
     backend: str = "auto",
     *,
     notes: list[str] | None = None,
+    degree: int = 0,
+    var_types: str | None = None,
+    categorical_kernel: str = "classic",
 ) -> BandwidthSelection:
     """:func:`select_bandwidth` on validated input, which it trusts: ``x`` (n, d) and ``Y``
     (n, p) finite float64, ``sw`` (n,) finite and non-negative float64 or None, ``k`` a
@@ -243,6 +265,11 @@ def _select_bandwidth(
     at its own caller's line; without ``notes``, one :class:`BandwidthWarning` is raised here,
     pointing at the caller of this function."""
     _check_enough(x.shape[0], sw)
+    if var_types is not None and set(var_types) - {"c"}:
+        from .local import select_mixed
+
+        return select_mixed(x, Y, sw, k, method, backend, degree, var_types, categorical_kernel,
+                            _PROGRESS.get())
     # Exact powers of two bring X, y and the weights to a safe range: the search then runs as
     # at unit scale (no squared residual overflows or underflows, no spread is lost), and the
     # result is scaled back. Data already in range are left as they are.
@@ -254,7 +281,12 @@ def _select_bandwidth(
         sw, w_exp = sw[:, 0], int(w_exps[0])
     unit = np.ldexp(1.0, x_exp)
     rot = _rule_of_thumb(x, "scott", k, sw)
-    obj = _Objective(x, Y, sw, k, method, backend, w_exp)
+    if degree:
+        from .local import LocalObjective
+
+        obj: _Objective = LocalObjective(x, Y, sw, k, method, backend, w_exp, degree=degree)
+    else:
+        obj = _Objective(x, Y, sw, k, method, backend, w_exp)
     obj.progress = _PROGRESS.get()
     state = _Search.start(obj, rot, per_feature, unit)
     res = _search(state)
@@ -390,7 +422,7 @@ def _grid(s: _Search) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
         ts = ts[ts > t_floor]
         if ts.size == 0 or ts[-1] > t_floor * 1.01:
             ts = np.append(ts, t_floor)
-    if s.kernel.name == "gaussian":
+    if s.obj.fast:
         grid = s.obj.levels(ts[0] * s.direction, ts.size)
     else:
         grid = np.array([s.obj.at(t * s.direction, "grid") for t in ts])
@@ -412,7 +444,7 @@ def _refine(
         # derivatives, the other kernels Brent's parabolas
         bracket = (math.log(lo), math.log(ts[best]), math.log(hi))
         values = (float(grid[best + 1]), float(grid[best]), float(grid[best - 1]))
-        if s.kernel.name == "gaussian":
+        if s.obj.fast:
             how = "Halley"
             x_best, s_new, converged = halley(
                 lambda lt: obj.curvature(math.exp(lt) * direction), bracket, values, _XATOL
@@ -473,7 +505,7 @@ def _per_feature(
             res = minimise(np.log(h))
             if float(res.fun) * scale <= s_final:
                 h, s_final = np.exp(res.x), float(res.fun) * scale
-        if s.kernel.name == "gaussian":
+        if s.obj.fast:
             # the score reported is the criterion at the returned bandwidth, from one exact
             # leave-one-out pass of the primitive: the gradient pass borrows its shifts and can
             # misjudge rows whose every weight is near the flush limit
@@ -496,7 +528,7 @@ def _lbfgsb(obj: _Objective, scale: float, bounds: list[tuple[float, float]]) ->
     analytic gradient for the Gaussian, finite differences through the primitive otherwise."""
     from scipy.optimize import minimize
 
-    if obj.kernel.name == "gaussian":
+    if obj.fast:
 
         def fun(v: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
             f, g = obj.with_gradient(np.exp(v))

@@ -1,0 +1,260 @@
+"""CV and AICc for local polynomial fits and mixed data, and the search over h and lambda.
+
+The criteria are those of :func:`nadaraya.score_bandwidth`, computed from one leave-one-out
+pass of the moment sums (each point's own term masked inside them) and the per-query solve of
+:mod:`nadaraya._local`:
+
+- the leave-one-out prediction ``f_{-i}`` is the local fit at ``x_i`` from the other points
+  (a singular system falls back to a lower degree, as in prediction);
+- AICc's hat-matrix diagonal is ``H_ii = w_ii [M_i^-1]_00``, ``w_ii`` the point's own weight
+  and ``M_i`` its local moment matrix *with* the own term. From the leave-one-out matrix
+  ``M_{-i}`` (Sherman-Morrison, the own term being ``w_ii e_0 e_0^T``):
+  ``H_ii = t / (1 + t)``, ``t = w_ii [M_{-i}^-1]_00``; the in-sample residual is
+  ``(1 - H_ii)`` times the leave-one-out one, as for degree 0.
+
+Categorical columns multiply each weight by their factor (:mod:`nadaraya._mixed`), the own
+term's factor included. The search with categorical columns (one bandwidth or lambda per
+column, as statsmodels' and np's ``cv_ls``): a coarse grid of a common factor on the
+continuous rule of thumb times three common levels of lambda, then L-BFGS-B on
+``(log h, lambda)`` within bounds (finite differences), then each column tried at the end of
+its range that smooths it out (the upper bound; for Wang-van Ryzin's ordered kernel, whose
+weights vanish as lambda -> 1, the indicator lambda = 0 is tried as well), kept where the
+score is no worse, and L-BFGS-B once more if anything moved.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .. import _fit
+from .._local import solve
+from .._mixed import Categorical, lambda_bounds
+from ..kernels import Kernel
+from ..pooling import Call
+from .criteria import BandwidthSelection, _Objective
+from .rules import _pow2_scale, _rule_of_thumb
+
+__all__ = ["LocalObjective", "select_mixed"]
+
+#: how far below an open upper end of lambda (Wang-van Ryzin's 1) the search stays
+_OPEN = 1e-6
+
+
+class LocalObjective(_Objective):
+    """The CV or AICc criterion of a local polynomial fit of ``degree`` with columns of ``var_types``.
+
+    The bandwidth passed to :meth:`at` holds one entry per column: ``h`` for continuous
+    columns, ``lambda`` for categorical ones.
+    """
+
+    fast = False
+
+    def __init__(
+        self,
+        X: NDArray[np.float64],
+        Y: NDArray[np.float64],
+        sw: NDArray[np.float64] | None,
+        kernel: Kernel,
+        method: str,
+        backend: str,
+        weight_exp: int = 0,
+        *,
+        degree: int = 0,
+        var_types: str | None = None,
+        categorical_kernel: str = "classic",
+    ) -> None:
+        super().__init__(X, Y, sw, kernel, method, backend, weight_exp)
+        self.var_types = var_types or "c" * self.d
+        self.cont = np.array([j for j, c in enumerate(self.var_types) if c == "c"], dtype=np.intp)
+        self.catc = np.array([j for j, c in enumerate(self.var_types) if c != "c"], dtype=np.intp)
+        self.degree = degree if self.cont.size else 0
+        self.categorical_kernel = categorical_kernel
+        self.kinds = "".join(self.var_types[j] for j in self.catc)
+        self.Xc = np.ascontiguousarray(self.X[:, self.cont])
+        self.Xk = np.ascontiguousarray(self.X[:, self.catc])
+        self.levels = np.array([np.unique(self.Xk[:, j]).size for j in range(self.catc.size)], dtype=np.int64)
+        zero = np.zeros(1)
+        log0 = kernel.log_profile(zero) if kernel.log_domain else np.log(kernel.profile(zero))  # type: ignore[misc]
+        self.own_cont = self.cont.size * float(log0[0]) + np.log(self.s)
+
+    def job(self, h: NDArray[np.float64]) -> _fit.Job:
+        """The pooling job of the training points at bandwidth (and lambdas) ``h``."""
+        h = np.asarray(h, dtype=np.float64)
+        call = Call(self.Xc, self.Xc, self.Y, False, self.kernel, h[self.cont], self.sw)
+        cat = None
+        if self.catc.size:
+            cat = Categorical(
+                self.kinds, self.Xk, self.Xk, h[self.catc], self.levels, self.categorical_kernel
+            )
+        return _fit.Job(call, cat, self.degree, self.cont, self.d)
+
+    def _own(self, h: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Each point's own log weight, categorical factors included."""
+        out = self.own_cont
+        for j in self.catc:
+            lam = float(h[j])
+            if self.categorical_kernel == "classic":
+                out = out + math.log1p(-lam) if lam < 1 else out - math.inf
+        return out
+
+    def at(self, h: NDArray[np.float64], stage: str = "refine") -> float:
+        """The criterion at one bandwidth, from one leave-one-out pass of the moment sums."""
+        from .._jit import threads_for
+
+        h = np.asarray(h, dtype=np.float64)
+        job = self.job(h)
+        with threads_for(self.n**2 * max(1, self.cont.size)):
+            parts = _fit.partials(job, self.exclude, self.backend)
+        self.n_passes += 1
+        fit = solve(parts, job.degree, job.call.bandwidth)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rho = np.log(parts.weight) + parts.shift - self._own(h) - np.log(fit.inverse00)
+        return self._record(h, self.criterion(fit.estimate, rho), stage)
+
+
+def _starts(
+    obj: LocalObjective, rot: NDArray[np.float64], hi: NDArray[np.float64]
+) -> list[NDArray[np.float64]]:
+    """The coarse grid: a common factor on the continuous rule of thumb times lambda levels."""
+    out = []
+    for t in 2.0 ** np.arange(-4.0, 4.5, 1.0):
+        for frac in (0.1, 0.4, 0.8):
+            h = np.empty(obj.d)
+            h[obj.cont] = t * rot
+            h[obj.catc] = frac * hi
+            out.append(h)
+    return out
+
+
+def select_mixed(
+    x: NDArray[np.float64],
+    Y: NDArray[np.float64],
+    sw: NDArray[np.float64] | None,
+    k: Kernel,
+    method: str,
+    backend: str,
+    degree: int,
+    var_types: str,
+    categorical_kernel: str,
+    progress: Any = None,
+) -> BandwidthSelection:
+    """The joint search of continuous bandwidths and lambdas for data with categorical columns."""
+    from scipy.optimize import minimize
+
+    cont = [j for j, c in enumerate(var_types) if c == "c"]
+    scale = np.where([c == "c" for c in var_types], np.ptp(x, axis=0), 0.0)
+    x, x_exp = _pow2_scale(x, scale)
+    Y, y_exp = _pow2_scale(Y, np.full(Y.shape[1], np.abs(Y).max()))
+    obj = LocalObjective(
+        x,
+        Y,
+        sw,
+        k,
+        method,
+        backend,
+        degree=degree,
+        var_types=var_types,
+        categorical_kernel=categorical_kernel,
+    )
+    obj.progress = progress
+    kinds = obj.kinds
+    his = []
+    for j, kind in enumerate(kinds):
+        _, high, closed = lambda_bounds(kind, int(obj.levels[j]), categorical_kernel)
+        his.append(high if closed else high - _OPEN)
+    hi = np.array(his)
+    rot = _rule_of_thumb(obj.Xc, "scott", k, obj.sw) if cont else np.zeros(0)
+    span = np.ptp(obj.Xc, axis=0) if cont else np.zeros(0)
+    lower = np.empty(obj.d)
+    upper = np.empty(obj.d)
+    lower[obj.cont], upper[obj.cont] = rot * 2.0**-3, np.maximum(rot * 2.0**3, 100.0 * span)
+    lower[obj.catc], upper[obj.catc] = 0.0, hi
+    if k.compact and method == "cv" and cont:
+        from .search import _nn_linf
+
+        lower[obj.cont] = np.maximum(lower[obj.cont], _nn_linf(obj.Xc / rot) * rot * (1.0 + 1e-9))
+    starts = [np.clip(h, lower, upper) for h in _starts(obj, rot, hi)]
+    scores = [obj.at(h, "grid") for h in starts]
+    best = int(np.argmin(scores))
+    if not np.isfinite(scores[best]):
+        raise ValueError(f"{method} is infinite at every bandwidth on the grid; the data are degenerate")
+    h, s = starts[best], float(scores[best])
+    is_cont = np.zeros(obj.d, dtype=bool)
+    is_cont[obj.cont] = True
+
+    def to_v(h: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.where(is_cont, np.log(np.where(is_cont, h, 1.0)), h)
+
+    def from_v(v: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.where(is_cont, np.exp(np.where(is_cont, v, 0.0)), v)
+
+    norm = abs(s) if method == "cv" and s > 0 else 1.0
+    bounds = list(zip(to_v(lower), to_v(upper)))
+
+    def run(h0: NDArray[np.float64]) -> tuple[NDArray[np.float64], float, Any]:
+        with np.errstate(invalid="ignore"):
+            res = minimize(
+                lambda v: obj.at(from_v(v), "per_feature") / norm,
+                to_v(h0),
+                method="L-BFGS-B",
+                bounds=bounds,
+                options={"ftol": 1e-10, "gtol": 1e-7, "maxiter": 200},
+            )
+        return from_v(res.x), float(res.fun) * norm, res
+
+    h1, s1, res = run(h)
+    if s1 <= s:
+        h, s = h1, s1
+    moved = False
+    for j in range(obj.d):
+        tries = [upper[j]] + ([0.0] if not is_cont[j] and var_types[j] == "o" else [])
+        for value in tries:
+            trial = h.copy()
+            trial[j] = value
+            st = obj.at(trial, "per_feature")
+            if st <= s:
+                h, s, moved = trial, st, True
+    if moved:
+        h1, s1, res = run(h)
+        if s1 <= s:
+            h, s = h1, s1
+    unit = np.where(is_cont, np.ldexp(1.0, x_exp), 1.0)
+    score = s
+    if y_exp.any():
+        from .search import _unscaled_score
+
+        score = float(_unscaled_score(np.array([s]), method, int(y_exp[0]))[0])
+    smoothed = np.zeros(obj.d, dtype=bool)
+    if cont:
+        from .search import _smoothed_out
+
+        smoothed[obj.cont] = _smoothed_out(k, h[obj.cont], span)
+    smoothed[obj.catc] = np.isclose(h[obj.catc], hi) & np.array(
+        [categorical_kernel == "li-racine" or kd == "u" for kd in kinds], dtype=bool
+    )
+    record = obj.record()
+    record["bandwidths"] = record["bandwidths"] * unit
+    if y_exp.any():
+        from .search import _unscaled_score
+
+        record["scores"] = _unscaled_score(record["scores"], method, int(y_exp[0]))
+    rule = np.full(obj.d, np.nan)
+    rule[obj.cont] = rot
+    return BandwidthSelection(
+        bandwidth=h * unit,
+        score=score,
+        method=method,
+        kernel=k.name,
+        per_feature=True,
+        smoothed_out=smoothed,
+        rule_of_thumb=rule * unit,
+        bounds=np.stack([lower * unit, upper * unit], axis=1),
+        search=record,
+        n_passes=obj.n_passes,
+        converged=bool(res.success),
+        message=f"grid of {len(starts)} (h factor x lambda), L-BFGS-B on (log h, lambda): {res.message}",
+    )
