@@ -11,6 +11,8 @@ the order of summation differs); float32 is held to 2e-5 of ``N`` against the fl
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -185,3 +187,14 @@ def test_bad_moments(bad):
     with pytest.raises(ValueError, match="moments must be a non-negative int") as info:
         windowed.partials(x, x, x, kernel=get("boxcar"), bandwidth=np.ones(1), moments=bad)
     assert repr(bad) in str(info.value)
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_a_kernel_outside_the_registry(d):
+    """A compact kernel the compiled 1-D loop does not know goes through the NumPy pair path."""
+    custom = dataclasses.replace(get("tricube"), name="my_tricube", aliases=())
+    rng = np.random.default_rng(11)
+    q, k, v = _data(rng, 300, 90, d, 2)
+    sw = rng.uniform(0.0, 2.0, 300)
+    sw[::4] = 0.0
+    _compare(q, k, v, custom, np.full(d, 0.7), 2, sw=sw, exclude=rng.integers(-1, 300, 90))
