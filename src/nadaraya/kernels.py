@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -89,6 +89,10 @@ class Kernel:
         query, ``d`` being the difference of the two keys' scaled distances (computed from the
         keys alone). Far queries are recomputed this way (see :func:`nadaraya.pool`), where
         ``log K`` itself is too large to keep the differences between keys.
+    derivative : callable or None
+        ``d log K / du`` for log-domain kernels (``-u`` for the Gaussian), ``dK / du`` for the
+        others (0 where ``K`` has a jump, as for the boxcar's edges): the derivative of a
+        Nadaraya-Watson fit with respect to its query (``NadarayaWatson.gradient``).
 
     Examples
     --------
@@ -111,6 +115,7 @@ class Kernel:
     polynomial: tuple[float, ...] | None = field(default=None)
     far_power: float = 2.0
     log_ratio: Profile | None = field(default=None)
+    derivative: Profile | None = field(default=None)
 
     def __call__(self, u: ArrayLike) -> NDArray[np.floating]:
         """Evaluate the profile ``K(u)``."""
@@ -235,6 +240,28 @@ def _logistic_log(u: Any, xp: Any = np) -> Any:
     return -a - 2.0 * xp.log1p(xp.exp(-a))
 
 
+def _inside(u: Any, value: Any, xp: Any = np) -> Any:
+    return xp.where(xp.abs(u) <= 1.0, value, 0.0)
+
+
+# derivatives: d log K / du for the log-domain kernels, dK / du for the others
+_DERIVATIVES: dict[str, Profile] = {
+    "gaussian": lambda u, xp=np: -u,
+    "laplacian": lambda u, xp=np: -xp.sign(u),
+    "logistic": lambda u, xp=np: -xp.tanh(0.5 * u),
+    "constant": lambda u, xp=np: xp.zeros_like(u),
+    "epanechnikov": lambda u, xp=np: _inside(u, -1.5 * u, xp),
+    "boxcar": lambda u, xp=np: xp.zeros_like(u),
+    "triangular": lambda u, xp=np: _inside(u, -xp.sign(u), xp),
+    "biweight": lambda u, xp=np: _inside(u, -15.0 / 4.0 * u * (1.0 - u * u), xp),
+    "triweight": lambda u, xp=np: _inside(u, -105.0 / 16.0 * u * (1.0 - u * u) ** 2, xp),
+    "tricube": lambda u, xp=np: _inside(u, -70.0 / 9.0 * u * xp.abs(u) * (1.0 - xp.abs(u) ** 3) ** 2, xp),
+    "cosine": lambda u, xp=np: _inside(u, -(math.pi**2) / 8.0 * xp.sin(math.pi / 2.0 * u), xp),
+    "parzen": lambda u, xp=np: xp.sign(u) * xp.where(
+        xp.abs(u) <= 0.5, -16.0 * xp.abs(u) + 24.0 * u * u, _inside(u, -8.0 * (1.0 - xp.abs(u)) ** 2, xp)
+    ),
+}
+
 _NAN = float("nan")
 
 #: every kernel by its canonical name (:func:`get` also accepts the aliases)
@@ -265,6 +292,8 @@ REGISTRY: dict[str, Kernel] = {
                far_power=1.0, log_ratio=_logistic_ratio),
     )
 }
+
+REGISTRY = {name: replace(k, derivative=_DERIVATIVES[name]) for name, k in REGISTRY.items()}
 
 _ALIASES: dict[str, str] = {a: k.name for k in REGISTRY.values() for a in (k.name, *k.aliases)}
 
