@@ -134,6 +134,16 @@ def test_keys_far_from_the_origin_small_bandwidth(kernel):
     assert np.abs(got.moments[0]).max() <= 1e-3 * got.weight.max()
 
 
+@pytest.mark.parametrize("kernel", ["biweight", "parzen"])
+def test_keys_far_from_the_origin_two_features(kernel):
+    rng = np.random.default_rng(7)
+    origin = np.array([1e6, -3e5])
+    k = origin + rng.uniform(0.0, 0.02, (500, 2))
+    q = origin + rng.uniform(0.0, 0.02, (60, 2))
+    v = rng.normal(size=(500, 1))
+    _compare(q, k, v, kernel, [1e-3, 2e-3], 2, exclude=rng.integers(-1, 500, 60))
+
+
 def test_empty_windows_give_zero_weight_and_moments():
     rng = np.random.default_rng(8)
     k = rng.uniform(0, 1, (50, 2))
