@@ -223,11 +223,6 @@ def select_mixed(
         if s1 <= s:
             h, s = h1, s1
     unit = np.where(is_cont, np.ldexp(1.0, x_exp), 1.0)
-    score = s
-    if y_exp.any():
-        from .search import _unscaled_score
-
-        score = float(_unscaled_score(np.array([s]), method, int(y_exp[0]))[0])
     smoothed = np.zeros(obj.d, dtype=bool)
     if cont:
         from .search import _smoothed_out
@@ -236,25 +231,54 @@ def select_mixed(
     smoothed[obj.catc] = np.isclose(h[obj.catc], hi) & np.array(
         [categorical_kernel == "li-racine" or kd == "u" for kd in kinds], dtype=bool
     )
-    record = obj.record()
-    record["bandwidths"] = record["bandwidths"] * unit
-    if y_exp.any():
-        from .search import _unscaled_score
-
-        record["scores"] = _unscaled_score(record["scores"], method, int(y_exp[0]))
     rule = np.full(obj.d, np.nan)
     rule[obj.cont] = rot
+    return _result(
+        obj,
+        h,
+        s,
+        unit,
+        int(y_exp[0]),
+        smoothed,
+        rule,
+        np.stack([lower, upper], axis=1),
+        bool(res.success),
+        f"grid of {len(starts)} (h factor x lambda), L-BFGS-B on (log h, lambda): {res.message}",
+    )
+
+
+def _result(
+    obj: LocalObjective,
+    h: NDArray[np.float64],
+    s: float,
+    unit: NDArray[np.float64],
+    y_exp: int,
+    smoothed: NDArray[np.bool_],
+    rule: NDArray[np.float64],
+    bounds: NDArray[np.float64],
+    converged: bool,
+    message: str,
+) -> BandwidthSelection:
+    """The selection in the data's units (the search ran on ``x``, ``y`` scaled by powers of two)."""
+    from .search import _unscaled_score
+
+    record = obj.record()
+    record["bandwidths"] = record["bandwidths"] * unit
+    score = s
+    if y_exp:
+        score = float(_unscaled_score(np.array([s]), obj.method, y_exp)[0])
+        record["scores"] = _unscaled_score(record["scores"], obj.method, y_exp)
     return BandwidthSelection(
         bandwidth=h * unit,
         score=score,
-        method=method,
-        kernel=k.name,
+        method=obj.method,
+        kernel=obj.kernel.name,
         per_feature=True,
         smoothed_out=smoothed,
         rule_of_thumb=rule * unit,
-        bounds=np.stack([lower * unit, upper * unit], axis=1),
+        bounds=bounds * unit[:, None],
         search=record,
         n_passes=obj.n_passes,
-        converged=bool(res.success),
-        message=f"grid of {len(starts)} (h factor x lambda), L-BFGS-B on (log h, lambda): {res.message}",
+        converged=converged,
+        message=message,
     )

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._fit import as_degree
+from .._mixed import as_categorical_kernel, as_var_types
 from ..kernels import Kernel
 from .criteria import BandwidthSelection, BandwidthWarning, _check_enough, _Objective, _validate
 from .optimise import brent, halley
@@ -189,15 +191,10 @@ def select_bandwidth(
         Called as ``progress(stage, n_evaluated, n_passes)`` after each bandwidth evaluated
         (``stage`` among ``"grid"``, ``"refine"``, ``"per_feature"``), e.g. for a progress
         bar; see :func:`reporting` for searches run by ``NadarayaWatson.fit``.
-    degree : int, default 0
-        The local polynomial's degree (:func:`nadaraya.pool`): the criteria score its
-        leave-one-out fits; degree > 0 uses the scalar grid and Brent steps, or L-BFGS-B with
-        finite differences per feature (:mod:`nadaraya.bandwidth.local`).
-    var_types : str, optional
-        One letter per column, ``"c"``, ``"o"`` or ``"u"`` (:func:`nadaraya.pool`). With
-        categorical columns every column gets its own bandwidth or ``lambda``, chosen jointly
-        (``per_feature`` is implied; the search: :mod:`nadaraya.bandwidth.local`).
-    categorical_kernel : {"classic", "li-racine"}, default "classic"
+    degree, var_types, categorical_kernel
+        The local fit and the column types, as for :func:`nadaraya.pool`. With categorical
+        columns every column gets its own bandwidth or ``lambda``, chosen jointly (searches:
+        :mod:`nadaraya.bandwidth.local`).
 
     Returns
     -------
@@ -226,9 +223,6 @@ def select_bandwidth(
     >>> bool(0.1 < res.bandwidth[0] < 1.0), res.n_passes < 20
     (True, True)
     """
-    from .._fit import as_degree
-    from .._mixed import as_categorical_kernel, as_var_types
-
     x, Y, sw, k = _validate(X, y, method, kernel, sample_weight)
     deg = as_degree(degree)
     vt = as_var_types(var_types, x.shape[1])
