@@ -331,7 +331,7 @@ def pool(
     if is_dask(queries, keys, values, sample_weight):
         return _lazy_pool(queries, keys, values, kernel, bandwidth, empty, sample_weight, backend,
                           degree, var_types, categorical_kernel)
-    if degree != 0 or var_types is not None:
+    if not (type(degree) is int and degree == 0) or var_types is not None:  # validated there
         from . import _fit
 
         job = _fit.prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth,
@@ -385,7 +385,7 @@ def loo_pool(
     if is_dask(keys, values, sample_weight):
         return _lazy_pool(None, keys, values, kernel, bandwidth, empty, sample_weight, backend,
                           degree, var_types, categorical_kernel)
-    if degree != 0 or var_types is not None:
+    if not (type(degree) is int and degree == 0) or var_types is not None:  # validated there
         from . import _fit
 
         job = _fit.prepare(None, keys, values, kernel=kernel, bandwidth=bandwidth,

@@ -192,9 +192,8 @@ def select_bandwidth(
         (``stage`` among ``"grid"``, ``"refine"``, ``"per_feature"``), e.g. for a progress
         bar; see :func:`reporting` for searches run by ``NadarayaWatson.fit``.
     degree, var_types, categorical_kernel
-        The local fit and the column types, as for :func:`nadaraya.pool`. With categorical
-        columns every column gets its own bandwidth or ``lambda``, chosen jointly (searches:
-        :mod:`nadaraya.bandwidth.local`).
+        As for :func:`nadaraya.pool`. Categorical columns get their own bandwidth or
+        ``lambda``, chosen jointly with the others (:mod:`nadaraya.bandwidth.local`).
 
     Returns
     -------
