@@ -64,6 +64,7 @@ _ARRAYS: dict[str, dict[str, tuple[frozenset[str], tuple[tuple[str | int, ...], 
         "y_fit_": (_F8, (("n",), ("n", "p"))),
         "sample_weight_": (_F8, (("n",),)),
         "bandwidth_": (_F8, (("d",),)),
+        "levels_": (frozenset({"<i8"}), (("d",),)),
         "param.bandwidth": (_NUMBERS, ((), ("d",))),
         # the search record; files written before it moved to selection_ keep it as cv_results_
         # (cv_results_ is now a dict of arrays derived from selection_, never saved)
@@ -463,7 +464,8 @@ def _check_model(model: Any, src: str) -> None:
     ``predict`` would fail on.
     """
     from . import backends
-    from ._validation import as_bandwidth, as_empty, as_points, as_sample_weight, as_values
+    from ._estimator_parts import _mixed_bandwidth
+    from ._validation import as_empty, as_points, as_sample_weight, as_values
     from .bandwidth import METHODS, RULES, BandwidthSelection
     from .kernels import get as get_kernel
 
@@ -507,9 +509,16 @@ def _check_model(model: Any, src: str) -> None:
         as_values(y, n, f64)
     except ValueError as exc:
         raise fail("y_fit_", exc) from None
-    if not (h.shape == (d,) and np.isfinite(h).all() and (h > 0).all()):
+    vt, levels, ck = _check_local(model, X, d, fail)
+    cont = np.array([t == "c" for t in vt]) if h.shape == (d,) else np.ones(h.shape, dtype=bool)
+    if not (h.shape == (d,) and np.isfinite(h[cont]).all() and (h[cont] > 0).all()):
         shown = np.array2string(h, threshold=6)
-        raise fail("bandwidth_", f"must be {d} positive finite numbers; got {shown}")
+        raise fail("bandwidth_", f"must be {d} positive finite numbers (lambdas in categorical "
+                   f"columns); got {shown}")
+    try:
+        _mixed_bandwidth(h, vt, levels, ck)
+    except ValueError as exc:
+        raise fail("bandwidth_", exc) from None
     sw = getattr(model, "sample_weight_", None)
     if sw is not None:
         if not (isinstance(sw, np.ndarray) and sw.dtype == f64 and sw.shape == (n,)):
@@ -523,7 +532,7 @@ def _check_model(model: Any, src: str) -> None:
             raise fail("bandwidth", f"{bw!r} is not valid; allowed: a number or one of {(*METHODS, *RULES)}")
     else:
         try:
-            given = as_bandwidth(bw, d)
+            given = _mixed_bandwidth(bw, vt, levels, ck)
         except (ValueError, TypeError) as exc:
             raise fail("bandwidth", exc) from None
         if not np.array_equal(given, h):
@@ -552,3 +561,35 @@ def _check_model(model: Any, src: str) -> None:
     for name in ("backend_", "backend_reason_"):
         if not isinstance(getattr(model, name, ""), str):
             raise fail(name, "must be a string")
+    labels = getattr(model, "category_labels_", None)
+    if labels is not None and not (
+        isinstance(labels, dict) and names is not None and set(labels) <= {str(v) for v in names}
+        and all(isinstance(v, np.ndarray) and v.ndim == 1 and v.size > 0 and len(set(v.tolist())) == v.size
+                for v in labels.values())
+    ):
+        raise fail("category_labels_", "must map feature names to arrays of distinct strings")
+
+
+def _check_local(model: Any, X: np.ndarray, d: int, fail: Any) -> tuple[str, np.ndarray, str]:
+    """The local and mixed settings of a model: ``degree``, ``var_types``, ``categorical_kernel``
+    valid, ``var_types_`` equal to ``var_types`` and ``levels_`` to the distinct values of the
+    categorical columns of ``X_fit_``. Returns ``(var_types_, levels_, categorical_kernel)``."""
+    from ._estimator_parts import _levels
+    from ._fit import as_degree
+    from ._mixed import as_categorical_kernel, as_var_types
+
+    for name, check in (("degree", as_degree), ("var_types", lambda v: as_var_types(v, d)),
+                        ("categorical_kernel", as_categorical_kernel)):
+        try:
+            check(getattr(model, name))
+        except ValueError as exc:
+            raise fail(name, exc) from None
+    vt = as_var_types(model.var_types, d)
+    if getattr(model, "var_types_", vt) != vt:
+        raise fail("var_types_", f"must be {vt!r}, the var_types parameter that fit copies")
+    levels = getattr(model, "levels_", None)
+    expected = _levels(X, vt)
+    if levels is not None and not (isinstance(levels, np.ndarray) and np.array_equal(levels, expected)):
+        raise fail("levels_", "must count the distinct values of each categorical column of X_fit_, "
+                   f"{expected.tolist()}")
+    return vt, expected, as_categorical_kernel(model.categorical_kernel)

@@ -10,52 +10,22 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from . import backends
+from . import _fit, backends
+from ._estimator_parts import (
+    _bandwidth_hint,
+    _cv_results,
+    _default_lambdas,
+    _levels,
+    _mixed_bandwidth,
+    fit_dask,
+)
+from ._mixed import as_categorical_kernel, as_var_types
 from ._validation import as_bandwidth, as_empty, as_real, check_some_weight, is_dask
 from .bandwidth import RULES
 from .kernels import get as get_kernel
 from .pooling import compute_partials, finish, prepare
 
 __all__ = ["NadarayaWatson"]
-
-
-def _bandwidth_hint(text: str) -> str:
-    """What to pass instead of an unknown bandwidth string: the number it spells, or the
-    closest rule name, then what is allowed."""
-    import difflib
-
-    from .bandwidth import METHODS, RULES
-
-    names = (*METHODS, *RULES)
-    allowed = f"pass a positive number, one per feature, or one of {', '.join(map(repr, names))}"
-    try:
-        number = float(text)
-    except ValueError:
-        close = difflib.get_close_matches(text.strip().lower(), names, n=1, cutoff=0.6)
-        return f"did you mean {close[0]!r}? ({allowed})" if close else allowed
-    return f"it is a string; pass the number {number!r} itself ({allowed})"
-
-
-def _cv_results(selection: Any, names: list[str] | None = None) -> dict[str, NDArray[Any]] | None:
-    """A :class:`~nadaraya.bandwidth.BandwidthSelection`'s search as a dict of 1-d arrays, one
-    entry per bandwidth evaluated (what ``pd.DataFrame`` reads); None for no search."""
-    if selection is None:
-        return None
-    from scipy.stats import rankdata
-
-    tried = np.asarray(selection.search["bandwidths"], dtype=np.float64)
-    scores = np.asarray(selection.search["scores"], dtype=np.float64)
-    d = tried.shape[1]
-    if d == 1:
-        out: dict[str, NDArray[Any]] = {"bandwidth": tried[:, 0].copy()}
-    else:
-        labels = names if names is not None and len(names) == d else [str(j) for j in range(d)]
-        out = {f"bandwidth_{label}": tried[:, j].copy() for j, label in enumerate(labels)}
-    out["score"] = scores.copy()
-    # 1 for the best (lowest) score; NaN would rank last, ties share the smaller rank
-    out["rank"] = rankdata(np.where(np.isnan(scores), np.inf, scores), method="min").astype(np.int64)
-    out["stage"] = np.asarray(selection.search["stages"], dtype=object).copy()
-    return out
 
 
 class NadarayaWatson(RegressorMixin, BaseEstimator):  # type: ignore[misc]
@@ -96,6 +66,33 @@ default "cv"
         where a window is empty.
     backend : str, default "auto"
         How the sums are computed; see :func:`nadaraya.backends.available`.
+    degree : int, default 0
+        The degree of the local polynomial fitted around each query by weighted least
+        squares on the continuous columns: 0 is Nadaraya-Watson (local constant), 1 local
+        linear (no boundary bias on a linear truth: it reproduces any linear function), 2
+        local quadratic, 3 local cubic. A query whose local system is singular gets the
+        highest regular lower degree, with one :class:`~nadaraya._fit.SingularFitWarning`
+        per call; see :func:`nadaraya.pool`.
+    var_types : str, optional
+        One letter per column, as in statsmodels and R's np: ``"c"`` continuous, ``"o"``
+        ordered, ``"u"`` unordered (e.g. ``"cuo"``); None means all continuous. A
+        categorical column's entry of ``bandwidth`` (and ``bandwidth_``) is its ``lambda``
+        (see :mod:`nadaraya._mixed` for the kernels and the ranges). Its values are numbers
+        (category codes); ordered columns use their differences. A category not seen in
+        training is "different" from every training category, and its weights follow the
+        kernel's formula (with the unordered kernels at ``lambda = 0`` it has no key of
+        positive weight: ``empty`` applies). With a rule of thumb (``"scott"``,
+        ``"silverman"``) the rule sets the continuous bandwidths and each categorical column
+        gets ``lambda = high * min(n ** (-2 / (4 + q)), 1/2)``, ``high`` the top of its
+        range, ``n`` the training rows, ``q`` the continuous columns: the rate of the
+        MSE-optimal lambda (Li and Racine), so that the categories borrow a little strength
+        from each other and less as ``n`` grows (``lambda = 0``, separate cells, would leave
+        unseen combinations empty; the middle of the range smooths far too much).
+        ``"cv"`` and ``"aicc"`` choose the lambdas jointly with the bandwidths.
+    categorical_kernel : {"classic", "li-racine"}, default "classic"
+        ``"classic"``: Wang-van Ryzin for ordered columns and Aitchison-Aitken for unordered
+        ones (``c`` = the distinct training values of the column, kept in ``levels_``);
+        ``"li-racine"``: Li and Racine's kernels for both.
 
     Attributes
     ----------
@@ -117,6 +114,12 @@ default "cv"
     backend_ : str
         The backend chosen at the last ``fit`` for predicting on the training data's size,
         with the reason in ``backend_reason_``.
+    var_types_ : str
+        ``var_types`` with one lower-case letter per column.
+    levels_ : ndarray of int of shape (n_features_in_,)
+        The number of distinct training values of each categorical column (0 for continuous
+        columns): the ``c`` of Aitchison-Aitken, kept so that predictions use the training
+        data's count.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` had string column names.
@@ -162,11 +165,17 @@ default "cv"
         bandwidth: Any = "cv",
         empty: str = "nearest",
         backend: str = "auto",
+        degree: int = 0,
+        var_types: str | None = None,
+        categorical_kernel: str = "classic",
     ) -> None:
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.empty = empty
         self.backend = backend
+        self.degree = degree
+        self.var_types = var_types
+        self.categorical_kernel = categorical_kernel
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -182,38 +191,84 @@ default "cv"
         names = getattr(self, "feature_names_in_", None)
         return _cv_results(self.selection_, None if names is None else [str(v) for v in names])
 
+    def _plain(self) -> bool:
+        """Whether the fit is today's Nadaraya-Watson: degree 0, every column continuous."""
+        vt = getattr(self, "var_types_", None)
+        return self.degree == 0 and (vt is None or set(vt) <= {"c"})
+
     def _resolve_bandwidth(
         self,
         X: NDArray[np.float64],
         sample_weight: NDArray[np.float64] | None,
         y: NDArray[np.float64],
         notes: list[str],
+        vt: str | None = None,
+        levels: NDArray[np.int64] | None = None,
     ) -> NDArray[np.float64]:
-        """The bandwidth per feature, and ``selection_``, from validated training data that it
-        trusts (the bandwidth package's private entry points do not validate again): ``X``
-        (n, d) and ``y`` (n,) or (n, p) finite float64, ``sample_weight`` non-negative or None.
-        What the search finds worth a warning goes to ``notes`` (``fit`` warns once)."""
+        """The bandwidth per feature (a categorical column's entry is its lambda), and
+        ``selection_``, from validated training data that it trusts (the bandwidth package's
+        private entry points do not validate again): ``X`` (n, d) and ``y`` (n,) or (n, p)
+        finite float64, ``sample_weight`` non-negative or None, ``vt`` the checked var_types
+        and ``levels`` from :func:`_levels`. What the search finds worth a warning goes to
+        ``notes`` (``fit`` warns once)."""
         from .bandwidth import METHODS
         from .bandwidth.rules import _rule_of_thumb
         from .bandwidth.search import _select_bandwidth
 
+        n, d = X.shape
+        vt = "c" * d if vt is None else vt
+        levels = np.zeros(d, dtype=np.int64) if levels is None else levels
+        plain = self.degree == 0 and vt == "c" * d
+        ck = as_categorical_kernel(self.categorical_kernel)
         bw = self.bandwidth
         kernel = get_kernel(self.kernel)
         self.selection_ = None
         if isinstance(bw, str):
-            if bw in METHODS and kernel.name != "constant":
-                Y = np.ascontiguousarray(y.reshape(y.shape[0], -1))
+            if bw in METHODS and (kernel.name != "constant" or vt != "c" * d):
+                Y = np.ascontiguousarray(y.reshape(n, -1))
                 backend = self.backend if self.backend != "dask" else "auto"
-                self.selection_ = _select_bandwidth(
-                    X, Y, sample_weight, kernel, bw, X.shape[1] > 1, backend, notes=notes
-                )
-                return self.selection_.bandwidth
+                if plain:
+                    self.selection_ = _select_bandwidth(X, Y, sample_weight, kernel, bw, d > 1, backend,
+                                                        notes=notes)
+                else:
+                    self.selection_ = self._search_local(X, Y, sample_weight, bw, backend, vt, notes)
+                return np.asarray(self.selection_.bandwidth, dtype=np.float64)
             if bw in METHODS:  # the constant kernel: every bandwidth gives the same fit
                 bw = "scott"
             if bw not in RULES:
                 raise ValueError(f"bandwidth={bw!r} is not valid; {_bandwidth_hint(bw)}")
-            return _rule_of_thumb(X, bw, kernel, sample_weight)
-        return as_bandwidth(bw, X.shape[1])
+            if plain:
+                return _rule_of_thumb(X, bw, kernel, sample_weight)
+            h = _default_lambdas(vt, levels, ck, n)
+            cont = [j for j, t in enumerate(vt) if t == "c"]
+            if cont:
+                h[cont] = _rule_of_thumb(np.ascontiguousarray(X[:, cont]), bw, kernel, sample_weight)
+            return h
+        if plain:
+            return as_bandwidth(bw, d)
+        return _mixed_bandwidth(bw, vt, levels, ck, getattr(self, "feature_names_in_", None))
+
+    def _search_local(
+        self, X: NDArray[np.float64], Y: NDArray[np.float64], sample_weight: NDArray[np.float64] | None,
+        method: str, backend: str, vt: str, notes: list[str],
+    ) -> Any:
+        """:func:`nadaraya.select_bandwidth` for a local or mixed fit; its BandwidthWarnings go to
+        ``notes``, other warnings pass on."""
+        from .bandwidth import BandwidthWarning, select_bandwidth
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            selection = select_bandwidth(
+                X, Y, method=method, kernel=self.kernel, per_feature=X.shape[1] > 1,
+                sample_weight=sample_weight, backend=backend, degree=self.degree, var_types=vt,
+                categorical_kernel=self.categorical_kernel,
+            )
+        for w in caught:
+            if issubclass(w.category, BandwidthWarning):
+                notes.append(str(w.message))
+            else:
+                warnings.warn(w.message, w.category, stacklevel=5)
+        return selection
 
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> NadarayaWatson:
         """Store the training data and resolve the bandwidth.
@@ -244,6 +299,8 @@ default "cv"
         """
         get_kernel(self.kernel)
         as_empty(self.empty)
+        _fit.as_degree(self.degree)
+        as_categorical_kernel(self.categorical_kernel)
         if self.backend not in backends.NAMES:
             raise ValueError(
                 f"backend={self.backend!r} is not known; valid names are: {', '.join(backends.NAMES)}"
@@ -278,43 +335,23 @@ default "cv"
         Xs = np.ascontiguousarray(Xv[order], dtype=np.float64)
         ys = np.ascontiguousarray(yv[order], dtype=np.float64)
         sw = None if sw is None else sw[order]
+        vt = as_var_types(self.var_types, Xs.shape[1])
+        levels = _levels(Xs, vt)
         # a rule's result is checked as predict will check it (it can underflow to zero)
-        self.bandwidth_ = as_bandwidth(self._resolve_bandwidth(Xs, sw, ys, notes), Xs.shape[1])
+        h = self._resolve_bandwidth(Xs, sw, ys, notes, vt, levels)
+        self.bandwidth_ = _mixed_bandwidth(h, vt, levels, as_categorical_kernel(self.categorical_kernel),
+                                           getattr(self, "feature_names_in_", None))
+        self.var_types_, self.levels_ = vt, levels
         self.X_fit_, self.y_fit_, self.sample_weight_ = Xs, ys, sw
+        self._summary_cache = None
         n, d = Xs.shape
         choice = backends.choose(get_kernel(self.kernel), n=n, m=n, d=d, backend=self.backend)
         self.backend_, self.backend_reason_ = choice.name, choice.reason
 
     def _fit_dask(self, X: Any, y: Any, sample_weight: Any, notes: list[str]) -> None:
-        """``fit`` on Dask input: the arrays stay lazy (checked chunk by chunk when computed, by
-        :func:`nadaraya._dask_pool.training_data`); a rule of thumb is computed with Dask
-        reductions (:mod:`nadaraya.bandwidth._dask`). Selectors ("cv", "aicc") search over exact
-        leave-one-out passes of the single-machine engine: the training data are gathered to
-        this process for the search (they must fit in its memory)."""
-        import dask
-
-        from ._dask_pool import training_data
-        from .bandwidth._dask import rule_of_thumb as dask_rule_of_thumb
-
-        X_fit, y_fit, sw = training_data(X, y, sample_weight)
-        d = X_fit.shape[1]
-        bw = self.bandwidth
-        if isinstance(bw, str) and bw in RULES:
-            self.selection_ = None
-            bandwidth = dask_rule_of_thumb(X_fit, bw, kernel=self.kernel, sample_weight=sw)
-        elif isinstance(bw, str):  # computed, the chunks are checked; float64 for the search
-            Xc, yc, swc = dask.compute(X_fit, y_fit, sw)
-            swn = None if swc is None else np.ascontiguousarray(swc, dtype=np.float64)
-            if swn is not None:
-                check_some_weight(swn)
-            bandwidth = self._resolve_bandwidth(np.ascontiguousarray(Xc, dtype=np.float64), swn,
-                                                np.ascontiguousarray(yc, dtype=np.float64), notes)
-        else:
-            self.selection_ = None
-            bandwidth = as_bandwidth(bw, d)
-        self.n_features_in_, self.bandwidth_ = d, bandwidth
-        self.X_fit_, self.y_fit_, self.sample_weight_ = X_fit, y_fit, sw
-        self.backend_, self.backend_reason_ = "dask", "the training data are Dask arrays"
+        """``fit`` on Dask input: see :func:`nadaraya._estimator_parts.fit_dask`."""
+        fit_dask(self, X, y, sample_weight, notes)
+        self._summary_cache = None
 
     def _predict_dask(self, X: Any) -> Any:
         """``predict`` when the model or ``X`` is on Dask: a lazy Dask array."""
@@ -324,8 +361,51 @@ default "cv"
         X = X if is_dask(X) else np.asarray(X)
         if X.ndim != 2 or X.shape[1] != d:
             raise ValueError(f"X has shape {X.shape}, but this NadarayaWatson was fitted with {d} features")
+        extra: dict[str, Any] = {}
+        if not self._plain():
+            import inspect
+
+            if "var_types" not in inspect.signature(lazy_pool).parameters:
+                raise NotImplementedError(
+                    f"predicting on Dask with degree={self.degree!r} or var_types={self.var_types!r} needs "
+                    "the Dask pool's local and mixed fits, which this version lacks; compute X and the "
+                    "training data, or fit with degree=0 and continuous columns"
+                )
+            extra = dict(degree=self.degree, var_types=self.var_types_,
+                         categorical_kernel=self.categorical_kernel, levels=self._cat_levels())
         return lazy_pool(X, self.X_fit_, self.y_fit_, kernel=self.kernel, bandwidth=self.bandwidth_,
-                         empty=self.empty, sample_weight=self.sample_weight_)
+                         empty=self.empty, sample_weight=self.sample_weight_, **extra)
+
+    def _cat_levels(self) -> NDArray[np.int64] | None:
+        """``levels_`` of the categorical columns (what :func:`nadaraya._fit.prepare` takes)."""
+        cat = [j for j, t in enumerate(self.var_types_) if t != "c"]
+        return self.levels_[cat] if cat else None
+
+    def _job(self, X: NDArray[np.float64], keys: Any, values: Any, sample_weight: Any) -> _fit.Job:
+        """A validated local or mixed call of the fitted model at the queries ``X``."""
+        return _fit.prepare(X, keys, values, kernel=self.kernel, bandwidth=self.bandwidth_,
+                            sample_weight=sample_weight, degree=self.degree, var_types=self.var_types_,
+                            categorical_kernel=self.categorical_kernel, levels=self._cat_levels())
+
+    def _pool(
+        self, X: NDArray[np.float64], keys: Any, values: Any, sample_weight: Any
+    ) -> NDArray[np.floating]:
+        """Predictions at validated NumPy queries from NumPy training data."""
+        if not self._plain():
+            return _fit.pool(self._job(X, keys, values, sample_weight), self.empty, backend=self.backend)
+        call = prepare(X, keys, values, kernel=self.kernel, bandwidth=self.bandwidth_,
+                       sample_weight=sample_weight)
+        parts, _ = compute_partials(call, backend=self.backend)
+        return finish(parts, call, self.empty)
+
+    def _training_data(self) -> tuple[Any, Any, Any]:
+        """``X_fit_``, ``y_fit_`` and ``sample_weight_`` in memory (Dask arrays are computed)."""
+        data = (self.X_fit_, self.y_fit_, self.sample_weight_)
+        if is_dask(*data):
+            import dask
+
+            data = dask.compute(*data)
+        return data
 
     def predict(self, X: ArrayLike) -> NDArray[np.floating]:
         """Attention-pool the training targets at each row of ``X``.
@@ -351,16 +431,78 @@ default "cv"
         if np.asarray(X).dtype.kind in "cmMUS":  # complex, dates, durations, text, as in fit
             as_real("X", X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        call = prepare(
-            X,
-            self.X_fit_,
-            self.y_fit_,
-            kernel=self.kernel,
-            bandwidth=self.bandwidth_,
-            sample_weight=self.sample_weight_,
-        )
-        parts, _ = compute_partials(call, backend=self.backend)
-        return finish(parts, call, self.empty)
+        return self._pool(X, self.X_fit_, self.y_fit_, self.sample_weight_)
+
+    def gradient(self, X: ArrayLike) -> NDArray[np.float64]:
+        """The derivative of the fitted mean with respect to each feature, at each row of ``X``.
+
+        With ``degree=0`` it is the analytic derivative of the Nadaraya-Watson ratio
+        ``f(q) = sum_i w_i y_i / sum_i w_i``, ``(sum_i w_i (k_i - q) y_i - f(q) sum_i w_i (k_i -
+        q)) / (h^2 sum_i w_i)`` per feature, computed from moment sums of the same pass (the
+        Gaussian kernel only: other kernels raise NotImplementedError; use ``degree=1``). With
+        ``degree >= 1`` it is the local polynomial's slope at the query (statsmodels'
+        ``KernelReg`` marginal effects, R np's gradients): NaN for a query whose local system
+        was singular and fell back to degree 0. Categorical columns have no derivative: NaN.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_queries, n_features) or (n_queries, n_features, n_outputs)
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nadaraya import NadarayaWatson
+        >>> X = np.linspace(0, 1, 30)[:, None]
+        >>> model = NadarayaWatson(bandwidth=0.2, degree=1).fit(X, 3 * X[:, 0] - 1)
+        >>> model.gradient([[0.0], [0.5]]).round(12).tolist()
+        [[3.0], [3.0]]
+        """
+        check_is_fitted(self)
+        if is_dask(X):
+            X = X.compute()  # type: ignore[union-attr]
+        if np.asarray(X).dtype.kind in "cmMUS":
+            as_real("X", X)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        keys, values, sw = self._training_data()
+        backend = self.backend if self.backend != "dask" else "auto"
+        g = _fit.gradient(self._job(X, keys, values, sw), self.empty, backend=backend)
+        return g[:, :, 0] if np.ndim(values) == 1 else g
+
+    def summary(self) -> Any:
+        """A summary of the fit: n, kernel, degree, variable types, bandwidths and lambdas, the
+        selection criterion, the residual variance and R squared (see
+        :class:`nadaraya._summary.FitSummary`); prints as a fixed-width table.
+
+        The in-sample fits it needs are computed on the first call (one pass over the pairs
+        of training points, O(n^2 d)) and kept until the next ``fit``.
+
+        Returns
+        -------
+        FitSummary
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nadaraya import NadarayaWatson
+        >>> X = np.linspace(0, 1, 30)[:, None]
+        >>> s = NadarayaWatson(bandwidth=0.1, degree=1).fit(X, X[:, 0] ** 2).summary()
+        >>> s.degree, s.n, bool(s.r_squared > 0.99)
+        (1, 30, True)
+        """
+        from ._summary import summarize
+
+        check_is_fitted(self)
+        cached = getattr(self, "_summary_cache", None)
+        if cached is None:
+            keys, values, sw = self._training_data()
+            fits = self._pool(np.asarray(keys, dtype=np.float64), keys, values, sw)
+            cached = summarize(self, values, fits, sw)
+            self._summary_cache = cached
+        return cached
 
     def attention_weights(
         self, X: ArrayLike, *, sparse: bool = False, max_bytes: float | None = None

@@ -43,8 +43,12 @@ and one read buffer; the zip's CRC-32 of every member read is checked.
 
 Finally the model is validated as ``fit`` validates its input: the kernel name (through
 :func:`nadaraya.kernels.get`), ``empty``, ``backend``, and the bandwidth parameter must be
-valid; ``X_fit_`` and ``y_fit_`` finite with matching rows; ``bandwidth_`` positive and finite
-(and equal to the bandwidth parameter when that is a number); sample weights finite,
+valid; ``degree``, ``var_types`` and ``categorical_kernel`` valid, ``levels_`` equal to the
+distinct values of each categorical column of ``X_fit_`` (files written before mixed data get
+``degree=0``, every column continuous); ``X_fit_`` and ``y_fit_`` finite with matching rows;
+``bandwidth_`` positive and finite in the continuous columns, each categorical column's lambda
+in its range (and equal to the bandwidth parameter when that is a number); the CLI's
+``category_labels_`` distinct strings per named feature; sample weights finite,
 non-negative and not all zero. So a model that loads does not fail at ``predict`` for a
 reason its file holds.
 
@@ -301,6 +305,17 @@ def load(path: str | os.PathLike[str], *, max_bytes: int = MAX_MODEL_BYTES) -> A
         setattr(model, "selection_" if k == "cv_results_" else k, _decode(v, arrays, k, refs, src))
     if not hasattr(model, "selection_"):  # files from before the search record was kept
         model.selection_ = None
+    d = model.n_features_in_
+    if not hasattr(model, "var_types_") and type(d) is int:  # files from before mixed data
+        model.var_types_ = "c" * d if model.var_types is None else model.var_types
+    if not hasattr(model, "levels_") and isinstance(getattr(model, "X_fit_", None), np.ndarray):
+        from ._estimator_parts import _levels
+        from ._mixed import as_var_types
+
+        try:
+            model.levels_ = _levels(model.X_fit_, as_var_types(model.var_types_, model.X_fit_.shape[1]))
+        except (ValueError, IndexError) as exc:
+            raise ModelFileError(f"{src}: var_types: {exc}") from None
     for required in ("X_fit_", "y_fit_", "bandwidth_"):
         if not isinstance(getattr(model, required, None), np.ndarray):
             raise ModelFileError(f"{src} lacks the fitted array {required!r}")

@@ -1,0 +1,156 @@
+"""Pieces of NadarayaWatson kept apart: bandwidth hints, the search table, mixed bandwidths, the Dask fit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ._mixed import as_categorical_kernel, as_var_types, lambda_bounds
+from ._validation import as_bandwidth, as_real, check_some_weight
+from .bandwidth import RULES
+
+__all__ = ["fit_dask"]
+
+
+def _bandwidth_hint(text: str) -> str:
+    """What to pass instead of an unknown bandwidth string: the number it spells, or the
+    closest rule name, then what is allowed."""
+    import difflib
+
+    from .bandwidth import METHODS, RULES
+
+    names = (*METHODS, *RULES)
+    allowed = f"pass a positive number, one per feature, or one of {', '.join(map(repr, names))}"
+    try:
+        number = float(text)
+    except ValueError:
+        close = difflib.get_close_matches(text.strip().lower(), names, n=1, cutoff=0.6)
+        return f"did you mean {close[0]!r}? ({allowed})" if close else allowed
+    return f"it is a string; pass the number {number!r} itself ({allowed})"
+
+
+def _cv_results(selection: Any, names: list[str] | None = None) -> dict[str, NDArray[Any]] | None:
+    """A :class:`~nadaraya.bandwidth.BandwidthSelection`'s search as a dict of 1-d arrays, one
+    entry per bandwidth evaluated (what ``pd.DataFrame`` reads); None for no search."""
+    if selection is None:
+        return None
+    from scipy.stats import rankdata
+
+    tried = np.asarray(selection.search["bandwidths"], dtype=np.float64)
+    scores = np.asarray(selection.search["scores"], dtype=np.float64)
+    d = tried.shape[1]
+    if d == 1:
+        out: dict[str, NDArray[Any]] = {"bandwidth": tried[:, 0].copy()}
+    else:
+        labels = names if names is not None and len(names) == d else [str(j) for j in range(d)]
+        out = {f"bandwidth_{label}": tried[:, j].copy() for j, label in enumerate(labels)}
+    out["score"] = scores.copy()
+    # 1 for the best (lowest) score; NaN would rank last, ties share the smaller rank
+    out["rank"] = rankdata(np.where(np.isnan(scores), np.inf, scores), method="min").astype(np.int64)
+    out["stage"] = np.asarray(selection.search["stages"], dtype=object).copy()
+    return out
+
+
+def _levels(X: NDArray[np.float64], vt: str) -> NDArray[np.int64]:
+    """The number of distinct training values of each categorical column (the ``c`` of
+    Aitchison-Aitken), 0 for the continuous columns."""
+    return np.array([np.unique(X[:, j]).size if t != "c" else 0 for j, t in enumerate(vt)], dtype=np.int64)
+
+
+def _default_lambdas(
+    vt: str, levels: NDArray[np.int64], categorical_kernel: str, n: int
+) -> NDArray[np.float64]:
+    """The lambdas a rule of thumb gives the categorical columns (0 in the continuous ones):
+    ``high * min(n ** (-2 / (4 + q)), 1/2)``, ``high`` the top of the column's lambda range and
+    ``q`` the number of continuous columns. The rate is that of the MSE-optimal lambda (Li and
+    Racine, 2004: lambda shrinks like h**2); the cap keeps Wang-van Ryzin's lambda below 1."""
+    q = vt.count("c")
+    t = min(float(max(n, 1)) ** (-2.0 / (4 + q)), 0.5)
+    out = np.zeros(len(vt))
+    for j, kind in enumerate(vt):
+        if kind != "c":
+            out[j] = lambda_bounds(kind, int(levels[j]), categorical_kernel)[1] * t
+    return out
+
+
+def _mixed_bandwidth(
+    bw: Any, vt: str, levels: NDArray[np.int64], categorical_kernel: str, names: Any = None
+) -> NDArray[np.float64]:
+    """A numeric bandwidth for a local or mixed fit: one entry per column, positive and finite in
+    the continuous columns, each categorical column's lambda in its kernel's range (a scalar
+    only when every column is continuous)."""
+    d = len(vt)
+    if "o" not in vt and "u" not in vt:
+        return as_bandwidth(bw, d)
+    h = as_real("bandwidth", bw).astype(np.float64)
+    if h.shape != (d,):
+        raise ValueError(
+            f"bandwidth={bw!r} must have one entry per column ({d}, var_types={vt!r}): a bandwidth for "
+            "each continuous column and a lambda for each categorical one"
+        )
+    for j, kind in enumerate(vt):
+        label = repr(str(names[j])) if names is not None else str(j)
+        if kind == "c":
+            if not (np.isfinite(h[j]) and h[j] > 0):
+                raise ValueError(f"bandwidth entry {h[j]!r} of continuous column {label} must be positive "
+                                 "and finite")
+            continue
+        low, high, closed = lambda_bounds(kind, int(levels[j]), categorical_kernel)
+        if not (np.isfinite(h[j]) and low <= h[j] and (h[j] <= high if closed else h[j] < high)):
+            what = "ordered" if kind == "o" else f"unordered (c = {levels[j]} categories)"
+            raise ValueError(
+                f"bandwidth entry {h[j]!r} of {what} column {label} is its lambda "
+                f"(categorical_kernel={categorical_kernel!r}) and must lie in [{low:g}, {high:g}"
+                + ("]" if closed else ")")
+            )
+    return h
+
+
+def fit_dask(model: Any, X: Any, y: Any, sample_weight: Any, notes: list[str]) -> None:
+    """``NadarayaWatson.fit`` on Dask input: the arrays stay lazy (checked chunk by chunk when
+    computed, by :func:`nadaraya._dask_pool.training_data`); a rule of thumb is computed with Dask
+    reductions (:mod:`nadaraya.bandwidth._dask`), the levels of categorical columns with
+    ``dask.array.unique``. Selectors ("cv", "aicc") search over exact leave-one-out passes
+    of the single-machine engine: the training data are gathered to this process for the
+    search (they must fit in its memory)."""
+    import dask
+    import dask.array as da
+
+    from ._dask_pool import training_data
+    from .bandwidth._dask import rule_of_thumb as dask_rule_of_thumb
+
+    X_fit, y_fit, sw = training_data(X, y, sample_weight)
+    n, d = X_fit.shape
+    vt = as_var_types(model.var_types, d)
+    ck = as_categorical_kernel(model.categorical_kernel)
+    cat = [j for j, t in enumerate(vt) if t != "c"]
+    levels = np.zeros(d, dtype=np.int64)
+    if cat:
+        levels[cat] = [u.size for u in dask.compute(*[da.unique(X_fit[:, j]) for j in cat])]
+    plain = model.degree == 0 and not cat
+    bw = model.bandwidth
+    if isinstance(bw, str) and bw in RULES:
+        model.selection_ = None
+        cont = [j for j, t in enumerate(vt) if t == "c"]
+        bandwidth = _default_lambdas(vt, levels, ck, int(n))
+        if cont:
+            Xc = X_fit if plain else X_fit[:, cont]
+            bandwidth[cont] = dask_rule_of_thumb(Xc, bw, kernel=model.kernel, sample_weight=sw)
+    elif isinstance(bw, str):  # computed, the chunks are checked; float64 for the search
+        Xc, yc, swc = dask.compute(X_fit, y_fit, sw)
+        swn = None if swc is None else np.ascontiguousarray(swc, dtype=np.float64)
+        if swn is not None:
+            check_some_weight(swn)
+        bandwidth = model._resolve_bandwidth(np.ascontiguousarray(Xc, dtype=np.float64), swn,
+                                            np.ascontiguousarray(yc, dtype=np.float64), notes, vt, levels)
+    else:
+        model.selection_ = None
+        bandwidth = bw
+    model.n_features_in_ = d
+    model.bandwidth_ = _mixed_bandwidth(bandwidth, vt, levels, ck)
+    model.var_types_, model.levels_ = vt, levels
+    model.X_fit_, model.y_fit_, model.sample_weight_ = X_fit, y_fit, sw
+    model.backend_, model.backend_reason_ = "dask", "the training data are Dask arrays"
+
