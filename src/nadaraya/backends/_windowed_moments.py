@@ -25,6 +25,7 @@ Examples
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -35,6 +36,7 @@ from ..kernels import REGISTRY, Kernel
 from ..partials import Partials
 from . import windowed as _w
 from ._windowed_jit import _first
+from .reference import moment_shapes
 
 __all__ = ["check_degree", "moment_partials"]
 
@@ -54,7 +56,7 @@ def check_degree(moments: object) -> int:
 
 def _columns(degree: int, d: int, p: int) -> int:
     """Columns of one query's sums: weight, values, then the moments flattened."""
-    return 1 + p + sum(d**j for j in range(1, 2 * degree + 1)) + p * sum(d**j for j in range(1, degree + 1))
+    return 1 + p + sum(math.prod(s) for s in moment_shapes(degree, d, p))
 
 
 @njit(cache=True, nogil=True)
@@ -286,16 +288,11 @@ def moment_partials(
 
 
 def _unpack(out: NDArray[np.float64], degree: int, d: int, p: int, dtype: np.dtype) -> Partials:
-    """The columns of :func:`_columns` as Partials in the data's dtype."""
+    """The columns of :func:`_columns` as contiguous Partials in the data's dtype."""
     m = out.shape[0]
-    cast = dict(dtype=dtype, copy=False)
-    moments = []
-    off = 1 + p
-    for j in range(1, 2 * degree + 1):
-        moments.append(out[:, off:off + d**j].reshape((m,) + (d,) * j).astype(**cast))
-        off += d**j
-    for j in range(1, degree + 1):
-        moments.append(out[:, off:off + d**j * p].reshape((m,) + (d,) * j + (p,)).astype(**cast))
-        off += d**j * p
-    return Partials(np.zeros(m, dtype=dtype), out[:, 0].astype(**cast), out[:, 1:1 + p].astype(**cast),
-                    tuple(np.ascontiguousarray(s) for s in moments))
+    fields, off = [], 0
+    for shape in [(), (p,), *moment_shapes(degree, d, p)]:
+        size = math.prod(shape)
+        fields.append(np.ascontiguousarray(out[:, off:off + size].reshape((m, *shape)), dtype=dtype))
+        off += size
+    return Partials(np.zeros(m, dtype=dtype), fields[0], fields[1], tuple(fields[2:]))
