@@ -59,10 +59,11 @@ def local_fit(queries, keys, values, weights, bandwidth, degree):
     return est, slope
 
 
-def gradient(queries, keys, values, *, degree, kernel="gaussian", bandwidth=1.0, var_types=None, **kw):
+def gradient(queries, keys, values, *, degree, kernel="gaussian", bandwidth=1.0, var_types=None,
+             sample_weight=None, categorical_kernel="classic", **kw):
     """nadaraya._fit.gradient on a prepared job, (m, d, p)."""
-    job = _fit.prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=None,
-                       degree=degree, var_types=var_types, categorical_kernel="classic")
+    job = _fit.prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight,
+                       degree=degree, var_types=var_types, categorical_kernel=categorical_kernel)
     return _fit.gradient(job, **kw)
 
 

@@ -1,0 +1,300 @@
+"""Mixed data (var_types c / o / u) on the primitive: statsmodels, the categorical kernels written
+plainly, lambda at its bounds, leave-one-out by refitting, and bad input.
+
+statsmodels' ``KernelReg`` is compared for degree 0 (``reg_type="lc"``) only: its local linear
+puts every column, categorical ones too, into the local design, while nadaraya's local terms use
+the continuous columns only (its all-continuous ``ll`` is compared in tests/test_local.py).
+Degree 1 with categorical columns is compared with the dense oracle of tests/test_local.py.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import nadaraya
+from nadaraya._mixed import Categorical, lambda_bounds
+from naive import naive_weights
+from test_local import gradient, local_fit
+
+# --- the categorical kernels, written plainly -----------------------------------------------------
+
+
+def wang_van_ryzin(lam, x, xi):
+    return np.where(x == xi, 1 - lam, 0.5 * (1 - lam) * lam ** np.abs(x - xi))
+
+
+def aitchison_aitken(lam, x, xi, c):
+    return np.where(x == xi, 1 - lam, lam / (c - 1))
+
+
+def li_racine_ordered(lam, x, xi):
+    return np.where(x == xi, 1.0, lam ** np.abs(x - xi))
+
+
+def li_racine_unordered(lam, x, xi):
+    return np.where(x == xi, 1.0, lam)
+
+
+def mixed_weights(Q, X, var_types, bw, kernel="gaussian", ck="classic", sample_weight=None):
+    """Dense (m, n) product weights: the continuous kernel times one factor per categorical column."""
+    cont = [j for j, t in enumerate(var_types) if t == "c"]
+    bw = np.asarray(bw, float)
+    w = naive_weights(Q[:, cont], X[:, cont], kernel, bw[cont], sample_weight) if cont else np.ones(
+        (len(Q), len(X))) * (1.0 if sample_weight is None else np.asarray(sample_weight)[None, :])
+    for j, t in enumerate(var_types):
+        if t == "c":
+            continue
+        x, xi, lam = Q[:, j, None], X[None, :, j], bw[j]
+        if ck == "li-racine":
+            w = w * (li_racine_ordered(lam, x, xi) if t == "o" else li_racine_unordered(lam, x, xi))
+        else:
+            c = np.unique(X[:, j]).size
+            w = w * (wang_van_ryzin(lam, x, xi) if t == "o" else aitchison_aitken(lam, x, xi, c))
+    return w
+
+
+def _mixed_data(var_types, n, seed, m=20):
+    rng = np.random.default_rng(seed)
+    cols, qcols = [], []
+    for t in var_types:
+        if t == "c":
+            cols.append(rng.uniform(size=n))
+            qcols.append(rng.uniform(-0.1, 1.1, size=m))
+        else:
+            levels = 4 if t == "u" else 5
+            cols.append(rng.integers(0, levels, size=n).astype(float))
+            qcols.append(rng.integers(0, levels + 2, size=m).astype(float))  # unseen categories too
+    X, Q = np.column_stack(cols), np.column_stack(qcols)
+    y = np.sin(3 * X[:, 0]) + 0.3 * X[:, -1] + 0.1 * rng.normal(size=n)
+    return Q, X, y
+
+
+def _kernel_reg(y, X, var_type, reg_type, bw):
+    from statsmodels.nonparametric.kernel_regression import KernelReg
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # statsmodels' own rng deprecation notice
+        return KernelReg(y, X, var_type, reg_type=reg_type, bw=bw)
+
+
+# --- statsmodels ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("var_types", ["cu", "coo", "cuo", "uo"])
+@pytest.mark.parametrize("lam", [0.05, 0.3, 0.49])
+@pytest.mark.parametrize("h", [0.1, 0.4])
+def test_local_constant_mixed_matches_statsmodels(var_types, lam, h):
+    """KernelReg(reg_type="lc") with Wang-van Ryzin and Aitchison-Aitken (c = distinct training
+    values) to 1e-10, queries at categories unseen in training included."""
+    Q, X, y = _mixed_data(var_types, 90, seed=len(var_types) * 7 + int(100 * lam))
+    bw = np.array([h if t == "c" else lam * (1 + 0.2 * j) for j, t in enumerate(var_types)])
+    bw = np.where(np.array(list(var_types)) == "u", np.minimum(bw, 0.7), bw)
+    mean, _ = _kernel_reg(y, X, var_types, "lc", bw).fit(Q)
+    got = nadaraya.pool(Q, X, y, bandwidth=bw, var_types=var_types)
+    np.testing.assert_allclose(got, mean, rtol=1e-10, atol=1e-12)
+    unseen = (Q[:, 1:] > X[:, 1:].max(axis=0)).any(axis=1) if var_types[0] == "c" else Q[:, 0] > 3
+    assert unseen.any()
+
+
+def test_italy_style_years_as_an_ordered_regressor():
+    """GDP-like growth by year (an ordered regressor, Wang-van Ryzin on raw year differences)
+    with a continuous one, as R np's Italy example; statsmodels lc to 1e-10, and the local
+    linear fit (in the continuous column) against the dense oracle."""
+    rng = np.random.default_rng(1951)
+    years = np.repeat(np.arange(1951, 1961), 9).astype(float)
+    x = rng.uniform(size=years.size)
+    gdp = 5 + 0.4 * (years - 1951) + 2 * x + 0.3 * rng.normal(size=years.size)
+    X = np.column_stack([years, x])
+    Q = np.column_stack([np.arange(1950, 1963).astype(float), np.linspace(0.05, 0.95, 13)])
+    for lam in (0.0, 0.2, 0.7, 0.95):
+        bw = np.array([lam, 0.25])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # statsmodels' 0/0 at lambda = 0
+            mean, _ = _kernel_reg(gdp, X, "oc", "lc", bw).fit(Q)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", nadaraya.EmptyWindowWarning)
+            got = nadaraya.pool(Q, X, gdp, bandwidth=bw, var_types="oc")
+            lin = nadaraya.pool(Q, X, gdp, bandwidth=bw, var_types="oc", degree=1)
+        np.testing.assert_allclose(got, mean, rtol=1e-10, equal_nan=True)
+        w = mixed_weights(Q, X, "oc", bw)
+        want, _ = local_fit(Q[:, 1:], X[:, 1:], gdp, w, bw[1:], 1)
+        np.testing.assert_allclose(lin, want[:, 0], rtol=1e-9, equal_nan=True)
+        if lam == 0.0:  # an indicator: years never seen get no key
+            assert np.isnan(got[[0, 11, 12]]).all() and np.isfinite(got[1:11]).all()
+
+
+# --- against the plain formulas -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ck", ["classic", "li-racine"])
+@pytest.mark.parametrize("var_types", ["u", "o", "cu", "co", "cuo", "ccou"])
+@pytest.mark.parametrize("degree", [0, 1, 2])
+def test_mixed_fits_against_the_plain_kernels(ck, var_types, degree):
+    """Every degree, both categorical kernels, against dense least squares with the product weights
+    (continuous kernel times the formulas above); two outputs, sample weights with zeros."""
+    Q, X, y = _mixed_data(var_types, 120, seed=3 * len(var_types) + degree)
+    V = np.column_stack([y, X[:, 0] ** 2])
+    sw = np.random.default_rng(4).uniform(0.0, 2.0, size=120)
+    sw[::7] = 0.0
+    bw = np.array([0.3 if t == "c" else 0.25 + 0.05 * j for j, t in enumerate(var_types)])
+    cont = [j for j, t in enumerate(var_types) if t == "c"]
+    kernel = "epanechnikov" if degree == 2 else "gaussian"
+    w = mixed_weights(Q, X, var_types, bw, kernel, ck, sw)
+    want, want_slope = local_fit(Q[:, cont], X[:, cont], V, w, bw[cont], degree if cont else 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nadaraya.EmptyWindowWarning)
+        got = nadaraya.pool(Q, X, V, kernel=kernel, bandwidth=bw, var_types=var_types, degree=degree,
+                            categorical_kernel=ck, sample_weight=sw)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-10, equal_nan=True)
+    if degree >= 1 and cont:
+        g = gradient(Q, X, V, degree=degree, kernel=kernel, bandwidth=bw, var_types=var_types,
+                     sample_weight=sw, categorical_kernel=ck)
+        np.testing.assert_allclose(g[:, cont], want_slope, rtol=1e-8, atol=1e-8, equal_nan=True)
+        assert np.isnan(g[:, [j for j in range(len(var_types)) if j not in cont]]).all()
+
+
+@pytest.mark.parametrize("kind", ["o", "u"])
+@pytest.mark.parametrize("ck", ["classic", "li-racine"])
+def test_log_factor_is_the_formula(kind, ck):
+    keys = np.array([[0.0], [1.0], [3.0], [4.0], [4.0]])
+    queries = np.array([[0.0], [2.0], [4.0], [9.0]])
+    cats = np.unique(keys, axis=0)
+    for lam in (0.0, 0.1, 0.5, 0.74):
+        cat = Categorical.build(kind, keys, queries, np.array([lam]), ck)
+        got = np.exp(cat.log_factor(queries, cats))
+        x, xi = queries[:, :1], cats[None, :, 0]
+        if ck == "li-racine":
+            want = li_racine_ordered(lam, x, xi) if kind == "o" else li_racine_unordered(lam, x, xi)
+        else:
+            want = wang_van_ryzin(lam, x, xi) if kind == "o" else aitchison_aitken(lam, x, xi, 4)
+        np.testing.assert_allclose(got, want, rtol=1e-14, atol=0)
+
+
+# --- lambda at its bounds ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("degree", [0, 1])
+@pytest.mark.parametrize("ck", ["classic", "li-racine"])
+def test_lambda_zero_is_an_indicator(degree, ck):
+    """lambda = 0: only keys of the query's own category count (unseen category: empty, NaN)."""
+    Q, X, y = _mixed_data("cu", 80, seed=8)
+    with pytest.warns(nadaraya.EmptyWindowWarning):
+        got = nadaraya.pool(Q, X, y, bandwidth=[0.3, 0.0], var_types="cu", degree=degree,
+                            categorical_kernel=ck)
+    for i in range(len(Q)):
+        same = X[:, 1] == Q[i, 1]
+        if not same.any():
+            assert np.isnan(got[i])
+            continue
+        want = nadaraya.pool(Q[i : i + 1, :1], X[same, :1], y[same], bandwidth=0.3, degree=degree)
+        np.testing.assert_allclose(got[i], want[0], rtol=1e-10)
+
+
+@pytest.mark.parametrize("kind,ck", [("u", "classic"), ("u", "li-racine"), ("o", "li-racine")])
+def test_lambda_at_its_upper_end_smooths_the_column_out(kind, ck):
+    """Aitchison-Aitken at (c - 1) / c and Li-Racine at 1 weigh every category alike: the fit is
+    the fit without that column, at any query category (unseen too)."""
+    Q, X, y = _mixed_data("c" + kind, 90, seed=9)
+    c = np.unique(X[:, 1]).size
+    top = lambda_bounds(kind, c, ck)[1]
+    assert top == ((c - 1) / c if ck == "classic" else 1.0)
+    for degree in (0, 1):
+        got = nadaraya.pool(Q, X, y, bandwidth=[0.3, top], var_types="c" + kind, degree=degree,
+                            categorical_kernel=ck)
+        want = nadaraya.pool(Q[:, 0], X[:, 0], y, bandwidth=0.3, degree=degree)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_wang_van_ryzin_near_one_is_finite_and_one_is_refused():
+    Q, X, y = _mixed_data("co", 60, seed=10)
+    got = nadaraya.pool(Q, X, y, bandwidth=[0.3, 0.999], var_types="co")
+    w = mixed_weights(Q, X, "co", [0.3, 0.999])
+    np.testing.assert_allclose(got, w @ y / w.sum(axis=1), rtol=1e-10)
+    with pytest.raises(ValueError, match=r"1\.0.*\[0, 1\)"):
+        nadaraya.pool(Q, X, y, bandwidth=[0.3, 1.0], var_types="co")
+
+
+@pytest.mark.parametrize(
+    "var_types,lam,ck,allowed",
+    [("cu", 0.76, "classic", r"\[0, 0\.75\]"), ("cu", -0.1, "classic", r"\[0, 0\.75\]"),
+     ("co", 1.2, "classic", r"\[0, 1\)"), ("co", np.nan, "classic", r"\[0, 1\)"),
+     ("cu", 1.01, "li-racine", r"\[0, 1\]"), ("co", -1e-9, "li-racine", r"\[0, 1\]"),
+     ("cu", np.inf, "classic", r"\[0, 0\.75\]")],
+)
+def test_lambda_out_of_range_is_refused_naming_it(var_types, lam, ck, allowed):
+    Q, X, y = _mixed_data(var_types, 40, seed=11)
+    with pytest.raises(ValueError, match=allowed) as err:
+        nadaraya.pool(Q, X, y, bandwidth=[0.3, lam], var_types=var_types, categorical_kernel=ck)
+    assert "bandwidth" in str(err.value) and str(lam) in str(err.value)
+
+
+@pytest.mark.xfail(strict=True, reason="_mixed.Categorical.build numbers the column among the "
+                   "categorical columns only: var_types='cu' reports 'unordered column 0' for column 1")
+def test_lambda_error_names_the_column_as_the_caller_counts_it():
+    Q, X, y = _mixed_data("cu", 40, seed=11)
+    with pytest.raises(ValueError, match="column 1"):
+        nadaraya.pool(Q, X, y, bandwidth=[0.3, 0.9], var_types="cu")
+
+
+# --- leave-one-out -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("var_types", ["cu", "cuo", "o"])
+@pytest.mark.parametrize("degree", [0, 1])
+@pytest.mark.parametrize("ck", ["classic", "li-racine"])
+def test_mixed_loo_against_refitting(var_types, degree, ck):
+    """loo_pool: each row's fit on the others, O(n^2) in the test (Aitchison-Aitken's c stays the
+    training data's count; rows sharing a category with the left-out one stay in)."""
+    _, X, y = _mixed_data(var_types, 50, seed=12 + degree)
+    bw = np.array([0.25 if t == "c" else 0.35 for t in var_types])
+    cont = [j for j, t in enumerate(var_types) if t == "c"]
+    w_all = mixed_weights(X, X, var_types, bw, "gaussian", ck)
+    np.fill_diagonal(w_all, 0.0)
+    deg = degree if cont else 0
+    xc = X[:, cont]
+    want = np.array([local_fit(xc[i : i + 1], xc, y, w_all[i : i + 1], bw[cont], deg)[0][0, 0]
+                     for i in range(50)])
+    got = nadaraya.loo_pool(X, y, bandwidth=bw, var_types=var_types, degree=degree, categorical_kernel=ck)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-11)
+
+
+# --- hostile input ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "var_types,match",
+    [("cuu", r"var_types='cuu'.*3 letters for 2 columns"), ("c", r"var_types='c'.*1 letters"),
+     ("cx", r"var_types='cx'.*'x'"), ("c ", r"var_types='c '"), (["c", "u"], r"var_types.*\['c', 'u'\]"),
+     ("", r"var_types=''")],
+)
+def test_bad_var_types_are_refused_naming_them(var_types, match):
+    Q, X, y = _mixed_data("cu", 20, seed=13)
+    for call in (lambda: nadaraya.pool(Q, X, y, bandwidth=[0.3, 0.2], var_types=var_types),
+                 lambda: nadaraya.loo_pool(X, y, bandwidth=[0.3, 0.2], var_types=var_types)):
+        with pytest.raises(ValueError, match=match):
+            call()
+
+
+@pytest.mark.parametrize("bandwidth", [0.3, [0.3], [0.3, 0.2, 0.1]])
+def test_bandwidth_needs_one_entry_per_column_with_categorical_columns(bandwidth):
+    Q, X, y = _mixed_data("cu", 20, seed=14)
+    shape = np.shape(bandwidth)
+    with pytest.raises(ValueError, match=rf"bandwidth.*var_types='cu'.*shape \({shape[0] if shape else ''}"):
+        nadaraya.pool(Q, X, y, bandwidth=bandwidth, var_types="cu")
+
+
+@pytest.mark.parametrize("bandwidth", [[0.0, 0.2], [-1.0, 0.2], [np.inf, 0.2], [np.nan, 0.2]])
+def test_continuous_bandwidth_must_be_positive_with_categorical_columns(bandwidth):
+    Q, X, y = _mixed_data("cu", 20, seed=15)
+    with pytest.raises(ValueError, match="bandwidth") as err:
+        nadaraya.pool(Q, X, y, bandwidth=bandwidth, var_types="cu")
+    assert str(bandwidth[0]) in str(err.value)
+
+
+def test_bad_categorical_kernel_is_refused_naming_it():
+    Q, X, y = _mixed_data("cu", 20, seed=16)
+    with pytest.raises(ValueError, match=r"categorical_kernel='racine'.*classic.*li-racine"):
+        nadaraya.pool(Q, X, y, bandwidth=[0.3, 0.2], var_types="cu", categorical_kernel="racine")
