@@ -94,14 +94,14 @@ def _mixed_bandwidth(
         label = repr(str(names[j])) if names is not None else str(j)
         if kind == "c":
             if not (np.isfinite(h[j]) and h[j] > 0):
-                raise ValueError(f"bandwidth entry {h[j]!r} of continuous column {label} must be positive "
+                raise ValueError(f"bandwidth entry {float(h[j])!r} of continuous column {label} must be positive "
                                  "and finite")
             continue
         low, high, closed = lambda_bounds(kind, int(levels[j]), categorical_kernel)
         if not (np.isfinite(h[j]) and low <= h[j] and (h[j] <= high if closed else h[j] < high)):
             what = "ordered" if kind == "o" else f"unordered (c = {levels[j]} categories)"
             raise ValueError(
-                f"bandwidth entry {h[j]!r} of {what} column {label} is its lambda "
+                f"bandwidth entry {float(h[j])!r} of {what} column {label} is its lambda "
                 f"(categorical_kernel={categorical_kernel!r}) and must lie in [{low:g}, {high:g}"
                 + ("]" if closed else ")")
             )

@@ -227,11 +227,9 @@ default "cv"
             if bw in METHODS and (kernel.name != "constant" or vt != "c" * d):
                 Y = np.ascontiguousarray(y.reshape(n, -1))
                 backend = self.backend if self.backend != "dask" else "auto"
-                if plain:
-                    self.selection_ = _select_bandwidth(X, Y, sample_weight, kernel, bw, d > 1, backend,
-                                                        notes=notes)
-                else:
-                    self.selection_ = self._search_local(X, Y, sample_weight, bw, backend, vt, notes)
+                local = {} if plain else dict(degree=self.degree, var_types=vt, categorical_kernel=ck)
+                self.selection_ = _select_bandwidth(X, Y, sample_weight, kernel, bw, d > 1, backend,
+                                                    notes=notes, **local)
                 return np.asarray(self.selection_.bandwidth, dtype=np.float64)
             if bw in METHODS:  # the constant kernel: every bandwidth gives the same fit
                 bw = "scott"
@@ -247,28 +245,6 @@ default "cv"
         if plain:
             return as_bandwidth(bw, d)
         return _mixed_bandwidth(bw, vt, levels, ck, getattr(self, "feature_names_in_", None))
-
-    def _search_local(
-        self, X: NDArray[np.float64], Y: NDArray[np.float64], sample_weight: NDArray[np.float64] | None,
-        method: str, backend: str, vt: str, notes: list[str],
-    ) -> Any:
-        """:func:`nadaraya.select_bandwidth` for a local or mixed fit; its BandwidthWarnings go to
-        ``notes``, other warnings pass on."""
-        from .bandwidth import BandwidthWarning, select_bandwidth
-
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            selection = select_bandwidth(
-                X, Y, method=method, kernel=self.kernel, per_feature=X.shape[1] > 1,
-                sample_weight=sample_weight, backend=backend, degree=self.degree, var_types=vt,
-                categorical_kernel=self.categorical_kernel,
-            )
-        for w in caught:
-            if issubclass(w.category, BandwidthWarning):
-                notes.append(str(w.message))
-            else:
-                warnings.warn(w.message, w.category, stacklevel=5)
-        return selection
 
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> NadarayaWatson:
         """Store the training data and resolve the bandwidth.
@@ -438,8 +414,8 @@ default "cv"
 
         With ``degree=0`` it is the analytic derivative of the Nadaraya-Watson ratio
         ``f(q) = sum_i w_i y_i / sum_i w_i``, ``(sum_i w_i (k_i - q) y_i - f(q) sum_i w_i (k_i -
-        q)) / (h^2 sum_i w_i)`` per feature, computed from moment sums of the same pass (the
-        Gaussian kernel only: other kernels raise NotImplementedError; use ``degree=1``). With
+        q)) / (h^2 sum_i w_i)`` per feature for the Gaussian kernel, computed from moment sums
+        of the same pass (other kernels: the same ratio rule with their derivative). With
         ``degree >= 1`` it is the local polynomial's slope at the query (statsmodels'
         ``KernelReg`` marginal effects, R np's gradients): NaN for a query whose local system
         was singular and fell back to degree 0. Categorical columns have no derivative: NaN.
