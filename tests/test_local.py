@@ -428,13 +428,23 @@ def test_bad_degree_is_refused_naming_it(degree, fn):
     assert repr(degree) in str(err.value)
 
 
-@pytest.mark.xfail(strict=True, reason="pool takes the degree-0 path when degree == 0, so 0.0 and False "
-                   "pass without as_degree's check (pooling.pool, pooling.loo_pool)")
-@pytest.mark.parametrize("degree", [0.0, False])
-def test_degree_zero_lookalikes_are_refused(degree):
+@pytest.mark.parametrize("degree", [0.0, False, 1.0])
+@pytest.mark.parametrize("fn", ["pool", "loo_pool"])
+def test_degree_lookalikes_are_refused(degree, fn):
+    """0.0 and False are not the integer 0 (they once took the degree-0 path unchecked)."""
     X = np.linspace(0, 1, 8)
-    with pytest.raises(ValueError, match="degree"):
-        nadaraya.pool(X, X, X, bandwidth=0.3, degree=degree)
+    args = (X, X, X) if fn == "pool" else (X, X)
+    with pytest.raises(ValueError, match="degree") as err:
+        getattr(nadaraya, fn)(*args, bandwidth=0.3, degree=degree)
+    assert repr(degree) in str(err.value)
+
+
+def test_numpy_integer_degrees_are_accepted():
+    X = np.linspace(0, 1, 8)
+    np.testing.assert_array_equal(nadaraya.pool(X, X, 2 * X, bandwidth=0.3, degree=np.int64(1)),
+                                  nadaraya.pool(X, X, 2 * X, bandwidth=0.3, degree=1))
+    np.testing.assert_array_equal(nadaraya.pool(X, X, X**2, bandwidth=0.3, degree=np.int32(0)),
+                                  nadaraya.pool(X, X, X**2, bandwidth=0.3))
 
 
 def test_plain_kernels_are_the_libraries():
