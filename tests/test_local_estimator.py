@@ -117,6 +117,21 @@ def test_cv_chooses_what_select_bandwidth_chooses():
     assert 0 <= model.bandwidth_[1] <= 2 / 3 and 0 <= model.bandwidth_[2] < 1
 
 
+@pytest.mark.parametrize("bandwidth", ["scott", "cv"])
+def test_dask_fit_and_predict_equal_numpy(bandwidth):
+    da = pytest.importorskip("dask.array")
+    X, y = _mixed_data(60, seed=6)
+    here = NadarayaWatson(bandwidth=bandwidth, degree=1, var_types="cuo").fit(X, y)
+    there = NadarayaWatson(bandwidth=bandwidth, degree=1, var_types="cuo").fit(
+        da.from_array(X, chunks=25), da.from_array(y, chunks=25))
+    np.testing.assert_array_equal(there.levels_, here.levels_)
+    np.testing.assert_allclose(there.bandwidth_, here.bandwidth_, rtol=1e-12)
+    Q = X[:10] + np.array([0.03, 0, 0])
+    np.testing.assert_allclose(there.predict(Q).compute(), here.predict(Q), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(there.gradient(Q), here.gradient(Q), rtol=1e-10, atol=1e-12)
+    assert there.summary().r_squared == pytest.approx(here.summary().r_squared, rel=1e-12)
+
+
 # ---------------------------------------------------------------------------------------------
 # gradient
 

@@ -347,8 +347,9 @@ default "cv"
                     "the Dask pool's local and mixed fits, which this version lacks; compute X and the "
                     "training data, or fit with degree=0 and continuous columns"
                 )
+            # the Dask pool counts the categories over all the keys, X_fit_: the levels_ of fit
             extra = dict(degree=self.degree, var_types=self.var_types_,
-                         categorical_kernel=self.categorical_kernel, levels=self._cat_levels())
+                         categorical_kernel=self.categorical_kernel)
         return lazy_pool(X, self.X_fit_, self.y_fit_, kernel=self.kernel, bandwidth=self.bandwidth_,
                          empty=self.empty, sample_weight=self.sample_weight_, **extra)
 
