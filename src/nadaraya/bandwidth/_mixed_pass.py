@@ -89,7 +89,7 @@ def mixed_loo(
     >>> x = np.array([[0.0], [1.0], [2.0]]); y = np.array([[1.0], [2.0], [4.0]])
     >>> p = mixed_loo(x, np.ones(1), np.zeros(3), np.zeros(3, np.intp), np.zeros((1, 1)), y, 0)
     >>> p.finalize()[:, 0].round(4).tolist()
-    [2.6225, 2.5, 1.6225]
+    [2.3649, 2.5, 1.8176]
     """
     n, dc = xc.shape
     p = Y.shape[1]
