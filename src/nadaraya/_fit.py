@@ -111,7 +111,8 @@ def prepare(
     )
     cat = None
     if catc.size:
-        cat = Categorical.build("".join(vt[j] for j in catc), kk[:, catc], qq[:, catc], h[catc], ck, levels)
+        kinds = "".join(vt[j] for j in catc)
+        cat = Categorical.build(kinds, kk[:, catc], qq[:, catc], h[catc], ck, levels, catc)
     return Job(call, cat, deg if cont.size else 0, cont, d)
 
 

@@ -122,9 +122,10 @@ class Categorical:
         queries: NDArray,
         lambdas: NDArray,
         kernel: str,
-        levels: NDArray[np.int64] | None = None,
+        levels: NDArray[np.int64] | None = None, columns: NDArray[np.intp] | None = None,
     ) -> Categorical:
-        """Validated categorical columns (``levels`` defaults to the keys' distinct values)."""
+        """Validated categorical columns (``levels`` defaults to the keys' distinct values;
+        ``columns``, their positions among all the columns, numbers them in errors)."""
         keys = np.asarray(keys, dtype=np.float64)
         queries = np.asarray(queries, dtype=np.float64)
         if levels is None:
@@ -136,8 +137,10 @@ class Categorical:
             if not ok:
                 what = "ordered" if kind == "o" else "unordered"
                 top = f"{high:g}]" if closed else f"{high:g})"
+                col = j if columns is None else int(columns[j])
                 raise ValueError(
-                    f"bandwidth entry {lam[j]!r} of {what} column {j} (a {kernel} categorical lambda) "
+                    f"bandwidth entry {lam[j]!r} of {what} column {col} "
+                    f"(a {kernel} categorical lambda) "
                     f"must lie in [{low:g}, {top}" + ("" if kind == "o" else f" (c = {levels[j]} categories)")
                 )
         return cls(kinds, keys, queries, lam, levels, kernel)

@@ -528,7 +528,7 @@ def _score_local(
     h = _bandwidth(bandwidth, vt)
     obj = LocalObjective(x, Y, sw, k, method, backend, degree=deg, var_types=vt, categorical_kernel=ck)
     if obj.catc.size:  # lambdas in range for these data's categories
-        Categorical.build(obj.kinds, obj.Xk, obj.Xk, h[obj.catc], ck)
+        Categorical.build(obj.kinds, obj.Xk, obj.Xk, h[obj.catc], ck, columns=obj.catc)
     return obj.at(h)
 
 
