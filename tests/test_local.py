@@ -458,3 +458,35 @@ def test_plain_kernels_are_the_libraries():
         ratio = get(name).profile(u)[on] / plain[on]
         np.testing.assert_allclose(ratio, ratio[0], rtol=1e-12)
         assert (get(name).profile(u)[~on] == 0).all()
+
+
+# --- degree-0 derivative --------------------------------------------------------------------------
+
+
+SMOOTH = ["gaussian", "epanechnikov", "biweight", "tricube", "laplacian", "logistic"]
+
+
+@pytest.mark.parametrize("kernel", SMOOTH)
+def test_degree_zero_gradient_is_the_derivative_of_the_ratio(kernel):
+    """Central differences of pool, two features and two outputs, sample weights; mixed data
+    (a categorical column: its entry NaN, the continuous ones still the derivative)."""
+    rng = np.random.default_rng(29)
+    X, Q = rng.uniform(size=(60, 2)), rng.uniform(0.1, 0.9, size=(8, 2))
+    V = np.column_stack([np.sin(3 * X[:, 0]) * X[:, 1], X.sum(axis=1)])
+    sw = rng.uniform(0.2, 1.0, size=60)
+    h = np.array([0.35, 0.5])
+    g = gradient(Q, X, V, degree=0, kernel=kernel, bandwidth=h, sample_weight=sw)
+    eps = 1e-6
+    for a in range(2):
+        step = np.zeros(2)
+        step[a] = eps
+        fd = (nadaraya.pool(Q + step, X, V, kernel=kernel, bandwidth=h, sample_weight=sw)
+              - nadaraya.pool(Q - step, X, V, kernel=kernel, bandwidth=h, sample_weight=sw)) / (2 * eps)
+        np.testing.assert_allclose(g[:, a, :], fd, rtol=1e-6, atol=1e-6)
+    Xm, Qm = np.column_stack([X[:, 0], X[:, 1] > 0.5]), np.column_stack([Q[:, 0], Q[:, 1] > 0.5])
+    gm = gradient(Qm, Xm, V, degree=0, kernel=kernel, bandwidth=[0.35, 0.3], var_types="cu")
+    assert np.isnan(gm[:, 1]).all()
+    step = np.array([eps, 0.0])
+    fd = (nadaraya.pool(Qm + step, Xm, V, kernel=kernel, bandwidth=[0.35, 0.3], var_types="cu")
+          - nadaraya.pool(Qm - step, Xm, V, kernel=kernel, bandwidth=[0.35, 0.3], var_types="cu")) / (2 * eps)
+    np.testing.assert_allclose(gm[:, 0], fd, rtol=1e-6, atol=1e-6)

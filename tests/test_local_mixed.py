@@ -231,12 +231,13 @@ def test_lambda_out_of_range_is_refused_naming_it(var_types, lam, ck, allowed):
     assert "bandwidth" in str(err.value) and str(lam) in str(err.value)
 
 
-@pytest.mark.xfail(strict=True, reason="_mixed.Categorical.build numbers the column among the "
-                   "categorical columns only: var_types='cu' reports 'unordered column 0' for column 1")
-def test_lambda_error_names_the_column_as_the_caller_counts_it():
-    Q, X, y = _mixed_data("cu", 40, seed=11)
-    with pytest.raises(ValueError, match="column 1"):
-        nadaraya.pool(Q, X, y, bandwidth=[0.3, 0.9], var_types="cu")
+@pytest.mark.parametrize("var_types,bw,column", [("cu", [0.3, 0.9], 1), ("ocu", [0.2, 0.3, 0.9], 2),
+                                                   ("uco", [0.1, 0.3, 1.0], 2), ("uco", [-0.1, 0.3, 0.5], 0)])
+def test_lambda_error_names_the_column_as_the_caller_counts_it(var_types, bw, column):
+    """Among all columns (var_types='cu' once said column 0 for column 1)."""
+    Q, X, y = _mixed_data(var_types, 40, seed=11)
+    with pytest.raises(ValueError, match=rf"column {column}\b"):
+        nadaraya.pool(Q, X, y, bandwidth=bw, var_types=var_types)
 
 
 # --- leave-one-out -------------------------------------------------------------------------------
@@ -298,3 +299,40 @@ def test_bad_categorical_kernel_is_refused_naming_it():
     Q, X, y = _mixed_data("cu", 20, seed=16)
     with pytest.raises(ValueError, match=r"categorical_kernel='racine'.*classic.*li-racine"):
         nadaraya.pool(Q, X, y, bandwidth=[0.3, 0.2], var_types="cu", categorical_kernel="racine")
+
+
+# --- far queries and properties ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["reference", "fused"])
+@pytest.mark.parametrize("ck", ["classic", "li-racine"])
+def test_far_queries_weigh_the_categories_in_the_log_domain(backend, ck):
+    """A query far from every key (Gaussian weights underflow): the nearest keys dominate, and
+    their categorical factors still count, exactly as the log-domain formula says."""
+    rng = np.random.default_rng(21)
+    n = 300
+    X = np.column_stack([rng.uniform(size=n), rng.integers(0, 3, n)]).astype(float)
+    y = rng.normal(size=n)
+    Q = np.array([[40.0, 0.0], [40.0, 2.0], [-35.0, 1.0], [0.5, 1.0]])
+    bw = np.array([0.05, 0.4])
+    got = nadaraya.pool(Q, X, y, bandwidth=bw, var_types="cu", categorical_kernel=ck, backend=backend)
+    log_cat = np.log(mixed_weights(Q, X, "cu", bw, "constant", ck))
+    logw = -0.5 * ((Q[:, None, 0] - X[None, :, 0]) / bw[0]) ** 2 + log_cat
+    w = np.exp(logw - logw.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(got, w @ y / w.sum(axis=1), rtol=1e-9)
+
+
+@pytest.mark.parametrize("degree", [0, 1])
+def test_mixed_invariant_to_row_order_and_integer_weights_repeat_rows(degree):
+    """Permuting the training rows changes nothing; integer sample weights (at least 1, so that
+    every category stays in the data and Aitchison-Aitken's c is the same) equal repeated rows."""
+    Q, X, y = _mixed_data("cuo", 70, seed=22)
+    bw = np.array([0.3, 0.4, 0.5])
+    kw = dict(bandwidth=bw, var_types="cuo", degree=degree)
+    base = nadaraya.pool(Q, X, y, **kw)
+    perm = np.random.default_rng(1).permutation(70)
+    np.testing.assert_allclose(nadaraya.pool(Q, X[perm], y[perm], **kw), base, rtol=1e-11)
+    reps = np.random.default_rng(2).integers(1, 4, size=70)
+    a = nadaraya.pool(Q, X, y, sample_weight=reps.astype(float), **kw)
+    b = nadaraya.pool(Q, np.repeat(X, reps, axis=0), np.repeat(y, reps), **kw)
+    np.testing.assert_allclose(a, b, rtol=1e-10)
