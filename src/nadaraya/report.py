@@ -1,8 +1,9 @@
 """The textbook study behind ``nadaraya demo``: bandwidth search, models, figures and the offline HTML report.
 
 :func:`textbook_study` replays the chapter on attention pooling by similarity (average pooling,
-each kernel at several bandwidths and at the cross-validated one, and the learnable models when
-PyTorch is installed); :func:`write_figures` draws it as PNG files; :func:`write_html` writes
+each kernel at several bandwidths and at the cross-validated one, local linear and local quadratic
+fits beside Nadaraya-Watson, and the learnable models when PyTorch is installed);
+:func:`write_figures` draws it as PNG files; :func:`write_html` writes
 one self-contained ``report.html`` (inline SVG, canvas and JavaScript; nothing is fetched) with
 a bandwidth slider and a kernel selector switching among precomputed states.
 """
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._plot_local import figure_local
 from ._report_html import _label, render_html, write_html
 from .datasets import Split, textbook
 from .kernels import names as kernel_names
@@ -30,7 +32,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEMO_BANDWIDTHS",
+    "DEMO_DEGREES",
     "DEMO_KERNELS",
+    "LOCAL_NAMES",
+    "LocalCurve",
     "Row",
     "Search",
     "Study",
@@ -39,6 +44,7 @@ __all__ = [
     "figure_bandwidth",
     "figure_fit",
     "figure_kernels",
+    "figure_local",
     "figure_training",
     "render_html",
     "textbook_study",
@@ -51,6 +57,13 @@ __all__ = [
 DEMO_KERNELS: tuple[str, ...] = ("constant", "gaussian", "boxcar", "triangular", "epanechnikov")
 #: The textbook's bandwidths.
 DEMO_BANDWIDTHS: tuple[float, ...] = (0.1, 0.2, 0.5, 1.0)
+#: Local polynomial degrees fitted beside Nadaraya-Watson (degree 0), Gaussian, bandwidth by CV.
+DEMO_DEGREES: tuple[int, ...] = (1, 2)
+#: What each degree of a local polynomial fit is called.
+LOCAL_NAMES: dict[int, str] = {0: "Nadaraya-Watson", 1: "local linear", 2: "local quadratic",
+                               3: "local cubic"}
+#: Points of the fine grid on which the local fits are drawn.
+LOCAL_GRID = 201
 #: Epochs of each learnable model of the demo.
 LEARN_EPOCHS = 60
 #: ``callback(done, total, description)`` after each unit of work.
@@ -146,6 +159,44 @@ class Row:
 
 
 @dataclass
+class LocalCurve:
+    """A local polynomial fit of the study (Gaussian kernel, bandwidth by leave-one-out CV).
+
+    Attributes
+    ----------
+    degree : int
+        0 is Nadaraya-Watson (local constant), 1 local linear, 2 local quadratic.
+    bandwidth : float
+        Chosen by :func:`nadaraya.select_bandwidth` ``(..., degree=degree)``.
+    x : ndarray of shape (g,)
+        A fine grid over the training and validation inputs, for drawing.
+    prediction : ndarray of shape (g,)
+        The fit at ``x``.
+    validation : ndarray of shape (m,)
+        The fit at the study's ``split.x_val``.
+    mse : float
+        Validation MSE.
+    kernel : str, default "gaussian"
+    """
+
+    degree: int
+    bandwidth: float
+    x: NDArray[np.float64]
+    prediction: NDArray[np.float64]
+    validation: NDArray[np.float64]
+    mse: float
+    kernel: str = "gaussian"
+
+    @property
+    def name(self) -> str:
+        """``"Nadaraya-Watson"``, ``"local linear"``, ``"local quadratic"``, ..."""
+        return LOCAL_NAMES.get(self.degree, f"degree {self.degree}")
+
+    def __repr__(self) -> str:
+        return f"LocalCurve({self.name!r}, h={self.bandwidth:.4g}, mse={self.mse:.4g})"
+
+
+@dataclass
 class Study:
     """Everything the demo computed: the data, the MSE table, the searches and the report states.
 
@@ -168,6 +219,8 @@ class Study:
         What was skipped and why.
     featured : tuple of str
         The kernels studied at the textbook's bandwidths (the others only at their CV choice).
+    local : dict of int -> LocalCurve
+        Local polynomial fits by degree, Nadaraya-Watson (0) first; empty when none was asked for.
     """
 
     split: Split
@@ -179,10 +232,12 @@ class Study:
     learned: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     featured: tuple[str, ...] = DEMO_KERNELS
+    local: dict[int, LocalCurve] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return (f"Study({self.split.name!r}, {len(self.rows)} rows, kernels={list(self.curves)}, "
-                f"{self.slider.size} slider positions, learned={list(self.learned)})")
+                f"{self.slider.size} slider positions, local degrees={list(self.local)}, "
+                f"learned={list(self.learned)})")
 
 
 def _train_learnable(
@@ -227,6 +282,7 @@ def textbook_study(
     slider: Sequence[float] | None = None,
     learnable: bool = True,
     every_kernel: bool = False,
+    degrees: Sequence[int] = DEMO_DEGREES,
     progress: ProgressCallback | None = None,
 ) -> Study:
     """Replay the textbook chapter on a data split and keep everything the figures and report need.
@@ -236,7 +292,9 @@ def textbook_study(
     and, for every bandwidth of the report's slider, the predictions at ``split.x_val`` and the
     attention weights. Predictions come from :func:`nadaraya.pool` and weights from
     :func:`nadaraya.attention_weights`, with ``empty="nearest"`` so that a compact kernel's
-    empty window takes its nearest training point.
+    empty window takes its nearest training point. Beside them, local polynomial fits of
+    ``degrees`` (Gaussian, each with its own CV bandwidth) and Nadaraya-Watson as the reference:
+    a row each in the table and :attr:`Study.local` for :func:`figure_local` and the report.
 
     Parameters
     ----------
@@ -252,6 +310,8 @@ def textbook_study(
     every_kernel : bool, default False
         Also study every other kernel of the registry: a row at its CV-selected bandwidth and
         its states for the report.
+    degrees : sequence of int, default (1, 2)
+        Local polynomial degrees to fit beside Nadaraya-Watson; empty for none.
     progress : callable, optional
         ``progress(done, total, description)``.
 
@@ -266,6 +326,8 @@ def textbook_study(
     [('average pooling', None), ('gaussian', 0.1), ('gaussian', 0.2)]
     >>> study.heatmaps["gaussian"].shape  # 0.2, 1 and the CV choice
     (3, 50, 50)
+    >>> [(r.model, r.note) for r in study.rows if r.model.startswith("local")][0]
+    ('local linear', 'gaussian, degree 1, selected by leave-one-out CV')
     """
     split = textbook() if split is None else split
     kernels = list(kernels)
@@ -273,7 +335,9 @@ def textbook_study(
     searched = [k for k in kernels + others if k != "constant"]
     base = np.concatenate([np.logspace(np.log10(0.05), np.log10(2.5), 25), np.asarray(bandwidths, float)]
                           if slider is None else [np.asarray(slider, float)])
+    degrees = [d for d in degrees if d != 0]
     done, total = 0, len(searched) + len(kernels + others) * (base.size + len(searched)) + 2 * bool(learnable)
+    total += len(degrees) + 1 if degrees else 0
 
     def tick(what: str) -> None:
         nonlocal done
@@ -301,6 +365,9 @@ def textbook_study(
     # the slider's positions: the given ones and every kernel's CV choice, so that it lands on each
     cvs = [float(sr.bandwidth[0]) for sr in searches.values()]
     slide = np.unique([float(f"{h:.6g}") for h in np.concatenate([base, cvs])])
+    local = _local_fits(split, degrees, searches.get("gaussian"), tick) if degrees else {}
+    rows += [Row(fit.name, fit.kernel, fit.bandwidth, fit.mse,
+                 f"{fit.kernel}, degree {d}, selected by leave-one-out CV") for d, fit in local.items() if d]
     total = done + len(kernels + others) * slide.size + 2 * bool(learnable)
     curves: dict[str, NDArray[np.float64]] = {}
     heatmaps: dict[str, NDArray[np.float64]] = {}
@@ -313,7 +380,31 @@ def textbook_study(
         for name, res in learned.items():
             mse_learned = float(np.mean((res["prediction"] - split.y_val) ** 2))
             rows.append(Row(name, "learned", res["bandwidth"], mse_learned, "trained by gradient descent"))
-    return Study(split, rows, searches, slide, curves, heatmaps, learned, notes, tuple(kernels))
+    return Study(split, rows, searches, slide, curves, heatmaps, learned, notes, tuple(kernels), local)
+
+
+def _local_fits(
+    split: Split, degrees: Sequence[int], nw: Search | None, tick: Callable[[str], None]
+) -> dict[int, LocalCurve]:
+    """Nadaraya-Watson and the local polynomial fits of ``degrees``, Gaussian, each at its CV bandwidth
+    (Nadaraya-Watson's from ``nw`` when the study searched it already)."""
+    from .bandwidth import select_bandwidth
+
+    lo = min(float(split.x_train.min()), float(split.x_val.min()))
+    hi = max(float(split.x_train.max()), float(split.x_val.max()))
+    grid = np.linspace(lo, hi, LOCAL_GRID)
+    out: dict[int, LocalCurve] = {}
+    for d in (0, *sorted(set(degrees))):
+        if d == 0 and nw is not None:
+            h = float(nw.bandwidth[0])
+        else:
+            h = float(select_bandwidth(split.x_train, split.y_train, degree=d).bandwidth[0])
+        at: dict[str, Any] = {"bandwidth": h, "degree": d, "empty": "nearest"}
+        val = pool(split.x_val, split.x_train, split.y_train, **at)
+        out[d] = LocalCurve(d, h, grid, pool(grid, split.x_train, split.y_train, **at), val,
+                            float(np.mean((val - split.y_val) ** 2)))
+        tick(f"local fit ({LOCAL_NAMES.get(d, d)})")
+    return out
 
 
 def _states(
@@ -465,7 +556,7 @@ def figure_training(study: Study) -> Figure:
 
 
 def write_figures(study: Study, out_dir: str | os.PathLike[str], *, dpi: int = 110) -> list[Path]:
-    """Draw the study as PNG files in ``out_dir``: kernels, fits, attention, CV curves, training.
+    """Draw the study as PNG files in ``out_dir``: kernels, fits, local fits, attention, CV curves, training.
 
     Parameters
     ----------
@@ -483,7 +574,7 @@ def write_figures(study: Study, out_dir: str | os.PathLike[str], *, dpi: int = 1
     >>> import tempfile
     >>> study = textbook_study(kernels=["gaussian"], slider=[0.5], learnable=False)
     >>> [p.name for p in write_figures(study, tempfile.mkdtemp())]
-    ['kernels.png', 'fit.png', 'attention.png', 'bandwidth.png']
+    ['kernels.png', 'fit.png', 'fit_local.png', 'attention.png', 'bandwidth.png']
     """
     from . import plot
 
@@ -493,8 +584,10 @@ def write_figures(study: Study, out_dir: str | os.PathLike[str], *, dpi: int = 1
     figures: list[tuple[str, Figure]] = [
         ("kernels.png", figure_kernels(study)),
         ("fit.png", figure_fit(study, kernel)),
-        ("attention.png", figure_attention(study, kernel)),
     ]
+    if {0, 1} <= set(study.local):
+        figures.append(("fit_local.png", figure_local(study)))
+    figures.append(("attention.png", figure_attention(study, kernel)))
     if any(k in study.searches for k in study.featured):
         figures.append(("bandwidth.png", figure_bandwidth(study)))
     if study.learned:
