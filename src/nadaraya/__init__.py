@@ -9,6 +9,8 @@ from ._config import config_context, get_config, set_config
 from .pooling import EmptyWindowWarning, attention_weights, loo_pool, pool
 
 if TYPE_CHECKING:
+    from ._fit import SingularFitWarning
+    from ._summary import FitSummary
     from .estimator import NadarayaWatson
     from .nn import AttentionPoolingRegressor
 
@@ -17,7 +19,9 @@ from ._version import __version__
 __all__ = [
     "AttentionPoolingRegressor",
     "EmptyWindowWarning",
+    "FitSummary",
     "NadarayaWatson",
+    "SingularFitWarning",
     "__version__",
     "attention_weights",
     "config_context",
@@ -38,6 +42,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "AttentionPoolingRegressor": ("nadaraya.nn._regressor", "AttentionPoolingRegressor"),
     "load": ("nadaraya.persist", "load"),
     "select_bandwidth": ("nadaraya.bandwidth", "select_bandwidth"),
+    "SingularFitWarning": ("nadaraya._fit", "SingularFitWarning"),
+    "FitSummary": ("nadaraya._summary", "FitSummary"),
 }
 
 

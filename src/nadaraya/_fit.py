@@ -40,6 +40,9 @@ class SingularFitWarning(UserWarning):
     """Some queries' local polynomial systems were singular: they got a lower degree."""
 
 
+SingularFitWarning.__module__ = "nadaraya"  # public as nadaraya.SingularFitWarning (warning filters)
+
+
 def as_degree(degree: Any) -> int:
     """A polynomial degree, 0 to :data:`MAX_DEGREE`.
 

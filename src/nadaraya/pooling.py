@@ -304,11 +304,11 @@ def pool(
         Nadaraya-Watson (the weighted mean), 1 local linear, 2 local quadratic (up to 3); the
         prediction is the fit's intercept. Local terms use the continuous columns only. A
         singular local system falls back to the highest regular lower degree, with one
-        :class:`~nadaraya._fit.SingularFitWarning` per call (rules: :mod:`nadaraya._local`).
+        :class:`SingularFitWarning` per call (the rule: the guide's local-fits page).
     var_types : str, optional
         One letter per column: ``"c"`` continuous, ``"o"`` ordered, ``"u"`` unordered
         categorical (default all continuous). A categorical column's ``bandwidth`` entry is its
-        ``lambda`` (kernels and ranges: :mod:`nadaraya._mixed`).
+        ``lambda`` (the kernels and their ranges: the guide's local-fits page).
     categorical_kernel : {"classic", "li-racine"}, default "classic"
         Wang-van Ryzin (ordered) and Aitchison-Aitken (unordered), or Li-Racine's for both.
 

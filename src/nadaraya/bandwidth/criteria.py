@@ -475,7 +475,7 @@ def score_bandwidth(
     degree, var_types, categorical_kernel
         The local polynomial fit and the column types, as for :func:`nadaraya.pool` (a
         categorical column's ``bandwidth`` entry is its ``lambda``); how the criteria read
-        them: :mod:`nadaraya.bandwidth.local`.
+        them: the guide's local-fits page.
 
     Returns
     -------

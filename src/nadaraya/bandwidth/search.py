@@ -193,7 +193,7 @@ def select_bandwidth(
         bar; see :func:`reporting` for searches run by ``NadarayaWatson.fit``.
     degree, var_types, categorical_kernel
         As for :func:`nadaraya.pool`. Categorical columns get their own bandwidth or
-        ``lambda``, chosen jointly with the others (:mod:`nadaraya.bandwidth.local`).
+        ``lambda``, chosen jointly with the others (the guide's local-fits page).
 
     Returns
     -------
