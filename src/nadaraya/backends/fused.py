@@ -58,6 +58,8 @@ from .. import _threads
 from .._jit import exp_flushed, generated, run_ranges
 from ..kernels import Kernel
 from ..partials import Partials
+from . import _fused_moments
+from ._fused_moments import block_moments, block_values
 
 __all__ = ["KEY_BLOCK", "KINDS", "partials", "supports"]
 
@@ -285,22 +287,49 @@ def _block_exp_sum_impl(kind, nf, src, q, i, kt, f0, k0, inv_h, v0, top, row, nb
     return _generated(nf, "exp_sum")
 
 
-def _compile(kind: int, nf: int):  # type: ignore[no-untyped-def]
+def _block_exp_linear(kind, nf, src, q, i, kt, f0, k0, inv_h, v0, top, row, nb, p, out):  # type: ignore[no-untyped-def]
+    """:func:`_block_exp_sum` with the block's degree-1 moment sums in the same loop (into
+    ``out``, see :func:`~nadaraya.backends._fused_moments.exp_linear_source`); compiled only."""
+    raise NotImplementedError("only callable from jitted code")
+
+
+_GENERATED_LINEAR: dict[int, dict[str, Any]] = {}
+#: the most features whose degree-1 sums share the exponentials' loop: one thread, 2048 keys,
+#: weights then sums / both in one loop, ns a pair: 1.04 / 0.97 at d = 1, 1.22 / 1.25 at d = 2,
+#: 2.3 / 2.9 at d = 5 (25 sums then crowd the exponential's registers)
+_FUSE_LINEAR = 2
+
+
+@numba.extending.overload(_block_exp_linear, **_OVERLOAD)
+def _block_exp_linear_impl(kind, nf, src, q, i, kt, f0, k0, inv_h, v0, top, row, nb, p, out):  # type: ignore[no-untyped-def]
+    names = {"_term": _term, "exp_flushed": exp_flushed}
+    namespace = generated(_GENERATED_LINEAR, nf, _fused_moments.exp_linear_source, "exp and moments", names)
+    return None if namespace is None else namespace["exp_linear"]
+
+
+def _compile(kind: int, nf: int, degree: int = 0, md: int = 0):  # type: ignore[no-untyped-def]
     """The fused loop specialised to one kernel and, for log-domain kernels, to the number of
     features ``nf`` whose terms the one-pass loop computes in registers (the last ``nf``; any
     others go through the scratch row first). ``kind`` and ``nf`` are frozen closure constants,
-    so numba folds the other kernels' branches away, and its on-disk cache keys on the values."""
+    so numba folds the other kernels' branches away, and its on-disk cache keys on the values.
+    ``degree`` > 0 adds the moment sums of a local polynomial of that degree, summed from the
+    block's weights by :func:`~nadaraya.backends._fused_moments.block_moments` (``md``: its
+    generated loop's number of features, 0 for its general walk); at 0 that branch is pruned.
+    Where the one-pass loop takes every feature (at most :data:`_FUSE_LINEAR`), degree 1 sums in
+    that loop itself (``fuse``)."""
     log_domain = kind < _N_LOG
+    fuse = degree == 1 and kind in _SPECIALISED and 0 < md == nf <= _FUSE_LINEAR
 
     @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH_MAX)
-    def task(q, kt, vt, inv_h, key_weight, exclude, lo, hi, kw_top, q0, q1, shift, weight, value):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    def task(q, kt, vt, inv_h, key_weight, exclude, lo, hi, kw_top, walk, q0, q1, shift, weight, value, mom):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
         """Accumulate every key into the partials of queries ``q0:q1`` (updated in place).
 
         q (m, d), kt (d, n) and vt (p, n) float64 C-contiguous; ``key_weight`` (n,) is
         ``log sample_weight`` for log-domain kinds and ``sample_weight`` otherwise; ``exclude``
         (m,) int64 key index per query (-1: none); lo, hi (d, blocks) each key block's bounding
-        box and kw_top (blocks,) its largest key weight (log-domain kinds);
-        shift (m,), weight (m,), value (m, p).
+        box and kw_top (blocks,) its largest key weight (log-domain kinds); ``walk`` the moment
+        sums' table (:func:`~nadaraya.backends._fused_moments.table`); shift (m,), weight (m,),
+        value (m, p), mom (m, width) the flat moment sums (width 0 at degree 0).
         """
         d = q.shape[1]
         n = kt.shape[1]
@@ -308,6 +337,10 @@ def _compile(kind: int, nf: int):  # type: ignore[no-untyped-def]
         buf = np.empty(KEY_BLOCK, dtype=np.float64)
         row = np.empty(KEY_BLOCK, dtype=np.float64) if log_domain else buf  # the block's weights
         kwb = np.empty(KEY_BLOCK, dtype=np.float64)  # this task's copy of the block's key weights
+        if degree > 0:  # the moment sums' scratch rows and one block's flat sums
+            us = np.empty((d, KEY_BLOCK), dtype=np.float64)
+            ps = np.empty((2 * degree + 1, KEY_BLOCK), dtype=np.float64)
+            msum = np.empty(mom.shape[1], dtype=np.float64)
         for k0 in range(0, n, KEY_BLOCK):
             nb = min(n, k0 + KEY_BLOCK) - k0
             b = k0 // KEY_BLOCK
@@ -342,13 +375,21 @@ def _compile(kind: int, nf: int):  # type: ignore[no-untyped-def]
                         redo = tries >= 32 and 2 * redone > tries
                         if not redo:
                             tries += 1
-                            s, acc0 = _block_exp_sum(kind, nf, src, q, i, kt, f0, k0, inv_h, v0, top, row, nb)
+                            if fuse:
+                                s, acc0 = _block_exp_linear(kind, nf, src, q, i, kt, f0, k0, inv_h, v0, top,
+                                                            row, nb, p, msum)
+                            else:
+                                s, acc0 = _block_exp_sum(kind, nf, src, q, i, kt, f0, k0, inv_h, v0, top,
+                                                         row, nb)
                             # a bound far above the true maximum may have flushed terms that matter
                             redo = s < _REDO
                             redone += redo
                         if redo:
                             top = _block_top(kind, nf, src, q, i, kt, f0, k0, inv_h, nb)
-                            if top != -np.inf:
+                            if top != -np.inf and fuse:
+                                s, acc0 = _block_exp_linear(kind, nf, src, q, i, kt, f0, k0, inv_h, v0, top,
+                                                            row, nb, p, msum)
+                            elif top != -np.inf:
                                 s, acc0 = _block_exp_sum(kind, nf, src, q, i, kt, f0, k0, inv_h, v0, top, row,
                                                          nb)
                     if top == -np.inf:
@@ -382,11 +423,18 @@ def _compile(kind: int, nf: int):  # type: ignore[no-untyped-def]
                     for j in range(nb):
                         acc += row[j] * vc[j]
                     value[i, c] = value[i, c] * scale_old + acc * scale_new
+                if degree > 0:
+                    if not fuse:
+                        block_moments(md, row, kt, vt, q, i, k0, nb, us, ps, walk, msum)
+                    elif p > 1:
+                        block_values(md, row, kt, vt, q, i, k0, nb, msum)
+                    for t in range(msum.size):
+                        mom[i, t] = mom[i, t] * scale_old + msum[t] * scale_new
 
     return task
 
 
-_LOOPS: dict[tuple[int, int], Any] = {}
+_LOOPS: dict[tuple[int, ...], Any] = {}
 
 
 def _features_in_registers(kind: int, d: int) -> int:
@@ -431,10 +479,14 @@ def partials(
     bandwidth: NDArray[np.floating],
     sample_weight: NDArray[np.floating] | None = None,
     exclude: NDArray[np.integer] | None = None,
+    moments: int = 0,
 ) -> Partials:
     """Exact partial sums of every query over every key, on all cores.
 
-    Same arguments and result as :func:`nadaraya.backends.reference.partials`.
+    Same arguments and result as :func:`nadaraya.backends.reference.partials`. With
+    ``moments=r > 0`` each block's weights also feed the moment sums of a local polynomial of
+    degree ``r`` (in the order of :func:`nadaraya.backends.reference.moment_shapes`), merged
+    under the same shift; ``moments=0`` runs the plain loop.
 
     Examples
     --------
@@ -444,7 +496,12 @@ def partials(
     >>> p = partials(np.array([[2.5]]), x, v, kernel=get("gaussian"), bandwidth=np.ones(1))
     >>> round(float(p.finalize()[0, 0]), 2)
     4.27
+    >>> p = partials(np.array([[2.5]]), x, v, kernel=get("gaussian"), bandwidth=np.ones(1), moments=1)
+    >>> [s.shape for s in p.moments]
+    [(1, 1), (1, 1, 1), (1, 1, 1)]
     """
+    if isinstance(moments, bool) or not isinstance(moments, int | np.integer) or moments < 0:
+        raise ValueError(f"moments must be a non-negative int (a polynomial degree); got {moments!r}")
     if not supports(kernel, queries.shape[1]):
         raise ValueError(
             f"kernel={kernel.name!r} has no compiled loop in the fused backend; "
@@ -471,19 +528,26 @@ def partials(
     weight = np.zeros(m)
     value = np.zeros((m, p))
     kind = KINDS[kernel.name]
-    key = (kind, _features_in_registers(kind, queries.shape[1]))
+    d = queries.shape[1]
+    degree = int(moments)
+    md = d if degree == 1 and d <= _fused_moments.MAX_GENERATED else 0
+    key = (kind, _features_in_registers(kind, d)) + ((degree, md) if degree else ())
     if key not in _LOOPS:
         _LOOPS[key] = _compile(*key)
     lo, hi, kw_top = _block_bounds(kt, key_weight)
-    run_ranges(_LOOPS[key], (q, kt, vt, inv_h, key_weight, ex, lo, hi, kw_top), m, (shift, weight, value))
+    walk = _fused_moments.table(degree, d, p)
+    mom = np.zeros((m, _fused_moments.width(degree, d, p)))
+    run_ranges(_LOOPS[key], (q, kt, vt, inv_h, key_weight, ex, lo, hi, kw_top, walk), m,
+               (shift, weight, value, mom))
     if dtype != f64:
         # the weight may be as small as exp(-300) (the shift is an upper bound, not the maximum):
         # move its binary exponent into the shift, exactly, before rounding to float32
         mant, expo = np.frexp(weight)
         shift = np.where(weight > 0, shift + expo * math.log(2.0), shift)
         value = np.ldexp(value, -expo[:, None])
+        mom = np.ldexp(mom, -expo[:, None]) if degree else mom
         weight = mant
         with np.errstate(over="ignore"):  # a far query's shift may pass float32's range: -inf,
             shift = shift.astype(dtype)  # and pooling recomputes such queries (FAR_LOG_WEIGHT)
-        return Partials(shift, weight.astype(dtype), value.astype(dtype))
-    return Partials(shift, weight, value)
+        weight, value, mom = weight.astype(dtype), value.astype(dtype), mom.astype(dtype)
+    return Partials(shift, weight, value, _fused_moments.expand(mom, degree, d, p) if degree else ())
