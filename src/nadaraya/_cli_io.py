@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ._files import same_file
+from ._files import atomic_write, same_file
 
 _CSV = (".csv", ".txt", ".tsv")
 _PARQUET = (".parquet", ".pq")
@@ -73,10 +73,8 @@ def _split_names(names: list[str]) -> list[str]:
     return out
 
 
-def _column(table: Any, name: str, path: Path) -> np.ndarray:
-    """One column as float64 with NaN for missing values; BadInput naming it when it is missing or text."""
-    import pyarrow as pa
-
+def _find(table: Any, name: str, path: Path) -> Any:
+    """The column named so; BadInput naming it when it is missing or ambiguous."""
     if name not in table.column_names:
         close = difflib.get_close_matches(name, table.column_names, n=1, cutoff=0.5)
         hint = f"; did you mean '{close[0]}'?" if close else f"; columns are: {', '.join(table.column_names)}"
@@ -87,7 +85,14 @@ def _column(table: Any, name: str, path: Path) -> np.ndarray:
             f"column '{name}' is ambiguous: '{path}' has {len(where)} columns named so (columns "
             f"{', '.join(map(str, where))}); rename them so that each name is unique"
         )
-    col = table.column(name)
+    return table.column(name)
+
+
+def _column(table: Any, name: str, path: Path) -> np.ndarray:
+    """One column as float64 with NaN for missing values; BadInput naming it when it is missing or text."""
+    import pyarrow as pa
+
+    col = _find(table, name, path)
     t = col.type
     numeric = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
     if not (numeric or pa.types.is_null(t)):
@@ -108,12 +113,19 @@ def _is_number(v: Any) -> bool:
 
 
 def select_columns(
-    table: Any, names: list[str], path: Path, *, dropna: bool, keep: np.ndarray | None = None
+    table: Any,
+    names: list[str],
+    path: Path,
+    *,
+    dropna: bool,
+    keep: np.ndarray | None = None,
+    encoded: dict[str, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The named columns as an (n, k) float array and the mask of rows kept.
 
     Rows with a missing value raise BadInput naming the first row numbers (1 = the first data
-    row), unless ``dropna`` drops them.
+    row), unless ``dropna`` drops them. Columns in ``encoded`` (categorical columns, from
+    :func:`encode_categories` or :func:`apply_categories`) are taken from there.
 
     Examples
     --------
@@ -123,7 +135,8 @@ def select_columns(
     >>> a.tolist(), kept.tolist()
     ([[1.0, 4.0], [3.0, 6.0]], [True, False, True])
     """
-    arr = np.column_stack([_column(table, n, path) for n in names])
+    encoded = encoded or {}
+    arr = np.column_stack([encoded[n] if n in encoded else _column(table, n, path) for n in names])
     ok = np.isfinite(arr).all(axis=1) if keep is None else keep
     if keep is None and not ok.all():
         bad = np.nonzero(~ok)[0]
@@ -137,6 +150,119 @@ def select_columns(
     if not ok.any():
         raise BadInput(f"no rows of '{path}' are left after dropping those with missing values")
     return arr[ok], ok
+
+
+def var_types_of(
+    features: list[str], ordered: list[str] | None, categorical: list[str] | None
+) -> tuple[str | None, dict[str, str]]:
+    """``var_types`` for the features from ``--ordered`` and ``--categorical`` (None when every
+    feature is continuous) and the categorical columns' kinds; BadInput for a name that is not
+    a feature or is in both.
+
+    Examples
+    --------
+    >>> var_types_of(["x", "colour", "size"], ["size"], ["colour"])
+    ('cuo', {'colour': 'u', 'size': 'o'})
+    """
+    kinds: dict[str, str] = {}
+    for flag, names, kind in (("--ordered", ordered, "o"), ("--categorical", categorical, "u")):
+        for name in _split_names(names) if names else []:
+            if name not in features:
+                raise BadInput(
+                    f"{flag} '{name}' is not one of the feature columns (--x): {', '.join(features)}"
+                )
+            if kinds.get(name, kind) != kind:
+                raise BadInput(f"column '{name}' is given both --ordered and --categorical; choose one")
+            kinds[name] = kind
+    if not kinds:
+        return None, {}
+    vt = "".join(kinds.get(name, "c") for name in features)
+    return vt, {name: kinds[name] for name in features if name in kinds}
+
+
+def _is_text(column: Any) -> bool:
+    import pyarrow as pa
+
+    t = column.type
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_dictionary(t))
+
+
+def _strings(column: Any) -> list[str | None]:
+    import pyarrow as pa
+
+    return column.cast(pa.string()).to_pylist()  # type: ignore[no-any-return]
+
+
+def encode_categories(
+    table: Any, kinds: dict[str, str], path: Path
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The categorical columns (``kinds``: name -> ``"o"`` or ``"u"``) as numbers, and the labels
+    of those encoded from text.
+
+    A numeric column is taken as it is (its values are the category codes; ordered columns
+    use their differences). An unordered text column is encoded for the user: its distinct
+    values sorted, the j-th coded j (missing values stay missing). An ordered text column is
+    refused: sorted text is not the order of the categories (``"high" < "low" < "medium"``).
+
+    Examples
+    --------
+    >>> import pyarrow as pa, pathlib
+    >>> t = pa.table({"colour": ["red", "blue", None, "red"], "size": [1, 2, 3, 1]})
+    >>> cols, labels = encode_categories(t, {"colour": "u", "size": "o"}, pathlib.Path("t.csv"))
+    >>> cols["colour"].tolist(), labels["colour"].tolist(), sorted(labels)
+    ([1.0, 0.0, nan, 1.0], ['blue', 'red'], ['colour'])
+    """
+    columns: dict[str, np.ndarray] = {}
+    labels: dict[str, np.ndarray] = {}
+    for name, kind in kinds.items():
+        col = _find(table, name, path)
+        if not _is_text(col):
+            columns[name] = _column(table, name, path)
+            continue
+        values = _strings(col)
+        distinct = sorted({v for v in values if v is not None})
+        if kind == "o":
+            shown = ", ".join(repr(v) for v in distinct[:4]) + (", ..." if len(distinct) > 4 else "")
+            raise BadInput(
+                f"column '{name}' is ordered (--ordered) but holds text ({shown}): ordered categories "
+                "need numbers in their order, whose differences the Wang-van Ryzin kernel uses "
+                "(e.g. low=0, medium=1, high=2); encode them so, or pass the column with "
+                "--categorical if its categories have no order"
+            )
+        code = {v: float(j) for j, v in enumerate(distinct)}
+        columns[name] = np.array([np.nan if v is None else code[v] for v in values], dtype=np.float64)
+        labels[name] = np.array(distinct, dtype=object)
+    return columns, labels
+
+
+def apply_categories(
+    table: Any, labels: dict[str, np.ndarray], path: Path
+) -> tuple[dict[str, np.ndarray], dict[str, list[str]]]:
+    """The text columns a model encoded at fit time, coded by its ``labels`` (``category_labels_``),
+    and per column the values not seen in training.
+
+    A value not among the labels gets the code -1, which no training category has: it is
+    "different" from every training category, and its weights follow the unordered kernel's
+    formula (as for an unseen number). Missing values stay missing.
+
+    Examples
+    --------
+    >>> import pyarrow as pa, pathlib
+    >>> t = pa.table({"colour": ["red", "green"]})
+    >>> cols, unseen = apply_categories(t, {"colour": np.array(["blue", "red"])}, pathlib.Path("t.csv"))
+    >>> cols["colour"].tolist(), unseen
+    ([1.0, -1.0], {'colour': ['green']})
+    """
+    columns: dict[str, np.ndarray] = {}
+    unseen: dict[str, list[str]] = {}
+    for name, known in labels.items():
+        code = {str(v): float(j) for j, v in enumerate(known)}
+        values = _strings(_find(table, name, path))
+        columns[name] = np.array([np.nan if v is None else code.get(v, -1.0) for v in values])
+        new = sorted({v for v in values if v is not None and v not in code})
+        if new:
+            unseen[name] = new
+    return columns, unseen
 
 
 def _check_writable(path: Path, what: str) -> None:
@@ -206,3 +332,54 @@ def _pa_array(values: np.ndarray) -> Any:
     import pyarrow as pa
 
     return pa.array(values, type=pa.float64())
+
+
+def _bandwidth(text: str) -> Any:
+    """A bandwidth option: a rule name, one number, or one number per feature separated by commas."""
+    if text.strip().lower() in ("scott", "silverman", "cv", "aicc"):
+        return text.strip().lower()
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise BadInput(
+            f"--bandwidth {text!r} is not valid; give a number, numbers separated by commas "
+            "(one per feature), or one of scott, silverman, cv, aicc"
+        ) from None
+    return values[0] if len(values) == 1 else values
+
+
+def _check_degree(degree: int) -> None:
+    from ._fit import MAX_DEGREE
+
+    if not 0 <= degree <= MAX_DEGREE:
+        raise BadInput(f"--degree {degree} is not valid; choose 0 (Nadaraya-Watson), 1 (local linear), "
+                       f"2 (local quadratic) or up to {MAX_DEGREE}")
+
+
+def _bandwidths(names: list[str], h: Any, vt: str | None, digits: int = 4) -> str:
+    """``x=0.1, lambda colour=0.05``: each feature's bandwidth, or its lambda when categorical."""
+    return ", ".join(f"{'lambda ' if vt and vt[j] != 'c' else ''}{n}={v:.{digits}g}"
+                     for j, (n, v) in enumerate(zip(names, h)))
+
+
+def _write_demo_data(split: Any, folder: Path) -> list[Path]:
+    """The demo's data as CSV files, for the other commands: the textbook's training points
+    (``x``, ``y``), its validation inputs with the true function (``x``, ``truth``), and
+    scikit-learn's diabetes data (ten features and ``progression``)."""
+    import pyarrow as pa
+    from pyarrow import csv
+
+    from .datasets import diabetes
+
+    d = diabetes()
+    tables = {
+        "textbook.csv": pa.table({"x": split.x_train, "y": split.y_train}),
+        "textbook-validation.csv": pa.table({"x": split.x_val, "truth": split.y_val}),
+        "diabetes.csv": pa.table({**dict(zip(d.feature_names, d.X.T)), d.target_name: d.y}),
+    }
+    paths = []
+    for name, table in tables.items():
+        with atomic_write(folder / name, "wb") as f:
+            csv.write_csv(table, f)
+        paths.append(folder / name)
+    return paths

@@ -30,6 +30,9 @@ from typer.core import TyperCommand, TyperGroup
 
 from ._cli_io import (
     BadInput,
+    _bandwidth,
+    _bandwidths,
+    _check_degree,
     _check_writable,
     _load_model,
     _pa_array,
@@ -37,8 +40,12 @@ from ._cli_io import (
     _refuse_overwrite,
     _split_names,
     _table_writer,
+    _write_demo_data,
+    apply_categories,
+    encode_categories,
     read_table,
     select_columns,
+    var_types_of,
 )
 from ._files import atomic_write, missing_folders, remove_created
 from ._validation import EMPTY_POLICIES
@@ -214,20 +221,6 @@ def _search_steps(
     return step
 
 
-def _bandwidth(text: str) -> Any:
-    """A bandwidth option: a rule name, one number, or one number per feature separated by commas."""
-    if text.strip().lower() in ("scott", "silverman", "cv", "aicc"):
-        return text.strip().lower()
-    try:
-        values = [float(v) for v in text.split(",")]
-    except ValueError:
-        raise BadInput(
-            f"--bandwidth {text!r} is not valid; give a number, numbers separated by commas "
-            "(one per feature), or one of scott, silverman, cv, aicc"
-        ) from None
-    return values[0] if len(values) == 1 else values
-
-
 # flags take no value: metavar="" keeps the help from suggesting one (`--dropna <bool>` read as
 # `--dropna true`, which typer refuses)
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or notes.", metavar="")]
@@ -237,6 +230,13 @@ DropNA = Annotated[
 XCols = Annotated[list[str], typer.Option("--x", "-x", help="Feature columns (repeat, or comma-separated).")]
 YCols = Annotated[list[str], typer.Option("--y", "-y", help="Target column(s).")]
 DataArg = Annotated[Path, typer.Argument(help="A .csv, .tsv or .parquet file.", show_default=False)]
+Degree = Annotated[int, typer.Option(
+    "--degree", help="Local polynomial degree: 0 Nadaraya-Watson, 1 local linear, 2 local quadratic.")]
+Ordered = Annotated[list[str] | None, typer.Option(
+    "--ordered", help="Ordered categorical feature columns (comma-separated): numbers in their order.")]
+Categorical = Annotated[list[str] | None, typer.Option(
+    "--categorical", help="Unordered categorical feature columns (comma-separated); text is encoded "
+    "(sorted values -> 0, 1, ...) and the encoding saved with the model.")]
 
 
 #: the fewest training points the demo's leave-one-out cross-validation can use
@@ -325,29 +325,6 @@ def demo(
     console.print(f"and the data, for trying the other commands: {', '.join(p.name for p in data)}")
 
 
-def _write_demo_data(split: Any, folder: Path) -> list[Path]:
-    """The demo's data as CSV files, for the other commands: the textbook's training points
-    (``x``, ``y``), its validation inputs with the true function (``x``, ``truth``), and
-    scikit-learn's diabetes data (ten features and ``progression``)."""
-    import pyarrow as pa
-    from pyarrow import csv
-
-    from .datasets import diabetes
-
-    d = diabetes()
-    tables = {
-        "textbook.csv": pa.table({"x": split.x_train, "y": split.y_train}),
-        "textbook-validation.csv": pa.table({"x": split.x_val, "truth": split.y_val}),
-        "diabetes.csv": pa.table({**dict(zip(d.feature_names, d.X.T)), d.target_name: d.y}),
-    }
-    paths = []
-    for name, table in tables.items():
-        with atomic_write(folder / name, "wb") as f:
-            csv.write_csv(table, f)
-        paths.append(folder / name)
-    return paths
-
-
 @app.command(
     cls=_Command,
     epilog="Example: nadaraya fit demo-output/textbook.csv -x x -y y --bandwidth cv --model model.npz",
@@ -372,10 +349,17 @@ def fit(
         typer.Option(help="What a query with no training point in a compact kernel's window predicts: "
                      "nearest, nan, mean or raise."),
     ] = "nearest",
+    degree: Degree = 0,
+    ordered: Ordered = None,
+    categorical: Categorical = None,
     dropna: DropNA = False,
     quiet: Quiet = False,
 ) -> None:
-    """Fit a Nadaraya-Watson model on columns of a CSV or Parquet file and save it safely."""
+    """Fit a Nadaraya-Watson model on columns of a CSV or Parquet file and save it safely.
+
+    With --categorical, text columns are encoded for you: their distinct values sorted and
+    numbered 0, 1, ...; the encoding is saved with the model and applied by predict (a value
+    not seen in training counts as a category different from every training one)."""
     from .bandwidth.search import reporting
     from .estimator import NadarayaWatson
     from .kernels import get as get_kernel
@@ -385,22 +369,29 @@ def fit(
     if empty not in EMPTY_POLICIES:
         raise BadInput(f"--empty {empty!r} is not valid; choose one of {', '.join(EMPTY_POLICIES)}")
     bw = _bandwidth(bandwidth)
+    _check_degree(degree)
+    xs, ys = _split_names(x), _split_names(y)
+    vt, kinds = var_types_of(xs, ordered, categorical)
     _check_writable(model, "the model")
     table = read_table(data)
-    xs, ys = _split_names(x), _split_names(y)
-    both, _ = select_columns(table, xs + ys, data, dropna=dropna)
+    encoded, labels = encode_categories(table, kinds, data)
+    both, _ = select_columns(table, xs + ys, data, dropna=dropna, encoded=encoded)
     X, Y = both[:, : len(xs)], both[:, len(xs) :]
     Y = Y[:, 0] if len(ys) == 1 else Y
     with _library_errors(xs), _clean_warnings(quiet, xs), _progress(quiet, "fitting") as update:
         update(0, None, "fitting")
         with reporting(_search_steps(update, f"fitting, {bw} search" if bw in ("cv", "aicc") else "fitting")):
-            est = NadarayaWatson(kernel=kernel, bandwidth=bw, empty=empty).fit(X, Y)
+            est = NadarayaWatson(kernel=kernel, bandwidth=bw, empty=empty, degree=degree,
+                                 var_types=vt).fit(X, Y)
     est.feature_names_in_ = np.asarray(xs, dtype=object)
     est.target_names_ = ys
+    if labels:
+        est.category_labels_ = labels
     est.save(model)  # atomically
     if not quiet:
-        h = ", ".join(f"{n}={v:.4g}" for n, v in zip(xs, est.bandwidth_))
-        _console().print(f"fitted on {X.shape[0]} rows; kernel {kernel}, bandwidth {h}; saved {model}")
+        h = _bandwidths(xs, est.bandwidth_, vt)
+        _console().print(f"fitted on {X.shape[0]} rows; kernel {kernel}, degree {degree}, bandwidth {h}; "
+                         f"saved {model}")
 
 
 @app.command(
@@ -428,11 +419,16 @@ def predict(
     if not names:
         raise BadInput(f"model '{model}' does not record its feature columns; fit it with `nadaraya fit`")
     table = read_table(data)
-    X, kept = select_columns(table, names, data, dropna=dropna)
+    encoded, unseen = apply_categories(table, getattr(est, "category_labels_", None) or {}, data)
+    X, kept = select_columns(table, names, data, dropna=dropna, encoded=encoded)
     parts = []
     step = max(1, int(2e7 // max(1, est.X_fit_.shape[0])))
     with _progress(quiet, "predicting") as update, _library_errors(names), _clean_warnings(quiet, names):
         warnings.filterwarnings("ignore", message="X does not have valid feature names")
+        for name, new in unseen.items():
+            shown = ", ".join(map(repr, new[:3])) + (", ..." if len(new) > 3 else "")
+            warnings.warn(f"column '{name}' holds values not seen in training ({shown}): each counts as "
+                          "a category different from every training one (the kernel's formula)", stacklevel=1)
         for start in range(0, X.shape[0], step):
             parts.append(est.predict(X[start : start + step]))
             update(min(start + step, X.shape[0]), X.shape[0], "predicting")
@@ -468,6 +464,9 @@ def select(
     ] = False,
     kernel: Annotated[str, typer.Option("--kernel", "-k", help="Kernel name.")] = "gaussian",
     plot: Annotated[Path | None, typer.Option(help="Also draw the search as a PNG file.")] = None,
+    degree: Degree = 0,
+    ordered: Ordered = None,
+    categorical: Categorical = None,
     dropna: DropNA = False,
     quiet: Quiet = False,
 ) -> None:
@@ -478,27 +477,30 @@ def select(
     get_kernel(kernel)
     if method not in ("cv", "aicc"):
         raise BadInput(f"--method {method!r} is not valid; choose cv or aicc")
+    _check_degree(degree)
+    xs, ys = _split_names(x), _split_names(y)
+    vt, kinds = var_types_of(xs, ordered, categorical)
     if plot is not None:
         _refuse_overwrite({"--plot": plot}, {"the data file": data})
         _plot_format(plot)
         _check_writable(plot, "the plot")
     table = read_table(data)
-    xs, ys = _split_names(x), _split_names(y)
-    both, _ = select_columns(table, xs + ys, data, dropna=dropna)
+    encoded, _ = encode_categories(table, kinds, data)
+    both, _ = select_columns(table, xs + ys, data, dropna=dropna, encoded=encoded)
     X, Y = both[:, : len(xs)], both[:, len(xs) :]
     searching = _progress(quiet, "selecting the bandwidth")
     with searching as update, _library_errors(xs), _clean_warnings(quiet, xs):
         update(0, None, f"selecting the bandwidth ({method})")
         result = select_bandwidth(X, Y[:, 0] if len(ys) == 1 else Y, method=method, kernel=kernel,
-                                  per_feature=per_feature,
+                                  per_feature=per_feature, degree=degree, var_types=vt,
                                   progress=_search_steps(update, f"selecting the bandwidth ({method})"))
     console = _console()
-    console.print(_selection_table(result, xs))
+    console.print(_selection_table(result, xs, vt))
     scores = result.search["scores"]
     console.print(f"{_CRITERIA[method]}: {result.score:.6g}")
     console.print(f"search: {scores.size} bandwidths evaluated in {result.n_passes} passes over the pairs "
                   f"({result.message}{'' if result.converged else '; not converged'})")
-    console.print("chosen bandwidth: " + ", ".join(f"{n}={v:.6g}" for n, v in zip(xs, result.bandwidth)))
+    console.print("chosen bandwidth: " + _bandwidths(xs, result.bandwidth, vt, digits=6))
     if plot is not None and np.isfinite(scores).sum() > 1:  # a one-point search (constant y) has no curve
         import matplotlib
 
@@ -519,9 +521,10 @@ def select(
 _CRITERIA = {"cv": "score (leave-one-out CV, mean squared error)", "aicc": "score (AICc, corrected AIC)"}
 
 
-def _selection_table(result: Any, names: list[str]) -> Any:
-    """The chosen bandwidths as a table with one column per feature, named: the bandwidth, Scott's
-    rule (the centre of the search), the interval searched, and whether the fit ignores it."""
+def _selection_table(result: Any, names: list[str], vt: str | None = None) -> Any:
+    """The chosen bandwidths as a table with one column per feature, named: the bandwidth (a
+    categorical column's lambda), Scott's rule (the centre of the search), the interval searched,
+    and whether the fit ignores it; with categorical columns, each column's type first."""
     from rich.table import Table
 
     how = "one bandwidth per feature" if result.per_feature else "one bandwidth for every feature"
@@ -529,14 +532,16 @@ def _selection_table(result: Any, names: list[str]) -> Any:
     table.add_column("")
     for name in names:
         table.add_column(name, justify="right")
+    types = {"c": "continuous", "o": "ordered", "u": "unordered"}
     rows = (
-        ("bandwidth", [f"{v:.4g}" for v in result.bandwidth]),
-        ("Scott's rule", [f"{v:.4g}" for v in result.rule_of_thumb]),
+        *([("type", [types[t] for t in vt])] if vt else []),
+        ("bandwidth" if not vt else "bandwidth or lambda", [f"{v:.4g}" for v in result.bandwidth]),
+        ("Scott's rule", ["" if np.isnan(v) else f"{v:.4g}" for v in result.rule_of_thumb]),
         ("searched", [f"{lo:.3g} to {hi:.3g}" for lo, hi in result.bounds]),
         ("smoothed out", ["yes" if v else "no" for v in result.smoothed_out]),
     )
     for label, cells in rows:
-        table.add_row(label, *cells, style="bold green" if label == "bandwidth" else None)
+        table.add_row(label, *cells, style="bold green" if label.startswith("bandwidth") else None)
     return table
 
 
