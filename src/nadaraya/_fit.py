@@ -202,8 +202,11 @@ def _group_partials(job: Job, idx: NDArray[np.intp], ex: NDArray[np.intp] | None
     return parts
 
 
-def partials(job: Job, exclude: NDArray[np.integer] | None = None, backend: str = "auto") -> Partials:
-    """The merged partial sums (with moments) of a job, categorical factors included."""
+def partials(
+    job: Job, exclude: NDArray[np.integer] | None = None, backend: str = "auto", log_factor_power: float = 1.0
+) -> Partials:
+    """The merged partial sums (with moments) of a job, categorical factors included (raised to
+    ``log_factor_power``: 2 for the squared weights of standard errors)."""
     n = job.call.keys.shape[0]
     if job.cat is None:
         return _group_partials(job, np.arange(n), exclude, backend)
@@ -213,7 +216,7 @@ def partials(job: Job, exclude: NDArray[np.integer] | None = None, backend: str 
     for g in range(cats.shape[0]):
         idx = np.nonzero(group == g)[0]
         part = _group_partials(job, idx, _group_exclude(exclude, idx, n), backend)
-        part.shift = (part.shift + log_f[:, g]).astype(part.weight.dtype)
+        part.shift = (part.shift + log_factor_power * log_f[:, g]).astype(part.weight.dtype)
         acc = part if acc is None else merge(acc, part)
     assert acc is not None
     return acc
