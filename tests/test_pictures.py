@@ -218,8 +218,11 @@ def test_report_has_every_kernel_and_the_cv_choice_among_the_slider_positions(st
         np.testing.assert_allclose(k["curves"][k["cvIndex"]], nadaraya.pool(
             study.split.x_val, study.split.x_train, study.split.y_train, kernel=name, bandwidth=cv,
             empty="nearest"), atol=1e-3)
-    rows = re.findall(r"<tr><td>", page)
-    assert len(rows) == len(kernel_names())  # one row per model, not one per (model, bandwidth)
+    table = re.search(r"<table id='msetable'>.*?</table>", page, re.S).group(0)
+    rows = re.findall(r"<tr><td>([^<]*)</td>", table)
+    # one row per model, not one per (model, bandwidth): each kernel, then local linear and quadratic
+    assert rows[:len(kernel_names())] == [report._label(k) for k in data["kernels"]]
+    assert rows[len(kernel_names()):] == ["local linear", "local quadratic"]
 
 
 def test_report_in_chromium_has_axes_a_colour_bar_and_a_cv_button(study, tmp_path) -> None:

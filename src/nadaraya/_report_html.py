@@ -56,6 +56,9 @@ def _table(study: Study, cv_index: dict[str, int | None]) -> str:
         cv = float(study.searches[k].bandwidth[0]) if k in study.searches else None
         body.append((k, [mse_at(k, _at(study.slider, h)) for h in hs],
                      "" if cv is None else f"{cv:.3g}", mse_at(k, cv_index.get(k)), ""))
+    for d, fit in study.local.items():
+        if d:
+            body.append((fit.name, [], f"{fit.bandwidth:.3g}", fit.mse, f"{fit.kernel}, degree {d}"))
     for r in study.rows:
         if r.kernel == "learned":
             body.append((r.model, [], "" if r.bandwidth is None else f"{r.bandwidth:.3g}", r.mse, r.note))
@@ -78,13 +81,133 @@ def _table(study: Study, cv_index: dict[str, int | None]) -> str:
     return f"<table id='msetable'>{head}<tbody>{''.join(rows)}</tbody></table>"
 
 
+#: Colours of the local fits in the report, by degree (Nadaraya-Watson red as the slider's curve).
+_LOCAL_COLOURS = {0: "#d62728", 1: "#1f77b4", 2: "#2ca02c", 3: "#9467bd"}
+#: The MSE columns of the local table: the validation inputs within this fraction of the range
+#: of each edge, and those between.
+_EDGE = 0.1
+
+
+def _nice(lo: float, hi: float, n: int = 5) -> tuple[float, float, list[float]]:
+    """A round axis range around [lo, hi] and its ticks (steps of 1, 2 or 5 times a power of ten)."""
+    raw = (hi - lo or 1.0) / n
+    p = 10.0 ** np.floor(np.log10(raw))
+    step = p * next(m for m in (1, 2, 5, 10) if raw / p <= m * 1.0001)
+    a, b = np.floor(lo / step) * step, np.ceil(hi / step) * step
+    return float(a), float(b), [float(f"{v:.10g}") for v in np.arange(a, b + step / 2, step)]
+
+
+def _svg_panel(study: Study, degrees: list[int], box: tuple[float, float, float, float],
+               xlim: tuple[float, float] | None, title: str) -> str:
+    """One panel of the local section's figure: points, truth (dashed), each fit, axes and ticks."""
+    s = study.split
+    x = study.local[degrees[0]].x
+    keep = np.ones(x.size, bool) if xlim is None else (x >= xlim[0]) & (x <= xlim[1])
+    xk = x[keep]
+    pts = np.ones(s.x_train.size, bool) if xlim is None else (s.x_train >= xk[0]) & (s.x_train <= xk[-1])
+    truth = s.truth(xk)
+    ys = [truth, *(study.local[d].prediction[keep] for d in degrees), s.y_train[pts]]
+    x0, x1, xt = _nice(float(xk[0]), float(xk[-1]))
+    y0, y1, yt = _nice(min(float(v.min()) for v in ys), max(float(v.max()) for v in ys))
+    left, top, w, h = box
+
+    def sx(v: np.ndarray | float) -> np.ndarray:
+        return left + (np.asarray(v) - x0) / (x1 - x0) * w
+
+    def sy(v: np.ndarray | float) -> np.ndarray:
+        return top + h - (np.asarray(v) - y0) / (y1 - y0) * h
+
+    def path(xs: np.ndarray, ys_: np.ndarray) -> str:
+        return "M" + "L".join(f"{a:.1f},{b:.1f}" for a, b in zip(sx(xs), sy(ys_)))
+
+    out = [f"<text x='{left + w / 2:.0f}' y='{top - 8:.0f}' text-anchor='middle' font-size='13'>"
+           f"{html.escape(title)}</text>"]
+    for v in xt:
+        out.append(f"<line x1='{sx(v):.1f}' x2='{sx(v):.1f}' y1='{top}' y2='{top + h}' stroke='#eee'/>"
+                   f"<text x='{sx(v):.1f}' y='{top + h + 15}' text-anchor='middle' class='tk'>{v:g}</text>")
+    for v in yt:
+        out.append(f"<line x1='{left}' x2='{left + w}' y1='{sy(v):.1f}' y2='{sy(v):.1f}' stroke='#eee'/>"
+                   f"<text x='{left - 6}' y='{sy(v) + 4:.1f}' text-anchor='end' class='tk'>{v:g}</text>")
+    out.append(f"<rect x='{left}' y='{top}' width='{w}' height='{h}' fill='none' stroke='#888'/>")
+    out.append(f"<text x='{left + w / 2:.0f}' y='{top + h + 34}' text-anchor='middle' "
+               "font-size='13'>x</text>")
+    out += [f"<circle cx='{a:.1f}' cy='{b:.1f}' r='3' fill='#8c8c8c' fill-opacity='0.8'/>"
+            for a, b in zip(sx(s.x_train[pts]), sy(s.y_train[pts]))]
+    out.append(f"<path d='{path(xk, truth)}' fill='none' stroke='#111' stroke-width='1.5' "
+               "stroke-dasharray='6 4'/>")
+    for d in degrees:
+        out.append(f"<path d='{path(xk, study.local[d].prediction[keep])}' fill='none' "
+                   f"stroke='{_LOCAL_COLOURS.get(d, '#ff7f0e')}' stroke-width='2.5' class='local{d}'/>")
+    return "".join(out)
+
+
+def _local_figure(study: Study, degrees: list[int], zoom: tuple[float, float]) -> str:
+    """The local section's figure: the whole range and the left edge enlarged, with one legend."""
+    legend = [("truth", "#111", "6 4")] + [(study.local[d].name, _LOCAL_COLOURS.get(d, "#ff7f0e"), "")
+                                           for d in degrees]
+    keys = "".join(
+        f"<line x1='{60 + 190 * i}' x2='{84 + 190 * i}' y1='16' y2='16' stroke='{c}' stroke-width='2.5'"
+        + (f" stroke-dasharray='{dash}'" if dash else "") + f"/><text x='{90 + 190 * i}' y='20' "
+        f"font-size='12'>{html.escape(name)}</text>" for i, (name, c, dash) in enumerate(legend))
+    dot = 60 + 190 * len(legend)
+    return ("<svg id='localfit' viewBox='0 0 1000 390' width='1000' height='390' role='img' "
+            "aria-label='Nadaraya-Watson and local linear fits, the whole range and the left edge'>"
+            "<style>.tk{font-size:11px;fill:#555}</style>" + keys
+            + f"<circle cx='{dot + 12}' cy='16' r='3' fill='#8c8c8c'/>"
+            f"<text x='{dot + 30}' y='20' font-size='12'>training data</text>"
+            + _svg_panel(study, degrees, (50, 56, 540, 284), None, "the whole range")
+            + _svg_panel(study, degrees, (660, 56, 320, 284), zoom, f"the edge at x = {zoom[0]:g}, enlarged")
+            + "</svg>")
+
+
+def _local_section(study: Study) -> str:
+    """Local linear beside Nadaraya-Watson: why the edge bends, the figure, and a table of errors."""
+    if not {0, 1} <= set(study.local):
+        return ""
+    from ._plot_local import edge_window
+
+    s = study.split
+    lo, hi = float(s.x_val.min()), float(s.x_val.max())
+    left, right = s.x_val <= lo + _EDGE * (hi - lo), s.x_val >= hi - _EDGE * (hi - lo)
+    parts = {"left edge": left, "interior": ~(left | right), "right edge": right}
+    t0 = float(s.truth(np.asarray([study.local[0].x[0]]))[0])
+    head = ("<thead><tr><th>fit</th><th>degree</th><th>CV h</th><th>validation MSE</th>"
+            f"<th>at x = {study.local[0].x[0]:g} (truth {t0:.2f})</th>"
+            + "".join(f"<th>MSE, {name}</th>" for name in parts) + "</tr></thead>")
+    rows = []
+    for d, fit in study.local.items():
+        err = (fit.validation - s.y_val) ** 2
+        rows.append(f"<tr><td>{html.escape(fit.name)}</td><td>{d}</td><td>{fit.bandwidth:.3g}</td>"
+                    f"<td>{fit.mse:.4f}</td><td>{fit.prediction[0]:.3f}</td>"
+                    + "".join(f"<td>{err[m].mean():.4f}</td>" for m in parts.values()) + "</tr>")
+    edges = (f"the left edge: x &le; {s.x_val[left].max():g}; the right edge: "
+             f"x &ge; {s.x_val[right].min():g} ({_EDGE:.0%} of the range at each end)")
+    figure = _local_figure(study, [0, 1], edge_window(study))
+    return (
+        "<details open id='local'><summary>Local linear beside Nadaraya-Watson: the boundary bias</summary>"
+        "<p class='prose'>Nadaraya-Watson is local-constant regression: each prediction is a weighted "
+        "average of the training targets. At the edge of the data every point in the kernel's window "
+        "lies on one side of the query, so where the function rises or falls there the average is "
+        "pulled towards the inside, by about its slope times h. Local linear regression "
+        "(<code>degree=1</code>) fits a weighted straight line around each query and predicts its "
+        "intercept, which removes that bias; local quadratic (<code>degree=2</code>) also follows the "
+        "curvature of peaks and valleys. Each fit has its own bandwidth chosen by leave-one-out CV. "
+        "The edges still have few points, and there the local line follows their noise: its variance is "
+        "larger. The table's edge columns show both effects on this sample.</p>"
+        f"{figure}<table id='localtable'>{head}<tbody>{''.join(rows)}</tbody></table>"
+        f"<p class='notes'>Validation MSE at the validation inputs; {edges}.</p></details>"
+    )
+
+
 def render_html(study: Study, *, title: str = "Attention pooling by similarity") -> str:
     """The report as one self-contained HTML string (no external resources).
 
     A kernel selector and a bandwidth slider (its positions include every kernel's CV choice,
     with a scale and a button that lands on it) switch the fitted curve, its validation MSE
     and the attention heatmap (with axes and a colour bar) among the study's states; below,
-    the validation MSE table, one row per model.
+    the validation MSE table, one row per model (local linear and quadratic included), and a
+    section on local linear beside Nadaraya-Watson (a figure of both with the left edge
+    enlarged, and their errors at the edges and inside).
 
     Parameters
     ----------
@@ -135,6 +258,7 @@ def render_html(study: Study, *, title: str = "Attention pooling by similarity")
         _TEMPLATE.replace("%%TITLE%%", html.escape(title))
         .replace("%%DATASET%%", html.escape(s.name or "data"))
         .replace("%%TABLE%%", _table(study, cv_index))
+        .replace("%%LOCAL%%", _local_section(study))
         .replace("%%NOTES%%", f"<ul class='notes'>{notes}</ul>" if notes else "")
         .replace("%%DATA%%", payload)
     )
@@ -192,7 +316,8 @@ details{margin-top:1rem} summary{font-weight:600;font-size:1.1rem;cursor:pointer
 table{border-collapse:collapse;margin-top:.5rem;font-size:.9rem}
 td,th{padding:.12rem .6rem;border-bottom:1px solid #e4e4e4;text-align:right}
 td:first-child,th:first-child{text-align:left} td.note{text-align:center;color:#777}
-.notes{color:#777} .stat{font-family:monospace}
+.notes{color:#777} .stat{font-family:monospace} .prose{max-width:60rem;line-height:1.45}
+#localfit{max-width:100%;height:auto;display:block;margin:.5rem 0}
 </style></head><body>
 <h1>%%TITLE%%</h1>
 <p class="sub">Nadaraya-Watson regression on %%DATASET%%: each prediction is an attention-weighted
@@ -217,6 +342,7 @@ average of the training targets; the weights come from a kernel of (query - key)
 <details open><summary>Validation MSE</summary>
 %%TABLE%%
 </details>
+%%LOCAL%%
 %%NOTES%%
 <script id="data" type="application/json">%%DATA%%</script>
 <script>
