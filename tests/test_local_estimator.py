@@ -320,10 +320,10 @@ def test_bad_var_types_are_refused_naming_them(var_types, match):
 @pytest.mark.parametrize(
     ("bandwidth", "match"),
     [
-        ([0.3, 0.9, 0.2], r"entry 0\.9 of unordered \(c = 3 categories\) column 1 .* \[0, 0\.666667\]"),
-        ([0.3, 0.1, 1.0], r"bandwidth entry 1\.0 of ordered column 2 .* \[0, 1\)"),
-        ([0.3, -0.1, 0.2], r"bandwidth entry -0\.1 of unordered"),
-        ([0.0, 0.1, 0.2], r"bandwidth entry 0\.0 of continuous column 0 must be positive"),
+        ([0.3, 0.9, 0.2], r"entry 0\.9 of feature 1 \(unordered, c = 3 categories\) .* \[0, 0\.666667\]"),
+        ([0.3, 0.1, 1.0], r"bandwidth entry 1\.0 of feature 2 \(ordered\) .* \[0, 1\)"),
+        ([0.3, -0.1, 0.2], r"bandwidth entry -0\.1 of feature 1 \(unordered"),
+        ([0.0, 0.1, 0.2], r"bandwidth entry 0\.0 of feature 0 \(continuous\) must be positive"),
         (0.3, r"bandwidth=0\.3 must have one entry per column \(3, var_types='cuo'"),
         ([0.3, 0.1], r"bandwidth=\[0\.3, 0\.1\] must have one entry per column"),
     ],

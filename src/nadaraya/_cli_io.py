@@ -190,7 +190,8 @@ def _is_text(column: Any) -> bool:
 def _strings(column: Any) -> list[str | None]:
     import pyarrow as pa
 
-    return column.cast(pa.string()).to_pylist()  # type: ignore[no-any-return]
+    # an empty field is missing, as in a numeric column (pyarrow reads it as "" in a text column)
+    return [None if v == "" else v for v in column.cast(pa.string()).to_pylist()]
 
 
 def encode_categories(
@@ -201,8 +202,9 @@ def encode_categories(
 
     A numeric column is taken as it is (its values are the category codes; ordered columns
     use their differences). An unordered text column is encoded for the user: its distinct
-    values sorted, the j-th coded j (missing values stay missing). An ordered text column is
-    refused: sorted text is not the order of the categories (``"high" < "low" < "medium"``).
+    values sorted, the j-th coded j (missing values, empty fields included, stay missing). An
+    ordered text column is refused: sorted text is not the order of the categories
+    (``"high" < "low" < "medium"``).
 
     Examples
     --------
@@ -243,7 +245,7 @@ def apply_categories(
 
     A value not among the labels gets the code -1, which no training category has: it is
     "different" from every training category, and its weights follow the unordered kernel's
-    formula (as for an unseen number). Missing values stay missing.
+    formula (as for an unseen number). Missing values (empty fields too) stay missing.
 
     Examples
     --------

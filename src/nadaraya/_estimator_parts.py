@@ -91,17 +91,17 @@ def _mixed_bandwidth(
             "each continuous column and a lambda for each categorical one"
         )
     for j, kind in enumerate(vt):
-        label = repr(str(names[j])) if names is not None else str(j)
+        label = f"feature {str(names[j])!r}" if names is not None else f"feature {j}"
         if kind == "c":
             if not (np.isfinite(h[j]) and h[j] > 0):
-                raise ValueError(f"bandwidth entry {float(h[j])!r} of continuous column {label} must be positive "
+                raise ValueError(f"bandwidth entry {float(h[j])!r} of {label} (continuous) must be positive "
                                  "and finite")
             continue
         low, high, closed = lambda_bounds(kind, int(levels[j]), categorical_kernel)
         if not (np.isfinite(h[j]) and low <= h[j] and (h[j] <= high if closed else h[j] < high)):
-            what = "ordered" if kind == "o" else f"unordered (c = {levels[j]} categories)"
+            what = "ordered" if kind == "o" else f"unordered, c = {levels[j]} categories"
             raise ValueError(
-                f"bandwidth entry {float(h[j])!r} of {what} column {label} is its lambda "
+                f"bandwidth entry {float(h[j])!r} of {label} ({what}) is its lambda "
                 f"(categorical_kernel={categorical_kernel!r}) and must lie in [{low:g}, {high:g}"
                 + ("]" if closed else ")")
             )
