@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 
 from ._nearest import FAR_LOG_WEIGHT, _unit_coords, own_positions
 from .backends.dask import block, count_arrays
+from .backends.reference import _moment_sums, moment_shapes
 from .kernels import Kernel
 from .kernels import get as get_kernel
 from .partials import Partials, merge
@@ -59,17 +60,19 @@ def far_block(
     kernel: str,
     bandwidth: NDArray[np.float64],
     engine: str,
+    moments: int = 0,
 ) -> tuple[Partials, _Far | None]:
     """The task of predictions: the backend's :func:`~nadaraya.backends.dask.block`, then the
     queries of a log-domain kernel that are far from every key of this chunk get partials
     relative to an anchor key (see :class:`_Far`), so that chunks far from a query still
-    merge exactly."""
-    parts = block(q, k, v, sw, exclude, kernel=kernel, bandwidth=bandwidth, engine=engine)
+    merge exactly; with ``moments`` (a local polynomial degree) their moment sums too, under
+    the same relative weights."""
+    parts = block(q, k, v, sw, exclude, kernel=kernel, bandwidth=bandwidth, engine=engine, moments=moments)
     if q.shape[0] == 0 or k.shape[0] == 0:
         return parts, None
     if isinstance(exclude, str):
         exclude = np.arange(q.shape[0])
-    return _far_rows(parts, q, k, v, sw, exclude, get_kernel(kernel), bandwidth)
+    return _far_rows(parts, q, k, v, sw, exclude, get_kernel(kernel), bandwidth, moments)
 
 
 def _log_ratio(kern: Kernel, q: Any, a: Any, b: Any, h: Any) -> Any:
@@ -121,13 +124,17 @@ def _far_partials(
     exclude: NDArray[np.integer] | None,
     kern: Kernel,
     bandwidth: NDArray[np.floating],
+    moments: int = 0,
 ) -> tuple[Partials, NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Partials of queries over one chunk's keys relative to an anchor key per query (the
     nearest in the kernel's ``far_power`` distance, moved to the largest weight), as
     :func:`nadaraya.pooling` recomputes far queries; with the anchors and their log weights.
-    Rows with no usable key get ``shift = -inf``."""
+    Rows with no usable key get ``shift = -inf``. ``moments``: the moment sums of that
+    degree under the same weights, with the exact differences ``k - q`` in float64 (the
+    reference backend's sums, :func:`nadaraya.backends.reference.moment_shapes`)."""
     m, p = q.shape[0], v.shape[1]
     n, d = k.shape
+    mom = tuple(np.zeros((m, *shape)) for shape in moment_shapes(moments, d, p))
     ok = np.arange(n) if sw is None else np.nonzero(sw > 0)[0]
     keys = k[ok].astype(np.float64)
     vals = v[ok].astype(np.float64)
@@ -136,11 +143,11 @@ def _far_partials(
     shift, weight, value = np.full(m, -np.inf), np.zeros(m), np.zeros((m, p))
     anchor_idx = np.zeros(m, dtype=np.intp)
     if ok.size == 0:
-        return Partials(shift, weight, value), np.full((m, d), np.nan), np.zeros(m), np.full(m, -np.inf)
+        return Partials(shift, weight, value, mom), np.full((m, d), np.nan), np.zeros(m), np.full(m, -np.inf)
     qq = q.astype(np.float64)
     zq, zk = _unit_coords(qq, keys, h)
     power = float(getattr(kern, "far_power", 2.0))
-    step = max(1, (32 * 2**20) // (8 * 4 * max(d, 1) * ok.size))
+    step = max(1, (32 * 2**20) // (8 * 4 * max(d, 1) ** (1 + 2 * moments) * ok.size))
     with np.errstate(all="ignore"):
         for r0 in range(0, m, step):
             r = slice(r0, min(m, r0 + step))
@@ -171,10 +178,13 @@ def _far_partials(
             top = lr.max(axis=1)
             w = np.exp(lr - np.where(np.isfinite(top), top, 0.0)[:, None])
             shift[r], weight[r], value[r], anchor_idx[r] = top, w.sum(axis=1), w @ vals, anchor
+            if moments:
+                for mine, sums in zip(mom, _moment_sums(w, qq[r], keys, vals, moments)):
+                    mine[r] = sums
         a = keys[anchor_idx]
         alog = kern.log_profile((qq - a) / h).sum(axis=1) + lsw[anchor_idx]  # type: ignore[misc]
     alog[np.isnan(alog)] = -np.inf
-    return Partials(shift, weight, value), a, lsw[anchor_idx], alog
+    return Partials(shift, weight, value, mom), a, lsw[anchor_idx], alog
 
 
 def _far_rows(
@@ -186,10 +196,12 @@ def _far_rows(
     exclude: NDArray[np.integer] | None,
     kern: Kernel,
     bandwidth: NDArray[np.floating],
+    moments: int = 0,
 ) -> tuple[Partials, _Far | None]:
     """Replace the partials of the queries far from every key of this chunk (largest log
     weight below the single-machine path's limit, or overflowed) by partials relative to an
-    anchor key, marked in a :class:`_Far`; None where there are none."""
+    anchor key (their moment sums of degree ``moments`` too), marked in a :class:`_Far`;
+    None where there are none."""
     if not kern.log_domain or getattr(kern, "log_ratio", None) is None:
         return parts, None
     with np.errstate(invalid="ignore"):
@@ -197,14 +209,17 @@ def _far_rows(
     if rows.size == 0:
         return parts, None
     rel, anchor, alsw, alog = _far_partials(q[rows], k, v, sw, None if exclude is None else exclude[rows],
-                                            kern, bandwidth)
+                                            kern, bandwidth, moments)
     found = np.isfinite(rel.shift)  # rows with no usable key stay empty
     rows, idx = rows[found], np.nonzero(found)[0]
     if rows.size == 0:
         return parts, None
     m, d = q.shape
-    out = Partials(parts.shift.copy(), parts.weight.copy(), parts.value.copy())
+    out = Partials(parts.shift.copy(), parts.weight.copy(), parts.value.copy(),
+                   tuple(s.copy() for s in parts.moments))
     out.shift[rows], out.weight[rows], out.value[rows] = rel.shift[idx], rel.weight[idx], rel.value[idx]
+    for mine, theirs in zip(out.moments, rel.moments):
+        mine[rows] = theirs[idx]
     far = _Far.none(m, d)
     far.rows[rows] = True
     far.query[rows] = q[rows]
@@ -250,7 +265,8 @@ def _merge_far(
         sb[i[~take_b]] += rel[~take_b]
         j = i[take_b]
         far.anchor[j], far.anchor_lsw[j], far.anchor_log[j] = fb.anchor[j], fb.anchor_lsw[j], fb.anchor_log[j]
-    merged = merge(Partials(sa, pa.weight, pa.value), Partials(sb, pb.weight, pb.value))
+    merged = merge(Partials(sa, pa.weight, pa.value, pa.moments),
+                   Partials(sb, pb.weight, pb.value, pb.moments))
     return merged, (far if rows.any() else None)
 
 

@@ -48,6 +48,7 @@ from ..kernels import Kernel
 from ..kernels import get as get_kernel
 from ..partials import Partials, concat, merge_all
 from ..partials import empty as empty_partials
+from .reference import moment_shapes
 
 __all__ = [
     "auto_rows",
@@ -176,11 +177,14 @@ def block(
     kernel: str,
     bandwidth: NDArray[np.float64],
     engine: str,
+    moments: int = 0,
 ) -> Partials:
     """Partials of one query chunk over one key chunk, on the worker that runs it.
 
     ``exclude``: ``"diagonal"`` (the query chunk is the key chunk: leave out row ``i`` for
     query ``i``), an index relative to the key chunk per query (-1 for none), or None.
+    ``moments``: the degree of a local polynomial whose moment sums the partials carry
+    (:func:`nadaraya.backends.reference.moment_shapes`).
 
     Examples
     --------
@@ -194,7 +198,8 @@ def block(
     kern = get_kernel(kernel)
     m, p = q.shape[0], v.shape[1]
     if m == 0 or k.shape[0] == 0:  # an empty chunk contributes nothing
-        return empty_partials(m, p, np.result_type(q.dtype, v.dtype), kern.log_domain)
+        shapes = moment_shapes(moments, q.shape[1], p) if moments else ()
+        return empty_partials(m, p, np.result_type(q.dtype, v.dtype), kern.log_domain, shapes)
     q, k, v = (np.ascontiguousarray(a) for a in (q, k, v))
     if isinstance(exclude, str):
         exclude = np.arange(m)
@@ -203,7 +208,7 @@ def block(
         _share_cores_with_worker()
     sw = None if sw is None else np.ascontiguousarray(sw)
     return backends.compute(choice.name, q, k, v, kernel=kern, bandwidth=bandwidth,
-                            sample_weight=sw, exclude=exclude)
+                            sample_weight=sw, exclude=exclude, moments=moments)
 
 
 def _share_cores_with_worker() -> None:
@@ -273,14 +278,18 @@ def query_partials(
     exclude: NDArray[np.integer] | None = None,
     task: Callable[..., Any] | None = None,
     combine: Callable[..., Any] | None = None,
+    moments: int = 0,
 ) -> list[Any]:
     """One delayed merged result per query chunk: ``task`` (default :func:`block`) per (query
     chunk, key chunk), merged by ``combine`` (default :func:`merge_parts`) in a fixed tree.
 
     The arrays are 2-D and chunked by rows only, the values and weights like the keys;
     ``loo``: the queries are the keys (the diagonal blocks leave each point out); ``exclude``
-    (NumPy input): an index into the keys per query, made relative to each key chunk.
+    (NumPy input): an index into the keys per query, made relative to each key chunk;
+    ``moments``: passed on to each task when positive (the merges rescale the moment sums
+    with the rest, :func:`nadaraya.partials.merge`).
     """
+    extra = {"moments": moments} if moments else {}
     q, k = delayed_chunks(queries, 0), delayed_chunks(keys, 0)
     v, sw = delayed_chunks(values, 0), delayed_chunks(sample_weight, len(k))
     run = dask.delayed(task or block, pure=True)
@@ -296,7 +305,8 @@ def query_partials(
                 rel = exclude[qstarts[i] : qstarts[i + 1]] - kstarts[j]
                 inside = (rel >= 0) & (rel < kstarts[j + 1] - kstarts[j])
                 ex = np.where(inside, rel, -1) if inside.any() else None
-            row.append(run(qi, kj, v[j], sw[j], ex, kernel=kernel, bandwidth=bandwidth, engine=engine))
+            row.append(run(qi, kj, v[j], sw[j], ex, kernel=kernel, bandwidth=bandwidth, engine=engine,
+                           **extra))
         out.append(tree_merge(row, merge_task, split_every))
     return out
 
@@ -313,12 +323,14 @@ def partials(
     bandwidth: NDArray[np.floating],
     sample_weight: NDArray[np.floating] | None = None,
     exclude: NDArray[np.integer] | None = None,
+    moments: int = 0,
 ) -> Partials:
     """The backend protocol for ``backend="dask"`` on NumPy arrays: chunk, compute, merge.
 
     The arrays are chunked in rows as :func:`options` says and the tasks run on the current
     Dask scheduler (a ``distributed.Client`` when one is active). See
-    :func:`nadaraya.backends.reference.partials` for the arguments.
+    :func:`nadaraya.backends.reference.partials` for the arguments; ``moments`` (a local
+    polynomial degree) is computed by each task's engine and merged with the rest.
 
     Examples
     --------
@@ -330,6 +342,8 @@ def partials(
     >>> bool(np.allclose(p.finalize(), nadaraya.pool(x, x, x, bandwidth=0.1), rtol=1e-12))
     True
     """
+    if isinstance(moments, bool) or not isinstance(moments, int | np.integer) or moments < 0:
+        raise ValueError(f"moments must be a non-negative int (a polynomial degree); got {moments!r}")
     state = _opts()
     loo = exclude is not None and queries is keys and np.array_equal(exclude, np.arange(keys.shape[0]))
     rows = state["chunks"] or auto_rows(max(1, keys.shape[0]))
@@ -340,6 +354,6 @@ def partials(
     tasks = query_partials(q, k, v, sw, kernel=kernel.name,
                            bandwidth=np.asarray(bandwidth, dtype=np.float64), loo=loo,
                            split_every=state["split_every"], engine=state["engine"],
-                           exclude=None if loo else exclude)
+                           exclude=None if loo else exclude, moments=moments)
     (parts,) = dask.compute(tasks)
     return concat(parts)
