@@ -17,6 +17,17 @@ relative to an anchor key of that chunk, through the kernel's ``log_ratio``; mer
 them exactly onto the anchor of larger weight, so far queries get the same limit as on one
 machine.
 
+Local polynomial fits (``degree``) and categorical columns (``var_types``) take the same
+route as on one machine (:mod:`nadaraya._fit`): each task's partials carry the moment sums of
+the degree (the far-query partials too) and merge exactly; with categorical columns each task
+is :func:`nadaraya._fit.partials` of its block (keys grouped by category tuple, each group's
+partials shifted by its categorical factor), so the merged partials of a query chunk are those
+of one machine. Per query chunk the ``empty=`` policy fills the degree-0 predictions, then the
+local system of each query is solved (:func:`nadaraya._local.solve`) and replaces them where
+it is regular, as :func:`nadaraya._fit.fitted` does. The number of distinct training values of
+each categorical column (Aitchison-Aitken's ``c``, and the bounds of its lambda) is computed at
+the call.
+
 Examples
 --------
 >>> import numpy as np, dask.array as da, nadaraya
@@ -32,21 +43,46 @@ True
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 import dask
 import dask.array as da
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
-from . import backends
+from . import _fit, backends
 from ._dask_empty import _finish, _nearest_block, _nearest_merge
 from ._dask_far import _merge_all_far, far_block
 from ._dask_inputs import _as_rows, _dask_weights, _known_rows
-from ._validation import as_bandwidth, as_empty, as_points, as_values, check_values_shape, is_dask, pick_dtype
-from .backends.dask import _opts, block, delayed_chunks, merge_parts, query_partials, tree_merge
+from ._local import solve
+from ._mixed import Categorical, as_categorical_kernel, as_var_types
+from ._nearest import FAR_LOG_WEIGHT
+from ._validation import (
+    as_bandwidth,
+    as_empty,
+    as_points,
+    as_values,
+    check_values_shape,
+    is_dask,
+    pick_dtype,
+    warn_at_caller,
+)
+from .backends.dask import (
+    _opts,
+    _share_cores_with_worker,
+    block,
+    delayed_chunks,
+    merge_parts,
+    query_partials,
+    tree_merge,
+)
+from .backends.reference import moment_shapes
 from .kernels import Kernel
 from .kernels import get as get_kernel
+from .partials import Partials
+from .partials import empty as empty_partials
+from .pooling import Call
 
 __all__ = ["pool", "training_data"]
 
@@ -54,6 +90,108 @@ __all__ = ["pool", "training_data"]
 def _require() -> None:
     """The Dask backend's dependencies, named with the extra that installs them when missing."""
     backends.get("dask")
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """The categorical side of a mixed call, validated once at the call: which columns are
+    continuous and which categorical (their kinds, lambdas and numbers of training values)."""
+
+    kinds: str
+    cont: NDArray[np.intp]
+    cat: NDArray[np.intp]
+    lambdas: NDArray[np.float64]
+    levels: NDArray[np.int64]
+    kernel: str  # the categorical kernel
+
+    def job(
+        self, q: NDArray[Any], k: NDArray[Any], v: NDArray[Any], sw: NDArray[Any] | None, kern: Kernel,
+        h: NDArray[np.float64], degree: int,
+    ) -> _fit.Job:
+        """The single-machine job of one (query chunk, key chunk) block."""
+        call = Call(np.ascontiguousarray(q[:, self.cont]), np.ascontiguousarray(k[:, self.cont]),
+                    np.ascontiguousarray(v), False, kern, h, None if sw is None else np.ascontiguousarray(sw))
+        kc, qc = (np.asarray(a[:, self.cat], dtype=np.float64) for a in (k, q))
+        cat = Categorical(self.kinds, kc, qc, self.lambdas, self.levels, self.kernel)
+        return _fit.Job(call, cat, degree, self.cont, self.cont.size + self.cat.size)
+
+
+def _mixed_block(
+    q: NDArray[Any], k: NDArray[Any], v: NDArray[Any], sw: NDArray[Any] | None,
+    exclude: NDArray[np.integer] | str | None, *, kernel: str, bandwidth: NDArray[np.float64], engine: str,
+    columns: _Columns, degree: int,
+) -> Partials:
+    """The task of a call with categorical columns: :func:`nadaraya._fit.partials` of the block
+    (moments of ``degree`` on the continuous columns, keys grouped by category tuple), on the
+    worker that runs it; ``exclude`` as for :func:`nadaraya.backends.dask.block`."""
+    kern = get_kernel(kernel)
+    m, p = q.shape[0], v.shape[1]
+    if m == 0 or k.shape[0] == 0:  # an empty chunk contributes nothing
+        shapes = moment_shapes(degree, columns.cont.size, p)
+        return empty_partials(m, p, np.result_type(q.dtype, v.dtype), kern.log_domain, shapes)
+    if isinstance(exclude, str):
+        exclude = np.arange(m)
+    if engine in ("auto", "fused"):
+        _share_cores_with_worker()
+    return _fit.partials(columns.job(q, k, v, sw, kern, bandwidth, degree), exclude, engine)
+
+
+def _local_finish(
+    merged: Any, fallback: Any, positive: Any = True, *, degree: int, mixed: bool, empty: str, one_d: bool,
+    start: int, kernel: str, bandwidth: NDArray[np.float64],
+) -> NDArray[np.floating]:
+    """Predictions of one query chunk of a local or mixed call: the degree-0 predictions with the
+    ``empty=`` policy (:func:`nadaraya._dask_empty._finish`), replaced where the local system is
+    regular and the query not far (a plain continuous call of a log-domain kernel whose query is
+    far from every key keeps the Nadaraya-Watson far limit), as in :func:`nadaraya._fit.fitted`;
+    one :class:`~nadaraya._fit.SingularFitWarning` per chunk where some query fell back."""
+    parts, far = merged if isinstance(merged, tuple) else (merged, None)
+    m, p = parts.value.shape
+    if empty == "nearest" and fallback is None:  # no continuous column: no nearest key
+        fallback = (None, np.zeros((m, p)), np.zeros(m), None, None)
+    out = _finish(merged, fallback, positive, empty=empty, one_d=False, start=start, kernel=kernel,
+                  bandwidth=bandwidth)
+    far_rows = np.zeros(m, dtype=bool)
+    if not mixed and get_kernel(kernel).log_domain:
+        far_rows = ~(parts.shift >= FAR_LOG_WEIGHT)
+        if far is not None:  # partials relative to an anchor (see nadaraya._dask_far)
+            far_rows |= far.rows
+    fit = solve(parts, degree, bandwidth)
+    local = (fit.degree >= 1) & ~far_rows
+    out[local] = fit.estimate[local].astype(out.dtype)
+    low = ((fit.degree >= 0) & (fit.degree < degree)) | (far_rows & (parts.weight > 0))
+    if degree >= 1 and low.any():
+        warn_at_caller(
+            f"{int(low.sum())} of {m} queries in the chunk starting at row {start} have a singular local "
+            f"system of degree {degree} (too few distinct keys with weight, collinear keys, or a query far "
+            "from every key): they got the highest lower degree whose system is regular, degree 0 at "
+            "worst (see nadaraya._local)",
+            _fit.SingularFitWarning,
+        )
+    return out[:, 0] if one_d else out
+
+
+def _local_spec(
+    keys: da.Array, bandwidth: ArrayLike, degree: Any, var_types: str | None, categorical_kernel: str
+) -> tuple[int, NDArray[np.float64], _Columns | None]:
+    """Validate the local and mixed arguments as :func:`nadaraya._fit.prepare` does: the degree
+    (0 without a continuous column), the continuous columns' bandwidths, and the categorical
+    columns (None when there are none; their numbers of distinct training values computed now)."""
+    deg = _fit.as_degree(degree)
+    ck = as_categorical_kernel(categorical_kernel)
+    d = keys.shape[1]
+    vt = as_var_types(var_types, d)
+    h = _fit._bandwidth(bandwidth, vt)
+    cont = np.array([j for j, c in enumerate(vt) if c == "c"], dtype=np.intp)
+    cat = np.array([j for j, c in enumerate(vt) if c != "c"], dtype=np.intp)
+    if cat.size == 0:
+        return deg, h, None
+    kinds = "".join(vt[j] for j in cat)
+    uniques = dask.compute(*[da.unique(keys[:, j]) for j in cat])
+    levels = np.array([u.size for u in uniques], dtype=np.int64)
+    none = np.zeros((0, cat.size))
+    valid = Categorical.build(kinds, none, none, h[cat], ck, levels, cat)
+    return (deg if cont.size else 0), h[cont], _Columns(kinds, cont, cat, valid.lambdas, levels, ck)
 
 
 class _Graph:
@@ -73,6 +211,9 @@ class _Graph:
         bandwidth: ArrayLike,
         sample_weight: Any,
         chunks: int | None,
+        degree: Any = 0,
+        var_types: str | None = None,
+        categorical_kernel: str = "classic",
     ) -> None:
         self.kernel = get_kernel(kernel)
         self.dtype = pick_dtype(keys, values, keys if queries is None else queries)
@@ -97,7 +238,12 @@ class _Graph:
         else:
             values, self.one_d = as_values(values, n, self.dtype)
         self.values = _as_rows("values", values, self.dtype, None, like=kchunks, kind="values")
-        self.bandwidth = as_bandwidth(bandwidth, d)
+        self.degree, self.columns = 0, None
+        if degree != 0 or var_types is not None:
+            self.degree, self.bandwidth, self.columns = _local_spec(self.keys, bandwidth, degree, var_types,
+                                                                    categorical_kernel)
+        else:
+            self.bandwidth = as_bandwidth(bandwidth, d)
         self.sample_weight = None
         self.positive: Any = True  # whether some weight is positive (lazy for Dask weights)
         if sample_weight is not None:
@@ -117,6 +263,8 @@ class _Graph:
         """Per query chunk, what ``empty=`` fills empty windows from: constant-kernel partials
         ("mean") or the nearest-key candidates ("nearest"); None otherwise."""
         nq = len(self.queries.chunks[0])
+        if self.columns is not None:
+            return self._mixed_fallback(empty, split_every, engine)
         if empty == "mean" and self.loo:
             # average pooling of the other points: each point's own term masked inside the sums
             # of its diagonal block, as loo_pool does on one machine (never subtracted afterwards)
@@ -133,12 +281,38 @@ class _Graph:
                                combine=functools.partial(_nearest_merge, bandwidth=self.bandwidth))
         return [None] * nq
 
+    def _mixed_fallback(self, empty: str, split_every: int, engine: str) -> list[Any]:
+        """The fallbacks with categorical columns, as :func:`nadaraya._fit._fill_mixed` fills:
+        "mean" pools with the constant kernel on the continuous columns, the categorical
+        factors kept (per query); "nearest" takes the nearest key in the continuous columns."""
+        cols = self.columns
+        assert cols is not None
+        if empty == "mean":
+            task = functools.partial(_mixed_block, columns=cols, degree=0)
+            return self._tasks(split_every, "reference", kernel="constant", task=task)
+        if empty == "nearest" and cols.cont.size:
+            return query_partials(
+                self.queries[:, cols.cont], self.keys[:, cols.cont], self.values, self.sample_weight,
+                kernel=self.kernel.name, bandwidth=self.bandwidth, loo=self.loo, split_every=split_every,
+                engine=engine, task=_nearest_block,
+                combine=functools.partial(_nearest_merge, bandwidth=self.bandwidth),
+            )
+        return [None] * len(self.queries.chunks[0])
+
     def predictions(self, empty: str, split_every: int, engine: str) -> da.Array:
         """The lazy predictions, one chunk per query chunk."""
-        far = functools.partial(_merge_all_far, kernel=self.kernel.name, bandwidth=self.bandwidth)
-        merged = self._tasks(split_every, engine, task=far_block, combine=far)
+        if self.columns is not None:
+            task = functools.partial(_mixed_block, columns=self.columns, degree=self.degree)
+            merged = self._tasks(split_every, engine, task=task)
+        else:
+            far = functools.partial(_merge_all_far, kernel=self.kernel.name, bandwidth=self.bandwidth)
+            merged = self._tasks(split_every, engine, task=far_block, combine=far, moments=self.degree)
         fallback = self._fallback(empty, split_every, engine)
-        finish = dask.delayed(_finish, pure=True)
+        if self.columns is None and self.degree == 0:
+            finish = dask.delayed(_finish, pure=True)
+        else:
+            finish = dask.delayed(functools.partial(_local_finish, degree=self.degree,
+                                                    mixed=self.columns is not None), pure=True)
         p = self.values.shape[1]
         starts = np.cumsum((0, *self.queries.chunks[0]))
         pieces = []
@@ -161,6 +335,9 @@ def pool(
     sample_weight: Any = None,
     split_every: int | None = None,
     engine: str | None = None,
+    degree: int = 0,
+    var_types: str | None = None,
+    categorical_kernel: str = "classic",
 ) -> da.Array:
     """Attention pooling on Dask arrays: a lazy Dask array, one chunk per query chunk.
 
@@ -168,6 +345,7 @@ def pool(
     per (query chunk, key chunk) and merged in a fixed tree. ``queries=None`` gives the
     leave-one-out predictions of the keys (:func:`nadaraya.loo_pool`). NumPy arguments are
     chunked like the keys. ``nadaraya.pool`` and ``nadaraya.loo_pool`` call this for Dask input.
+    Local polynomial fits and categorical columns as on one machine (see the module).
 
     Parameters
     ----------
@@ -187,6 +365,9 @@ def pool(
         Partials per merge task (default from :func:`nadaraya.backends.dask.options`, 8).
     engine : str, optional
         Single-machine backend of each task (default ``"auto"``).
+    degree, var_types, categorical_kernel
+        As for :func:`nadaraya.pool`. A query chunk whose local systems were singular for
+        some queries warns (:class:`~nadaraya._fit.SingularFitWarning`) when it is computed.
 
     Returns
     -------
@@ -198,12 +379,16 @@ def pool(
     >>> keys = da.from_array(np.array([1.0, 2.0, 3.0]), chunks=2)
     >>> pool(np.array([2.5]), keys, np.array([3.0, 5.0, 4.0])).compute().round(2)
     array([4.27])
+    >>> x = np.linspace(0.0, 1.0, 9)
+    >>> pool(np.array([0.5]), da.from_array(x, chunks=4), 3 * x + 1, bandwidth=0.3, degree=1).compute()
+    array([2.5])
     """
     _require()
     empty = as_empty(empty)
     state = _opts()
     graph = _Graph(queries, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight,
-                   chunks=state["chunks"] if not is_dask(keys) else None)
+                   chunks=state["chunks"] if not is_dask(keys) else None, degree=degree, var_types=var_types,
+                   categorical_kernel=categorical_kernel)
     return graph.predictions(empty, split_every or state["split_every"], engine or state["engine"])
 
 
