@@ -1,0 +1,455 @@
+"""Inference for fitted NadarayaWatson models: standard errors, confidence bands, significance tests.
+
+Every method here rests on one fact: with the bandwidth fixed, a local polynomial fit is a
+linear smoother, ``f(x) = sum_i a_i(x) y_i``. So
+
+- its variance given the design is ``sum_i a_i(x)^2 sigma^2(x_i)``, computed exactly by
+  :mod:`nadaraya._uncertainty` (one more pass, of squared weights);
+- a bootstrap replicate on new responses ``y*`` is the same smoother applied to ``y*``: all
+  ``n_boot`` replicates are output columns of ONE pooling pass (in blocks of columns, so memory
+  stays within the working-memory setting), never ``n_boot`` refits;
+- a replicate's derivative is the same derivative applied to ``y*`` (significance tests).
+
+``sigma^2`` comes from the residuals: ``"homoscedastic"`` is ``sum s_i e_i^2 / (N - tr H)``
+(``e_i`` the in-sample residuals, ``N = sum s_i``, ``H_ii`` the hat-matrix diagonal);
+``"heteroscedastic"`` is a Nadaraya-Watson smooth of the squared leave-one-out residuals, its
+bandwidth chosen by least-squares cross-validation, read at the training points.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+from . import _fit
+from ._config import get_config
+from ._local import solve
+from ._uncertainty import variances
+
+__all__ = ["Band", "SignificanceTest"]
+
+METHODS = ("asymptotic", "bootstrap", "rbc")
+KINDS = ("pointwise", "simultaneous")
+VARIANCES = ("heteroscedastic", "homoscedastic")
+
+
+class Band(NamedTuple):
+    """A confidence band: the estimate and the band's lower and upper edges at each point."""
+
+    estimate: NDArray[np.float64]
+    lower: NDArray[np.float64]
+    upper: NDArray[np.float64]
+
+
+def _check(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r} is not valid; choose one of {', '.join(map(repr, allowed))}")
+    return str(value)
+
+
+def _rng(random_state: Any) -> np.random.Generator:
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(2**32))
+    return np.random.default_rng(random_state)
+
+
+def multipliers(rng: np.random.Generator, n: int, b: int, kind: str = "mammen") -> NDArray[np.float64]:
+    """Wild-bootstrap multipliers of mean 0 and variance 1, (n, b): Mammen's two-point law
+    (third moment 1) or Rademacher's (+-1).
+
+    Examples
+    --------
+    >>> v = multipliers(np.random.default_rng(0), 20000, 1)
+    >>> bool(abs(v.mean()) < 0.03 and abs(v.var() - 1) < 0.05)
+    True
+    """
+    if kind == "rademacher":
+        return rng.choice(np.array([-1.0, 1.0]), size=(n, b))
+    if kind == "gaussian":
+        return rng.standard_normal((n, b))
+    s5 = math.sqrt(5.0)
+    low, high = -(s5 - 1) / 2, (s5 + 1) / 2
+    p_low = (s5 + 1) / (2 * s5)
+    return np.where(rng.random((n, b)) < p_low, low, high)
+
+
+@dataclass
+class _Training:
+    """The fitted model's training data as the smoother sees them, and what its residuals give."""
+
+    job: _fit.Job  # the training points as queries
+    X: NDArray[np.float64]
+    Y: NDArray[np.float64]  # (n, p)
+    sw: NDArray[np.float64] | None
+    fits: NDArray[np.float64]  # in-sample fits (n, p)
+    loo: NDArray[np.float64]  # leave-one-out fits (n, p)
+    hat: NDArray[np.float64]  # H_ii (n,)
+
+
+def training(model: Any) -> _Training:
+    """In-sample and leave-one-out fits and the hat-matrix diagonal of a fitted model (cached)."""
+    cached = getattr(model, "_inference_cache", None)
+    if cached is not None:
+        return cached
+    keys, values, sw = model._training_data()
+    X = np.asarray(keys, dtype=np.float64)
+    Y = np.asarray(values, dtype=np.float64).reshape(X.shape[0], -1)
+    job = model._job(X, X, Y, sw)
+    n = X.shape[0]
+    exclude = np.arange(n)
+    loo_parts = _fit.partials(job, exclude, _backend(model))
+    loo_fit = solve(loo_parts, job.degree, job.call.bandwidth)
+    loo = np.ldexp(loo_fit.estimate, job.call.value_exp)
+    k = job.call.kernel
+    zero = np.zeros(1)
+    log0 = float((k.log_profile(zero) if k.log_domain else np.log(k.profile(zero)))[0])  # type: ignore[misc]
+    own = job.cont.size * log0 + (
+        0.0 if job.call.sample_weight is None else np.log(job.call.sample_weight.astype(np.float64))
+    )
+    if job.cat is not None and job.cat.kernel == "classic":
+        own = own + np.log1p(-job.cat.lambdas).sum()
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        t = np.exp(own - loo_parts.shift - np.log(loo_parts.weight)) * loo_fit.inverse00
+        hat = np.where(np.isfinite(t), t / (1.0 + t), 1.0)
+    fits = Y - (1.0 - hat)[:, None] * (Y - loo)
+    out = _Training(job, X, Y, None if sw is None else np.asarray(sw, dtype=np.float64), fits, loo, hat)
+    model._inference_cache = out
+    return out
+
+
+def _backend(model: Any) -> str:
+    return model.backend if model.backend != "dask" else "auto"
+
+
+def noise_variance(model: Any, variance: str) -> NDArray[np.float64]:
+    """``sigma^2`` at each training point, (n, p), by the rule named ``variance``."""
+    _check("variance", variance, VARIANCES)
+    key = f"_sigma2_{variance}"
+    cached = getattr(model, key, None)
+    if cached is not None:
+        return cached
+    tr = training(model)
+    s = np.ones(tr.X.shape[0]) if tr.sw is None else tr.sw
+    if variance == "homoscedastic":
+        resid = tr.Y - tr.fits
+        dof = s.sum() - tr.hat.sum()
+        sigma2 = np.broadcast_to((s @ resid**2) / max(dof, 1.0), tr.Y.shape).copy()
+    else:
+        sigma2 = _smooth_squares(model, tr)
+    setattr(model, key, sigma2)
+    return sigma2
+
+
+def _smooth_squares(model: Any, tr: _Training) -> NDArray[np.float64]:
+    """The squared leave-one-out residuals smoothed by Nadaraya-Watson, bandwidth by CV."""
+    import warnings
+
+    from .bandwidth import BandwidthWarning, select_bandwidth
+
+    r2 = (tr.Y - tr.loo) ** 2
+    out = np.empty_like(r2)
+    vt = getattr(model, "var_types_", None)
+    for c in range(r2.shape[1]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", BandwidthWarning)
+            sel = select_bandwidth(
+                tr.X,
+                r2[:, c],
+                kernel=model.kernel,
+                sample_weight=tr.sw,
+                var_types=vt,
+                categorical_kernel=model.categorical_kernel,
+                per_feature=tr.X.shape[1] > 1,
+            )
+        job = _fit.prepare(
+            tr.X,
+            tr.X,
+            r2[:, c],
+            kernel=model.kernel,
+            bandwidth=sel.bandwidth,
+            sample_weight=tr.sw,
+            degree=0,
+            var_types=vt,
+            categorical_kernel=model.categorical_kernel,
+            levels=model._cat_levels(),
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out[:, c] = _fit.pool(job, "nearest", backend=_backend(model))
+    return np.maximum(out, 0.0)
+
+
+def predict_std(
+    model: Any, X: NDArray[np.float64], variance: str, degree: int | None = None, slopes: bool = False
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Predictions (m, p) (or slopes (m, d, p)) and their standard errors at validated ``X``."""
+    tr = training(model)
+    sigma2 = noise_variance(model, variance)
+    job = model._job(X, tr.X, tr.Y, tr.sw)
+    if degree is not None:
+        job = _fit.Job(job.call, job.cat, degree, job.cont, job.d)
+    if slopes and job.degree == 0:
+        parts = _fit.partials(_fit.Job(job.call, job.cat, 1, job.cont, job.d), None, _backend(model))
+    else:
+        parts = _fit.partials(job, None, _backend(model))
+    var = variances(job, parts, sigma2, _backend(model), slopes=slopes)
+    std = np.sqrt(var)
+    if slopes:
+        grad = _fit.gradient(job, model.empty, backend=_backend(model))
+        out = np.full((X.shape[0], job.d, tr.Y.shape[1]), np.nan)
+        out[:, job.cont, :] = std[:, 1:, :]
+        return grad, out
+    mean, _ = _fit.fitted(job, parts, model.empty)
+    return mean, std
+
+
+def _replicates(
+    model: Any,
+    job: _fit.Job,
+    E: NDArray[np.float64],
+    rng: np.random.Generator,
+    n_boot: int,
+    kind: str,
+) -> NDArray[np.float64]:
+    """Deviations of ``n_boot`` replicates at the queries of ``job``, (m, p, n_boot): the
+    smoother applied to ``E * v`` (wild multipliers ``v``), in blocks of outputs."""
+    n, p = E.shape
+    m = job.call.queries.shape[0]
+    block = max(1, min(n_boot, int(get_config()["working_memory"] * 2**20 // (8 * 4 * max(n, m)))))
+    out = np.empty((m, p, n_boot))
+    for b0 in range(0, n_boot, block):
+        b1 = min(n_boot, b0 + block)
+        v = multipliers(rng, n, b1 - b0, kind)
+        for c in range(p):
+            values = E[:, c, None] * v
+            rep = _fit.Job(_with_values(job.call, values), job.cat, job.degree, job.cont, job.d)
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                f, _ = _fit.fitted(rep, _fit.partials(rep, None, _backend(model)), model.empty)
+            out[:, c, b0:b1] = f
+    return out
+
+
+def _with_values(call: Any, values: NDArray[np.float64]) -> Any:
+    import dataclasses
+
+    from .pooling import _in_range
+
+    vv, exp = _in_range(values.astype(call.values.dtype))
+    return dataclasses.replace(call, values=vv, value_exp=exp, one_d=False)
+
+
+def confidence_band(
+    model: Any,
+    X: NDArray[np.float64],
+    level: float,
+    method: str,
+    kind: str,
+    n_boot: int,
+    random_state: Any,
+    variance: str,
+    multiplier: str = "mammen",
+) -> Band:
+    """See :meth:`nadaraya.NadarayaWatson.confidence_band`."""
+    from scipy.stats import norm
+
+    _check("method", method, METHODS)
+    _check("kind", kind, KINDS)
+    if not (isinstance(level, float | int) and 0 < level < 1):
+        raise ValueError(f"level must be a number in (0, 1), e.g. 0.95; got {level!r}")
+    if isinstance(n_boot, bool) or not isinstance(n_boot, int | np.integer) or n_boot < 19:
+        raise ValueError(f"n_boot must be an integer of at least 19; got {n_boot!r}")
+    degree = model.degree + 1 if method == "rbc" else None
+    mean, std = predict_std(model, X, variance, degree=degree)
+    estimate = mean if method != "rbc" else predict_std(model, X, variance)[0]
+    alpha = 1.0 - level
+    if method in ("asymptotic", "rbc") and kind == "pointwise":
+        z = float(norm.ppf(1.0 - alpha / 2))
+        return _shape(model, Band(estimate, mean - z * std, mean + z * std))
+    rng = _rng(random_state)
+    tr = training(model)
+    job = model._job(X, tr.X, tr.Y, tr.sw)
+    if degree is not None:
+        job = _fit.Job(job.call, job.cat, degree, job.cont, job.d)
+    if method == "bootstrap":
+        E = (tr.Y - tr.fits) / np.sqrt(np.clip(1.0 - tr.hat, 1e-12, None))[:, None]
+        dev = _replicates(model, job, E, rng, int(n_boot), multiplier)
+    else:  # Gaussian multipliers on sigma: the asymptotic law of the whole curve
+        sigma = np.sqrt(noise_variance(model, variance))
+        dev = _replicates(model, job, sigma, rng, int(n_boot), "gaussian")
+    if kind == "pointwise":
+        lo_q = np.quantile(dev, alpha / 2, axis=2)
+        hi_q = np.quantile(dev, 1 - alpha / 2, axis=2)
+        return _shape(model, Band(estimate, mean - hi_q, mean - lo_q))
+    scale = std if method != "bootstrap" else np.std(dev, axis=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.nanmax(np.abs(dev) / scale[:, :, None], axis=0)  # (p, n_boot): sup over the points
+    crit = np.quantile(t, level, axis=1)  # (p,)
+    return _shape(model, Band(estimate, mean - crit * scale, mean + crit * scale))
+
+
+def _shape(model: Any, band: Band) -> Band:
+    """One output column squeezed as ``predict`` does."""
+    if np.ndim(model.y_fit_) > 1:
+        return band
+    return Band(*(np.asarray(a)[:, 0] for a in band))
+
+
+@dataclass(frozen=True)
+class SignificanceTest:
+    """Bootstrap tests of whether the regression depends on each feature (or a joint group).
+
+    Attributes
+    ----------
+    features : tuple of tuple of int
+        The feature (or group of features) each test is about.
+    names : tuple of str
+    statistic : ndarray of shape (k,)
+        The mean squared partial derivative over the sample (continuous features) or the mean
+        squared change of the fit across the categories (categorical ones), summed over a group.
+    p_value : ndarray of shape (k,)
+        ``(1 + #{replicates >= statistic}) / (1 + n_boot)`` under the null.
+    n_boot : int
+    """
+
+    features: tuple[tuple[int, ...], ...]
+    names: tuple[str, ...]
+    statistic: NDArray[np.float64]
+    p_value: NDArray[np.float64]
+    n_boot: int
+
+    def __str__(self) -> str:
+        lines = [
+            f"Kernel regression significance test ({self.n_boot} wild-bootstrap replicates under the null)",
+            f"{'feature':<24}{'statistic':>16}{'p-value':>12}",
+            "-" * 52,
+        ]
+        for name, st, pv in zip(self.names, self.statistic, self.p_value):
+            stars = (
+                "***" if pv < 0.001 else "**" if pv < 0.01 else "*" if pv < 0.05 else "." if pv < 0.1 else ""
+            )
+            lines.append(f"{name:<24}{st:>16.6g}{pv:>12.4g} {stars}")
+        lines.append("-" * 52)
+        lines.append("signif. codes: *** 0.001, ** 0.01, * 0.05, . 0.1")
+        return "\n".join(lines)
+
+
+def _statistic(
+    model: Any, job: _fit.Job, group: tuple[int, ...], Yb: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """The test statistic of ``group`` for each column of the responses ``Yb`` (n, b)."""
+    call = job.call
+    rep = _fit.Job(_with_values(call, Yb), job.cat, job.degree, job.cont, job.d)
+    total = np.zeros(Yb.shape[1])
+    cont = [j for j in group if j in set(job.cont.tolist())]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if cont:
+            g = _fit.gradient(rep, model.empty, backend=_backend(model))  # (n, d, b)
+            total += np.nanmean(g[:, cont, :] ** 2, axis=0).sum(axis=0)
+        cats = [j for j in group if j not in set(job.cont.tolist())]
+        if cats:
+            base, _ = _fit.fitted(rep, _fit.partials(rep, None, _backend(model)), model.empty)
+            pos = {
+                int(c): i for i, c in enumerate(j for j in range(job.d) if j not in set(job.cont.tolist()))
+            }
+            for j in cats:
+                assert rep.cat is not None
+                for level in np.unique(rep.cat.keys[:, pos[j]]):
+                    q = rep.cat.queries.copy()
+                    q[:, pos[j]] = level
+                    moved = _fit.Job(
+                        rep.call, dataclass_replace(rep.cat, queries=q), rep.degree, rep.cont, rep.d
+                    )
+                    f, _ = _fit.fitted(moved, _fit.partials(moved, None, _backend(model)), model.empty)
+                    total += np.nanmean((f - base) ** 2, axis=0)
+    return total
+
+
+def dataclass_replace(obj: Any, **changes: Any) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(obj, **changes)
+
+
+def _restricted(
+    model: Any, X: NDArray[np.float64], Y: NDArray[np.float64], sw: Any, group: tuple[int, ...]
+) -> Any:
+    """In-sample fits of the model without the columns of ``group`` (the null), (n, p)."""
+    keep = [j for j in range(X.shape[1]) if j not in group]
+    if not keep:
+        s = np.ones(X.shape[0]) if sw is None else np.asarray(sw, dtype=np.float64)
+        return np.broadcast_to((s @ Y) / s.sum(), Y.shape)
+    vt = model.var_types_
+    job = _fit.prepare(
+        X[:, keep],
+        X[:, keep],
+        Y,
+        kernel=model.kernel,
+        bandwidth=np.asarray(model.bandwidth_)[keep],
+        sample_weight=sw,
+        degree=model.degree,
+        var_types="".join(vt[j] for j in keep),
+        categorical_kernel=model.categorical_kernel,
+        levels=np.asarray(model.levels_)[[j for j in keep if vt[j] != "c"]] if vt.strip("c") else None,
+    )
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f, _ = _fit.fitted(job, _fit.partials(job, None, _backend(model)), "nearest")
+    return f
+
+
+def significance_test(
+    model: Any,
+    X: NDArray[np.float64],
+    Y: NDArray[np.float64],
+    sw: Any,
+    features: Any,
+    n_boot: int,
+    random_state: Any,
+    names: tuple[str, ...],
+) -> SignificanceTest:
+    """See :meth:`nadaraya.NadarayaWatson.significance_test`."""
+    if isinstance(n_boot, bool) or not isinstance(n_boot, int | np.integer) or n_boot < 19:
+        raise ValueError(f"n_boot must be an integer of at least 19; got {n_boot!r}")
+    d = X.shape[1]
+    groups: list[tuple[int, ...]] = []
+    for f in range(d) if features is None else features:
+        g = tuple(int(j) for j in (f if isinstance(f, list | tuple) else (f,)))
+        if not g or any(not 0 <= j < d for j in g):
+            raise ValueError(f"features entry {f!r} must name columns 0 to {d - 1}")
+        groups.append(g)
+    rng = _rng(random_state)
+    if Y.shape[1] != 1:
+        raise ValueError(f"significance_test takes one output; y has {Y.shape[1]} columns")
+    job = model._job(X, X, Y, sw)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits, _ = _fit.fitted(job, _fit.partials(job, None, _backend(model)), "nearest")
+    resid = (Y - fits)[:, 0]
+    stats, pvals = [], []
+    for g in groups:
+        observed = float(_statistic(model, job, g, Y)[0])
+        null = _restricted(model, X, Y, sw, g)[:, 0]
+        exceed = 0
+        block = max(1, min(n_boot, 256))
+        for b0 in range(0, n_boot, block):
+            b1 = min(n_boot, b0 + block)
+            Yb = null[:, None] + resid[:, None] * multipliers(rng, X.shape[0], b1 - b0)
+            exceed += int((_statistic(model, job, g, Yb) >= observed).sum())
+        stats.append(observed)
+        pvals.append((1 + exceed) / (1 + n_boot))
+    labels = tuple(" & ".join(names[j] for j in g) for g in groups)
+    return SignificanceTest(tuple(groups), labels, np.array(stats), np.array(pvals), int(n_boot))
