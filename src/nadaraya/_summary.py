@@ -154,7 +154,7 @@ class FitSummary:
 
 
 def summarize(
-    model: Any, y: NDArray[np.float64], fits: NDArray[np.float64], sample_weight: NDArray[np.float64] | None
+    model: Any, y: NDArray[np.float64], fits: NDArray[np.floating], sample_weight: NDArray[np.float64] | None
 ) -> FitSummary:
     """The :class:`FitSummary` of a fitted model from its training targets ``y`` (as stored)
     and its in-sample fits."""

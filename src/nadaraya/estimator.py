@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -24,6 +24,9 @@ from ._validation import as_bandwidth, as_empty, as_real, check_some_weight, is_
 from .bandwidth import RULES
 from .kernels import get as get_kernel
 from .pooling import compute_partials, finish, prepare
+
+if TYPE_CHECKING:
+    from ._summary import FitSummary
 
 __all__ = ["NadarayaWatson"]
 
@@ -157,6 +160,7 @@ default "cv"
     X_fit_: Any
     y_fit_: Any
     sample_weight_: Any
+    _summary_cache: FitSummary | None  # summary(), until the next fit
 
     def __init__(
         self,
@@ -227,7 +231,8 @@ default "cv"
             if bw in METHODS and (kernel.name != "constant" or vt != "c" * d):
                 Y = np.ascontiguousarray(y.reshape(n, -1))
                 backend = self.backend if self.backend != "dask" else "auto"
-                local = {} if plain else dict(degree=self.degree, var_types=vt, categorical_kernel=ck)
+                local: dict[str, Any] = {} if plain else dict(degree=self.degree, var_types=vt,
+                                                               categorical_kernel=ck)
                 self.selection_ = _select_bandwidth(X, Y, sample_weight, kernel, bw, d > 1, backend,
                                                     notes=notes, **local)
                 return np.asarray(self.selection_.bandwidth, dtype=np.float64)
@@ -358,14 +363,14 @@ default "cv"
         cat = [j for j, t in enumerate(self.var_types_) if t != "c"]
         return self.levels_[cat] if cat else None
 
-    def _job(self, X: NDArray[np.float64], keys: Any, values: Any, sample_weight: Any) -> _fit.Job:
+    def _job(self, X: Any, keys: Any, values: Any, sample_weight: Any) -> _fit.Job:
         """A validated local or mixed call of the fitted model at the queries ``X``."""
         return _fit.prepare(X, keys, values, kernel=self.kernel, bandwidth=self.bandwidth_,
                             sample_weight=sample_weight, degree=self.degree, var_types=self.var_types_,
                             categorical_kernel=self.categorical_kernel, levels=self._cat_levels())
 
     def _pool(
-        self, X: NDArray[np.float64], keys: Any, values: Any, sample_weight: Any
+        self, X: Any, keys: Any, values: Any, sample_weight: Any
     ) -> NDArray[np.floating]:
         """Predictions at validated NumPy queries from NumPy training data."""
         if not self._plain():
@@ -449,7 +454,7 @@ default "cv"
         g = _fit.gradient(self._job(X, keys, values, sw), self.empty, backend=backend)
         return g[:, :, 0] if np.ndim(values) == 1 else g
 
-    def summary(self) -> Any:
+    def summary(self) -> FitSummary:
         """A summary of the fit: n, kernel, degree, variable types, bandwidths and lambdas, the
         selection criterion, the residual variance and R squared (see
         :class:`nadaraya._summary.FitSummary`); prints as a fixed-width table.
@@ -473,7 +478,7 @@ default "cv"
         from ._summary import summarize
 
         check_is_fitted(self)
-        cached = getattr(self, "_summary_cache", None)
+        cached: FitSummary | None = getattr(self, "_summary_cache", None)
         if cached is None:
             keys, values, sw = self._training_data()
             fits = self._pool(np.asarray(keys, dtype=np.float64), keys, values, sw)
