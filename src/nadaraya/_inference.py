@@ -30,7 +30,7 @@ from ._config import get_config
 from ._local import solve
 from ._uncertainty import variances
 
-__all__ = ["Band", "SignificanceTest"]
+__all__ = ["Band", "InferenceMixin"]
 
 METHODS = ("asymptotic", "bootstrap", "rbc")
 KINDS = ("pointwise", "simultaneous")
@@ -301,155 +301,143 @@ def _shape(model: Any, band: Band) -> Band:
     return Band(*(np.asarray(a)[:, 0] for a in band))
 
 
-@dataclass(frozen=True)
-class SignificanceTest:
-    """Bootstrap tests of whether the regression depends on each feature (or a joint group).
+class InferenceMixin:
+    """Confidence bands and significance tests of :class:`nadaraya.NadarayaWatson`."""
 
-    Attributes
-    ----------
-    features : tuple of tuple of int
-        The feature (or group of features) each test is about.
-    names : tuple of str
-    statistic : ndarray of shape (k,)
-        The mean squared partial derivative over the sample (continuous features) or the mean
-        squared change of the fit across the categories (categorical ones), summed over a group.
-    p_value : ndarray of shape (k,)
-        ``(1 + #{replicates >= statistic}) / (1 + n_boot)`` under the null.
-    n_boot : int
-    """
+    def confidence_band(
+        self,
+        X: Any,
+        level: float = 0.95,
+        method: str = "asymptotic",
+        kind: str = "pointwise",
+        n_boot: int = 999,
+        random_state: Any = None,
+        variance: str = "heteroscedastic",
+    ) -> Band:
+        """A confidence band for the regression function at the rows of ``X``.
 
-    features: tuple[tuple[int, ...], ...]
-    names: tuple[str, ...]
-    statistic: NDArray[np.float64]
-    p_value: NDArray[np.float64]
-    n_boot: int
+        What each method covers, with the design held fixed:
 
-    def __str__(self) -> str:
-        lines = [
-            f"Kernel regression significance test ({self.n_boot} wild-bootstrap replicates under the null)",
-            f"{'feature':<24}{'statistic':>16}{'p-value':>12}",
-            "-" * 52,
-        ]
-        for name, st, pv in zip(self.names, self.statistic, self.p_value):
-            stars = (
-                "***" if pv < 0.001 else "**" if pv < 0.01 else "*" if pv < 0.05 else "." if pv < 0.1 else ""
-            )
-            lines.append(f"{name:<24}{st:>16.6g}{pv:>12.4g} {stars}")
-        lines.append("-" * 52)
-        lines.append("signif. codes: *** 0.001, ** 0.01, * 0.05, . 0.1")
-        return "\n".join(lines)
+        - ``"asymptotic"``: ``f(x) -+ z sd(x)``, ``sd`` the exact standard error of
+          ``predict(X, return_std=True)``. It covers the *smoothed* function
+          ``E[f(x) | design] = sum_i a_i(x) m(x_i)`` at the stated rate (the fit's bias is not
+          in it).
+        - ``"bootstrap"``: the wild bootstrap (Mammen's multipliers on the leverage-corrected
+          residuals ``e_i / sqrt(1 - H_ii)``, design and bandwidth fixed); every replicate is the
+          same linear smoother applied to new responses, so all ``n_boot`` are output columns
+          of one pass. It covers the smoothed function too, without the normal approximation.
+        - ``"rbc"``: robust bias correction (Calonico, Cattaneo and Farrell, 2018; R's
+          nprobust with ``rho = h / b = 1``): the bias of the degree-``p`` fit is estimated by
+          the degree ``p + 1`` fit at the same bandwidth, and the interval is centred on the
+          corrected estimate (which equals that fit) and studentised by its standard error.
+          It covers the *true* regression function at the CV bandwidth, where the plain
+          bands under-cover; ``estimate`` is still the model's own prediction.
+
+        ``kind="simultaneous"`` widens the band so that it covers the whole curve over the rows
+        of ``X`` at once: the ``level`` quantile of the largest studentised deviation over the
+        points (sup-t), from ``n_boot`` replicates (Gaussian ones for ``"asymptotic"`` and
+        ``"rbc"``, the wild bootstrap's for ``"bootstrap"``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features)
+        level : float, default 0.95
+        method : {"asymptotic", "bootstrap", "rbc"}, default "asymptotic"
+        kind : {"pointwise", "simultaneous"}, default "pointwise"
+        n_boot : int, default 999
+            Replicates for the bootstrap and for simultaneous bands (at least 19).
+        random_state : int, numpy Generator or None
+        variance : {"heteroscedastic", "homoscedastic"}, default "heteroscedastic"
+            How the noise variance ``sigma^2(x_i)`` is estimated (see
+            :meth:`~nadaraya.NadarayaWatson.predict`).
+
+        Returns
+        -------
+        Band
+            ``(estimate, lower, upper)``, each of shape (n_queries,) or (n_queries, n_outputs).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nadaraya import NadarayaWatson
+        >>> rng = np.random.default_rng(0)
+        >>> x = rng.uniform(0, 5, 200); y = np.sin(x) + rng.normal(0, 0.3, 200)
+        >>> model = NadarayaWatson(bandwidth=0.4, degree=1).fit(x[:, None], y)
+        >>> band = model.confidence_band([[1.0], [2.5]], variance="homoscedastic")
+        >>> bool(np.all(band.lower < band.estimate) and np.all(band.estimate < band.upper))
+        True
+        """
+        Xv = _queries(self, X)
+        return confidence_band(self, Xv, level, method, kind, n_boot, random_state, variance)
+
+    def significance_test(
+        self, X: Any, y: Any, features: Any = None, n_boot: int = 399, random_state: Any = None
+    ) -> Any:
+        """Test, per feature (or per group), whether the regression depends on it.
+
+        The statistic (Racine, 1997; Racine, Hart and Li, 2006, as R np's ``npsigtest``) is the
+        mean over the sample of the squared partial derivative of the fit (continuous features,
+        :meth:`gradient`), or of the squared change of the fit when the feature is set to each
+        of its categories (categorical ones); a group sums its features' statistics. The null
+        distribution comes from the wild bootstrap: responses ``g(x_i) + e_i v_i`` with ``g``
+        the fit without the feature(s) under test (same bandwidths for the others), ``e_i``
+        the full fit's residuals and Mammen's multipliers ``v_i``. The bandwidths are the fitted
+        model's; each replicate's statistic is the same linear map of its responses, so the
+        replicates are output columns of one pass per block.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The data to test on (usually the training data).
+        y : array-like of shape (n_samples,)
+        features : sequence of int or of sequences of int, optional
+            The features to test, each alone (an int) or jointly (a sequence); default every
+            feature alone.
+        n_boot : int, default 399
+        random_state : int, numpy Generator or None
+
+        Returns
+        -------
+        SignificanceTest
+            Statistics and p-values per test (:class:`nadaraya.SignificanceTest`); ``print``
+            shows a table.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nadaraya import NadarayaWatson
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(0, 1, (150, 2)); y = np.sin(6 * X[:, 0]) + rng.normal(0, 0.2, 150)
+        >>> model = NadarayaWatson(bandwidth=[0.1, 0.3]).fit(X, y)
+        >>> res = model.significance_test(X, y, n_boot=99, random_state=0)
+        >>> bool(res.p_value[0] < 0.05)
+        True
+        """
+        from sklearn.utils.validation import check_is_fitted
+
+        from ._validation import as_values
+
+        check_is_fitted(self)
+        Xv = _queries(self, X)
+        Y, _ = as_values(y, Xv.shape[0], np.dtype(np.float64), name="y", keys="X")
+        names = getattr(self, "feature_names_in_", None)
+        labels = (
+            tuple(str(v) for v in names) if names is not None else tuple(f"x{j}" for j in range(Xv.shape[1]))
+        )
+        from ._sigtest import significance_test
+
+        return significance_test(self, Xv, Y, None, features, n_boot, random_state, labels)
 
 
-def _statistic(
-    model: Any, job: _fit.Job, group: tuple[int, ...], Yb: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    """The test statistic of ``group`` for each column of the responses ``Yb`` (n, b)."""
-    call = job.call
-    rep = _fit.Job(_with_values(call, Yb), job.cat, job.degree, job.cont, job.d)
-    total = np.zeros(Yb.shape[1])
-    cont = [j for j in group if j in set(job.cont.tolist())]
-    import warnings
+def _queries(model: Any, X: Any) -> NDArray[np.float64]:
+    """``X`` validated as the estimator's ``predict`` validates it."""
+    from sklearn.utils.validation import check_is_fitted, validate_data
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if cont:
-            g = _fit.gradient(rep, model.empty, backend=_backend(model))  # (n, d, b)
-            total += np.nanmean(g[:, cont, :] ** 2, axis=0).sum(axis=0)
-        cats = [j for j in group if j not in set(job.cont.tolist())]
-        if cats:
-            base, _ = _fit.fitted(rep, _fit.partials(rep, None, _backend(model)), model.empty)
-            pos = {
-                int(c): i for i, c in enumerate(j for j in range(job.d) if j not in set(job.cont.tolist()))
-            }
-            for j in cats:
-                assert rep.cat is not None
-                for level in np.unique(rep.cat.keys[:, pos[j]]):
-                    q = rep.cat.queries.copy()
-                    q[:, pos[j]] = level
-                    moved = _fit.Job(
-                        rep.call, dataclass_replace(rep.cat, queries=q), rep.degree, rep.cont, rep.d
-                    )
-                    f, _ = _fit.fitted(moved, _fit.partials(moved, None, _backend(model)), model.empty)
-                    total += np.nanmean((f - base) ** 2, axis=0)
-    return total
+    from ._validation import as_real, is_dask
 
-
-def dataclass_replace(obj: Any, **changes: Any) -> Any:
-    import dataclasses
-
-    return dataclasses.replace(obj, **changes)
-
-
-def _restricted(
-    model: Any, X: NDArray[np.float64], Y: NDArray[np.float64], sw: Any, group: tuple[int, ...]
-) -> Any:
-    """In-sample fits of the model without the columns of ``group`` (the null), (n, p)."""
-    keep = [j for j in range(X.shape[1]) if j not in group]
-    if not keep:
-        s = np.ones(X.shape[0]) if sw is None else np.asarray(sw, dtype=np.float64)
-        return np.broadcast_to((s @ Y) / s.sum(), Y.shape)
-    vt = model.var_types_
-    job = _fit.prepare(
-        X[:, keep],
-        X[:, keep],
-        Y,
-        kernel=model.kernel,
-        bandwidth=np.asarray(model.bandwidth_)[keep],
-        sample_weight=sw,
-        degree=model.degree,
-        var_types="".join(vt[j] for j in keep),
-        categorical_kernel=model.categorical_kernel,
-        levels=np.asarray(model.levels_)[[j for j in keep if vt[j] != "c"]] if vt.strip("c") else None,
-    )
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        f, _ = _fit.fitted(job, _fit.partials(job, None, _backend(model)), "nearest")
-    return f
-
-
-def significance_test(
-    model: Any,
-    X: NDArray[np.float64],
-    Y: NDArray[np.float64],
-    sw: Any,
-    features: Any,
-    n_boot: int,
-    random_state: Any,
-    names: tuple[str, ...],
-) -> SignificanceTest:
-    """See :meth:`nadaraya.NadarayaWatson.significance_test`."""
-    if isinstance(n_boot, bool) or not isinstance(n_boot, int | np.integer) or n_boot < 19:
-        raise ValueError(f"n_boot must be an integer of at least 19; got {n_boot!r}")
-    d = X.shape[1]
-    groups: list[tuple[int, ...]] = []
-    for f in range(d) if features is None else features:
-        g = tuple(int(j) for j in (f if isinstance(f, list | tuple) else (f,)))
-        if not g or any(not 0 <= j < d for j in g):
-            raise ValueError(f"features entry {f!r} must name columns 0 to {d - 1}")
-        groups.append(g)
-    rng = _rng(random_state)
-    if Y.shape[1] != 1:
-        raise ValueError(f"significance_test takes one output; y has {Y.shape[1]} columns")
-    job = model._job(X, X, Y, sw)
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fits, _ = _fit.fitted(job, _fit.partials(job, None, _backend(model)), "nearest")
-    resid = (Y - fits)[:, 0]
-    stats, pvals = [], []
-    for g in groups:
-        observed = float(_statistic(model, job, g, Y)[0])
-        null = _restricted(model, X, Y, sw, g)[:, 0]
-        exceed = 0
-        block = max(1, min(n_boot, 256))
-        for b0 in range(0, n_boot, block):
-            b1 = min(n_boot, b0 + block)
-            Yb = null[:, None] + resid[:, None] * multipliers(rng, X.shape[0], b1 - b0)
-            exceed += int((_statistic(model, job, g, Yb) >= observed).sum())
-        stats.append(observed)
-        pvals.append((1 + exceed) / (1 + n_boot))
-    labels = tuple(" & ".join(names[j] for j in g) for g in groups)
-    return SignificanceTest(tuple(groups), labels, np.array(stats), np.array(pvals), int(n_boot))
+    check_is_fitted(model)
+    if is_dask(X):
+        X = X.compute()
+    if np.asarray(X).dtype.kind in "cmMUS":
+        as_real("X", X)
+    return validate_data(model, X, reset=False, dtype=np.float64)

@@ -1,0 +1,163 @@
+"""Significance tests of fitted NadarayaWatson models: does the regression depend on a feature?
+
+See :meth:`nadaraya.NadarayaWatson.significance_test`. Each replicate's statistic is a linear
+map of its bootstrap responses followed by a square, so all replicates of a block are output
+columns of one pass of the smoother (or of its derivative).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from . import _fit
+from ._inference import _backend, _rng, _with_values, multipliers
+
+__all__ = ["SignificanceTest", "significance_test"]
+
+
+@dataclass(frozen=True)
+class SignificanceTest:
+    """Bootstrap tests of whether the regression depends on each feature (or a joint group).
+
+    Attributes
+    ----------
+    features : tuple of tuple of int
+        The feature (or group of features) each test is about.
+    names : tuple of str
+    statistic : ndarray of shape (k,)
+        The mean squared partial derivative over the sample (continuous features) or the mean
+        squared change of the fit across the categories (categorical ones), summed over a group.
+    p_value : ndarray of shape (k,)
+        ``(1 + #{replicates >= statistic}) / (1 + n_boot)`` under the null.
+    n_boot : int
+    """
+
+    features: tuple[tuple[int, ...], ...]
+    names: tuple[str, ...]
+    statistic: NDArray[np.float64]
+    p_value: NDArray[np.float64]
+    n_boot: int
+
+    def __str__(self) -> str:
+        lines = [
+            f"Kernel regression significance test ({self.n_boot} wild-bootstrap replicates under the null)",
+            f"{'feature':<24}{'statistic':>16}{'p-value':>12}",
+            "-" * 52,
+        ]
+        for name, st, pv in zip(self.names, self.statistic, self.p_value):
+            stars = (
+                "***" if pv < 0.001 else "**" if pv < 0.01 else "*" if pv < 0.05 else "." if pv < 0.1 else ""
+            )
+            lines.append(f"{name:<24}{st:>16.6g}{pv:>12.4g} {stars}")
+        lines.append("-" * 52)
+        lines.append("signif. codes: *** 0.001, ** 0.01, * 0.05, . 0.1")
+        return "\n".join(lines)
+
+
+def _statistic(
+    model: Any, job: _fit.Job, group: tuple[int, ...], Yb: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """The test statistic of ``group`` for each column of the responses ``Yb`` (n, b)."""
+    call = job.call
+    rep = _fit.Job(_with_values(call, Yb), job.cat, job.degree, job.cont, job.d)
+    total = np.zeros(Yb.shape[1])
+    cont = [j for j in group if j in set(job.cont.tolist())]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if cont:
+            g = _fit.gradient(rep, model.empty, backend=_backend(model))  # (n, d, b)
+            total += np.nanmean(g[:, cont, :] ** 2, axis=0).sum(axis=0)
+        cats = [j for j in group if j not in set(job.cont.tolist())]
+        if cats:
+            base, _ = _fit.fitted(rep, _fit.partials(rep, None, _backend(model)), model.empty)
+            pos = {
+                int(c): i for i, c in enumerate(j for j in range(job.d) if j not in set(job.cont.tolist()))
+            }
+            for j in cats:
+                assert rep.cat is not None
+                for level in np.unique(rep.cat.keys[:, pos[j]]):
+                    q = rep.cat.queries.copy()
+                    q[:, pos[j]] = level
+                    moved = _fit.Job(
+                        rep.call, dataclasses.replace(rep.cat, queries=q), rep.degree, rep.cont, rep.d
+                    )
+                    f, _ = _fit.fitted(moved, _fit.partials(moved, None, _backend(model)), model.empty)
+                    total += np.nanmean((f - base) ** 2, axis=0)
+    return total
+
+
+def _restricted(
+    model: Any, X: NDArray[np.float64], Y: NDArray[np.float64], sw: Any, group: tuple[int, ...]
+) -> Any:
+    """In-sample fits of the model without the columns of ``group`` (the null), (n, p)."""
+    keep = [j for j in range(X.shape[1]) if j not in group]
+    if not keep:
+        s = np.ones(X.shape[0]) if sw is None else np.asarray(sw, dtype=np.float64)
+        return np.broadcast_to((s @ Y) / s.sum(), Y.shape)
+    vt = model.var_types_
+    job = _fit.prepare(
+        X[:, keep],
+        X[:, keep],
+        Y,
+        kernel=model.kernel,
+        bandwidth=np.asarray(model.bandwidth_)[keep],
+        sample_weight=sw,
+        degree=model.degree,
+        var_types="".join(vt[j] for j in keep),
+        categorical_kernel=model.categorical_kernel,
+        levels=np.asarray(model.levels_)[[j for j in keep if vt[j] != "c"]] if vt.strip("c") else None,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f, _ = _fit.fitted(job, _fit.partials(job, None, _backend(model)), "nearest")
+    return f
+
+
+def significance_test(
+    model: Any,
+    X: NDArray[np.float64],
+    Y: NDArray[np.float64],
+    sw: Any,
+    features: Any,
+    n_boot: int,
+    random_state: Any,
+    names: tuple[str, ...],
+) -> SignificanceTest:
+    """See :meth:`nadaraya.NadarayaWatson.significance_test`."""
+    if isinstance(n_boot, bool) or not isinstance(n_boot, int | np.integer) or n_boot < 19:
+        raise ValueError(f"n_boot must be an integer of at least 19; got {n_boot!r}")
+    d = X.shape[1]
+    groups: list[tuple[int, ...]] = []
+    for f in range(d) if features is None else features:
+        g = tuple(int(j) for j in (f if isinstance(f, list | tuple) else (f,)))
+        if not g or any(not 0 <= j < d for j in g):
+            raise ValueError(f"features entry {f!r} must name columns 0 to {d - 1}")
+        groups.append(g)
+    rng = _rng(random_state)
+    if Y.shape[1] != 1:
+        raise ValueError(f"significance_test takes one output; y has {Y.shape[1]} columns")
+    job = model._job(X, X, Y, sw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits, _ = _fit.fitted(job, _fit.partials(job, None, _backend(model)), "nearest")
+    resid = (Y - fits)[:, 0]
+    stats, pvals = [], []
+    for g in groups:
+        observed = float(_statistic(model, job, g, Y)[0])
+        null = _restricted(model, X, Y, sw, g)[:, 0]
+        exceed = 0
+        block = max(1, min(n_boot, 256))
+        for b0 in range(0, n_boot, block):
+            b1 = min(n_boot, b0 + block)
+            Yb = null[:, None] + resid[:, None] * multipliers(rng, X.shape[0], b1 - b0)
+            exceed += int((_statistic(model, job, g, Yb) >= observed).sum())
+        stats.append(observed)
+        pvals.append((1 + exceed) / (1 + n_boot))
+    labels = tuple(" & ".join(names[j] for j in g) for g in groups)
+    return SignificanceTest(tuple(groups), labels, np.array(stats), np.array(pvals), int(n_boot))
