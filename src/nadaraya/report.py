@@ -294,7 +294,8 @@ def textbook_study(
     :func:`nadaraya.attention_weights`, with ``empty="nearest"`` so that a compact kernel's
     empty window takes its nearest training point. Beside them, local polynomial fits of
     ``degrees`` (Gaussian, each with its own CV bandwidth) and Nadaraya-Watson as the reference:
-    a row each in the table and :attr:`Study.local` for :func:`figure_local` and the report.
+    a row each in the table (after the Gaussian's) and :attr:`Study.local` for
+    :func:`figure_local` and the report.
 
     Parameters
     ----------
@@ -327,7 +328,7 @@ def textbook_study(
     >>> study.heatmaps["gaussian"].shape  # 0.2, 1 and the CV choice
     (3, 50, 50)
     >>> [(r.model, r.note) for r in study.rows if r.model.startswith("local")][0]
-    ('local linear', 'gaussian, degree 1, selected by leave-one-out CV')
+    ('local linear', 'gaussian, degree 1, leave-one-out CV')
     """
     split = textbook() if split is None else split
     kernels = list(kernels)
@@ -366,8 +367,9 @@ def textbook_study(
     cvs = [float(sr.bandwidth[0]) for sr in searches.values()]
     slide = np.unique([float(f"{h:.6g}") for h in np.concatenate([base, cvs])])
     local = _local_fits(split, degrees, searches.get("gaussian"), tick) if degrees else {}
-    rows += [Row(fit.name, fit.kernel, fit.bandwidth, fit.mse,
-                 f"{fit.kernel}, degree {d}, selected by leave-one-out CV") for d, fit in local.items() if d]
+    after = max((i + 1 for i, r in enumerate(rows) if r.kernel == "gaussian"), default=len(rows))
+    rows[after:after] = [Row(fit.name, fit.kernel, fit.bandwidth, fit.mse, f"{fit.kernel}, degree {d}, "
+                             "leave-one-out CV") for d, fit in local.items() if d]  # beside NW's rows
     total = done + len(kernels + others) * slide.size + 2 * bool(learnable)
     curves: dict[str, NDArray[np.float64]] = {}
     heatmaps: dict[str, NDArray[np.float64]] = {}
