@@ -121,6 +121,12 @@ def training(model: Any) -> _Training:
     return out
 
 
+def forget(model: Any) -> None:
+    """Drop what a previous fit cached for inference (called by ``fit``)."""
+    for key in ("_inference_cache", "_sigma2_homoscedastic", "_sigma2_heteroscedastic"):
+        model.__dict__.pop(key, None)
+
+
 def _backend(model: Any) -> str:
     return model.backend if model.backend != "dask" else "auto"
 

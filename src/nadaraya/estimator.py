@@ -19,6 +19,7 @@ from ._estimator_parts import (
     _mixed_bandwidth,
     fit_dask,
 )
+from ._inference import InferenceMixin, forget
 from ._mixed import as_categorical_kernel, as_var_types
 from ._validation import as_bandwidth, as_empty, as_real, check_some_weight, is_dask
 from .bandwidth import RULES
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["NadarayaWatson"]
 
 
-class NadarayaWatson(RegressorMixin, BaseEstimator):  # type: ignore[misc]
+class NadarayaWatson(InferenceMixin, RegressorMixin, BaseEstimator):  # type: ignore[misc]
     r"""Nadaraya-Watson kernel regression: attention pooling of the training targets.
 
     The prediction at ``q`` is ``sum_i alpha(q, x_i) y_i`` with attention weights
@@ -325,6 +326,7 @@ default "cv"
         self.var_types_, self.levels_ = vt, levels
         self.X_fit_, self.y_fit_, self.sample_weight_ = Xs, ys, sw
         self._summary_cache = None
+        forget(self)
         n, d = Xs.shape
         choice = backends.choose(get_kernel(self.kernel), n=n, m=n, d=d, backend=self.backend)
         self.backend_, self.backend_reason_ = choice.name, choice.reason
@@ -333,6 +335,7 @@ default "cv"
         """``fit`` on Dask input: see :func:`nadaraya._estimator_parts.fit_dask`."""
         fit_dask(self, X, y, sample_weight, notes)
         self._summary_cache = None
+        forget(self)
 
     def _predict_dask(self, X: Any) -> Any:
         """``predict`` when the model or ``X`` is on Dask: a lazy Dask array."""
@@ -389,16 +392,26 @@ default "cv"
             data = dask.compute(*data)
         return data
 
-    def predict(self, X: ArrayLike) -> NDArray[np.floating]:
+    def predict(
+        self, X: ArrayLike, return_std: bool = False, variance: str = "heteroscedastic"
+    ) -> Any:
         """Attention-pool the training targets at each row of ``X``.
 
         Parameters
         ----------
         X : array-like of shape (n_queries, n_features)
+        return_std : bool, default False
+            Also return the standard error of each prediction given the design: the exact
+            ``sqrt(sum_i a_i(x)^2 sigma^2(x_i))``, ``a_i`` the fit's effective weights (the
+            attention weights for degree 0), from one more pass of squared weights.
+        variance : {"heteroscedastic", "homoscedastic"}, default "heteroscedastic"
+            ``sigma^2(x_i)``: a Nadaraya-Watson smooth of the squared leave-one-out residuals
+            (bandwidth by CV), or one residual variance ``sum s_i e_i^2 / (N - tr H)``.
 
         Returns
         -------
         ndarray of shape (n_queries,) or (n_queries, n_outputs)
+            With ``return_std``, a tuple ``(mean, std)`` of two such arrays.
 
         Examples
         --------
@@ -413,9 +426,15 @@ default "cv"
         if np.asarray(X).dtype.kind in "cmMUS":  # complex, dates, durations, text, as in fit
             as_real("X", X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        if return_std:
+            from ._inference import _shape, predict_std
+
+            mean, std = predict_std(self, X, variance)
+            out = _shape(self, (mean, std, std))  # type: ignore[arg-type]
+            return out[0], out[1]
         return self._pool(X, self.X_fit_, self.y_fit_, self.sample_weight_)
 
-    def gradient(self, X: ArrayLike) -> NDArray[np.float64]:
+    def gradient(self, X: ArrayLike, return_std: bool = False, variance: str = "heteroscedastic") -> Any:
         """The derivative of the fitted mean with respect to each feature, at each row of ``X``.
 
         With ``degree=0`` it is the analytic derivative of the Nadaraya-Watson ratio
@@ -429,10 +448,14 @@ default "cv"
         Parameters
         ----------
         X : array-like of shape (n_queries, n_features)
+        return_std, variance
+            As for :meth:`predict`: also the standard errors of the derivatives (degree >= 1,
+            or degree 0 with the Gaussian kernel).
 
         Returns
         -------
         ndarray of shape (n_queries, n_features) or (n_queries, n_features, n_outputs)
+            With ``return_std``, a tuple ``(gradient, std)`` of two such arrays.
 
         Examples
         --------
@@ -450,6 +473,11 @@ default "cv"
             as_real("X", X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         keys, values, sw = self._training_data()
+        if return_std:
+            from ._inference import predict_std
+
+            g, std = predict_std(self, X, variance, slopes=True)
+            return (g[:, :, 0], std[:, :, 0]) if np.ndim(values) == 1 else (g, std)
         backend = self.backend if self.backend != "dask" else "auto"
         g = _fit.gradient(self._job(X, keys, values, sw), self.empty, backend=backend)
         return g[:, :, 0] if np.ndim(values) == 1 else g
