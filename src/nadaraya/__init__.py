@@ -10,6 +10,8 @@ from .pooling import EmptyWindowWarning, attention_weights, loo_pool, pool
 
 if TYPE_CHECKING:
     from ._fit import SingularFitWarning
+    from ._inference import Band
+    from ._sigtest import SignificanceTest
     from ._summary import FitSummary
     from .estimator import NadarayaWatson
     from .nn import AttentionPoolingRegressor
@@ -18,9 +20,11 @@ from ._version import __version__
 
 __all__ = [
     "AttentionPoolingRegressor",
+    "Band",
     "EmptyWindowWarning",
     "FitSummary",
     "NadarayaWatson",
+    "SignificanceTest",
     "SingularFitWarning",
     "__version__",
     "attention_weights",
@@ -44,6 +48,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "select_bandwidth": ("nadaraya.bandwidth", "select_bandwidth"),
     "SingularFitWarning": ("nadaraya._fit", "SingularFitWarning"),
     "FitSummary": ("nadaraya._summary", "FitSummary"),
+    "Band": ("nadaraya._inference", "Band"),
+    "SignificanceTest": ("nadaraya._sigtest", "SignificanceTest"),
 }
 
 
