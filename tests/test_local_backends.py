@@ -13,6 +13,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import nadaraya
 from nadaraya import _fit, backends
@@ -191,3 +193,60 @@ def test_float32_within_twice_a_plain_float32_implementation(backend, kernel, d,
     err_got = np.abs(got.astype(np.float64) - exact).max()
     floor = 4 * np.finfo(np.float32).eps * np.abs(exact).max()  # where the plain fit happens to be exact
     assert err_got <= 2.0 * err_plain + floor, (err_got, err_plain)
+
+
+# --- fuzzing and ties -------------------------------------------------------------------------------
+
+
+@st.composite
+def _problem(draw):
+    seed = draw(st.integers(0, 2**31))
+    rng = np.random.default_rng(seed)
+    d, n, m = draw(st.integers(1, 3)), draw(st.integers(1, 60)), draw(st.integers(1, 20))
+    if draw(st.booleans()):
+        X = rng.integers(0, 5, size=(n, d)) * 0.25  # a grid: duplicates, keys on window edges
+    else:
+        X = rng.normal(size=(n, d)) * 10 ** draw(st.floats(-3, 3))
+    scale = np.abs(X).max() + 1
+    Q = X[rng.integers(0, n, size=m)] + draw(st.sampled_from([0.0, 0.3])) * rng.normal(size=(m, d)) * scale
+    V = rng.normal(size=(n, draw(st.integers(1, 2))))
+    h = np.abs(rng.normal(size=d)) * scale * 0.5 + 1e-3 * scale
+    sw = rng.integers(1, 3, size=n) * (rng.random(n) < 0.8) if draw(st.booleans()) else None
+    if sw is not None and not sw.any():
+        sw[0] = 1
+    return Q, X, V, h, sw
+
+
+@settings(max_examples=60)
+@given(_problem(), st.integers(0, 2), st.sampled_from(["epanechnikov", "boxcar", "triangular", "gaussian"]),
+       st.sampled_from(FAST), st.booleans())
+def test_backends_agree_on_random_problems(problem, degree, kernel, backend, loo):
+    """Grids with duplicates and keys exactly on window edges, scales from 1e-3 to 1e3, zero
+    sample weights, pool and loo_pool: each backend's answer is the reference's."""
+    Q, X, V, h, sw = problem
+    if not backends.get(backend).supports(get(kernel), X.shape[1]):
+        return
+    kw = dict(kernel=kernel, bandwidth=h, degree=degree, sample_weight=sw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", _fit.SingularFitWarning)
+        warnings.simplefilter("ignore", nadaraya.EmptyWindowWarning)
+        if loo:
+            want, got = (nadaraya.loo_pool(X, V, backend=b, **kw) for b in ("reference", backend))
+        else:
+            want, got = (nadaraya.pool(Q, X, V, backend=b, **kw) for b in ("reference", backend))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    scale = np.nanmax(np.abs(want), initial=1.0)
+    np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-7 * scale, equal_nan=True)
+
+
+@pytest.mark.parametrize("backend", FAST)
+@pytest.mark.parametrize("degree", [0, 1, 2])
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_boxcar_keys_on_the_window_edge(backend, degree, d):
+    """A grid of keys one bandwidth apart: |u| = 1 (in or out by rounding) decides the same way."""
+    _supported(backend, "boxcar", d)
+    g = np.round(np.arange(0.0, 1.01, 0.1), 12)
+    X = np.stack(np.meshgrid(*[g] * d, indexing="ij"), axis=-1).reshape(-1, d)[:: max(1, 3 ** (d - 1))]
+    V = np.column_stack([np.sin(5 * X).sum(axis=1)])
+    job = _job(X, X, V, None, "boxcar", np.array([0.1, 0.2, 0.3])[:d], degree)
+    _assert_same_fits(job, backend)
