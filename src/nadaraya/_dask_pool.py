@@ -55,7 +55,7 @@ from . import _fit, backends
 from ._dask_empty import _finish, _nearest_block, _nearest_merge
 from ._dask_far import _merge_all_far, far_block
 from ._dask_inputs import _as_rows, _dask_weights, _known_rows
-from ._local import solve
+from ._local import LocalFit, solve
 from ._mixed import Categorical, as_categorical_kernel, as_var_types
 from ._nearest import FAR_LOG_WEIGHT
 from ._validation import (
@@ -136,6 +136,33 @@ def _mixed_block(
     return _fit.partials(columns.job(q, k, v, sw, kern, bandwidth, degree), exclude, engine)
 
 
+def _overlay(
+    parts: Partials, degree: int, bandwidth: NDArray[np.float64], out: NDArray[np.floating],
+    far: NDArray[np.bool_], where: str = "",
+) -> LocalFit:
+    """Solve each query's local system and write the regular ones that are not ``far`` over
+    ``out`` (the degree-0 predictions with their fills); one SingularFitWarning naming ``where``.
+
+    The second half of :func:`nadaraya._fit.fitted`, line for line (kept here until ``_fit``
+    offers it as a function of its own, so that both paths call one).
+    """
+    fit = solve(parts, degree, bandwidth)
+    local = (fit.degree >= 1) & ~far
+    out[local] = fit.estimate[local].astype(out.dtype)
+    fit.slope[far] = np.nan
+    if degree >= 1:
+        low = ((fit.degree >= 0) & (fit.degree < degree)) | (far & (parts.weight > 0))
+        if low.any():
+            warn_at_caller(
+                f"{int(low.sum())} of {low.size} queries{where} have a singular local system of degree "
+                f"{degree} (too few distinct keys with weight, collinear keys, or a query far from every "
+                "key): they got the highest lower degree whose system is regular, degree 0 at worst (see "
+                "nadaraya._local)",
+                _fit.SingularFitWarning,
+            )
+    return fit
+
+
 def _local_finish(
     merged: Any, fallback: Any, positive: Any = True, *, degree: int, mixed: bool, empty: str, one_d: bool,
     start: int, kernel: str, bandwidth: NDArray[np.float64],
@@ -156,18 +183,7 @@ def _local_finish(
         far_rows = ~(parts.shift >= FAR_LOG_WEIGHT)
         if far is not None:  # partials relative to an anchor (see nadaraya._dask_far)
             far_rows |= far.rows
-    fit = solve(parts, degree, bandwidth)
-    local = (fit.degree >= 1) & ~far_rows
-    out[local] = fit.estimate[local].astype(out.dtype)
-    low = ((fit.degree >= 0) & (fit.degree < degree)) | (far_rows & (parts.weight > 0))
-    if degree >= 1 and low.any():
-        warn_at_caller(
-            f"{int(low.sum())} of {m} queries in the chunk starting at row {start} have a singular local "
-            f"system of degree {degree} (too few distinct keys with weight, collinear keys, or a query far "
-            "from every key): they got the highest lower degree whose system is regular, degree 0 at "
-            "worst (see nadaraya._local)",
-            _fit.SingularFitWarning,
-        )
+    _overlay(parts, degree, bandwidth, out, far_rows, f" in the chunk starting at row {start}")
     return out[:, 0] if one_d else out
 
 
@@ -367,7 +383,9 @@ def pool(
         Single-machine backend of each task (default ``"auto"``).
     degree, var_types, categorical_kernel
         As for :func:`nadaraya.pool`. A query chunk whose local systems were singular for
-        some queries warns (:class:`~nadaraya._fit.SingularFitWarning`) when it is computed.
+        some queries warns (:class:`~nadaraya._fit.SingularFitWarning`) when it is computed,
+        where it is computed (in the caller's process with the threaded and synchronous
+        schedulers; in the worker's log on a ``distributed`` cluster).
 
     Returns
     -------
