@@ -59,22 +59,27 @@ def _rng(random_state: Any) -> np.random.Generator:
 
 def multipliers(rng: np.random.Generator, n: int, b: int, kind: str = "mammen") -> NDArray[np.float64]:
     """Wild-bootstrap multipliers of mean 0 and variance 1, (n, b): Mammen's two-point law
-    (third moment 1) or Rademacher's (+-1).
+    (third moment 1), Rademacher's (+-1) or standard normal (``"gaussian"``). Drawn one
+    replicate (column) after the other, so that blocks of columns drawn in turn from one
+    generator give the same numbers as one draw of all of them.
 
     Examples
     --------
     >>> v = multipliers(np.random.default_rng(0), 20000, 1)
     >>> bool(abs(v.mean()) < 0.03 and abs(v.var() - 1) < 0.05)
     True
+    >>> a = multipliers(np.random.default_rng(1), 5, 4); g = np.random.default_rng(1)
+    >>> bool((np.hstack([multipliers(g, 5, 1), multipliers(g, 5, 3)]) == a).all())
+    True
     """
     if kind == "rademacher":
-        return rng.choice(np.array([-1.0, 1.0]), size=(n, b))
+        return rng.choice(np.array([-1.0, 1.0]), size=(b, n)).T
     if kind == "gaussian":
-        return rng.standard_normal((n, b))
+        return rng.standard_normal((b, n)).T
     s5 = math.sqrt(5.0)
     low, high = -(s5 - 1) / 2, (s5 + 1) / 2
     p_low = (s5 + 1) / (2 * s5)
-    return np.where(rng.random((n, b)) < p_low, low, high)
+    return np.where(rng.random((b, n)) < p_low, low, high).T
 
 
 @dataclass
@@ -214,31 +219,25 @@ def predict_std(
 
 
 def _replicates(
-    model: Any,
-    job: _fit.Job,
-    E: NDArray[np.float64],
-    rng: np.random.Generator,
-    n_boot: int,
-    kind: str,
+    model: Any, job: _fit.Job, E: NDArray[np.float64], rng: np.random.Generator, n_boot: int, kind: str
 ) -> NDArray[np.float64]:
     """Deviations of ``n_boot`` replicates at the queries of ``job``, (m, p, n_boot): the
-    smoother applied to ``E * v`` (wild multipliers ``v``), in blocks of outputs."""
+    smoother applied to ``E * v`` (wild multipliers ``v``, (n, n_boot)). The smoother's rows
+    come in blocks of queries (:func:`nadaraya._smoother.blocks`) and meet all the replicates
+    of a block of columns in one matrix product; the columns come in blocks within the
+    working memory, drawn in order, so the result does not depend on the block sizes."""
+    from ._smoother import blocks
+
     n, p = E.shape
     m = job.call.queries.shape[0]
-    block = max(1, min(n_boot, int(get_config()["working_memory"] * 2**20 // (8 * 4 * max(n, m)))))
+    width = max(1, min(n_boot, int(get_config()["working_memory"] * 2**20 // (8 * 4 * n * p))))
     out = np.empty((m, p, n_boot))
-    for b0 in range(0, n_boot, block):
-        b1 = min(n_boot, b0 + block)
+    for b0 in range(0, n_boot, width):
+        b1 = min(n_boot, b0 + width)
         v = multipliers(rng, n, b1 - b0, kind)
-        for c in range(p):
-            values = E[:, c, None] * v
-            rep = _fit.Job(_with_values(job.call, values), job.cat, job.degree, job.cont, job.d)
-            import warnings
-
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                f, _ = _fit.fitted(rep, _fit.partials(rep, None, _backend(model)), model.empty)
-            out[:, c, b0:b1] = f
+        values = np.concatenate([E[:, c, None] * v for c in range(p)], axis=1)  # (n, p * b)
+        for q0, q1, rows in blocks(job):
+            out[q0:q1, :, b0:b1] = (rows @ values).reshape(q1 - q0, p, b1 - b0)
     return out
 
 

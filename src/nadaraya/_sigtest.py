@@ -16,7 +16,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import _fit
-from ._inference import _backend, _rng, _with_values, multipliers
+from ._config import get_config
+from ._inference import _backend, _rng, multipliers
 
 __all__ = ["SignificanceTest", "significance_test"]
 
@@ -60,35 +61,33 @@ class SignificanceTest:
         return "\n".join(lines)
 
 
-def _statistic(
-    model: Any, job: _fit.Job, group: tuple[int, ...], Yb: NDArray[np.float64]
-) -> NDArray[np.float64]:
-    """The test statistic of ``group`` for each column of the responses ``Yb`` (n, b)."""
-    call = job.call
-    rep = _fit.Job(_with_values(call, Yb), job.cat, job.degree, job.cont, job.d)
+def _statistic(job: _fit.Job, group: tuple[int, ...], Yb: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The test statistic of ``group`` for each column of the responses ``Yb`` (n, b): each
+    derivative (or category change) is a linear map of the responses, applied by blocks of its
+    rows (:mod:`nadaraya._smoother`) to every column at once."""
+    from ._smoother import blocks
+
+    n = job.call.keys.shape[0]
     total = np.zeros(Yb.shape[1])
-    cont = [j for j in group if j in set(job.cont.tolist())]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if cont:
-            g = _fit.gradient(rep, model.empty, backend=_backend(model))  # (n, d, b)
-            total += np.nanmean(g[:, cont, :] ** 2, axis=0).sum(axis=0)
-        cats = [j for j in group if j not in set(job.cont.tolist())]
-        if cats:
-            base, _ = _fit.fitted(rep, _fit.partials(rep, None, _backend(model)), model.empty)
-            pos = {
-                int(c): i for i, c in enumerate(j for j in range(job.d) if j not in set(job.cont.tolist()))
-            }
-            for j in cats:
-                assert rep.cat is not None
-                for level in np.unique(rep.cat.keys[:, pos[j]]):
-                    q = rep.cat.queries.copy()
-                    q[:, pos[j]] = level
-                    moved = _fit.Job(
-                        rep.call, dataclasses.replace(rep.cat, queries=q), rep.degree, rep.cont, rep.d
-                    )
-                    f, _ = _fit.fitted(moved, _fit.partials(moved, None, _backend(model)), model.empty)
-                    total += np.nanmean((f - base) ** 2, axis=0)
+    cont = job.cont.tolist()
+    for j in group:
+        if j in cont:
+            acc = np.zeros(Yb.shape[1])
+            for _, _, rows in blocks(job, slope=cont.index(j)):
+                acc += np.nansum((rows @ Yb) ** 2, axis=0)
+            total += acc / n
+            continue
+        assert job.cat is not None
+        pos = [i for i in range(job.d) if i not in cont].index(j)
+        base = np.vstack([rows @ Yb for _, _, rows in blocks(job)])
+        for level in np.unique(job.cat.keys[:, pos]):
+            q = job.cat.queries.copy()
+            q[:, pos] = level
+            moved = _fit.Job(job.call, dataclasses.replace(job.cat, queries=q), job.degree, job.cont, job.d)
+            acc = np.zeros(Yb.shape[1])
+            for q0, q1, rows in blocks(moved):
+                acc += np.nansum((rows @ Yb - base[q0:q1]) ** 2, axis=0)
+            total += acc / n
     return total
 
 
@@ -149,14 +148,14 @@ def significance_test(
     resid = (Y - fits)[:, 0]
     stats, pvals = [], []
     for g in groups:
-        observed = float(_statistic(model, job, g, Y)[0])
+        observed = float(_statistic(job, g, Y)[0])
         null = _restricted(model, X, Y, sw, g)[:, 0]
+        n = X.shape[0]
+        width = max(1, min(n_boot, int(get_config()["working_memory"] * 2**20 // (8 * 4 * n))))
         exceed = 0
-        block = max(1, min(n_boot, 256))
-        for b0 in range(0, n_boot, block):
-            b1 = min(n_boot, b0 + block)
-            Yb = null[:, None] + resid[:, None] * multipliers(rng, X.shape[0], b1 - b0)
-            exceed += int((_statistic(model, job, g, Yb) >= observed).sum())
+        for b0 in range(0, n_boot, width):  # blocks of replicates within the working memory
+            Yb = null[:, None] + resid[:, None] * multipliers(rng, n, min(n_boot, b0 + width) - b0)
+            exceed += int((_statistic(job, g, Yb) >= observed).sum())
         stats.append(observed)
         pvals.append((1 + exceed) / (1 + n_boot))
     labels = tuple(" & ".join(names[j] for j in g) for g in groups)

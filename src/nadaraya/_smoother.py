@@ -1,0 +1,123 @@
+"""The smoother matrix of a local fit, by blocks of queries: the effective weights a_i(x) themselves.
+
+A local polynomial fit with a fixed bandwidth is linear in the values, ``f(x) = sum_i a_i(x)
+y_i`` (and so are its slopes). When many value vectors share one design -- the thousand
+responses of a bootstrap -- it pays to compute the rows ``a(x)`` once per block of queries and
+apply them to all the vectors by one matrix product (BLAS), instead of streaming every vector
+through the kernel sums. Rows are computed as the reference backend computes weights (product
+kernels in the log domain with each row's exact maximum; categorical factors per pair), then
+``a_i = w_i b(z_i)^T M^-1 e_0`` (or ``e_a / h_a`` for a slope) with the same singular-system
+rule as :mod:`nadaraya._local` (the highest regular lower degree).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+from numpy.typing import NDArray
+
+from . import _fit
+from ._config import get_config
+from ._local import _regular, monomials
+
+__all__ = ["blocks"]
+
+
+def _weights(job: _fit.Job, q0: int, q1: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Unnormalised weights (b, n), each row divided by its largest, and ``u = k - q`` (b, n, dc)."""
+    call, k = job.call, job.call.kernel
+    q = call.queries[q0:q1].astype(np.float64)
+    keys = call.keys.astype(np.float64)
+    h = call.bandwidth.astype(np.float64)
+    u = keys[None, :, :] - q[:, None, :]
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        log_s = (
+            np.zeros(keys.shape[0])
+            if call.sample_weight is None
+            else np.log(call.sample_weight.astype(float))
+        )
+        lw = np.broadcast_to(log_s[None, :], u.shape[:2]).copy()
+        if job.cat is not None:
+            lw += job.cat.log_factor(job.cat.queries[q0:q1], job.cat.keys)
+        if k.log_domain:
+            for a in range(u.shape[2]):
+                lw += k.log_profile(-u[:, :, a] / h[a])  # type: ignore[misc]
+            top = lw.max(axis=1, keepdims=True)
+            w = np.exp(lw - np.where(np.isfinite(top), top, 0.0))
+        else:
+            w = np.exp(lw)
+            for a in range(u.shape[2]):
+                w *= k.profile(-u[:, :, a] / h[a])
+    return w, u
+
+
+def _rows(job: _fit.Job, q0: int, q1: int, slope: int | None) -> NDArray[np.float64]:
+    """Rows ``q0:q1`` of the smoother (``slope=None``) or of the slope along continuous column ``slope``."""
+    w, u = _weights(job, q0, q1)
+    h = job.call.bandwidth.astype(np.float64)
+    b, n = w.shape
+    out = np.full((b, n), np.nan)
+    total = w.sum(axis=1)
+    live = total > 0
+    degree = job.degree
+    if degree == 0:
+        if slope is None:
+            out[live] = w[live] / total[live, None]
+            return out
+        k = job.call.kernel
+        z = -u[:, :, slope] / h[slope]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            if k.log_domain:
+                dw = w * k.derivative(z) / h[slope]  # type: ignore[misc]
+            else:
+                prof = k.profile(z)
+                dw = np.where(prof > 0, w / np.where(prof > 0, prof, 1.0), 0.0) * k.derivative(z) / h[slope]  # type: ignore[misc]
+        s0 = total[live, None]
+        a = w[live] / s0
+        out[live] = (dw[live] - a * dw[live].sum(axis=1, keepdims=True)) / s0
+        return out
+    basis = monomials(degree, h.size)
+    z = u / h
+    B = np.stack([np.prod(z[:, :, list(mo)], axis=2) if mo else np.ones((b, n)) for mo in basis], axis=2)
+    Bw = B * (w / np.where(live, total, 1.0)[:, None])[:, :, None]
+    M = np.einsum("bnp,bnq->bpq", Bw, B)
+    todo = live.copy()
+    target = 0 if slope is None else 1 + slope
+    for r in range(degree, 0, -1):
+        size = len(monomials(r, h.size))
+        regular, _ = _regular(M[:, :size, :size])
+        now = todo & regular
+        if now.any():
+            e = np.zeros((int(now.sum()), size, 1))
+            e[:, target, 0] = 1.0
+            c = np.linalg.solve(M[now][:, :size, :size], e)[:, :, 0]
+            rows = np.einsum("bnp,bp->bn", Bw[now][:, :, :size], c)
+            out[now] = rows / (h[slope] if slope is not None else 1.0)
+            todo &= ~now
+    if slope is None and todo.any():  # degree 0 at worst
+        out[todo] = w[todo] / total[todo, None]
+    return out
+
+
+def blocks(job: _fit.Job, slope: int | None = None) -> Iterator[tuple[int, int, NDArray[np.float64]]]:
+    """``(q0, q1, rows)`` for consecutive blocks of queries, each ``rows`` (q1 - q0, n) within
+    the working memory: the smoother's rows, or a slope's (NaN where it is not defined).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nadaraya import _fit
+    >>> x = np.linspace(0, 1, 11)
+    >>> job = _fit.prepare(x[:3], x, 2 * x, kernel="gaussian", bandwidth=0.3, sample_weight=None,
+    ...                    degree=1, var_types=None, categorical_kernel="classic")
+    >>> _, _, A = next(blocks(job))
+    >>> bool(np.allclose(A @ (2 * x), [0.0, 0.2, 0.4], atol=1e-12)), A.sum(axis=1).round(12).tolist()
+    (True, [1.0, 1.0, 1.0])
+    """
+    m, n = job.call.queries.shape[0], job.call.keys.shape[0]
+    width = len(monomials(job.degree, job.cont.size)) + max(1, job.cont.size) + 4
+    step = max(1, int(get_config()["working_memory"] * 2**20 // (8 * n * width)))
+    for q0 in range(0, m, step):
+        q1 = min(m, q0 + step)
+        yield q0, q1, _rows(job, q0, q1, slope)
