@@ -80,7 +80,7 @@ def _log_ratio(kern: Kernel, q: Any, a: Any, b: Any, h: Any) -> Any:
     kernel's ``log_ratio``; where that overflows (``(q - a) / h`` beyond the float range), from
     the far-field form of the kernel in log magnitudes (:func:`_far_log_ratio`)."""
     with np.errstate(all="ignore"):
-        lr = kern.log_ratio((q - a) / h, (a - b) / h).sum(axis=-1)  # type: ignore[attr-defined]
+        lr = kern.log_ratio((q - a) / h, (a - b) / h).sum(axis=-1)  # type: ignore[misc]
         bad = ~np.isfinite(lr)
         if bad.any():
             q, a, b = np.broadcast_arrays(q, a, b)

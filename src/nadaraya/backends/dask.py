@@ -222,7 +222,7 @@ def _share_cores_with_worker() -> None:
         return
     import numba
 
-    numba.set_num_threads(max(1, min(nthreads, numba.config.NUMBA_NUM_THREADS)))
+    numba.set_num_threads(max(1, min(nthreads, numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]
 
 
 # --------------------------------------------------------------------------- dask.sizeof
