@@ -398,23 +398,24 @@ def _rcond(B, w):
     return sv[-1] / sv[0]
 
 
-@settings(max_examples=100)
-@given(_mixed_problem(), st.integers(0, 2))
-def test_every_query_gets_the_plain_fit_of_the_degree_it_used(problem, degree):
-    """Each query's answer is the dense least-squares fit at the degree its fit used; that degree
-    is the one asked unless the equilibrated system at it is (near) singular, and lower degrees
-    are regular; NaN exactly where no key has weight. The tolerance allows the RCOND rule's loss
-    of digits (nadaraya._local: up to about six)."""
+def _check_against_dense(problem, degree, loo):
+    """Each answer is the dense least-squares fit at the degree its fit used; that degree is the
+    one asked unless the equilibrated system at it is (near) singular, and the degree used is
+    regular; NaN exactly where no key has weight. The tolerance allows the RCOND rule's loss of
+    digits (nadaraya._local: up to about six)."""
     vt, Q, X, y, bw, ck, kernel = problem
+    if loo:
+        Q = X
     cont = [j for j, t in enumerate(vt) if t == "c"]
-    job = _fit.prepare(Q, X, y, kernel=kernel, bandwidth=bw, sample_weight=None, degree=degree,
-                       var_types=vt, categorical_kernel=ck)
+    exclude = np.arange(len(X)) if loo else None
+    job = _fit.prepare(None if loo else Q, X, y, kernel=kernel, bandwidth=bw, sample_weight=None,
+                       degree=degree, var_types=vt, categorical_kernel=ck)
+    kw = dict(kernel=kernel, bandwidth=bw, degree=degree, var_types=vt, categorical_kernel=ck)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SingularFitWarning)
         warnings.simplefilter("ignore", nadaraya.EmptyWindowWarning)
-        out, fit = _fit.fitted(job, _fit.partials(job, None, "reference"), "nan")
-        got = nadaraya.pool(Q, X, y, kernel=kernel, bandwidth=bw, degree=degree, var_types=vt,
-                            categorical_kernel=ck)
+        out, fit = _fit.fitted(job, _fit.partials(job, exclude, "reference"), "nan", exclude)
+        got = nadaraya.loo_pool(X, y, **kw) if loo else nadaraya.pool(Q, X, y, **kw)
     np.testing.assert_array_equal(got, out[:, 0])
     # the weights in the log domain, each row scaled by its largest (a fit does not change)
     with np.errstate(divide="ignore"):
@@ -423,6 +424,8 @@ def test_every_query_gets_the_plain_fit_of_the_degree_it_used(problem, degree):
             logw += -0.5 * (((Q[:, None, cont] - X[None, :, cont]) / bw[cont]) ** 2).sum(axis=2)
         elif cont:
             logw += np.log(naive_weights(Q[:, cont], X[:, cont], kernel, bw[cont]))
+    if loo:
+        np.fill_diagonal(logw, -np.inf)
     top = logw.max(axis=1)
     far = (top < FAR_LOG_WEIGHT) & (vt == "c" * len(vt))  # pooling's far limit: degree 0
     w = np.exp(logw - np.where(np.isfinite(top), top, 0.0)[:, None])
@@ -443,3 +446,16 @@ def test_every_query_gets_the_plain_fit_of_the_degree_it_used(problem, degree):
             assert _rcond(design(z, used), w[i, on]) > 1e-11
         want = local_fit(Q[i : i + 1, cont], X[:, cont], y, w[i : i + 1], bw[cont], used)[0][0, 0]
         assert got[i] == pytest.approx(want, rel=1e-5, abs=1e-5 * np.abs(y).max())
+
+
+@settings(max_examples=100)
+@given(_mixed_problem(), st.integers(0, 2))
+def test_every_query_gets_the_plain_fit_of_the_degree_it_used(problem, degree):
+    _check_against_dense(problem, degree, loo=False)
+
+
+@settings(max_examples=60)
+@given(_mixed_problem(), st.integers(0, 2))
+def test_mixed_loo_on_random_problems(problem, degree):
+    """loo_pool: the same, each row against the dense fit on the other rows."""
+    _check_against_dense(problem, degree, loo=True)
