@@ -101,6 +101,8 @@ def figure_local(study: Study, degrees: tuple[int, ...] = (0, 1)) -> Figure:
     whole, edge = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.55, 1.0]})
     _draw(whole, study, fits, marks=False)
     whole.axvspan(lo, hi, color="0.92", zorder=0, lw=0)
+    whole.text((lo + hi) / 2, 0.97, "enlarged\nat right", transform=whole.get_xaxis_transform(), ha="center",
+               va="top", fontsize="small", color="0.35")
     whole.set(title="the whole range")
     _draw(edge, study, fits, marks=True)
     x = fits[0].x
