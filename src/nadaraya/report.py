@@ -402,9 +402,9 @@ def _local_fits(
         else:
             h = float(select_bandwidth(split.x_train, split.y_train, degree=d).bandwidth[0])
         at: dict[str, Any] = {"bandwidth": h, "degree": d, "empty": "nearest"}
-        val = pool(split.x_val, split.x_train, split.y_train, **at)
-        out[d] = LocalCurve(d, h, grid, pool(grid, split.x_train, split.y_train, **at), val,
-                            float(np.mean((val - split.y_val) ** 2)))
+        val = np.asarray(pool(split.x_val, split.x_train, split.y_train, **at), dtype=np.float64)
+        on_grid = np.asarray(pool(grid, split.x_train, split.y_train, **at), dtype=np.float64)
+        out[d] = LocalCurve(d, h, grid, on_grid, val, float(np.mean((val - split.y_val) ** 2)))
         tick(f"local fit ({LOCAL_NAMES.get(d, d)})")
     return out
 
