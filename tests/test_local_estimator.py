@@ -223,6 +223,19 @@ def test_summary_after_selection_and_for_several_outputs():
 # scikit-learn habits and persistence
 
 
+def test_check_estimator_local_linear():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    check_estimator(NadarayaWatson(bandwidth="scott", degree=1))
+
+
+def test_attention_weights_of_a_local_model_are_refused_not_wrong():
+    X, y = _mixed_data(20)
+    model = NadarayaWatson(bandwidth=[0.3, 0.1, 0.2], var_types="cuo").fit(X, y)
+    with pytest.raises(NotImplementedError, match="var_types='cuo'"):
+        model.attention_weights(X[:2])
+
+
 def test_clone_and_get_params_carry_the_new_parameters():
     model = NadarayaWatson(bandwidth=[0.2, 0.1], degree=2, var_types="cu", categorical_kernel="li-racine")
     params = model.get_params()

@@ -525,6 +525,8 @@ default "cv"
         ``fit`` stores them), so that ``model.attention_weights(X) @ model.y_fit_`` equals
         ``model.predict(X)``. Each row sums to one (an empty window follows ``empty``).
 
+        Models with ``degree >= 1`` or categorical columns raise NotImplementedError.
+
         Parameters
         ----------
         X : array-like of shape (n_queries, n_features)
@@ -552,6 +554,9 @@ default "cv"
         from .pooling import attention_weights
 
         check_is_fitted(self)
+        if not self._plain():
+            raise NotImplementedError(f"attention_weights are computed for degree 0 and continuous columns; "
+                                      f"got degree={self.degree!r}, var_types={self.var_types_!r}")
         if is_dask(X):
             X = X.compute()  # type: ignore[union-attr]
         if np.asarray(X).dtype.kind in "cmMUS":  # complex, dates, durations, text, as in predict
