@@ -258,6 +258,15 @@ def test_save_and_load_round_trip_local_mixed_models(tmp_path: Path):
     np.testing.assert_array_equal(back.gradient(Q), model.gradient(Q))
 
 
+def test_a_selected_mixed_model_round_trips(tmp_path: Path):
+    X, y = _mixed_data(40, seed=11)
+    model = NadarayaWatson(bandwidth="cv", var_types="cuo", categorical_kernel="li-racine").fit(X, y)
+    back = load(model.save(tmp_path / "m.npz"))
+    np.testing.assert_array_equal(back.bandwidth_, model.bandwidth_)
+    assert back.selection_.score == model.selection_.score and back.categorical_kernel == "li-racine"
+    assert str(back.summary()) == str(model.summary())
+
+
 def _rewrite_settings(path: Path, change) -> None:
     with zipfile.ZipFile(path) as z:
         members = {name: z.read(name) for name in z.namelist()}
