@@ -511,8 +511,9 @@ def test_significance_test_refuses_data_of_the_wrong_shape(mixed):
         model.significance_test(X, y[:-1], n_boot=19)
 
 
-@pytest.mark.xfail(strict=True, reason="_sigtest.significance_test: int(j) truncates 1.5 to 1 and takes True as "
-                   "1, 'a' raises int()'s own message, a bare int is a TypeError, a repeated column counts twice")
+@pytest.mark.xfail(strict=True, reason=(
+    "_sigtest.significance_test: int(j) truncates 1.5 to 1 and takes True as 1, 'a' raises int()'s "
+    "own message, a bare int is a TypeError, a repeated column counts twice"))
 @pytest.mark.parametrize("features", [[1.5], ["a"], 0, [True], [(0, 0)]])
 def test_features_that_are_not_column_numbers_are_refused_naming_them(mixed, features):
     X, y, model = mixed
