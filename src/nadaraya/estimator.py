@@ -346,16 +346,7 @@ default "cv"
         if X.ndim != 2 or X.shape[1] != d:
             raise ValueError(f"X has shape {X.shape}, but this NadarayaWatson was fitted with {d} features")
         extra: dict[str, Any] = {}
-        if not self._plain():
-            import inspect
-
-            if "var_types" not in inspect.signature(lazy_pool).parameters:
-                raise NotImplementedError(
-                    f"predicting on Dask with degree={self.degree!r} or var_types={self.var_types!r} needs "
-                    "the Dask pool's local and mixed fits, which this version lacks; compute X and the "
-                    "training data, or fit with degree=0 and continuous columns"
-                )
-            # the Dask pool counts the categories over all the keys, X_fit_: the levels_ of fit
+        if not self._plain():  # the Dask pool counts the categories over all the keys, X_fit_, as fit did
             extra = dict(degree=self.degree, var_types=self.var_types_,
                          categorical_kernel=self.categorical_kernel)
         return lazy_pool(X, self.X_fit_, self.y_fit_, kernel=self.kernel, bandwidth=self.bandwidth_,
