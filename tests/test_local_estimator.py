@@ -199,6 +199,7 @@ def test_summary_r_squared_and_residual_variance(weighted):
     assert (s.n, s.degree, s.var_types, s.levels) == (70, 1, "cuo", (0, 3, 4))
     assert s.bandwidth == (0.2, 0.1, 0.3) and s.criterion is None and s.bandwidth_from == "given"
     text = str(s)
+    assert repr(s) == text
     assert "R-squared" in text and "unordered" in text and "local linear" in text
     assert max(len(line) for line in text.splitlines()) <= 78
     with pytest.raises(AttributeError):

@@ -152,6 +152,9 @@ class FitSummary:
     def __str__(self) -> str:
         return self.as_text()
 
+    def __repr__(self) -> str:  # the table at the prompt and in notebooks, as statsmodels' summaries
+        return self.as_text()
+
 
 def summarize(
     model: Any, y: NDArray[np.float64], fits: NDArray[np.floating], sample_weight: NDArray[np.float64] | None
