@@ -15,8 +15,10 @@ Workloads (issue 15), each a ratio of two timings taken in this run:
   ``KernelReg(reg_type="lc" | "ll", bw=[h]).sig_test(var_pos=[0], nboot=k)`` on the same data
   and bandwidth. statsmodels refits the whole regression per replicate, so it is timed at
   k = 5, 10, 20, checked to be linear in k (a straight-line fit ``a + b k``, its largest
-  relative miss printed) and extrapolated to ``a + 399 b`` (target: at least 100x). Both
-  statistics (the mean squared derivative of the fit) are printed, like with like.
+  relative miss printed) and extrapolated to ``a + 399 b`` (``a``: its two fixed fits; target:
+  at least 100x). Both statistics (the mean squared derivative of the fit) are printed, like
+  with like (statsmodels' local-constant marginal effects are 2/n times the derivative: its
+  statistic is printed also rescaled). R np's ``npsigtest``: no published timing was found.
 - I3, memory: the peak of one bootstrap band (I1's sizes) with n_boot = 999 against 99, at the
   default working-memory setting and at a small one (16 MiB), where 999 replicates need several
   blocks of outputs: the tracemalloc peak (NumPy's allocations) and the growth of the resident
@@ -157,9 +159,10 @@ def i2(n: int, n_boot: int, ks: tuple[int, ...]) -> None:
         miss = np.max(np.abs(a + b * np.array(ks) - secs) / secs)
         if b <= 0:  # noise swamped the slope (tiny --quick sizes): scale the largest run instead
             a, b = 0.0, secs[-1] / ks[-1]
-        # statsmodels' local-constant marginal effects are on another scale than the derivative
-        # (its _est_loc_constant); its local-linear ones are the slope, as ours
-        scale = " (statsmodels' lc derivative scale)" if reg_type == "lc" else ""
+        # statsmodels' local-constant marginal effects are 2/n times the derivative (checked
+        # pointwise against gradient(); a constant factor, so its p-values are not affected);
+        # its local-linear ones are the slope, as ours
+        scale = f" (x (n/2)^2 = {lam * (n / 2) ** 2:.6g})" if reg_type == "lc" else ""
         for k, s in zip(ks, secs):
             row(name, f"statsmodels {reg_type} sig_test nboot={k}", s)
         extrapolated = a + b * n_boot
