@@ -55,7 +55,6 @@ from . import _fit, backends
 from ._dask_empty import _finish, _nearest_block, _nearest_merge
 from ._dask_far import _merge_all_far, far_block
 from ._dask_inputs import _as_rows, _dask_weights, _known_rows
-from ._local import LocalFit, solve
 from ._mixed import Categorical, as_categorical_kernel, as_var_types
 from ._nearest import FAR_LOG_WEIGHT
 from ._validation import (
@@ -66,7 +65,6 @@ from ._validation import (
     check_values_shape,
     is_dask,
     pick_dtype,
-    warn_at_caller,
 )
 from .backends.dask import (
     _opts,
@@ -136,33 +134,6 @@ def _mixed_block(
     return _fit.partials(columns.job(q, k, v, sw, kern, bandwidth, degree), exclude, engine)
 
 
-def _overlay(
-    parts: Partials, degree: int, bandwidth: NDArray[np.float64], out: NDArray[np.floating],
-    far: NDArray[np.bool_], where: str = "",
-) -> LocalFit:
-    """Solve each query's local system and write the regular ones that are not ``far`` over
-    ``out`` (the degree-0 predictions with their fills); one SingularFitWarning naming ``where``.
-
-    The second half of :func:`nadaraya._fit.fitted`, line for line (kept here until ``_fit``
-    offers it as a function of its own, so that both paths call one).
-    """
-    fit = solve(parts, degree, bandwidth)
-    local = (fit.degree >= 1) & ~far
-    out[local] = fit.estimate[local].astype(out.dtype)
-    fit.slope[far] = np.nan
-    if degree >= 1:
-        low = ((fit.degree >= 0) & (fit.degree < degree)) | (far & (parts.weight > 0))
-        if low.any():
-            warn_at_caller(
-                f"{int(low.sum())} of {low.size} queries{where} have a singular local system of degree "
-                f"{degree} (too few distinct keys with weight, collinear keys, or a query far from every "
-                "key): they got the highest lower degree whose system is regular, degree 0 at worst (see "
-                "nadaraya._local)",
-                _fit.SingularFitWarning,
-            )
-    return fit
-
-
 def _local_finish(
     merged: Any, fallback: Any, positive: Any = True, *, degree: int, mixed: bool, empty: str, one_d: bool,
     start: int, kernel: str, bandwidth: NDArray[np.float64],
@@ -183,7 +154,7 @@ def _local_finish(
         far_rows = ~(parts.shift >= FAR_LOG_WEIGHT)
         if far is not None:  # partials relative to an anchor (see nadaraya._dask_far)
             far_rows |= far.rows
-    _overlay(parts, degree, bandwidth, out, far_rows, f" in the chunk starting at row {start}")
+    _fit.finish_local(parts, degree, bandwidth, out, far_rows, f" in the chunk starting at row {start}")
     return out[:, 0] if one_d else out
 
 

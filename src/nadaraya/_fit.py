@@ -234,31 +234,41 @@ def fitted(
 ) -> tuple[NDArray[np.floating], LocalFit]:
     """Predictions (m, p) in the values' units (before the one-output squeeze) and the fits."""
     call = job.call
-    fit = solve(parts, job.degree, call.bandwidth)
     base = Partials(parts.shift, parts.weight, parts.value)
     out = base.finalize()
     if job.cat is None:
         pooling._fill_empty(out, base, call, empty, exclude)
     else:
         _fill_mixed(out, base, job, empty, exclude)
-    far = _far_rows(parts, job)
-    local = (fit.degree >= 1) & ~far
-    out[local] = fit.estimate[local].astype(out.dtype)
-    fit.slope[far] = np.nan
-    if job.degree >= 1:
-        low = ((fit.degree >= 0) & (fit.degree < job.degree)) | (far & (parts.weight > 0))
-        if low.any():
-            warn_at_caller(
-                f"{int(low.sum())} of {low.size} queries have a singular local system of degree {job.degree} "
-                "(too few distinct keys with weight, collinear keys, or a query far from every key): they "
-                "got "
-                "the highest lower degree whose system is regular, degree 0 at worst (see nadaraya._local)",
-                SingularFitWarning,
-            )
+    fit = finish_local(parts, job.degree, call.bandwidth, out, _far_rows(parts, job))
     if call.value_exp:
         out = np.ldexp(out, call.value_exp).astype(out.dtype, copy=False)
         fit.slope = np.ldexp(fit.slope, call.value_exp)
     return out, fit
+
+
+def finish_local(
+    parts: Partials, degree: int, bandwidth: NDArray[np.floating], out: NDArray[np.floating],
+    far: NDArray[np.bool_], where: str = "",
+) -> LocalFit:
+    """Solve the local systems and write their fits over the degree-0 predictions ``out`` (with
+    their ``empty=`` fills) where a system of degree >= 1 is regular and the query is not far;
+    one :class:`SingularFitWarning` counts the others (``where`` says which chunk, if any)."""
+    fit = solve(parts, degree, bandwidth)
+    local = (fit.degree >= 1) & ~far
+    out[local] = fit.estimate[local].astype(out.dtype)
+    fit.slope[far] = np.nan
+    if degree >= 1:
+        low = ((fit.degree >= 0) & (fit.degree < degree)) | (far & (parts.weight > 0))
+        if low.any():
+            warn_at_caller(
+                f"{int(low.sum())} of {low.size} queries{where} have a singular local system of degree "
+                f"{degree} (too few distinct keys with weight, collinear keys, or a query far from every "
+                "key): they got the highest lower degree whose system is regular, degree 0 at worst "
+                "(see nadaraya._local)",
+                SingularFitWarning,
+            )
+    return fit
 
 
 def _fill_mixed(
