@@ -139,7 +139,7 @@ class Categorical:
                 top = f"{high:g}]" if closed else f"{high:g})"
                 col = j if columns is None else int(columns[j])
                 raise ValueError(
-                    f"bandwidth entry {lam[j]!r} of {what} column {col} "
+                    f"bandwidth entry {float(lam[j])!r} of {what} column {col} "
                     f"(a {kernel} categorical lambda) "
                     f"must lie in [{low:g}, {top}" + ("" if kind == "o" else f" (c = {levels[j]} categories)")
                 )
