@@ -78,15 +78,19 @@ def _fits(job, backend, exclude=None):
     return parts, out, fit, singular
 
 
-def _assert_same_fits(job, backend, exclude=None):
+def _assert_same_fits(job, backend, exclude=None, rtol=1e-8):
+    """Same partials (to rounding), same degrees, same warning; predictions within ``rtol`` (the
+    solve amplifies the partials' rounding by the condition of the local system: up to 1e10
+    under nadaraya._local's RCOND rule, so an arbitrary problem needs about 1e-5)."""
     want_parts, want, want_fit, want_warn = _fits(job, "reference", exclude)
     parts, got, fit, warn = _fits(job, backend, exclude)
     _assert_same_partials(parts, want_parts)
     np.testing.assert_array_equal(fit.degree, want_fit.degree)
     assert warn == want_warn
     scale = np.nanmax(np.abs(want), initial=1.0)
-    np.testing.assert_allclose(got, want, rtol=1e-8, atol=1e-8 * scale, equal_nan=True)
-    np.testing.assert_allclose(fit.slope, want_fit.slope, rtol=1e-7, atol=1e-7 * scale, equal_nan=True)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale, equal_nan=True)
+    loose = 10 * rtol
+    np.testing.assert_allclose(fit.slope, want_fit.slope, rtol=loose, atol=loose * scale, equal_nan=True)
 
 
 @pytest.mark.parametrize("backend", FAST)
@@ -226,17 +230,8 @@ def test_backends_agree_on_random_problems(problem, degree, kernel, backend, loo
     Q, X, V, h, sw = problem
     if not backends.get(backend).supports(get(kernel), X.shape[1]):
         return
-    kw = dict(kernel=kernel, bandwidth=h, degree=degree, sample_weight=sw)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", _fit.SingularFitWarning)
-        warnings.simplefilter("ignore", nadaraya.EmptyWindowWarning)
-        if loo:
-            want, got = (nadaraya.loo_pool(X, V, backend=b, **kw) for b in ("reference", backend))
-        else:
-            want, got = (nadaraya.pool(Q, X, V, backend=b, **kw) for b in ("reference", backend))
-    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-    scale = np.nanmax(np.abs(want), initial=1.0)
-    np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-7 * scale, equal_nan=True)
+    job = _job(None if loo else Q, X, V, sw, kernel, h, degree)
+    _assert_same_fits(job, backend, np.arange(X.shape[0]) if loo else None, rtol=1e-5)
 
 
 @pytest.mark.parametrize("backend", FAST)
