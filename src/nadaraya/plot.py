@@ -185,7 +185,7 @@ def fit(
     prediction: ArrayLike,
     *,
     truth: ArrayLike | None = None,
-    band: tuple[ArrayLike, ArrayLike] | None = None,
+    band: Any = None,
     ax: Axes | None = None,
     label: str = "prediction",
     legend: bool = True,
@@ -201,8 +201,8 @@ def fit(
     prediction : array-like of shape (m,)
     truth : array-like of shape (m,), optional
         The noise-free function at ``x`` (dashed).
-    band : (lower, upper), optional
-        Shaded between, e.g. a pointwise interval.
+    band : Band or (lower, upper), optional
+        Shaded between: a :class:`nadaraya.Band` from ``confidence_band``, or two arrays.
     ax : matplotlib Axes, optional
     label : str, default "prediction"
     legend : bool, default True
@@ -233,7 +233,7 @@ def fit(
     order = np.argsort(xq, kind="stable")
     ax.scatter(xt, yt, s=16, color="0.55", alpha=0.8, label="training data", zorder=2)
     if band is not None:
-        lo, hi = (_one_feature("band", b) for b in band)
+        lo, hi = (_one_feature("band", b) for b in (band[-2:] if len(band) == 3 else band))
         ax.fill_between(xq[order], lo[order], hi[order], color="C0", alpha=0.2, lw=0, label="band")
     if truth is not None:
         ax.plot(xq[order], _one_feature("truth", truth)[order], "--", color="k", lw=1.5, label="truth")
