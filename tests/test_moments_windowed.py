@@ -208,3 +208,44 @@ def test_a_kernel_outside_the_registry(d):
     sw = rng.uniform(0.0, 2.0, 300)
     sw[::4] = 0.0
     _compare(q, k, v, custom, np.full(d, 0.7), 2, sw=sw, exclude=rng.integers(-1, 300, 90))
+
+
+@pytest.mark.parametrize("kernel", ["boxcar", "epanechnikov", "biweight"])
+@pytest.mark.parametrize("origin", [0.0, 1e6])
+def test_prefix_moments_serve_large_windows(kernel, origin):
+    """1-D sweep kernels read degree-1 moments from compensated prefix moments (no query left to
+    the pair sums here), still within 1e-12 of each entry's natural size, with leave-one-out
+    and zero sample weights."""
+    from nadaraya.backends._windowed_msweep import prefix_moments
+
+    rng = np.random.default_rng(12)
+    n, m, h = 6000, 200, 0.02  # about 240 keys a window
+    k = origin + np.sort(rng.uniform(0.0, 1.0, (n, 1)), axis=0)
+    q = k[rng.integers(0, n, m)]
+    v = rng.normal(size=(n, 2)) + 3.0 * rng.integers(0, 2, (n, 1))
+    sw = rng.uniform(0.0, 2.0, n)
+    sw[::3] = 0.0
+    exclude = rng.integers(-1, n, m)
+    _, flag = prefix_moments(np.ascontiguousarray(q[:, 0]), np.ascontiguousarray(k[:, 0]), 1.0 / h, v, sw,
+                             exclude, get(kernel), h, 1)
+    assert not flag.any()
+    _compare(q, k, v, kernel, [h], 1, sw=sw, exclude=exclude)
+
+
+def test_prefix_moments_leave_small_moments_to_the_pairs():
+    """Keys bunched within 1e-6 h of a query, behind a crowd of keys in the cell before: the
+    moments are tiny against the prefix they would be read from, so the query is summed pair
+    by pair (the expansion would lose their digits) and stays within 1e-12 of natural size."""
+    from nadaraya.backends._windowed_msweep import prefix_moments
+
+    rng = np.random.default_rng(13)
+    h = 1.0
+    crowd = rng.uniform(2.0, 2.69, 3000)  # the cell before the query's, outside its window
+    bunch = 3.7 + rng.uniform(-1e-6, 1e-6, 40)
+    k = np.sort(np.concatenate([crowd, bunch, [10.0]]))[:, None]
+    q = np.array([[3.7], [2.5]])
+    v = rng.normal(size=(k.shape[0], 1))
+    _, flag = prefix_moments(np.ascontiguousarray(q[:, 0]), np.ascontiguousarray(k[:, 0]), 1.0 / h, v,
+                             np.empty(0), np.empty(0, dtype=np.int64), get("epanechnikov"), h, 1)
+    assert flag.tolist() == [True, False]
+    _compare(q, k, v, "epanechnikov", [h], 1)

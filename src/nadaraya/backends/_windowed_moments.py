@@ -36,6 +36,7 @@ from ..kernels import REGISTRY, Kernel
 from ..partials import Partials
 from . import windowed as _w
 from ._windowed_jit import _first
+from ._windowed_msweep import prefix_moments
 from .reference import moment_shapes
 
 __all__ = ["check_degree", "moment_partials"]
@@ -270,11 +271,22 @@ def moment_partials(
         if kernel.name in KINDS and REGISTRY.get(kernel.name) is kernel:
             from .._jit import run_ranges
 
-            args = (np.ascontiguousarray(queries[:, 0]), np.ascontiguousarray(keys[:, 0]), inv_h[0],
-                    np.empty(0) if sw is None else np.ascontiguousarray(sw),
-                    np.ascontiguousarray(values, dtype=np.float64),
-                    np.empty(0, dtype=np.int64) if excl is None else excl)
-            run_ranges(_one_d_loop(KINDS[kernel.name], degree, p), args, m, (out,))
+            qs, xs = np.ascontiguousarray(queries[:, 0]), np.ascontiguousarray(keys[:, 0])
+            sw1 = np.empty(0) if sw is None else np.ascontiguousarray(sw)
+            v64 = np.ascontiguousarray(values, dtype=np.float64)
+            ex = np.empty(0, dtype=np.int64) if excl is None else excl
+            loop = _one_d_loop(KINDS[kernel.name], degree, p)
+            found = prefix_moments(qs, xs, inv_h[0], v64, sw1, ex, kernel, float(bandwidth[0]), degree)
+            if found is None:
+                run_ranges(loop, (qs, xs, inv_h[0], sw1, v64, ex), m, (out,))
+            else:
+                out, flag = found
+                rows = np.nonzero(flag)[0]
+                if rows.size:  # the queries the prefix moments could not serve: pair by pair
+                    sub = np.empty((rows.size, out.shape[1]))
+                    run_ranges(loop, (qs[rows], xs, inv_h[0], sw1, v64, ex[rows] if ex.size else ex),
+                               rows.size, (sub,))
+                    out[rows] = sub
             return _unpack(out, degree, d, p, dtype)
         blocks = _one_d_blocks(queries, keys, inv_h)
     else:
