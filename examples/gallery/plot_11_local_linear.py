@@ -75,7 +75,7 @@ plt.show()
 # %%
 # Derivatives
 # -----------
-# :meth:`NadarayaWatson.gradient` returns d mean / d x, shape (m, n_features): for degree 0
+# :meth:`~nadaraya.NadarayaWatson.gradient` returns d mean / d x, shape (m, n_features): for degree 0
 # the analytic derivative of the Nadaraya-Watson ratio, for degree 1 and 2 the local slopes
 # (statsmodels' marginal effects, R np's gradients). A local quadratic estimates the slope
 # with less bias where the function curves, which is why it is the usual choice for
@@ -105,7 +105,7 @@ plt.show()
 # kernel), ``u`` unordered (Aitchison-Aitken). A categorical column's bandwidth is its lambda,
 # chosen by the same cross-validation as the continuous h; lambda = 0 splits the data by that
 # category, its upper end ignores the column. The local polynomial terms use the continuous
-# columns only. :meth:`NadarayaWatson.summary` prints the fit like statsmodels does, with
+# columns only. :meth:`~nadaraya.NadarayaWatson.summary` prints the fit like statsmodels does, with
 # R np's R².
 n = 300
 X = np.column_stack([
