@@ -135,3 +135,50 @@ def test_shapes_and_dtypes(degree, var_types):
     assert nadaraya.pool(*f32, **kw).dtype == np.float32
     assert nadaraya.loo_pool(f32[1], f32[2], **kw).dtype == np.float32
     assert nadaraya.pool(f32[0], f32[1], y, **kw).dtype == np.float64
+
+
+# --- leave-one-out and the hat matrix ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("degree", [1, 2])
+@pytest.mark.parametrize("var_types", [None, "cu"])
+def test_a_row_of_zero_weight_is_its_own_leave_one_out(degree, var_types):
+    """Leaving out a key of sample weight 0 changes nothing: its LOO answer is pool's at it."""
+    rng = np.random.default_rng(59)
+    X = np.column_stack([rng.uniform(size=50), rng.integers(0, 3, 50)])
+    if var_types is None:
+        X = X[:, :1]
+    y = np.sin(5 * X[:, 0]) + X[:, -1]
+    sw = rng.uniform(0.5, 1.5, size=50)
+    sw[::5] = 0.0
+    bw = [0.2, 0.3] if var_types else 0.2
+    kw = dict(bandwidth=bw, var_types=var_types, degree=degree, sample_weight=sw)
+    loo = nadaraya.loo_pool(X, y, **kw)
+    np.testing.assert_allclose(loo[::5], nadaraya.pool(X[::5], X, y, **kw), rtol=1e-12)
+    assert not np.allclose(loo[1::5], nadaraya.pool(X[1::5], X, y, **kw), rtol=1e-6)
+
+
+@pytest.mark.parametrize("degree", [0, 1, 2])
+@pytest.mark.parametrize("var_types", [None, "ccuo"])
+def test_hat_matrix_diagonal_from_inverse00(degree, var_types):
+    """H_ii = (own weight / sum of weights) * inverse00: the weight the fit at key i puts on v_i,
+    computed densely by fitting the unit vector e_i (the AICc trace uses this)."""
+    from nadaraya import _fit
+
+    rng = np.random.default_rng(61)
+    X = np.column_stack([rng.uniform(size=(40, 2)), rng.integers(0, 3, 40), rng.integers(0, 4, 40)])
+    vt = var_types or "cc"
+    if var_types is None:
+        X = X[:, :2]
+    y = rng.normal(size=40)
+    bw = np.array([0.4, 0.5, 0.3, 0.4])[: len(vt)]
+    job = _fit.prepare(None, X, y, kernel="gaussian", bandwidth=bw, sample_weight=None, degree=degree,
+                       var_types=var_types, categorical_kernel="classic")
+    parts = _fit.partials(job)
+    _, fit = _fit.fitted(job, parts, "nan")
+    assert (fit.degree == degree).all()
+    w = mixed_weights(X, X, vt, bw)
+    cont = [j for j, t in enumerate(vt) if t == "c"]
+    hii = np.array([local_fit(X[i : i + 1, cont], X[:, cont], np.eye(40)[i], w[i : i + 1], bw[cont],
+                              degree)[0][0, 0] for i in range(40)])
+    np.testing.assert_allclose(np.diag(w) / w.sum(axis=1) * fit.inverse00, hii, rtol=1e-9)
