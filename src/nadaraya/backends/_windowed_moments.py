@@ -1,15 +1,18 @@
 """The windowed backend's moment sums of local polynomial fits: exact sums over each window's pairs.
 
 Used by :func:`nadaraya.backends.windowed.partials` for ``moments > 0`` only (``moments = 0``
-keeps the prefix-moment route untouched). The windows are those of the plain sums -- in 1-D
-the reference's test ``|(q - x) * inv| <= 1`` by a binary search over the sorted keys, above
-1-D the k-d tree's candidate pairs -- and every pair is summed directly: the weight is the
-product of the kernel's profiles times the sample weight (as the reference makes it), and
-each pair's difference ``u = k - q`` is made exactly, in float64, never about a far origin, so
-nothing cancels when ``|x| >> h``. The sums are ``sum w``, ``sum w v``, ``sum w u^(x)j``
-(``j = 1 .. 2r``) and ``sum w u^(x)j (x) v`` (``j = 1 .. r``) in the order and shapes of
-:func:`nadaraya.backends.reference.moment_shapes`, full tensors (symmetric entries repeated).
-Cost O(pairs within the windows) (times ``d^(2r)``), plus O(m log n) for the 1-D windows.
+keeps the plain routes untouched). In 1-D the sorted keys' prefix moments serve the sweep's
+kernels first (:mod:`._windowed_msweep`); the queries they cannot serve, and every query of
+the other kernels, are summed here pair by pair over their windows -- in 1-D the reference's
+test ``|(q - x) * inv| <= 1`` by a binary search over the sorted keys (one compiled loop per
+registered kernel, degree and outputs), above 1-D the k-d tree's candidate pairs. The weight
+is the product of the kernel's profiles times the sample weight (as the reference makes it),
+and each pair's difference ``u = k - q`` is made exactly, in float64, never about a far
+origin, so nothing cancels when ``|x| >> h``. The sums are ``sum w``, ``sum w v``, ``sum w
+u^(x)j`` (``j = 1 .. 2r``) and ``sum w u^(x)j (x) v`` (``j = 1 .. r``) in the order and shapes
+of :func:`nadaraya.backends.reference.moment_shapes`, full tensors (symmetric entries
+repeated). Cost O(pairs within the windows) (times ``d^(2r)``), plus O(m log n) for the 1-D
+windows.
 
 Examples
 --------

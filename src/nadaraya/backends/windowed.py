@@ -37,10 +37,12 @@ bandwidth of it. This backend never looks at the others:
   queries sized to the working memory, the keys within the Chebyshev radius 1 (product
   kernels vanish outside the unit cube); the weights are evaluated on those pairs only, with
   the registry's profiles, and summed per query. Exact.
-* **Moments** (``moments = r > 0``, local polynomial fits; :mod:`._windowed_moments`): the same
-  windows (1-D: the reference's test by binary search over the sorted keys; above: the tree's
-  pairs), every pair summed directly with its exact difference ``k - q`` in float64, so
-  O(pairs in windows), exact to rounding. ``moments = 0`` takes none of this.
+* **Moments** (``moments = r > 0``, local polynomial fits; :mod:`._windowed_moments`): in 1-D,
+  for the sweep's kernels, the sweep with ``2 r`` more powers of ``t`` read from compensated
+  prefix tables (:mod:`._windowed_msweep`), each moment checked against a lower bound of its
+  natural size ``sum w |k - q|^a [|v|]``; every other window (other kernels, ``d > 1``, queries
+  that fail the check) is summed pair by pair with the exact differences ``k - q`` in float64:
+  O(pairs in windows). ``moments = 0`` takes none of this.
 
 Complexity: 1-D O(n) to check that the keys are sorted (O(n log n) when they are not) +
 O(n + m) for the buckets + O((n + m) J (1 + p)) for the tables and the sums, whatever the
