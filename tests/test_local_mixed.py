@@ -69,10 +69,12 @@ def _mixed_data(var_types, n, seed, m=20):
         if t == "c":
             cols.append(rng.uniform(size=n))
             qcols.append(rng.uniform(-0.1, 1.1, size=m))
+        elif t == "u":  # four sparse codes: c = 4 distinct values, not max + 1
+            cols.append(np.array([0.0, 2.0, 5.0, 9.0])[rng.integers(0, 4, size=n)])
+            qcols.append(np.array([0.0, 2.0, 3.0, 5.0, 9.0, 11.0])[rng.integers(0, 6, size=m)])
         else:
-            levels = 4 if t == "u" else 5
-            cols.append(rng.integers(0, levels, size=n).astype(float))
-            qcols.append(rng.integers(0, levels + 2, size=m).astype(float))  # unseen categories too
+            cols.append(rng.integers(0, 5, size=n).astype(float))
+            qcols.append(rng.integers(0, 7, size=m).astype(float))  # unseen categories too
     X, Q = np.column_stack(cols), np.column_stack(qcols)
     y = np.sin(3 * X[:, 0]) + 0.3 * X[:, -1] + 0.1 * rng.normal(size=n)
     return Q, X, y
@@ -101,8 +103,9 @@ def test_local_constant_mixed_matches_statsmodels(var_types, lam, h):
     mean, _ = _kernel_reg(y, X, var_types, "lc", bw).fit(Q)
     got = nadaraya.pool(Q, X, y, bandwidth=bw, var_types=var_types)
     np.testing.assert_allclose(got, mean, rtol=1e-10, atol=1e-12)
-    unseen = (Q[:, 1:] > X[:, 1:].max(axis=0)).any(axis=1) if var_types[0] == "c" else Q[:, 0] > 3
-    assert unseen.any()
+    cat = [j for j, t in enumerate(var_types) if t != "c"]
+    unseen = [~np.isin(Q[:, j], X[:, j]) for j in cat]
+    assert all(u.any() for u in unseen)
 
 
 def test_italy_style_years_as_an_ordered_regressor():
