@@ -73,6 +73,36 @@ def expansion(kernel: Kernel, degree: int) -> tuple[NDArray[np.float64], NDArray
     return coef, worst * _LOSS
 
 
+@njit(cache=True, inline="always")
+def _table(T, comp, xs, k0, k1, centre, inv_h, sw, values):  # pragma: no cover - compiled
+    """Rows ``1 .. k1 - k0`` of ``T``: running sums of ``sw t^j (1, v, |v|)`` over the keys
+    ``k0 .. k1 - 1`` (``t`` about ``centre``), compensated (Kahan), so their rounding does not
+    grow with the keys; row 0 zero. ``comp`` (nf, 1 + 2 p) is scratch."""
+    nf = T.shape[1]
+    p = values.shape[1]
+    has_sw = sw.shape[0] > 0
+    for j in range(nf):
+        for cc in range(1 + 2 * p):
+            T[0, j, cc] = 0.0
+            comp[j, cc] = 0.0
+    for i in range(k1 - k0):
+        t = (np.float64(xs[k0 + i]) - centre) * inv_h
+        gj = sw[k0 + i] if has_sw else 1.0
+        for j in range(nf):
+            for cc in range(1 + 2 * p):
+                if cc == 0:
+                    y = gj
+                elif cc <= p:
+                    y = gj * values[k0 + i, cc - 1]
+                else:
+                    y = gj * abs(values[k0 + i, cc - 1 - p])
+                y -= comp[j, cc]
+                tot = T[i, j, cc] + y
+                comp[j, cc] = (tot - T[i, j, cc]) - y
+                T[i + 1, j, cc] = tot
+            gj *= t
+
+
 @functools.cache
 def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
     """The sweep for ``nf`` powers of ``t``, ``p`` outputs and a polynomial ``degree`` (closure
@@ -87,7 +117,6 @@ def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
     @njit(cache=True, nogil=True)
     def sweep(t0, t1, qs, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, excl, coef, guard,
               direct_max, threshold, res, lo_out, hi_out):  # type: ignore[no-untyped-def]  # pragma: no cover
-        has_sw = sw.shape[0] > 0
         has_excl = excl.shape[0] > 0
         nqmax = 1
         nkmax = 1
@@ -112,26 +141,7 @@ def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
             k0 = _csx(cs, c - 1, ncell)
             k1 = _csx(cs, c + 2, ncell)
             centre = x0 + (c + 0.5) * h
-            for j in range(NF):
-                for cc in range(NC):
-                    T[0, j, cc] = 0.0
-                    comp[j, cc] = 0.0
-            for i in range(k1 - k0):  # compensated (Kahan) running sums: no growth with the keys
-                t = (np.float64(xs[k0 + i]) - centre) * inv_h
-                gj = sw[k0 + i] if has_sw else 1.0
-                for j in range(NF):
-                    for cc in range(NC):
-                        if cc == 0:
-                            y = gj
-                        elif cc <= P:
-                            y = gj * values[k0 + i, cc - 1]
-                        else:
-                            y = gj * abs(values[k0 + i, cc - 1 - P])
-                        y -= comp[j, cc]
-                        tot = T[i, j, cc] + y
-                        comp[j, cc] = (tot - T[i, j, cc]) - y
-                        T[i + 1, j, cc] = tot
-                    gj *= t
+            _table(T, comp, xs, k0, k1, centre, inv_h, sw, values)
             lo = k0
             hi = k0
             prev = lq[0]
