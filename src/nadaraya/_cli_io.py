@@ -1,8 +1,9 @@
-"""File handling of the ``nadaraya`` command: reading tables, picking columns, writing outputs safely."""
+"""Files and output of the ``nadaraya`` command: reading tables, picking columns, safe writes, tables."""
 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -385,3 +386,89 @@ def _write_demo_data(split: Any, folder: Path) -> list[Path]:
             csv.write_csv(table, f)
         paths.append(folder / name)
     return paths
+
+
+def _unwrapped(doc: str | None) -> str | None:
+    """A docstring with each paragraph on one line: rich help keeps the single line breaks of
+    every paragraph after the first, which then broke in the middle of the terminal's lines."""
+    if doc is None:
+        return None
+    import inspect
+
+    return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(doc).split("\n\n"))
+
+
+def _name_features(message: str, names: list[str] | None) -> str:
+    """Replace the library's "feature 3" by the column's name, "feature 'bmi'"."""
+    if not names:
+        return message
+
+    def name(m: re.Match[str]) -> str:
+        j = int(m.group(1))
+        return f"feature '{names[j]}'" if j < len(names) else m.group(0)
+
+    return re.sub(r"\bfeature (\d+)\b", name, message)
+
+
+#: what the score of each criterion is, for ``select``'s output
+_CRITERIA = {"cv": "score (leave-one-out CV, mean squared error)", "aicc": "score (AICc, corrected AIC)"}
+
+
+def _selection_table(result: Any, names: list[str], vt: str | None = None) -> Any:
+    """The chosen bandwidths as a table with one column per feature, named: the bandwidth (a
+    categorical column's lambda), Scott's rule (the centre of the search), the interval searched,
+    and whether the fit ignores it; with categorical columns, each column's type first."""
+    from rich.table import Table
+
+    how = "one bandwidth per feature" if result.per_feature else "one bandwidth for every feature"
+    table = Table(title=f"{result.method} bandwidth, {result.kernel} kernel ({how})")
+    table.add_column("")
+    for name in names:
+        table.add_column(name, justify="right")
+    types = {"c": "continuous", "o": "ordered", "u": "unordered"}
+    rows = (
+        *([("type", [types[t] for t in vt])] if vt else []),
+        ("bandwidth" if not vt else "bandwidth or lambda", [f"{v:.4g}" for v in result.bandwidth]),
+        ("Scott's rule", ["" if np.isnan(v) else f"{v:.4g}" for v in result.rule_of_thumb]),
+        ("searched", [f"{lo:.3g} to {hi:.3g}" for lo, hi in result.bounds]),
+        ("smoothed out", ["yes" if v else "no" for v in result.smoothed_out]),
+    )
+    for label, cells in rows:
+        table.add_row(label, *cells, style="bold green" if label.startswith("bandwidth") else None)
+    return table
+
+
+def _demo_table(study: Any, name: str, n: int, noise: float) -> Any:
+    """The demo's validation MSE of each model as a rich table, the best in bold green."""
+    from rich.table import Table
+
+    table = Table(title=f"Validation MSE, {name}, {n} training points, noise {noise}")
+    for col, justify in (("model", "left"), ("bandwidth", "right"), ("MSE", "right"), ("", "left")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    best = min(r.mse for r in study.rows)
+    for r in study.rows:
+        mse = f"{r.mse:.4f}"
+        table.add_row(
+            r.model,
+            "" if r.bandwidth is None else f"{r.bandwidth:.3g}",
+            f"[bold green]{mse}[/]" if r.mse == best else mse,
+            r.note,
+        )
+    return table
+
+
+def _plot_search(result: Any, names: list[str], path: Path) -> None:
+    """Draw a bandwidth search (one panel per feature, four to a row) to an image file."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from . import plot as plots
+
+    d = len(names) if result.per_feature else 1
+    ncols = min(d, 4)
+    size = (3.4 * ncols, 2.8 * -(-d // ncols) + 0.5) if d > 1 else (5.5, 3.6)
+    fig = Figure(figsize=size, layout="constrained")
+    plots.bandwidth_selection(result, feature_names=names, fig=fig, ncols=ncols)
+    plots.savefig(fig, path)

@@ -1,4 +1,4 @@
-"""The ``nadaraya`` command: demo, fit, predict, select and bench (typer and rich; the ``cli`` extra).
+"""The ``nadaraya`` command: demo, fit, predict, select, test and bench (typer and rich; the ``cli`` extra).
 
 Commands only parse arguments, read and write files, and call the library. Bad input (a missing
 file or column, a non-numeric or ambiguous column, missing values, empty data, a damaged model
@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -28,18 +27,25 @@ import numpy as np
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from . import _cli_infer as infer
 from ._cli_io import (
+    _CRITERIA,
     BadInput,
     _bandwidth,
     _bandwidths,
     _check_degree,
     _check_writable,
+    _demo_table,
     _load_model,
+    _name_features,
     _pa_array,
     _plot_format,
+    _plot_search,
     _refuse_overwrite,
+    _selection_table,
     _split_names,
     _table_writer,
+    _unwrapped,
     _write_demo_data,
     apply_categories,
     encode_categories,
@@ -122,32 +128,10 @@ def _fails_cleanly(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _unwrapped(doc: str | None) -> str | None:
-    """A docstring with each paragraph on one line: rich help keeps the single line breaks of
-    every paragraph after the first, which then broke in the middle of the terminal's lines."""
-    if doc is None:
-        return None
-    import inspect
-
-    return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(doc).split("\n\n"))
-
-
 def _console(stderr: bool = False) -> Any:
     from rich.console import Console
 
     return Console(stderr=stderr, highlight=False, soft_wrap=True)
-
-
-def _name_features(message: str, names: list[str] | None) -> str:
-    """Replace the library's "feature 3" by the column's name, "feature 'bmi'"."""
-    if not names:
-        return message
-
-    def name(m: re.Match[str]) -> str:
-        j = int(m.group(1))
-        return f"feature '{names[j]}'" if j < len(names) else m.group(0)
-
-    return re.sub(r"\bfeature (\d+)\b", name, message)
 
 
 @contextlib.contextmanager
@@ -234,6 +218,10 @@ Degree = Annotated[int, typer.Option(
     "--degree", help="Local polynomial degree: 0 Nadaraya-Watson, 1 local linear, 2 local quadratic.")]
 Ordered = Annotated[list[str] | None, typer.Option(
     "--ordered", help="Ordered categorical feature columns (comma-separated): numbers in their order.")]
+Kernel = Annotated[str, typer.Option("--kernel", "-k", help="Kernel name, e.g. gaussian.")]
+Bandwidth = Annotated[str, typer.Option(
+    "--bandwidth", "-b", help="cv (the default), aicc, scott, silverman, a number, or one per feature "
+    "(a,b,..).")]
 Categorical = Annotated[list[str] | None, typer.Option(
     "--categorical", help="Unordered categorical feature columns (comma-separated); text is encoded "
     "(sorted values -> 0, 1, ...) and the encoding saved with the model.")]
@@ -270,7 +258,6 @@ def demo(
     import matplotlib
 
     matplotlib.use("Agg")
-    from rich.table import Table
 
     from . import report
     from .datasets import textbook
@@ -304,18 +291,7 @@ def demo(
     except BaseException:
         remove_created(created)
         raise
-    table = Table(title=f"Validation MSE, {split.name}, {n} training points, noise {noise}")
-    for col, justify in (("model", "left"), ("bandwidth", "right"), ("MSE", "right"), ("", "left")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    best = min(r.mse for r in study.rows)
-    for r in study.rows:
-        mse = f"{r.mse:.4f}"
-        table.add_row(
-            r.model,
-            "" if r.bandwidth is None else f"{r.bandwidth:.3g}",
-            f"[bold green]{mse}[/]" if r.mse == best else mse,
-            r.note,
-        )
+    table = _demo_table(study, split.name, n, noise)
     console = _console()
     console.print(table)
     if not quiet:
@@ -335,15 +311,8 @@ def fit(
     x: XCols,
     y: YCols,
     model: Annotated[Path, typer.Option("--model", "-m", help="Where to save the fitted model (.npz).")],
-    kernel: Annotated[str, typer.Option("--kernel", "-k", help="Kernel name, e.g. gaussian.")] = "gaussian",
-    bandwidth: Annotated[
-        str,
-        typer.Option(
-            "--bandwidth",
-            "-b",
-            help="cv (the default), aicc, scott, silverman, a number, or one per feature (a,b,..).",
-        ),
-    ] = "cv",
+    kernel: Kernel = "gaussian",
+    bandwidth: Bandwidth = "cv",
     empty: Annotated[
         str,
         typer.Option(help="What a query with no training point in a compact kernel's window predicts: "
@@ -360,8 +329,6 @@ def fit(
     With --categorical, text columns are encoded for you: their distinct values sorted and
     numbered 0, 1, ...; the encoding is saved with the model and applied by predict (a value
     not seen in training counts as a category different from every training one)."""
-    from .bandwidth.search import reporting
-    from .estimator import NadarayaWatson
     from .kernels import get as get_kernel
 
     _refuse_overwrite({"--model": model}, {"the data file": data})
@@ -373,25 +340,37 @@ def fit(
     xs, ys = _split_names(x), _split_names(y)
     vt, kinds = var_types_of(xs, ordered, categorical)
     _check_writable(model, "the model")
-    table = read_table(data)
-    encoded, labels = encode_categories(table, kinds, data)
-    both, _ = select_columns(table, xs + ys, data, dropna=dropna, encoded=encoded)
-    X, Y = both[:, : len(xs)], both[:, len(xs) :]
-    Y = Y[:, 0] if len(ys) == 1 else Y
-    with _library_errors(xs), _clean_warnings(quiet, xs), _progress(quiet, "fitting") as update:
-        update(0, None, "fitting")
-        with reporting(_search_steps(update, f"fitting, {bw} search" if bw in ("cv", "aicc") else "fitting")):
-            est = NadarayaWatson(kernel=kernel, bandwidth=bw, empty=empty, degree=degree,
-                                 var_types=vt).fit(X, Y)
-    est.feature_names_in_ = np.asarray(xs, dtype=object)
-    est.target_names_ = ys
-    if labels:
-        est.category_labels_ = labels
+    est, X, _ = _fit_model(data, xs, ys, kinds, dropna, quiet, kernel=kernel, bandwidth=bw, empty=empty,
+                           degree=degree, var_types=vt)
     est.save(model)  # atomically
     if not quiet:
         h = _bandwidths(xs, est.bandwidth_, vt)
         _console().print(f"fitted on {X.shape[0]} rows; kernel {kernel}, degree {degree}, bandwidth {h}; "
                          f"saved {model}")
+
+
+def _fit_model(data: Path, xs: list[str], ys: list[str], kinds: dict[str, str], dropna: bool, quiet: bool,
+               **params: Any) -> tuple[Any, np.ndarray, np.ndarray]:
+    """The model of ``fit`` and ``test`` on the columns of ``data``, with the columns' names (and
+    the text categories' labels) recorded; and the features and target(s) it was fitted on."""
+    from .bandwidth.search import reporting
+    from .estimator import NadarayaWatson
+
+    table = read_table(data)
+    encoded, labels = encode_categories(table, kinds, data)
+    both, _ = select_columns(table, xs + ys, data, dropna=dropna, encoded=encoded)
+    X, Y = both[:, : len(xs)], both[:, len(xs) :]
+    Y = Y[:, 0] if len(ys) == 1 else Y
+    bw = params["bandwidth"]
+    with _library_errors(xs), _clean_warnings(quiet, xs), _progress(quiet, "fitting") as update:
+        update(0, None, "fitting")
+        with reporting(_search_steps(update, f"fitting, {bw} search" if bw in ("cv", "aicc") else "fitting")):
+            est = NadarayaWatson(**params).fit(X, Y)
+    est.feature_names_in_ = np.asarray(xs, dtype=object)
+    est.target_names_ = ys
+    if labels:
+        est.category_labels_ = labels
+    return est, X, Y
 
 
 @app.command(
@@ -407,10 +386,21 @@ def predict(
         Path,
         typer.Option("--out", "-o", help=".csv, .tsv or .parquet (by extension): input plus predictions."),
     ],
+    std: infer.Std = False,
+    variance: infer.Variance = None,
+    band: infer.Level = None,
+    band_method: infer.BandMethod = None,
+    simultaneous: infer.Simultaneous = False,
+    n_boot: infer.BandBoot = None,
+    seed: infer.Seed = None,
     dropna: DropNA = False,
     quiet: Quiet = False,
 ) -> None:
-    """Predict with a saved model; writes the input columns and a predicted_<target> column per target."""
+    """Predict with a saved model; writes the input columns and a predicted_<target> column per target.
+
+    With --std and --band, each target's predicted column is followed by its std_, lower_ and
+    upper_ columns (see the guide for what each band method covers)."""
+    how = infer.uncertainty(std, variance, band, band_method, simultaneous, n_boot, seed)
     _refuse_overwrite({"--out": out}, {"the data file": data, "the model file": model})
     write = _table_writer(out)
     _check_writable(out, "the predictions")
@@ -421,25 +411,22 @@ def predict(
     table = read_table(data)
     encoded, unseen = apply_categories(table, getattr(est, "category_labels_", None) or {}, data)
     X, kept = select_columns(table, names, data, dropna=dropna, encoded=encoded)
-    parts = []
-    step = max(1, int(2e7 // max(1, est.X_fit_.shape[0])))
     with _progress(quiet, "predicting") as update, _library_errors(names), _clean_warnings(quiet, names):
         warnings.filterwarnings("ignore", message="X does not have valid feature names")
         for name, new in unseen.items():
             shown = ", ".join(map(repr, new[:3])) + (", ..." if len(new) > 3 else "")
             warnings.warn(f"column '{name}' holds values not seen in training ({shown}): each counts as "
                           "a category different from every training one (the kernel's formula)", stacklevel=1)
-        for start in range(0, X.shape[0], step):
-            parts.append(est.predict(X[start : start + step]))
-            update(min(start + step, X.shape[0]), X.shape[0], "predicting")
-    pred = np.concatenate(parts).reshape(X.shape[0], -1)
+        columns = infer.predictions(est, X, how, update)
     result = table.filter(kept) if not kept.all() else table
-    targets = list(getattr(est, "target_names_", None) or [f"y{j}" for j in range(pred.shape[1])])
+    n_targets = columns["predicted"].shape[1]
+    targets = list(getattr(est, "target_names_", None) or [f"y{j}" for j in range(n_targets)])
     for j, t in enumerate(targets):
-        name = f"predicted_{t}"
-        while name in result.column_names:
-            name += "_"
-        result = result.append_column(name, _pa_array(pred[:, j]))
+        for kind, values in columns.items():
+            name = f"{kind}_{t}"
+            while name in result.column_names:
+                name += "_"
+            result = result.append_column(name, _pa_array(values[:, j]))
     with atomic_write(out, "wb") as f:
         write(result, f)
     if not quiet:
@@ -502,47 +489,59 @@ def select(
                   f"({result.message}{'' if result.converged else '; not converged'})")
     console.print("chosen bandwidth: " + _bandwidths(xs, result.bandwidth, vt, digits=6))
     if plot is not None and np.isfinite(scores).sum() > 1:  # a one-point search (constant y) has no curve
-        import matplotlib
-
-        matplotlib.use("Agg")
-        from matplotlib.figure import Figure
-
-        from . import plot as plots
-
-        d = len(xs) if result.per_feature else 1
-        ncols = min(d, 4)
-        size = (3.4 * ncols, 2.8 * -(-d // ncols) + 0.5) if d > 1 else (5.5, 3.6)
-        fig = Figure(figsize=size, layout="constrained")
-        plots.bandwidth_selection(result, feature_names=xs, fig=fig, ncols=ncols)
-        plots.savefig(fig, plot)
+        _plot_search(result, xs, plot)
 
 
-#: what the score of each criterion is, for ``select``'s output
-_CRITERIA = {"cv": "score (leave-one-out CV, mean squared error)", "aicc": "score (AICc, corrected AIC)"}
+@app.command(
+    "test",
+    cls=_Command,
+    epilog="Example: nadaraya test demo-output/diabetes.csv -x bmi,bp,s5,age -y progression --seed 0",
+)
+@_fails_cleanly
+def significance(
+    data: DataArg,
+    x: XCols,
+    y: YCols,
+    kernel: Kernel = "gaussian",
+    bandwidth: Bandwidth = "cv",
+    degree: Degree = 0,
+    ordered: Ordered = None,
+    categorical: Categorical = None,
+    features: infer.Features = None,
+    joint: infer.Joint = False,
+    n_boot: infer.TestBoot = 399,
+    seed: infer.Seed = None,
+    dropna: DropNA = False,
+    quiet: Quiet = False,
+) -> None:
+    """Fit a model and test whether the regression depends on each feature; print the significance table.
 
+    The statistic is the mean squared partial derivative of the fit (a categorical feature: the
+    mean squared change across its categories), its p-value from a wild bootstrap under the null
+    that the feature does not matter (Racine, Hart and Li 2006; R np's npsigtest). The model is
+    fitted as `nadaraya fit` fits it, on all the --x columns."""
+    from .kernels import get as get_kernel
 
-def _selection_table(result: Any, names: list[str], vt: str | None = None) -> Any:
-    """The chosen bandwidths as a table with one column per feature, named: the bandwidth (a
-    categorical column's lambda), Scott's rule (the centre of the search), the interval searched,
-    and whether the fit ignores it; with categorical columns, each column's type first."""
-    from rich.table import Table
-
-    how = "one bandwidth per feature" if result.per_feature else "one bandwidth for every feature"
-    table = Table(title=f"{result.method} bandwidth, {result.kernel} kernel ({how})")
-    table.add_column("")
-    for name in names:
-        table.add_column(name, justify="right")
-    types = {"c": "continuous", "o": "ordered", "u": "unordered"}
-    rows = (
-        *([("type", [types[t] for t in vt])] if vt else []),
-        ("bandwidth" if not vt else "bandwidth or lambda", [f"{v:.4g}" for v in result.bandwidth]),
-        ("Scott's rule", ["" if np.isnan(v) else f"{v:.4g}" for v in result.rule_of_thumb]),
-        ("searched", [f"{lo:.3g} to {hi:.3g}" for lo, hi in result.bounds]),
-        ("smoothed out", ["yes" if v else "no" for v in result.smoothed_out]),
-    )
-    for label, cells in rows:
-        table.add_row(label, *cells, style="bold green" if label.startswith("bandwidth") else None)
-    return table
+    get_kernel(kernel)
+    bw = _bandwidth(bandwidth)
+    _check_degree(degree)
+    infer.check_n_boot(n_boot)
+    infer.check_seed(seed)
+    xs, ys = _split_names(x), _split_names(y)
+    if len(ys) != 1:
+        raise BadInput(f"--y names {len(ys)} columns ({', '.join(ys)}); the test takes one target column")
+    groups = infer.feature_groups(xs, features, joint)
+    vt, kinds = var_types_of(xs, ordered, categorical)
+    est, X, Y = _fit_model(data, xs, ys, kinds, dropna, quiet, kernel=kernel, bandwidth=bw, empty="nearest",
+                           degree=degree, var_types=vt)
+    with _progress(quiet, "testing") as update, _library_errors(xs), _clean_warnings(quiet, xs):
+        warnings.filterwarnings("ignore", message="X does not have valid feature names")
+        update(0, None, f"testing ({n_boot} bootstrap replicates)")
+        result = est.significance_test(X, Y, features=groups, n_boot=n_boot, random_state=seed)
+    typer.echo(str(result))
+    if not quiet:
+        typer.echo(f"fitted on {X.shape[0]} rows; kernel {kernel}, degree {degree}, bandwidth "
+                   f"{_bandwidths(xs, est.bandwidth_, vt)}")
 
 
 def _benchmark_runner() -> Path | None:
