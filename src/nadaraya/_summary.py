@@ -75,7 +75,7 @@ class FitSummary:
         output (a tuple for several outputs).
     r_squared : float or tuple of float
         R np's R squared, ``[sum w (y - ybar)(yhat - ybar)]**2 / [sum w (y - ybar)**2 sum w
-        (yhat - ybar)**2]``, ``yhat`` the in-sample fits; see :func:`r_squared`.
+        (yhat - ybar)**2]``, ``yhat`` the in-sample fits; see ``nadaraya._summary.r_squared``.
     weighted : bool
         Whether sample weights were given: then ``w`` are they (``ybar`` the weighted mean),
         else ``w = 1``. A NaN fit (``empty="nan"``) makes both statistics NaN.
