@@ -249,9 +249,6 @@ def test_lambda_error_names_the_column_as_the_caller_counts_it(var_types, bw, co
         nadaraya.pool(Q, X, y, bandwidth=bw, var_types=var_types)
 
 
-@pytest.mark.xfail(strict=True, reason="_fit.partials: with one category group (every key in the same "
-                   "categories) a zero categorical factor leaves shift=-inf with weight > 0 (no merge "
-                   "zeroes it), so the query is not empty and gets the group's fit instead of NaN")
 @pytest.mark.parametrize("var_types,X,Q,bw", [
     ("oo", [[2.0, 1.0]], [[2.0, 0.0]], [0.0, 0.0]),  # Wang-van Ryzin at lambda = 0
     ("cu", [[0.5, 1.0], [0.7, 1.0]], [[0.6, 0.0]], [0.3, 0.0]),  # Aitchison-Aitken (c = 1: lambda = 0)

@@ -217,6 +217,10 @@ def partials(
         idx = np.nonzero(group == g)[0]
         part = _group_partials(job, idx, _group_exclude(exclude, idx, n), backend)
         part.shift = (part.shift + log_factor_power * log_f[:, g]).astype(part.weight.dtype)
+        dead = part.shift == -np.inf  # a factor of 0: this group adds nothing to these queries
+        if dead.any():
+            for field in (part.weight, part.value, *part.moments):
+                field[dead] = 0
         acc = part if acc is None else merge(acc, part)
     assert acc is not None
     return acc
