@@ -241,15 +241,18 @@ def test_merging_split_keys_gives_the_whole(kernel, d):
 @pytest.mark.parametrize(("kernel", "d"), [("gaussian", 3), ("gaussian", 10), ("tricube", 2)])
 def test_moments_leave_weight_and_value_as_without(kernel, d):
     """Where the weights come from the plain loop and the sums from a pass over them, asking for
-    moments leaves the weight and value sums bit for bit as without (and moments=0 carries none)."""
+    moments leaves the weight and value sums as without (and moments=0 carries none). Equal up
+    to the last bits, not bit for bit: a loop compiled in the process and the same loop loaded
+    from numba's disk cache were seen to differ there (the plain loop, before moments existed)."""
     q, k, v, sw, h, ex = _data(4, 2500, 31, d, 3, kernel)
     args = dict(kernel=get(kernel), bandwidth=h, sample_weight=sw, exclude=ex)
     plain = fused.partials(q, k, v, **args)
     assert plain.moments == ()
     for degree in (1, 2):
         more = fused.partials(q, k, v, **args, moments=degree)
-        for a, b in ((plain.shift, more.shift), (plain.weight, more.weight), (plain.value, more.value)):
-            assert np.array_equal(a, b)
+        assert np.array_equal(plain.shift, more.shift)
+        for a, b in ((plain.weight, more.weight), (plain.value, more.value)):
+            np.testing.assert_allclose(a, b, rtol=1e-14, atol=1e-14 * np.abs(a).max())
 
 
 @pytest.mark.parametrize("bad", [-1, True, 1.0, "1", None])

@@ -39,8 +39,8 @@ from numpy.typing import NDArray
 
 from .._jit import generated
 
-__all__ = ["MAX_GENERATED", "block_moments", "block_values", "exp_linear_source", "expand", "layout", "table",
-           "width"]
+__all__ = ["MAX_GENERATED", "block_moments", "block_values", "exp_linear_source", "expand", "layout",
+           "merge_row", "scratch", "table", "width"]
 
 _FASTMATH = {"contract", "reassoc"}  # reordered sums (so they vectorise) and FMA
 #: the most features whose degree-1 sums are generated with every sum in registers
@@ -134,6 +134,20 @@ def expand(flat: NDArray[np.floating], degree: int, d: int, p: int) -> tuple[NDA
 
 
 # --- the jitted sums of a key block ---------------------------------------------------------
+
+
+@numba.njit(inline="always", cache=True)
+def scratch(d, degree, width, block):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """One task's scratch: a row of differences per feature, a row of products per depth, and
+    one block's flat sums."""
+    return np.empty((d, block)), np.empty((2 * degree + 1, block)), np.empty(width)
+
+
+@numba.njit(inline="always", cache=True)
+def merge_row(mom, i, msum, scale_old, scale_new):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Merge a block's flat sums into query ``i``'s, with the weight's own rescaling."""
+    for t in range(msum.size):
+        mom[i, t] = mom[i, t] * scale_old + msum[t] * scale_new
 
 
 def block_moments(md, row, kt, vt, q, i, k0, nb, us, ps, walk, out):  # type: ignore[no-untyped-def]

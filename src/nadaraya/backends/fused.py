@@ -25,8 +25,14 @@ into the shift before rounding, so that no weight underflows. The left-out key o
 leave-one-out gets log weight ``-inf``. Distances are exact differences ``(q_j - k_j) / h_j``,
 as in the reference backend.
 
-Complexity: O(m n d) time over ``numba.get_num_threads()`` threads; O(threads KEY_BLOCK)
-memory besides the inputs and the (m, p) partials.
+Local polynomial moments (``moments=r``, :mod:`nadaraya.backends._fused_moments`): each key
+block's weights, once computed under its shift, also feed the unique entries of the moment sums
+(exact differences ``k - q``), which merge with the weight's rescaling; ``moments=0`` compiles
+without them. Degree 1 costs per pair ``d`` differences and about ``d (d + 3) / 2 + d p``
+multiply-adds on top of the weight: measured 1.2x the plain pass at d = 1 and 1.9x at d = 5.
+
+Complexity: O(m n d) time over ``numba.get_num_threads()`` threads (times O(d^(2r)) with
+moments of degree r); O(threads KEY_BLOCK d) memory besides the inputs and the partials.
 
 Accuracy: float64 results equal the reference backend's to about 1e-15 relative (the
 exponential is within 2 ulp of ``np.exp``; the sums are taken in another order). float32 inputs
@@ -59,7 +65,7 @@ from .._jit import exp_flushed, generated, run_ranges
 from ..kernels import Kernel
 from ..partials import Partials
 from . import _fused_moments
-from ._fused_moments import block_moments, block_values
+from ._fused_moments import block_moments, block_values, merge_row, scratch
 
 __all__ = ["KEY_BLOCK", "KINDS", "partials", "supports"]
 
@@ -312,11 +318,8 @@ def _compile(kind: int, nf: int, degree: int = 0, md: int = 0):  # type: ignore[
     features ``nf`` whose terms the one-pass loop computes in registers (the last ``nf``; any
     others go through the scratch row first). ``kind`` and ``nf`` are frozen closure constants,
     so numba folds the other kernels' branches away, and its on-disk cache keys on the values.
-    ``degree`` > 0 adds the moment sums of a local polynomial of that degree, summed from the
-    block's weights by :func:`~nadaraya.backends._fused_moments.block_moments` (``md``: its
-    generated loop's number of features, 0 for its general walk); at 0 that branch is pruned.
-    Where the one-pass loop takes every feature (at most :data:`_FUSE_LINEAR`), degree 1 sums in
-    that loop itself (``fuse``)."""
+    ``degree`` > 0 adds a local polynomial's moment sums from the block's weights (``md``: see
+    :func:`~nadaraya.backends._fused_moments.block_moments`; ``fuse``: in the one-pass loop)."""
     log_domain = kind < _N_LOG
     fuse = degree == 1 and kind in _SPECIALISED and 0 < md == nf <= _FUSE_LINEAR
 
@@ -338,9 +341,7 @@ def _compile(kind: int, nf: int, degree: int = 0, md: int = 0):  # type: ignore[
         row = np.empty(KEY_BLOCK, dtype=np.float64) if log_domain else buf  # the block's weights
         kwb = np.empty(KEY_BLOCK, dtype=np.float64)  # this task's copy of the block's key weights
         if degree > 0:  # the moment sums' scratch rows and one block's flat sums
-            us = np.empty((d, KEY_BLOCK), dtype=np.float64)
-            ps = np.empty((2 * degree + 1, KEY_BLOCK), dtype=np.float64)
-            msum = np.empty(mom.shape[1], dtype=np.float64)
+            us, ps, msum = scratch(d, degree, mom.shape[1], KEY_BLOCK)
         for k0 in range(0, n, KEY_BLOCK):
             nb = min(n, k0 + KEY_BLOCK) - k0
             b = k0 // KEY_BLOCK
@@ -428,8 +429,7 @@ def _compile(kind: int, nf: int, degree: int = 0, md: int = 0):  # type: ignore[
                         block_moments(md, row, kt, vt, q, i, k0, nb, us, ps, walk, msum)
                     elif p > 1:
                         block_values(md, row, kt, vt, q, i, k0, nb, msum)
-                    for t in range(msum.size):
-                        mom[i, t] = mom[i, t] * scale_old + msum[t] * scale_new
+                    merge_row(mom, i, msum, scale_old, scale_new)
 
     return task
 
