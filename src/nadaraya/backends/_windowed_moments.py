@@ -27,9 +27,8 @@ Examples
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import numpy as np
 from numba import njit
@@ -37,6 +36,7 @@ from numpy.typing import NDArray
 
 from ..kernels import REGISTRY, Kernel
 from ..partials import Partials
+from . import fused as _fused
 from . import windowed as _w
 from ._windowed_jit import _first
 from ._windowed_msweep import prefix_moments
@@ -121,57 +121,82 @@ def _pair_sums(w, q, k, v, ki, indptr, degree, a, b, out):  # pragma: no cover -
                 off += size * p
 
 
-@functools.cache
-def _one_d_loop(kind: int, degree: int, p: int) -> Callable[..., None]:
-    """1-D, a registered kernel: windows and sums in one compiled loop (the kernel's expression
-    that of :mod:`nadaraya.backends.fused`, compiled without fastmath, so it rounds as the
-    registry's profile). ``kind``, ``degree`` and ``p`` are closure constants (one compilation
-    each), so LLVM unrolls the moment loops and keeps the sums in registers."""
-    from .fused import _TERMS
+# The compact kernels' expressions of :mod:`nadaraya.backends.fused`, compiled here without
+# fastmath (so they round as the registry's profiles) and chosen by a runtime ``kind``: one
+# compilation, cached on disk, serves every kernel, degree and number of outputs.
+_EPANECHNIKOV = njit(cache=True)(_fused._epanechnikov)
+_BOXCAR = njit(cache=True)(_fused._boxcar)
+_TRIANGULAR = njit(cache=True)(_fused._triangular)
+_BIWEIGHT = njit(cache=True)(_fused._biweight)
+_TRIWEIGHT = njit(cache=True)(_fused._triweight)
+_TRICUBE = njit(cache=True)(_fused._tricube)
+_COSINE = njit(cache=True)(_fused._cosine)
+_PARZEN = njit(cache=True)(_fused._parzen)
+#: the kernels the compiled 1-D loop knows, by name: the constant that selects each
+COMPILED = {name: _fused.KINDS[name] for name in
+            ("epanechnikov", "boxcar", "triangular", "biweight", "triweight", "tricube", "cosine", "parzen")}
+_K_EPA, _K_BOX, _K_TRI, _K_BI, _K_TRIW, _K_TRIC, _K_COS, _K_PARZEN = COMPILED.values()
 
-    term = njit(inline="always")(_TERMS[kind])
-    TOP = 2 * degree
-    DEG = degree
-    P = p
-    NC = _columns(degree, 1, p)
 
-    @njit(cache=True, nogil=True)
-    def loop(qs, xs, inv, sw, v, excl, a, b, out):  # type: ignore[no-untyped-def]  # pragma: no cover
-        """Rows ``a:b``: the reference's window by binary search, then each pair summed into the
-        columns of :func:`_columns` (d = 1); ``sw``, ``excl`` may be empty."""
-        n = xs.shape[0]
-        has_sw = sw.shape[0] > 0
-        has_excl = excl.shape[0] > 0
-        acc = np.empty(NC)
-        for r in range(a, b):
-            for c in range(NC):
-                acc[c] = 0.0
-            q = qs[r]
-            lo = _first(q, xs, inv, 0, n, False)
-            hi = _first(q, xs, inv, lo, n, True)
-            e = excl[r] if has_excl else -1
-            q64 = np.float64(q)
-            for i in range(lo, hi):
-                wt = term(np.float64((q - xs[i]) * inv))
-                if has_sw:
-                    wt *= sw[i]
-                if wt == 0.0 or i == e:
-                    continue
-                u = np.float64(xs[i]) - q64
-                acc[0] += wt
-                for c in range(P):
-                    acc[1 + c] += wt * v[i, c]
-                pw = wt
-                for j in range(1, TOP + 1):
-                    pw *= u
-                    acc[P + j] += pw
-                    if j <= DEG:
-                        for c in range(P):
-                            acc[1 + P + TOP + (j - 1) * P + c] += pw * v[i, c]
-            for c in range(NC):
-                out[r, c] = acc[c]
+@njit(cache=True, inline="always")
+def _profile(kind, u):  # pragma: no cover - compiled
+    """``K(u)`` of the compact kernel ``kind`` (one of :data:`COMPILED`)."""
+    if kind == _K_EPA:
+        return _EPANECHNIKOV(u)
+    if kind == _K_BOX:
+        return _BOXCAR(u)
+    if kind == _K_TRI:
+        return _TRIANGULAR(u)
+    if kind == _K_BI:
+        return _BIWEIGHT(u)
+    if kind == _K_TRIW:
+        return _TRIWEIGHT(u)
+    if kind == _K_TRIC:
+        return _TRICUBE(u)
+    if kind == _K_COS:
+        return _COSINE(u)
+    return _PARZEN(u)
 
-    return loop  # type: ignore[no-any-return]
+
+@njit(cache=True, nogil=True)
+def _one_d_loop(kind, degree, qs, xs, inv, sw, v, excl, a, b, out):  # pragma: no cover - compiled
+    """1-D, a kernel of :data:`COMPILED`: rows ``a:b``, the reference's window by binary search,
+    then each pair summed into the columns of :func:`_columns` (d = 1); ``sw``, ``excl`` may be
+    empty."""
+    n = xs.shape[0]
+    p = v.shape[1]
+    top = 2 * degree
+    nc = out.shape[1]
+    has_sw = sw.shape[0] > 0
+    has_excl = excl.shape[0] > 0
+    acc = np.empty(nc)
+    for r in range(a, b):
+        for c in range(nc):
+            acc[c] = 0.0
+        q = qs[r]
+        lo = _first(q, xs, inv, 0, n, False)
+        hi = _first(q, xs, inv, lo, n, True)
+        e = excl[r] if has_excl else -1
+        q64 = np.float64(q)
+        for i in range(lo, hi):
+            wt = _profile(kind, np.float64((q - xs[i]) * inv))
+            if has_sw:
+                wt *= sw[i]
+            if wt == 0.0 or i == e:
+                continue
+            u = np.float64(xs[i]) - q64
+            acc[0] += wt
+            for c in range(p):
+                acc[1 + c] += wt * v[i, c]
+            pw = wt
+            for j in range(1, top + 1):
+                pw *= u
+                acc[p + j] += pw
+                if j <= degree:
+                    for c in range(p):
+                        acc[1 + p + top + (j - 1) * p + c] += pw * v[i, c]
+        for c in range(nc):
+            out[r, c] = acc[c]
 
 
 def _block(
@@ -269,26 +294,25 @@ def moment_partials(
                 rank = np.empty(order.size, dtype=np.int64)
                 rank[order] = np.arange(order.size)
                 excl = np.where(excl >= 0, rank[np.maximum(excl, 0)], -1)
-        from .fused import KINDS
-
-        if kernel.name in KINDS and REGISTRY.get(kernel.name) is kernel:
+        if kernel.name in COMPILED and REGISTRY.get(kernel.name) is kernel:
             from .._jit import run_ranges
 
             qs, xs = np.ascontiguousarray(queries[:, 0]), np.ascontiguousarray(keys[:, 0])
             sw1 = np.empty(0) if sw is None else np.ascontiguousarray(sw)
             v64 = np.ascontiguousarray(values, dtype=np.float64)
             ex = np.empty(0, dtype=np.int64) if excl is None else excl
-            loop = _one_d_loop(KINDS[kernel.name], degree, p)
+            head = (COMPILED[kernel.name], degree)
             found = prefix_moments(qs, xs, inv_h[0], v64, sw1, ex, kernel, float(bandwidth[0]), degree)
             if found is None:
-                run_ranges(loop, (qs, xs, inv_h[0], sw1, v64, ex), m, (out,))
+                run_ranges(_one_d_loop, (*head, qs, xs, inv_h[0], sw1, v64, ex), m, (out,))
             else:
                 out, flag = found
                 rows = np.nonzero(flag)[0]
                 if rows.size:  # the queries the prefix moments could not serve: pair by pair
                     sub = np.empty((rows.size, out.shape[1]))
-                    run_ranges(loop, (qs[rows], xs, inv_h[0], sw1, v64, ex[rows] if ex.size else ex),
-                               rows.size, (sub,))
+                    ex_rows = ex[rows] if ex.size else ex
+                    args = (*head, qs[rows], xs, inv_h[0], sw1, v64, ex_rows)
+                    run_ranges(_one_d_loop, args, rows.size, (sub,))
                     out[rows] = sub
             return _unpack(out, degree, d, p, dtype)
         blocks = _one_d_blocks(queries, keys, inv_h)
