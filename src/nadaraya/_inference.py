@@ -208,7 +208,7 @@ def predict_std(
     else:
         parts = _fit.partials(job, None, _backend(model))
     var = variances(job, parts, sigma2, _backend(model), slopes=slopes)
-    std = np.sqrt(var)
+    std = np.sqrt(np.where(var < 0, 0.0, var))  # a variance of 0 can round to -1e-30
     if slopes:
         grad = _fit.gradient(job, model.empty, backend=_backend(model))
         out = np.full((X.shape[0], job.d, tr.Y.shape[1]), np.nan)
@@ -293,8 +293,9 @@ def confidence_band(
         hi_q = np.quantile(dev, 1 - alpha / 2, axis=2)
         return _shape(model, Band(estimate, mean - hi_q, mean - lo_q))
     scale = std if method != "bootstrap" else np.std(dev, axis=2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.nanmax(np.abs(dev) / scale[:, :, None], axis=0)  # (p, n_boot): sup over the points
+    with np.errstate(divide="ignore", invalid="ignore"):  # a point without noise deviates by 0
+        z = np.where(scale[:, :, None] > 0, np.abs(dev) / scale[:, :, None], 0.0)
+    t = np.max(np.where(np.isnan(z), -np.inf, z), axis=0)  # (p, n_boot): sup over the points
     crit = np.quantile(t, level, axis=1)  # (p,)
     return _shape(model, Band(estimate, mean - crit * scale, mean + crit * scale))
 

@@ -2,22 +2,74 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from .report import LocalCurve, Study
+    from ._inference import Band
+    from .report import Study
 
-__all__ = ["ZOOM", "edge_window", "figure_local"]
+__all__ = ["LOCAL_GRID", "LOCAL_NAMES", "ZOOM", "LocalCurve", "edge_window", "figure_local"]
+
+#: What each degree of a local polynomial fit is called.
+LOCAL_NAMES: dict[int, str] = {0: "Nadaraya-Watson", 1: "local linear", 2: "local quadratic",
+                               3: "local cubic"}
+#: Points of the fine grid on which the local fits are drawn.
+LOCAL_GRID = 201
 
 #: The zoomed panel spans this fraction of the inputs' range, from the left edge.
 ZOOM = 0.2
 #: Colours of the fits by degree (Nadaraya-Watson keeps the red of the other figures).
 COLOURS = {0: "C3", 1: "C0", 2: "C2", 3: "C4"}
+
+
+@dataclass
+class LocalCurve:
+    """A local polynomial fit of the study (Gaussian kernel, bandwidth by leave-one-out CV).
+
+    Attributes
+    ----------
+    degree : int
+        0 is Nadaraya-Watson (local constant), 1 local linear, 2 local quadratic.
+    bandwidth : float
+        Chosen by :func:`nadaraya.select_bandwidth` ``(..., degree=degree)``.
+    x : ndarray of shape (g,)
+        A fine grid over the training and validation inputs, for drawing.
+    prediction : ndarray of shape (g,)
+        The fit at ``x``.
+    validation : ndarray of shape (m,)
+        The fit at the study's ``split.x_val``.
+    mse : float
+        Validation MSE.
+    kernel : str, default "gaussian"
+    band, simultaneous : Band or None
+        The 95 % pointwise and simultaneous confidence bands on ``x``
+        (:meth:`nadaraya.NadarayaWatson.confidence_band`, heteroscedastic noise).
+    """
+
+    degree: int
+    bandwidth: float
+    x: NDArray[np.float64]
+    prediction: NDArray[np.float64]
+    validation: NDArray[np.float64]
+    mse: float
+    kernel: str = "gaussian"
+    band: Band | None = None
+    simultaneous: Band | None = None
+
+    @property
+    def name(self) -> str:
+        """``"Nadaraya-Watson"``, ``"local linear"``, ``"local quadratic"``, ..."""
+        return LOCAL_NAMES.get(self.degree, f"degree {self.degree}")
+
+    def __repr__(self) -> str:
+        return f"LocalCurve({self.name!r}, h={self.bandwidth:.4g}, mse={self.mse:.4g})"
 
 
 def edge_window(study: Study) -> tuple[float, float]:
@@ -47,6 +99,15 @@ def _draw(ax: Axes, study: Study, fits: list[LocalCurve], *, marks: bool) -> Non
     ax.get_lines()[-1].set_color(COLOURS.get(fits[0].degree, "C1"))
     for fit in fits[1:]:
         ax.plot(x, fit.prediction, color=COLOURS.get(fit.degree, "C1"), lw=2, label=_label(fit), zorder=3)
+    for i, fit in enumerate(fits):  # 95 % bands: pointwise shaded, simultaneous dotted
+        colour = COLOURS.get(fit.degree, "C1")
+        if fit.band is not None:
+            ax.fill_between(x, fit.band.lower, fit.band.upper, color=colour, alpha=0.13, lw=0, zorder=1,
+                            label="95 % pointwise bands" if i == 0 else None)
+        if fit.simultaneous is not None:
+            sim = fit.simultaneous
+            for edge, name in ((sim.lower, "95 % simultaneous bands"), (sim.upper, None)):
+                ax.plot(x, edge, color=colour, lw=0.9, ls=":", zorder=2, label=name if i == 0 else None)
     if marks:  # each curve's value at the edge, where the eye compares them
         ax.plot([x[0]], [truth[0]], "o", color="k", ms=5, zorder=4)
         for fit in fits:

@@ -135,6 +135,13 @@ def _svg_panel(study: Study, degrees: list[int], box: tuple[float, float, float,
             for a, b in zip(sx(s.x_train[pts]), sy(s.y_train[pts]))]
     out.append(f"<path d='{path(xk, truth)}' fill='none' stroke='#111' stroke-width='1.5' "
                "stroke-dasharray='6 4'/>")
+    for d in degrees:  # the 95 % pointwise band, shaded, under the curves
+        band = study.local[d].band
+        if band is not None:
+            lo, hi = np.clip(band.lower[keep], y0, y1), np.clip(band.upper[keep], y0, y1)
+            ring = path(np.concatenate([xk, xk[::-1]]), np.concatenate([hi, lo[::-1]]))
+            out.append(f"<path d='{ring}Z' fill='{_LOCAL_COLOURS.get(d, '#ff7f0e')}' fill-opacity='0.13' "
+                       f"stroke='none' class='band{d}'/>")
     for d in degrees:
         out.append(f"<path d='{path(xk, study.local[d].prediction[keep])}' fill='none' "
                    f"stroke='{_LOCAL_COLOURS.get(d, '#ff7f0e')}' stroke-width='2.5' class='local{d}'/>")
@@ -193,7 +200,11 @@ def _local_section(study: Study) -> str:
         "intercept, which removes that bias; local quadratic (<code>degree=2</code>) also follows the "
         "curvature of peaks and valleys. Each fit has its own bandwidth chosen by leave-one-out CV. "
         "The edges still have few points, and there the local line follows their noise: its variance is "
-        "larger. The table's edge columns show both effects on this sample.</p>"
+        "larger. The table's edge columns show both effects on this sample. The shaded bands are 95 % "
+        "pointwise confidence bands (exact standard errors, noise variance smoothed from the "
+        "residuals): they cover the smoothed curve, not the truth where the fit is biased, which is "
+        "why Nadaraya-Watson's misses the truth at x = 0; <code>confidence_band(method='rbc')</code> "
+        "covers the truth, and <code>kind='simultaneous'</code> the whole curve at once.</p>"
         f"{figure}<table id='localtable'>{head}<tbody>{''.join(rows)}</tbody></table>"
         f"<p class='notes'>Validation MSE at the validation inputs; {edges}.</p></details>"
     )

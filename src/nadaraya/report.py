@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._plot_local import figure_local
+from ._plot_local import LOCAL_GRID, LOCAL_NAMES, LocalCurve, figure_local
 from ._report_html import _label, render_html, write_html
 from .datasets import Split, textbook
 from .kernels import names as kernel_names
@@ -59,11 +59,6 @@ DEMO_KERNELS: tuple[str, ...] = ("constant", "gaussian", "boxcar", "triangular",
 DEMO_BANDWIDTHS: tuple[float, ...] = (0.1, 0.2, 0.5, 1.0)
 #: Local polynomial degrees fitted beside Nadaraya-Watson (degree 0), Gaussian, bandwidth by CV.
 DEMO_DEGREES: tuple[int, ...] = (1, 2)
-#: What each degree of a local polynomial fit is called.
-LOCAL_NAMES: dict[int, str] = {0: "Nadaraya-Watson", 1: "local linear", 2: "local quadratic",
-                               3: "local cubic"}
-#: Points of the fine grid on which the local fits are drawn.
-LOCAL_GRID = 201
 #: Epochs of each learnable model of the demo.
 LEARN_EPOCHS = 60
 #: ``callback(done, total, description)`` after each unit of work.
@@ -156,44 +151,6 @@ class Row:
     bandwidth: float | None
     mse: float
     note: str = ""
-
-
-@dataclass
-class LocalCurve:
-    """A local polynomial fit of the study (Gaussian kernel, bandwidth by leave-one-out CV).
-
-    Attributes
-    ----------
-    degree : int
-        0 is Nadaraya-Watson (local constant), 1 local linear, 2 local quadratic.
-    bandwidth : float
-        Chosen by :func:`nadaraya.select_bandwidth` ``(..., degree=degree)``.
-    x : ndarray of shape (g,)
-        A fine grid over the training and validation inputs, for drawing.
-    prediction : ndarray of shape (g,)
-        The fit at ``x``.
-    validation : ndarray of shape (m,)
-        The fit at the study's ``split.x_val``.
-    mse : float
-        Validation MSE.
-    kernel : str, default "gaussian"
-    """
-
-    degree: int
-    bandwidth: float
-    x: NDArray[np.float64]
-    prediction: NDArray[np.float64]
-    validation: NDArray[np.float64]
-    mse: float
-    kernel: str = "gaussian"
-
-    @property
-    def name(self) -> str:
-        """``"Nadaraya-Watson"``, ``"local linear"``, ``"local quadratic"``, ..."""
-        return LOCAL_NAMES.get(self.degree, f"degree {self.degree}")
-
-    def __repr__(self) -> str:
-        return f"LocalCurve({self.name!r}, h={self.bandwidth:.4g}, mse={self.mse:.4g})"
 
 
 @dataclass
@@ -391,6 +348,7 @@ def _local_fits(
     """Nadaraya-Watson and the local polynomial fits of ``degrees``, Gaussian, each at its CV bandwidth
     (Nadaraya-Watson's from ``nw`` when the study searched it already)."""
     from .bandwidth import select_bandwidth
+    from .estimator import NadarayaWatson
 
     lo = min(float(split.x_train.min()), float(split.x_val.min()))
     hi = max(float(split.x_train.max()), float(split.x_val.max()))
@@ -404,7 +362,12 @@ def _local_fits(
         at: dict[str, Any] = {"bandwidth": h, "degree": d, "empty": "nearest"}
         val = np.asarray(pool(split.x_val, split.x_train, split.y_train, **at), dtype=np.float64)
         on_grid = np.asarray(pool(grid, split.x_train, split.y_train, **at), dtype=np.float64)
-        out[d] = LocalCurve(d, h, grid, on_grid, val, float(np.mean((val - split.y_val) ** 2)))
+        model = NadarayaWatson(bandwidth=h, degree=d, empty="nearest")
+        model.fit(split.x_train[:, None], split.y_train)
+        band = model.confidence_band(grid[:, None])  # 95 %, asymptotic, heteroscedastic noise
+        wide = model.confidence_band(grid[:, None], kind="simultaneous", random_state=0)
+        out[d] = LocalCurve(d, h, grid, on_grid, val, float(np.mean((val - split.y_val) ** 2)), band=band,
+                            simultaneous=wide)
         tick(f"local fit ({LOCAL_NAMES.get(d, d)})")
     return out
 
