@@ -29,7 +29,7 @@ Local polynomial moments (``moments=r``, :mod:`nadaraya.backends._fused_moments`
 block's weights, once computed under its shift, also feed the unique entries of the moment sums
 (exact differences ``k - q``), which merge with the weight's rescaling; ``moments=0`` compiles
 without them. Degree 1 costs per pair ``d`` differences and about ``d (d + 3) / 2 + d p``
-multiply-adds on top of the weight: measured 1.2x the plain pass at d = 1 and 1.9x at d = 5.
+multiply-adds on top of the weight: measured 1.2x the plain pass at d = 1 and 1.9-2.1x at d = 5.
 
 Complexity: O(m n d) time over ``numba.get_num_threads()`` threads (times O(d^(2r)) with
 moments of degree r); O(threads KEY_BLOCK d) memory besides the inputs and the partials.
