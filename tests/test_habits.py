@@ -321,7 +321,7 @@ def test_no_help_suggests_a_value_for_a_flag() -> None:
 
     from nadaraya.cli import app
 
-    for args in ([], ["demo"], ["fit"], ["predict"], ["select"], ["bench"]):
+    for args in ([], ["demo"], ["fit"], ["predict"], ["select"], ["test"], ["bench"]):
         out = CliRunner().invoke(app, [*args, "--help"], env={"COLUMNS": "120"}).output
         assert "--help" in out and "<bool>" not in out, (args, out)
 
