@@ -98,25 +98,32 @@ def test_pointwise_bands_cover_the_smoothed_function_heteroscedastic():
 # --- the simultaneous band covers the whole curve ---------------------------------------------
 
 
-def test_simultaneous_band_covers_the_whole_curve_where_the_pointwise_one_does_not():
-    R, n, h = 120, 300, 0.1
+KINDS = (("asymptotic", "simultaneous"), ("bootstrap", "simultaneous"), ("asymptotic", "pointwise"))
+
+
+def joint_coverage(R, n=300, h=0.1, points=30, seed=2):
+    """How often each band of KINDS covers E[f(x) | X] at every one of ``points`` grid points."""
     X = design(n)
     x = X[:, 0]
-    grid = np.linspace(0, 1, 30)[:, None]
+    grid = np.linspace(0, 1, points)[:, None]
     target = effective_weights(grid, X, "c", [h], "gaussian", 1) @ smooth(x)
-    rng = np.random.default_rng(2)
-    kinds = [("asymptotic", "simultaneous"), ("bootstrap", "simultaneous"), ("asymptotic", "pointwise")]
-    hits = np.zeros(len(kinds))
+    rng = np.random.default_rng(seed)
+    hits = np.zeros(len(KINDS))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for r in range(R):
             y = smooth(x) + 0.3 * rng.standard_normal(n)
             model = NadarayaWatson(bandwidth=h, degree=1).fit(X, y)
-            for k, (method, kind) in enumerate(kinds):
+            for k, (method, kind) in enumerate(KINDS):
                 band = model.confidence_band(grid, method=method, kind=kind, variance="homoscedastic",
                                              n_boot=199, random_state=r)
                 hits[k] += np.all((band.lower <= target) & (target <= band.upper))
-    joint = hits / R
+    return hits / R
+
+
+def test_simultaneous_band_covers_the_whole_curve_where_the_pointwise_one_does_not():
+    R = 120
+    joint = joint_coverage(R)
     tol = noise_band(R)
     msg = (f"joint coverage of the curve at 30 points: simultaneous asymptotic {joint[0]:.3f}, "
            f"simultaneous bootstrap {joint[1]:.3f}, pointwise {joint[2]:.3f}; 95 % +- {tol:.3f}")
@@ -125,6 +132,33 @@ def test_simultaneous_band_covers_the_whole_curve_where_the_pointwise_one_does_n
 
 
 # --- robust bias correction covers the true function at the CV bandwidth ----------------------
+
+RBC_POINTS = np.array([[0.0], [0.25], [0.5], [0.75], [1.0]])
+
+
+def rbc_coverage(R, degree, n=300, per_replicate=False, seed=3):
+    """Coverage of the true m(x) = sin(2 pi x) at RBC_POINTS by the plain asymptotic band and by
+    rbc, (2, 5), and the bandwidth: the median CV bandwidth of five pilot samples held fixed, or
+    (``per_replicate``) the CV bandwidth of each replicate (then the median is returned)."""
+    X = design(n)
+    x = X[:, 0]
+    truth = curved(RBC_POINTS[:, 0])
+    rng = np.random.default_rng(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pilots = [NadarayaWatson(degree=degree).fit(X, curved(x) + 0.3 * rng.standard_normal(n)).bandwidth_[0]
+                  for _ in range(5)]
+        h = float(np.median(pilots))
+        hits = np.zeros((2, RBC_POINTS.shape[0]))
+        chosen = []
+        for _ in range(R):
+            y = curved(x) + 0.3 * rng.standard_normal(n)
+            model = NadarayaWatson(bandwidth="cv" if per_replicate else h, degree=degree).fit(X, y)
+            chosen.append(model.bandwidth_[0])
+            for k, method in enumerate(("asymptotic", "rbc")):
+                band = model.confidence_band(RBC_POINTS, method=method, variance="homoscedastic")
+                hits[k] += (band.lower <= truth) & (truth <= band.upper)
+    return hits / R, float(np.median(chosen))
 
 
 @pytest.mark.parametrize(("degree", "where"), [
@@ -136,27 +170,10 @@ def test_rbc_covers_the_true_function_where_the_plain_band_under_covers(degree, 
     model, held fixed over the replicates. It is the bandwidth CV picks at this n (its bias is
     of the order the claim is about) without the selection's own noise and its cost (about 70 ms
     a replicate); ``benchmarks/coverage_study.py`` also selects per replicate."""
-    R, n = 300, 300
-    X = design(n)
-    x = X[:, 0]
-    points = np.array([[0.0], [0.25], [0.5], [0.75], [1.0]])
-    truth = curved(points[:, 0])
-    rng = np.random.default_rng(3)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        pilots = [NadarayaWatson(degree=degree).fit(X, curved(x) + 0.3 * rng.standard_normal(n)).bandwidth_[0]
-                  for _ in range(5)]
-        h = float(np.median(pilots))
-        hits = np.zeros((2, points.shape[0]))
-        for _ in range(R):
-            y = curved(x) + 0.3 * rng.standard_normal(n)
-            model = NadarayaWatson(bandwidth=h, degree=degree).fit(X, y)
-            for k, method in enumerate(("asymptotic", "rbc")):
-                band = model.confidence_band(points, method=method, variance="homoscedastic")
-                hits[k] += (band.lower <= truth) & (truth <= band.upper)
-    plain, rbc = hits / R
+    R = 300
+    (plain, rbc), h = rbc_coverage(R, degree)
     tol = noise_band(R)
-    msg = (f"degree {degree}, h = {h:.4f}, coverage of m(x) at x = {points[:, 0].tolist()}: "
+    msg = (f"degree {degree}, h = {h:.4f}, coverage of m(x) at x = {RBC_POINTS[:, 0].tolist()}: "
            f"plain {plain.round(3).tolist()}, rbc {rbc.round(3).tolist()}; 95 % +- {tol:.3f}")
     assert np.all(np.abs(rbc - LEVEL) <= tol), msg
     assert np.all(plain[where] < LEVEL - tol), msg
