@@ -75,7 +75,7 @@ default "cv"
         squares on the continuous columns: 0 is Nadaraya-Watson (local constant), 1 local
         linear (no boundary bias on a linear truth: it reproduces any linear function), 2
         local quadratic, 3 local cubic. A query whose local system is singular gets the
-        highest regular lower degree, with one :class:`~nadaraya._fit.SingularFitWarning`
+        highest regular lower degree, with one :class:`~nadaraya.SingularFitWarning`
         per call; see :func:`nadaraya.pool`.
     var_types : str, optional
         One letter per column, as in statsmodels and R's np: ``"c"`` continuous, ``"o"``
