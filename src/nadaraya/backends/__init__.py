@@ -28,7 +28,7 @@ from ..partials import Partials
 __all__ = ["NAMES", "Backend", "BackendName", "Choice", "available", "choose", "compute", "explain", "get"]
 
 #: the values ``backend=`` accepts
-BackendName = Literal["auto", "reference", "fused", "windowed", "dask"]
+BackendName = Literal["auto", "reference", "fused", "windowed", "dask", "laplace", "torch"]
 
 #: backend name -> (module, the extra that provides its dependencies, modules it needs)
 _REGISTRY: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
@@ -36,6 +36,8 @@ _REGISTRY: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
     "fused": ("nadaraya.backends.fused", None, ()),
     "windowed": ("nadaraya.backends.windowed", None, ()),
     "dask": ("nadaraya.backends.dask", "dask", ("dask", "distributed")),
+    "laplace": ("nadaraya.backends.laplace", None, ()),
+    "torch": ("nadaraya.backends.torch_sums", "torch", ("torch",)),
 }
 
 #: the backend names, ``"auto"`` first
