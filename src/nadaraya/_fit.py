@@ -72,6 +72,7 @@ class Job:
     degree: int
     cont: NDArray[np.intp]  # the continuous columns' positions
     d: int  # all columns
+    device: str | None = None  # the torch device of backend="torch"
 
 
 def prepare(
@@ -183,7 +184,8 @@ def _group_partials(job: Job, idx: NDArray[np.intp], ex: NDArray[np.intp] | None
     sub = pooling.Call(
         call.queries, call.keys[idx], call.values[idx], call.one_d, call.kernel, call.bandwidth, sw
     )
-    parts, choice = pooling.compute_partials(sub, exclude=ex, backend=backend, moments=job.degree)
+    parts, choice = pooling.compute_partials(sub, exclude=ex, backend=backend, moments=job.degree,
+                                             device=job.device)
     if job.cat is not None and call.kernel.log_domain and choice.name != "reference":
         # the categorical factors are merged in the log domain after this: queries far from
         # this group get their exact partials (the fast backends may flush them) from the reference

@@ -94,11 +94,14 @@ def _in_range(values: NDArray[np.floating]) -> tuple[NDArray[np.floating], int]:
 
 
 def compute_partials(
-    call: Call, *, exclude: NDArray[np.integer] | None = None, backend: str = "auto", moments: int = 0
+    call: Call, *, exclude: NDArray[np.integer] | None = None, backend: str = "auto", moments: int = 0,
+    device: str | None = None,
 ) -> tuple[Partials, backends.Choice]:
     """The partial sums of a validated call on the chosen backend (with the moment sums of a
     local polynomial of degree ``moments``)."""
     m, n, d, _ = call.shape
+    if device is not None and backend == "auto":
+        backend = "torch"  # a device names the torch backend
     choice = backends.choose(call.kernel, n=n, m=m, d=d, backend=backend)
     parts = backends.compute(
         choice.name,
@@ -110,6 +113,7 @@ def compute_partials(
         sample_weight=call.sample_weight,
         exclude=exclude,
         moments=moments,
+        device=device,
     )
     return parts, choice
 
@@ -262,6 +266,7 @@ def pool(
     degree: int = 0,
     var_types: str | None = None,
     categorical_kernel: str = "classic",
+    device: str | None = None,
 ) -> NDArray[np.floating]:
     r"""Attention pooling by similarity: the Nadaraya-Watson estimate at each query.
 
@@ -311,6 +316,8 @@ def pool(
         ``lambda`` (the kernels and their ranges: the guide's local-fits page).
     categorical_kernel : {"classic", "li-racine"}, default "classic"
         Wang-van Ryzin (ordered) and Aitchison-Aitken (unordered), or Li-Racine's for both.
+    device : str, optional
+        A torch device (``"cpu"``, ``"cuda"``): the sums run on ``backend="torch"`` there.
 
     Returns
     -------
@@ -337,9 +344,10 @@ def pool(
         job = _fit.prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth,
                            sample_weight=sample_weight, degree=degree, var_types=var_types,
                            categorical_kernel=categorical_kernel)
+        job.device = device
         return _fit.pool(job, empty, backend=backend)
     call = prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight)
-    parts, _ = compute_partials(call, backend=backend)
+    parts, _ = compute_partials(call, backend=backend, device=device)
     return finish(parts, call, empty)
 
 
@@ -355,6 +363,7 @@ def loo_pool(
     degree: int = 0,
     var_types: str | None = None,
     categorical_kernel: str = "classic",
+    device: str | None = None,
 ) -> NDArray[np.floating]:
     """Leave-one-out predictions: each key pooled over all the *other* keys.
 
@@ -367,7 +376,7 @@ def loo_pool(
     ----------
     keys : array-like of shape (n, d) or (n,)
     values : array-like of shape (n,) or (n, p)
-    kernel, bandwidth, empty, sample_weight, backend, degree, var_types, categorical_kernel
+    kernel, bandwidth, empty, sample_weight, backend, degree, var_types, categorical_kernel, device
         As for :func:`pool`.
 
     Returns
@@ -391,10 +400,11 @@ def loo_pool(
         job = _fit.prepare(None, keys, values, kernel=kernel, bandwidth=bandwidth,
                            sample_weight=sample_weight, degree=degree, var_types=var_types,
                            categorical_kernel=categorical_kernel)
+        job.device = device
         return _fit.pool(job, empty, np.arange(job.call.keys.shape[0]), backend)
     call = prepare(None, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight)
     exclude = np.arange(call.keys.shape[0])
-    parts, _ = compute_partials(call, exclude=exclude, backend=backend)
+    parts, _ = compute_partials(call, exclude=exclude, backend=backend, device=device)
     return finish(parts, call, empty, exclude)
 
 

@@ -244,11 +244,13 @@ def compute(
     sample_weight: NDArray[np.floating] | None = None,
     exclude: NDArray[np.integer] | None = None,
     moments: int = 0,
+    device: str | None = None,
 ) -> Partials:
     """Run one backend on validated arrays (see ``nadaraya.backends.reference.partials``).
 
     ``moments`` (a local polynomial degree) is passed on only when positive, so that a backend
-    computes plain pooling exactly as it always did.
+    computes plain pooling exactly as it always did; ``device`` (a torch device, for
+    ``backend="torch"``) only when given.
 
     Examples
     --------
@@ -259,6 +261,8 @@ def compute(
     >>> p.finalize()[:, 0].tolist()
     [0.5, 1.0, 1.5]
     """
+    if device is not None and name != "torch":
+        raise ValueError(f"device={device!r} is for backend='torch'; got backend={name!r}")
     return get(name).partials(
         queries,
         keys,
@@ -268,4 +272,5 @@ def compute(
         sample_weight=sample_weight,
         exclude=exclude,
         **({"moments": moments} if moments else {}),
+        **({"device": device} if device is not None else {}),
     )
