@@ -1,0 +1,388 @@
+"""The laplace backend: exact Laplacian-kernel sums in 1-D in O((n + m) log n) by fast sum updating.
+
+The Laplacian weight ``exp(-|q - k| / h)`` factors on each side of a query: for the keys left
+of ``q`` (``k <= q``), ``exp(-(q - k) / h) = exp(-(q - a) / h) exp(-(a - k) / h)`` with ``a``
+the nearest key left of ``q``. So the sum over those keys is one running sum over the sorted
+keys, read at the query's position, times one factor for the query's distance to ``a`` (the
+fast sum updating of Langrene and Warin, 2019, that R's FKSUM uses for kernels of the form
+polynomial times ``exp(-|u|)``). The keys right of ``q`` (``k > q``) are the left keys of the
+mirrored problem (keys and queries negated, order reversed), summed by the same code.
+
+**Exact.** The running sums follow ``S_j = exp(-(k_j - k_{j-1}) / h) S_{j-1} + s_j v_j``:
+factors at most 1, so nothing overflows, and every term of the weight is positive, so nothing
+cancels (the cumulative sums of ``exp(k / h)`` and ``exp(-k / h)`` that a textbook version
+would subtract overflow for ``|k| > 709 h`` and cancel elsewhere). Each side's sum is kept
+relative to its nearest key and the query's distance to that key, ``(q - a) / h``, goes into
+the partials' ``shift`` in the log domain: a query a million bandwidths from every key gets
+exactly its nearest keys' weights, never 0/0. Keys of zero sample weight are dropped first
+(they add nothing), so the nearest key on a side always carries weight. Sample weights are
+scaled by a power of two (exact) so that the largest is in ``[0.5, 1)``. The rounding error of
+a running sum is that of a sum of positive terms, about ``sqrt(n)`` ulps in the worst
+realistic case; tests hold 1e-12 relative against the reference backend.
+
+**Leave-one-out** (``exclude``): a query whose left-out key ``e`` is its nearest key on a side
+reads the running sum one key further (``S_{e-1}``); otherwise, where ``e`` lies strictly
+inside the query's side (duplicate keys, or any other ``exclude``), the side's sum is split at
+``e``: the running sum up to ``e - 1``, carried to the nearest key, plus the sum over the keys
+between ``e`` and the nearest key, read from a segment tree of right-anchored block sums in
+O(log n). The left-out term is never subtracted.
+
+**Moments** (``moments = r``, local polynomial fits): the sums ``sum w u^j`` (``j <= 2 r``)
+and ``sum w u^j v`` (``j <= r``) with ``u = k - q`` ride on the same recursion, FKSUM-style:
+each running sum is kept about its own anchor key ``a``, ``sum w (k - a)^j``, and moved to a
+new anchor ``a'`` by the binomial expansion ``(k - a') = (k - a) + (a - a')``. On the left
+side ``k - a <= 0`` and ``a - a' <= 0``, so every term of the expansion of a weight moment has
+the sign ``(-1)^j``: nothing cancels, and ``(k - a) exp(-(a - k) / h)`` stays below ``h``.
+
+Complexity: O(n log n) to sort the keys, O(m log n) to place the queries, O(n + m) for the
+sums (O((n + m) r^2 (1 + p)) with moments), plus O(log n) per query and O(n) memory for the
+segment tree when leave-one-out needs a split (duplicate keys). Single-threaded numba code
+(``cache=True``).
+
+float32 inputs are computed in float64 and rounded once at the end, the weight's binary
+exponent moved into the shift first (as the fused backend does).
+
+Examples
+--------
+>>> import numpy as np
+>>> from nadaraya.kernels import get
+>>> from nadaraya.backends import laplace, reference
+>>> rng = np.random.default_rng(0)
+>>> x = rng.uniform(size=(50, 1)); v = rng.normal(size=(50, 2))
+>>> a = laplace.partials(x, x, v, kernel=get("laplacian"), bandwidth=np.array([0.1]))
+>>> b = reference.partials(x, x, v, kernel=get("laplacian"), bandwidth=np.array([0.1]))
+>>> bool(np.allclose(a.finalize(), b.finalize(), rtol=1e-12, atol=0))
+True
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+from ..kernels import Kernel
+from ..partials import Partials
+
+__all__ = ["MAX_DEGREE", "partials", "supports"]
+
+#: the largest local polynomial degree (``moments=``) this backend computes
+MAX_DEGREE = 2
+
+
+def supports(kernel: Kernel, d: int) -> bool:
+    """The Laplacian kernel in one feature.
+
+    Examples
+    --------
+    >>> from nadaraya.kernels import get
+    >>> supports(get("laplacian"), 1), supports(get("laplacian"), 2), supports(get("gaussian"), 1)
+    (True, False, False)
+    """
+    return kernel.name == "laplacian" and d == 1
+
+
+# -- the jitted pieces ------------------------------------------------------------------------
+#
+# A state row holds, about an anchor key a: the weight moments M_j = sum w (k - a)^j for
+# j = 0 .. 2r (M_0 the weight), then the value moments MV_j = sum w (k - a)^j v for j = 0 .. r,
+# p columns each (MV_0 the weighted values): width 2r + 1 + (r + 1) p.
+
+
+@numba.njit(cache=True)
+def _carry(row, g, f, r, p, binom):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """In place: move ``row`` from anchor ``a`` to ``a' = a - g`` and multiply it by ``f``.
+
+    ``M'_j = f sum_t C(j, t) g^(j - t) M_t``; j descends so the sums read unchanged entries.
+    """
+    nm = 2 * r + 1
+    if r == 0:
+        for t in range(row.size):
+            row[t] *= f
+        return
+    for j in range(nm - 1, -1, -1):
+        acc = row[j]
+        gp = 1.0
+        for t in range(j - 1, -1, -1):
+            gp *= g
+            acc += binom[j, t] * gp * row[t]
+        row[j] = f * acc
+    for c in range(p):
+        for j in range(r, -1, -1):
+            acc = row[nm + j * p + c]
+            gp = 1.0
+            for t in range(j - 1, -1, -1):
+                gp *= g
+                acc += binom[j, t] * gp * row[nm + t * p + c]
+            row[nm + j * p + c] = f * acc
+
+
+@numba.njit(cache=True)
+def _prefix(ks, terms, inv_h, r, p, binom):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Running sums over sorted keys, row j about key j: ``S_j = carry(S_{j-1}) + terms_j``."""
+    n, c = terms.shape
+    pre = np.empty((n, c))
+    if n == 0:
+        return pre
+    for t in range(c):
+        pre[0, t] = terms[0, t]
+    for j in range(1, n):
+        g = ks[j - 1] - ks[j]
+        f = math.exp(g * inv_h)
+        if r == 0:
+            for t in range(c):
+                pre[j, t] = f * pre[j - 1, t] + terms[j, t]
+        else:
+            row = pre[j]
+            for t in range(c):
+                row[t] = pre[j - 1, t]
+            _carry(row, g, f, r, p, binom)
+            for t in range(c):
+                row[t] += terms[j, t]
+    return pre
+
+
+@numba.njit(cache=True)
+def _tree(ks, terms, inv_h, r, p, binom):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """A segment tree of block sums, each about its block's last key (``anchor``); leaves at
+    ``size + j``, padding leaves empty with the last key as anchor."""
+    n, c = terms.shape
+    size = 1
+    while size < n:
+        size *= 2
+    node = np.zeros((2 * size, c))
+    anchor = np.empty(2 * size, dtype=np.int64)
+    for j in range(size):
+        anchor[size + j] = min(j, n - 1)
+        if j < n:
+            for t in range(c):
+                node[size + j, t] = terms[j, t]
+    tmp = np.empty(c)
+    for i in range(size - 1, 0, -1):
+        a, b = anchor[2 * i], anchor[2 * i + 1]
+        anchor[i] = b
+        for t in range(c):
+            tmp[t] = node[2 * i, t]
+        g = ks[a] - ks[b]
+        _carry(tmp, g, math.exp(g * inv_h), r, p, binom)
+        for t in range(c):
+            node[i, t] = tmp[t] + node[2 * i + 1, t]
+    return node, anchor, size
+
+
+@numba.njit(cache=True)
+def _absorb(out, at, node, anchor, t, ks, inv_h, r, p, binom):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``out`` (about key ``at``, or empty if ``at < 0``) plus node ``t`` (about a later key)."""
+    b = anchor[t]
+    if at >= 0:
+        g = ks[at] - ks[b]
+        _carry(out, g, math.exp(g * inv_h), r, p, binom)
+    for s in range(out.size):
+        out[s] += node[t, s]
+    return b
+
+
+@numba.njit(cache=True)
+def _segment(out, lo, hi, node, anchor, size, ks, inv_h, r, p, binom, stack):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``out`` = the sum over keys ``lo .. hi`` (inclusive) about key ``hi``, in O(log n) nodes
+    combined from left to right."""
+    for s in range(out.size):
+        out[s] = 0.0
+    at = -1
+    a, b = lo + size, hi + size + 1
+    ns = 0
+    while a < b:
+        if a & 1:
+            at = _absorb(out, at, node, anchor, a, ks, inv_h, r, p, binom)
+            a += 1
+        if b & 1:
+            b -= 1
+            stack[ns] = b
+            ns += 1
+        a >>= 1
+        b >>= 1
+    for s in range(ns - 1, -1, -1):
+        at = _absorb(out, at, node, anchor, stack[s], ks, inv_h, r, p, binom)
+
+
+@numba.njit(cache=True)
+def _side(ks, pre, node, anchor, size, qs, last, ex, inv_h, r, p, binom, dist, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Each query's sum over the keys ``0 .. last[i]`` (its side, nearest last) but key
+    ``ex[i]``, about the query (``u = k - q``) and under the factor ``exp(-dist[i])``."""
+    c = pre.shape[1]
+    tmp = np.empty(c)
+    stack = np.empty(128, dtype=np.int64)
+    for i in range(qs.size):
+        a = last[i]
+        e = ex[i]
+        row = out[i]
+        if e == a:
+            a -= 1
+        if a < 0:
+            dist[i] = np.inf
+            for t in range(c):
+                row[t] = 0.0
+            continue
+        if e < 0 or e > a:
+            for t in range(c):
+                row[t] = pre[a, t]
+        else:  # split at the left-out key e, strictly inside the side
+            _segment(row, e + 1, a, node, anchor, size, ks, inv_h, r, p, binom, stack)
+            if e >= 1:
+                for t in range(c):
+                    tmp[t] = pre[e - 1, t]
+                g = ks[e - 1] - ks[a]
+                _carry(tmp, g, math.exp(g * inv_h), r, p, binom)
+                for t in range(c):
+                    row[t] += tmp[t]
+        if r > 0:
+            _carry(row, ks[a] - qs[i], 1.0, r, p, binom)
+        dist[i] = (qs[i] - ks[a]) * inv_h
+
+
+@numba.njit(cache=True)
+def _combine(dl, sl, dr, sr, r, p, shift):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Both sides under one shift, in place in ``sl``; the mirrored side's odd powers of
+    ``u`` change sign."""
+    nm = 2 * r + 1
+    m, c = sl.shape
+    for i in range(m):
+        d = min(dl[i], dr[i])
+        if d == np.inf:
+            shift[i] = -np.inf
+            for t in range(c):
+                sl[i, t] = 0.0
+            continue
+        shift[i] = -d
+        fl = math.exp(d - dl[i])
+        fr = math.exp(d - dr[i])
+        for t in range(c):
+            j = t if t < nm else (t - nm) // p
+            right = -sr[i, t] if j % 2 else sr[i, t]
+            sl[i, t] = fl * sl[i, t] + fr * right
+
+
+# -- the driver ---------------------------------------------------------------------------------
+
+
+def _one_side(ks, terms, qs, last, ex, inv_h, r, p, binom):  # type: ignore[no-untyped-def]
+    """One side's distances and state rows (builds the segment tree only if a split needs it)."""
+    m, c = qs.size, terms.shape[1]
+    pre = _prefix(ks, terms, inv_h, r, p, binom)
+    if np.any((ex >= 0) & (ex < last)):
+        node, anchor, size = _tree(ks, terms, inv_h, r, p, binom)
+    else:
+        node, anchor, size = np.zeros((1, c)), np.zeros(1, dtype=np.int64), 1
+    dist = np.empty(m)
+    out = np.empty((m, c))
+    _side(ks, pre, node, anchor, size, qs, last, ex, inv_h, r, p, binom, dist, out)
+    return dist, out
+
+
+def _sorted_exclude(exclude: NDArray[np.integer] | None, n: int, kept: NDArray[np.intp], m: int
+                    ) -> NDArray[np.int64]:
+    """Each query's left-out key as a position among the sorted kept keys (-1 for none)."""
+    if exclude is None:
+        return np.full(m, -1, dtype=np.int64)
+    where = np.full(n, -1, dtype=np.int64)
+    where[kept] = np.arange(kept.size)
+    ex = np.asarray(exclude, dtype=np.int64)
+    inside = (ex >= 0) & (ex < n)
+    return np.where(inside, where[np.where(inside, ex, 0)], -1)
+
+
+def partials(
+    queries: NDArray[np.floating],
+    keys: NDArray[np.floating],
+    values: NDArray[np.floating],
+    *,
+    kernel: Kernel,
+    bandwidth: NDArray[np.floating],
+    sample_weight: NDArray[np.floating] | None = None,
+    exclude: NDArray[np.integer] | None = None,
+    moments: int = 0,
+) -> Partials:
+    """Exact partial sums of every query over every key for the Laplacian kernel in 1-D.
+
+    Same arguments and result as :func:`nadaraya.backends.reference.partials`; ``moments`` up
+    to :data:`MAX_DEGREE`.
+
+    Raises
+    ------
+    ValueError
+        For another kernel or more than one feature, or ``moments`` above :data:`MAX_DEGREE`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nadaraya.kernels import get
+    >>> x = np.array([[1.0], [2.0], [3.0]]); v = np.array([[3.0], [5.0], [4.0]])
+    >>> p = partials(np.array([[2.5], [1e9]]), x, v, kernel=get("laplacian"), bandwidth=np.ones(1))
+    >>> p.finalize()[:, 0].round(4).tolist()
+    [4.3164, 3.9647]
+    """
+    if isinstance(moments, bool) or not isinstance(moments, int | np.integer) or moments < 0:
+        raise ValueError(f"moments must be a non-negative int (a polynomial degree); got {moments!r}")
+    if moments > MAX_DEGREE:
+        raise ValueError(f"backend='laplace' computes moments up to {MAX_DEGREE} (local polynomial degree); "
+                         f"got moments={moments}; use backend='reference' or 'fused'")
+    if not supports(kernel, queries.shape[1]):
+        raise ValueError(f"backend='laplace' computes the 'laplacian' kernel in one feature only; got "
+                         f"kernel={kernel.name!r} with d={queries.shape[1]}")
+    dtype = queries.dtype
+    r = int(moments)
+    m, n, p = queries.shape[0], keys.shape[0], values.shape[1]
+    nm = 2 * r + 1
+    c = nm + (r + 1) * p
+    f64 = np.float64
+    inv_h = float(1.0 / np.asarray(bandwidth, dtype=f64)[0])
+    qs = np.ascontiguousarray(queries[:, 0], dtype=f64)
+    k = np.asarray(keys[:, 0], dtype=f64)
+    log_scale = 0.0
+    if sample_weight is None:
+        kept = np.argsort(k, kind="stable")
+        s = np.ones(kept.size)
+    else:
+        sw = np.asarray(sample_weight, dtype=f64)
+        pos = np.nonzero(sw > 0)[0]
+        kept = pos[np.argsort(k[pos], kind="stable")]
+        s = sw[kept]
+        if s.size:
+            expo = int(np.frexp(s.max())[1])
+            s = np.ldexp(s, -expo)
+            log_scale = expo * math.log(2.0)
+    ne = kept.size
+    ks = np.ascontiguousarray(k[kept])
+    terms = np.zeros((ne, c))
+    terms[:, 0] = s
+    terms[:, nm:nm + p] = s[:, None] * np.asarray(values, dtype=f64)[kept]
+    binom = np.array([[math.comb(j, t) for t in range(nm)] for j in range(nm)], dtype=f64)
+    last = np.searchsorted(ks, qs, side="right").astype(np.int64) - 1
+    ex = _sorted_exclude(exclude, n, kept, m)
+    dl, sl = _one_side(ks, terms, qs, last, ex, inv_h, r, p, binom)
+    # the keys right of each query (k > q): the keys left of -q among the mirrored keys
+    dr, sr = _one_side(np.ascontiguousarray(-ks[::-1]), np.ascontiguousarray(terms[::-1]), -qs,
+                       ne - 2 - last, np.where(ex >= 0, ne - 1 - ex, -1), inv_h, r, p, binom)
+    shift = np.empty(m)
+    _combine(dl, sl, dr, sr, r, p, shift)
+    if log_scale:
+        shift += log_scale
+    weight, value = sl[:, 0], sl[:, nm:nm + p]
+    mom = sl[:, 1:nm], sl[:, nm + p:]
+    if dtype != f64:
+        # move the weight's binary exponent into the shift, exactly, before rounding
+        mant, expo = np.frexp(weight)
+        shift = np.where(weight > 0, shift + expo * math.log(2.0), shift)
+        value = np.ldexp(value, -expo[:, None])
+        mom = tuple(np.ldexp(x, -expo[:, None]) for x in mom)
+        weight = mant
+        with np.errstate(over="ignore"):
+            shift = shift.astype(dtype)
+        weight, value = weight.astype(dtype), value.astype(dtype)
+        mom = tuple(x.astype(dtype) for x in mom)
+    extra = tuple(mom[0][:, j - 1].reshape((m,) + (1,) * j) for j in range(1, nm)) + tuple(
+        mom[1][:, (j - 1) * p:j * p].reshape((m,) + (1,) * j + (p,)) for j in range(1, r + 1))
+    return Partials(np.ascontiguousarray(shift), np.ascontiguousarray(weight), np.ascontiguousarray(value),
+                    tuple(np.ascontiguousarray(x) for x in extra))
