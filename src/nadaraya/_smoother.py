@@ -100,9 +100,12 @@ def _rows(job: _fit.Job, q0: int, q1: int, slope: int | None) -> NDArray[np.floa
     return out
 
 
-def blocks(job: _fit.Job, slope: int | None = None) -> Iterator[tuple[int, int, NDArray[np.float64]]]:
+def blocks(
+    job: _fit.Job, slope: int | None = None, memory: float | None = None
+) -> Iterator[tuple[int, int, NDArray[np.float64]]]:
     """``(q0, q1, rows)`` for consecutive blocks of queries, each ``rows`` (q1 - q0, n) within
-    the working memory: the smoother's rows, or a slope's (NaN where it is not defined).
+    ``memory`` MiB (default the working memory) with its scratch: the smoother's rows, or a
+    slope's (NaN where it is not defined).
 
     Examples
     --------
@@ -117,7 +120,8 @@ def blocks(job: _fit.Job, slope: int | None = None) -> Iterator[tuple[int, int, 
     """
     m, n = job.call.queries.shape[0], job.call.keys.shape[0]
     width = len(monomials(job.degree, job.cont.size)) + max(1, job.cont.size) + 4
-    step = max(1, int(get_config()["working_memory"] * 2**20 // (8 * n * width)))
+    budget = get_config()["working_memory"] if memory is None else memory
+    step = max(1, int(budget * 2**20 // (8 * n * width)))
     for q0 in range(0, m, step):
         q1 = min(m, q0 + step)
         yield q0, q1, _rows(job, q0, q1, slope)
