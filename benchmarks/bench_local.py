@@ -72,7 +72,9 @@ def _statsmodels(x: np.ndarray, y: np.ndarray, var_type: str, reg_type: str) -> 
         return np.abs(KernelReg(y, x, var_type=var_type, reg_type=reg_type, bw="cv_ls").bw)
 
 
-def _compare(name: str, x: np.ndarray, y: np.ndarray, kw: dict[str, Any], var_type: str, reg_type: str) -> None:
+def _compare(
+    name: str, x: np.ndarray, y: np.ndarray, kw: dict[str, Any], var_type: str, reg_type: str
+) -> None:
     _ours(x[:60], y[:60], **kw)  # compile outside the timing
     t_ours, res = timed(lambda: _ours(x, y, **kw))
     row(name, f"nadaraya {kw}", t_ours, f"h={np.round(res.bandwidth, 4).tolist()} CV={res.score:.10f}")
@@ -84,7 +86,8 @@ def _compare(name: str, x: np.ndarray, y: np.ndarray, kw: dict[str, Any], var_ty
     cv = float(score_bandwidth(x, y, h_sm, **kw))
     verdict = "ours no worse" if res.score <= cv * (1 + 1e-9) else "OURS WORSE"
     row(name, f"statsmodels {reg_type} cv_ls", t_sm,
-        f"h={np.round(h_sm, 4).tolist()} CV={cv:.10f}  ratio {t_sm / t_ours:.0f}x (target >= 100x; {verdict})")
+        f"h={np.round(h_sm, 4).tolist()} CV={cv:.10f}  ratio {t_sm / t_ours:.0f}x "
+        f"(target >= 100x; {verdict})")
 
 
 def l2(n: int) -> None:
