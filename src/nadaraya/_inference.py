@@ -219,6 +219,14 @@ def predict_std(
     return mean, std
 
 
+def _fitted(model: Any, X: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The model's predictions at validated ``X``, (m, p)."""
+    tr = training(model)
+    job = model._job(X, tr.X, tr.Y, tr.sw)
+    out, _ = _fit.fitted(job, _fit.partials(job, None, _backend(model)), model.empty)
+    return out
+
+
 def _replicates(
     model: Any, job: _fit.Job, E: NDArray[np.float64], rng: np.random.Generator, n_boot: int, kind: str
 ) -> NDArray[np.float64]:
@@ -239,9 +247,9 @@ def _replicates(
     for b0 in range(0, n_boot, width):
         b1 = min(n_boot, b0 + width)
         v = multipliers(rng, n, b1 - b0, kind)  # (n, b)
-        values = (E[:, :, None] * v[:, None, :]).reshape(n, p * (b1 - b0))
         for q0, q1, rows in cached if cached is not None else blocks(job, memory=budget / 2):
-            out[q0:q1, :, b0:b1] = (rows @ values).reshape(q1 - q0, p, b1 - b0)
+            for c in range(p):  # rows (E * v) = (rows * E) v: the residuals scale the (few) rows
+                out[q0:q1, c, b0:b1] = (rows * E[:, c]) @ v
     return out
 
 
@@ -275,11 +283,16 @@ def confidence_band(
     if isinstance(n_boot, bool) or not isinstance(n_boot, int | np.integer) or n_boot < 19:
         raise ValueError(f"n_boot must be an integer of at least 19; got {n_boot!r}")
     degree = model.degree + 1 if method == "rbc" else None
-    mean, std = predict_std(model, X, variance, degree=degree)
-    estimate = mean if method != "rbc" else predict_std(model, X, variance)[0]
+    std: NDArray[np.float64] | None = None
+    if method == "bootstrap":  # its spread comes from the replicates: no variance pass
+        mean = _fitted(model, X)
+    else:
+        mean, std = predict_std(model, X, variance, degree=degree)
+    estimate = _fitted(model, X) if method == "rbc" else mean
     alpha = 1.0 - level
     if method in ("asymptotic", "rbc") and kind == "pointwise":
         z = float(norm.ppf(1.0 - alpha / 2))
+        assert std is not None
         return _shape(model, Band(estimate, mean - z * std, mean + z * std))
     rng = _rng(random_state)
     tr = training(model)
@@ -295,7 +308,7 @@ def confidence_band(
     if kind == "pointwise":
         lo_q, hi_q = np.quantile(dev, [alpha / 2, 1 - alpha / 2], axis=2)  # one partition
         return _shape(model, Band(estimate, mean - hi_q, mean - lo_q))
-    scale = std if method != "bootstrap" else np.std(dev, axis=2)
+    scale = std if std is not None else np.std(dev, axis=2)
     with np.errstate(divide="ignore", invalid="ignore"):  # a point without noise deviates by 0
         z = np.where(scale[:, :, None] > 0, np.abs(dev) / scale[:, :, None], 0.0)
     t = np.max(np.where(np.isnan(z), -np.inf, z), axis=0)  # (p, n_boot): sup over the points
