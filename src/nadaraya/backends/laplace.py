@@ -330,8 +330,10 @@ def partials(
     >>> from nadaraya.kernels import get
     >>> x = np.array([[1.0], [2.0], [3.0]]); v = np.array([[3.0], [5.0], [4.0]])
     >>> p = partials(np.array([[2.5], [1e9]]), x, v, kernel=get("laplacian"), bandwidth=np.ones(1))
-    >>> p.finalize()[:, 0].round(4).tolist()
-    [4.3164, 3.9647]
+    >>> p.finalize()[:, 0].round(4).tolist()  # far away: weights e^0, e^-1, e^-2 of 4, 5, 3
+    [4.267, 4.1547]
+    >>> float(p.shift[1]) == -(1e9 - 3.0)  # the distance to the nearest key, in the log domain
+    True
     """
     if isinstance(moments, bool) or not isinstance(moments, int | np.integer) or moments < 0:
         raise ValueError(f"moments must be a non-negative int (a polynomial degree); got {moments!r}")
