@@ -29,7 +29,7 @@ import torch
 from numpy.typing import NDArray
 
 from ..kernels import Kernel
-from ..partials import Partials, concat, merge
+from ..partials import Partials, merge
 from ..partials import empty as empty_partials
 from .reference import block_sizes, moment_shapes
 
@@ -209,14 +209,17 @@ def partials(
             sw = _to(np.asarray(sample_weight).astype(dtype, copy=False), dev, device)
     ex = None if exclude is None else _to(np.asarray(exclude, dtype=np.int64), dev, device)
     bq, bk = block_sizes(m, n, dtype.itemsize, per_pair=d ** (2 * moments))
+    # the results, allocated once: each query block's partials are copied in and freed, so no
+    # small tensor outlives its block (kept ones pinned the heap: glibc's RSS grew to 0.7 GB)
+    res = empty_partials(m, p, dtype, log_domain, shapes)
+    fields = [res.shift, res.weight, res.value, *res.moments]
     with torch.no_grad():
-        out = [
-            _query_block(qs, ks, vs, q0, min(m, q0 + bq), bk, kernel, inv_h, log_sw, sw, ex, moments, shapes)
-            for q0 in range(0, m, bq)
-        ]
-        parts = concat(out, xp=torch)
-    home = lambda t: t.cpu().numpy()  # noqa: E731
-    return Partials(home(parts.shift), home(parts.weight), home(parts.value), tuple(map(home, parts.moments)))
+        for q0 in range(0, m, bq):
+            q1 = min(m, q0 + bq)
+            part = _query_block(qs, ks, vs, q0, q1, bk, kernel, inv_h, log_sw, sw, ex, moments, shapes)
+            for dst, src in zip(fields, [part.shift, part.weight, part.value, *part.moments]):
+                dst[q0:q1] = src.cpu().numpy()
+    return res
 
 
 def _query_block(
