@@ -276,3 +276,18 @@ def test_a_million_keys_and_queries_is_fast() -> None:
     got = laplace.partials(q, x, y, kernel=K, bandwidth=np.array([0.01]))
     assert time.perf_counter() - start < 10.0
     _check_all(got[:20], q[:20], x, y, np.array([0.01]))
+
+
+def test_a_million_keys_keep_the_sum_of_weights_to_rounding() -> None:
+    """With a bandwidth 1000 times the keys' range each running sum takes a million steps by
+    factors next to 1: their rounding must not drift (a factor rounded next to 1, or NumPy's
+    exp, biased by -0.1 ulp there, lost 3e-12 of the sum of weights)."""
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0, 5, (10**6, 1))
+    y = rng.normal(size=(10**6, 1))
+    q = rng.uniform(-1, 6, (8, 1))
+    h = np.array([5e3])
+    got = _run(q, x, y, h)
+    want = reference.partials(q, x, y, kernel=K, bandwidth=h)
+    np.testing.assert_allclose(_lse(got), _lse(want), rtol=0, atol=2e-13)
+    np.testing.assert_allclose(got.finalize(), want.finalize(), rtol=1e-12, atol=1e-12)
