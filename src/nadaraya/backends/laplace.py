@@ -141,7 +141,7 @@ def _carry(row, g, x, fac, r, p, binom):  # type: ignore[no-untyped-def]  # prag
             row[nm + j * p + c] = _scaled(acc, x, fac)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _gaps(ks, inv_h):  # type: ignore[no-untyped-def]  # pragma: no cover
     """The scaled gaps ``x_j = (k_j - k_{j-1}) / h`` of sorted keys and their factors (index 0 unused)."""
     n = ks.size
@@ -153,7 +153,7 @@ def _gaps(ks, inv_h):  # type: ignore[no-untyped-def]  # pragma: no cover
     return x, fac
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _prefix(ks, terms, x, fac, r, p, binom):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Running sums over sorted keys, row j about key j: ``S_j = carry(S_{j-1}) + terms_j``."""
     n, c = terms.shape
@@ -182,7 +182,7 @@ def _prefix(ks, terms, x, fac, r, p, binom):  # type: ignore[no-untyped-def]  # 
     return pre
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _tree(ks, terms, inv_h, r, p, binom):  # type: ignore[no-untyped-def]  # pragma: no cover
     """A segment tree of block sums, each about its block's last key (``anchor``); leaves at
     ``size + j``, padding leaves empty with the last key as anchor."""
@@ -245,7 +245,7 @@ def _segment(out, lo, hi, node, anchor, size, ks, inv_h, r, p, binom, stack):  #
         at = _absorb(out, at, node, anchor, stack[s], ks, inv_h, r, p, binom)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _side(ks, pre, node, anchor, size, qs, last, ex, inv_h, r, p, binom, dist, out):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Each query's sum over the keys ``0 .. last[i]`` (its side, nearest last) but key
     ``ex[i]``, about the query (``u = k - q``) and under the factor ``exp(-dist[i])``."""
@@ -280,26 +280,27 @@ def _side(ks, pre, node, anchor, size, qs, last, ex, inv_h, r, p, binom, dist, o
         dist[i] = (qs[i] - ks[a]) * inv_h
 
 
-@numba.njit(cache=True)
-def _combine(dl, sl, dr, sr, r, p, shift):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Both sides under one shift, in place in ``sl``; the mirrored side's odd powers of
-    ``u`` change sign."""
+@numba.njit(cache=True, nogil=True)
+def _combine(dl, sl, dr, sr, r, p, order, shift, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Both sides under one shift, written to row ``order[i]`` of ``shift`` and ``out``; the
+    mirrored side's odd powers of ``u`` change sign."""
     nm = 2 * r + 1
     m, c = sl.shape
     for i in range(m):
+        o = order[i]
         d = min(dl[i], dr[i])
         if d == np.inf:
-            shift[i] = -np.inf
+            shift[o] = -np.inf
             for t in range(c):
-                sl[i, t] = 0.0
+                out[o, t] = 0.0
             continue
-        shift[i] = -d
+        shift[o] = -d
         fl = math.exp(d - dl[i])
         fr = math.exp(d - dr[i])
         for t in range(c):
             j = t if t < nm else (t - nm) // p
             right = -sr[i, t] if j % 2 else sr[i, t]
-            sl[i, t] = fl * sl[i, t] + fr * right
+            out[o, t] = fl * sl[i, t] + fr * right
 
 
 # -- the driver ---------------------------------------------------------------------------------
@@ -424,15 +425,12 @@ def partials(
                        -qs, ne - 2 - last,
                        np.where(ex >= 0, ne - 1 - ex, -1), inv_h, r, p, binom)
     shift = np.empty(m)
-    _combine(dl, sl, dr, sr, r, p, shift)
+    out = np.empty((m, c))
+    _combine(dl, sl, dr, sr, r, p, np.arange(m) if qorder is None else qorder, shift, out)
     if log_scale:
         shift += log_scale
-    if qorder is not None:  # back to the queries' order
-        back = np.empty_like(qorder)
-        back[qorder] = np.arange(m)
-        shift, sl = shift[back], sl[back]
-    weight, value = sl[:, 0], sl[:, nm:nm + p]
-    mom = sl[:, 1:nm], sl[:, nm + p:]
+    weight, value = out[:, 0], out[:, nm:nm + p]
+    mom = out[:, 1:nm], out[:, nm + p:]
     if dtype != f64:
         # move the weight's binary exponent into the shift, exactly, before rounding
         mant, expo = np.frexp(weight)
