@@ -98,23 +98,28 @@ def _block_weights(
     q: torch.Tensor, k: torch.Tensor, kernel: Kernel, inv_h: list[float], log_sw: torch.Tensor | None,
     sw: torch.Tensor | None,
 ) -> torch.Tensor:
-    """``log w`` (log-domain kernels) or ``w`` of a block, as ``reference.block_weights``."""
+    """``log w`` (log-domain kernels) or ``w`` of a block, as ``reference.block_weights``.
+
+    In place where the tensor is this function's own (as the reference's ``+=``): a CPU block
+    allocated afresh per operation costs its page faults each time."""
+    log_domain = kernel.log_profile is not None
     acc: torch.Tensor | None = None
     for j in range(q.shape[1]):
-        u = (q[:, j, None] - k[None, :, j]) * inv_h[j]
-        if kernel.log_profile is not None:
-            term = kernel.log_profile(u, torch)
-            acc = term if acc is None else acc + term
-        else:  # u = inf (overflow) is outside any support: the profiles' where() gives 0 there
-            term = kernel.profile(u, torch)
-            acc = term if acc is None else acc * term
+        u = torch.sub(q[:, j, None], k[None, :, j]).mul_(inv_h[j])
+        # u = inf (overflow) is outside any support: the profiles' where() gives 0 there
+        term = kernel.log_profile(u, torch) if kernel.log_profile is not None else kernel.profile(u, torch)
+        if acc is None:  # a profile's own result (contiguous, so writable in place)
+            acc = term.to(q.dtype).contiguous()
+        elif log_domain:
+            acc.add_(term)
+        else:
+            acc.mul_(term)
     assert acc is not None
-    acc = acc.to(q.dtype)
-    if kernel.log_profile is not None:
+    if log_domain:
         if log_sw is not None:
-            acc = acc + log_sw[None, :]
+            acc.add_(log_sw[None, :])
     elif sw is not None:
-        acc = acc * sw[None, :]
+        acc.mul_(sw[None, :])
     return acc
 
 
@@ -246,7 +251,7 @@ def _query_block(
                 w[rows, exq[rows] - k0] = -torch.inf if log_domain else 0.0
         if log_domain:
             shift = w.amax(dim=1)
-            w = torch.exp(w - torch.where(torch.isfinite(shift), shift, 0.0)[:, None])
+            w = w.sub_(torch.where(torch.isfinite(shift), shift, 0.0)[:, None]).exp_()
         else:
             shift = torch.zeros_like(acc.shift)
         v = vs[k0:k1]
