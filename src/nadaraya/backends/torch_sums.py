@@ -36,6 +36,8 @@ from .reference import block_sizes, moment_shapes
 __all__ = ["partials", "resolve_device", "supports"]
 
 _DTYPES = {np.dtype(np.float32): torch.float32, np.dtype(np.float64): torch.float64}
+#: :class:`Partials` holding torch tensors on the device (the class is annotated for NumPy arrays)
+_OnDevice: Any = Partials
 
 
 def supports(kernel: Kernel, d: int) -> bool:
@@ -231,12 +233,12 @@ def _query_block(
     qs: torch.Tensor, ks: torch.Tensor, vs: torch.Tensor, q0: int, q1: int, bk: int, kernel: Kernel,
     inv_h: list[float], log_sw: torch.Tensor | None, sw: torch.Tensor | None, ex: torch.Tensor | None,
     moments: int, shapes: list[tuple[int, ...]],
-) -> Partials:
-    """The partials of queries ``q0:q1`` over every key block, merged on the device."""
+) -> Any:
+    """The partials of queries ``q0:q1`` over every key block, merged on the device (tensors)."""
     log_domain = kernel.log_profile is not None
     n, p = ks.shape[0], vs.shape[1]
     q = qs[q0:q1]
-    acc = Partials(
+    acc = _OnDevice(
         q.new_full((q1 - q0,), -np.inf if log_domain else 0.0), q.new_zeros(q1 - q0), q.new_zeros(q1 - q0, p),
         tuple(q.new_zeros(q1 - q0, *shape) for shape in shapes),
     )
@@ -253,8 +255,8 @@ def _query_block(
             shift = w.amax(dim=1)
             w = w.sub_(torch.where(torch.isfinite(shift), shift, 0.0)[:, None]).exp_()
         else:
-            shift = torch.zeros_like(acc.shift)
+            shift = q.new_zeros(q1 - q0)
         v = vs[k0:k1]
         extra = tuple(_moment_sums(w, q, ks[k0:k1], v, moments)) if moments else ()
-        acc = merge(acc, Partials(shift, w.sum(dim=1), w @ v, extra), xp=torch)
+        acc = merge(acc, _OnDevice(shift, w.sum(dim=1), w @ v, extra), xp=torch)
     return acc
