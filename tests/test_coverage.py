@@ -220,17 +220,11 @@ def null_rejections():
 
 def test_significance_test_under_the_null_rejects_sometimes_and_not_grossly_often(null_rejections):
     """A guard against gross breakage (a test that never or nearly always rejects); the nominal
-    rate itself is the next test's (xfail)."""
+    rate itself is the next test's."""
     R, rate = null_rejections
     assert 0 < rate < 0.2, f"rejection rate under the null at 5 %: {rate} (R = {R})"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "_sigtest.significance_test: the null replicates use the full fit's raw residuals e_i, whose "
-    "variance is sigma^2 (1 - 2 H_ii + sum_j H_ij^2) < sigma^2, so the null statistic is too small: "
-    "rejection at the 5 % level 0.118 here (R = 500 designs, bound 0.079); in "
-    "benchmarks/coverage_study.py the categorical test rejects 0.132, and a plain re-implementation "
-    "with e_i / sqrt(1 - 2 H_ii + sum_j H_ij^2) 0.048 where the library rejects 0.118"))
 def test_significance_test_rejects_an_irrelevant_feature_at_the_nominal_rate(null_rejections):
     R, rate = null_rejections
     assert 0 < rate <= 0.05 + noise_band(R, 0.05), f"rejection rate under the null at 5 %: {rate} (R = {R})"

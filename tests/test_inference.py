@@ -127,7 +127,9 @@ def test_std_is_the_dense_sum_of_squared_effective_weights(var_types, bw, kernel
 
 
 def test_std_with_sample_weights_takes_them_into_the_effective_weights():
-    """a_i carries s_i; the variance is sum a_i^2 sigma_i^2 (the documented formula)."""
+    """a_i carries s_i, and a row of weight s stands for s observations (its value varies by
+    sigma^2 / s): the variance is sum a_i^2 sigma_i^2 / s_i, which equals the variance of the fit
+    with each row repeated s_i times."""
     X, y = data("c", n=90, seed=3)
     s = np.random.default_rng(4).integers(1, 4, X.shape[0]).astype(float)
     model = NadarayaWatson(bandwidth=0.2, degree=1).fit(X, y, sample_weight=s)
@@ -136,7 +138,11 @@ def test_std_with_sample_weights_takes_them_into_the_effective_weights():
     A = effective_weights(Q, X, "c", [0.2], "gaussian", 1, sample_weight=s)
     sigma2 = _inference.noise_variance(model, "homoscedastic")[:, 0]
     np.testing.assert_allclose(mean, A @ y, rtol=1e-10)
-    assert rel(std, np.sqrt((A**2) @ sigma2)) < 1e-12
+    assert rel(std, np.sqrt((A**2) @ (sigma2 / s))) < 1e-12
+    # the same rows repeated: the effective weights of each copy are a_i / s_i
+    reps = np.repeat(np.arange(X.shape[0]), s.astype(int))
+    A_rep = effective_weights(Q, X[reps], "c", [0.2], "gaussian", 1)
+    assert rel(std, np.sqrt((A_rep**2) @ sigma2[reps])) < 1e-12
 
 
 def test_multi_output_std_is_per_column():
@@ -263,7 +269,7 @@ def test_replicates_equal_separate_fits_on_the_bootstrap_responses(var_types, bw
     tr = _inference.training(model)
     H = effective_weights(X, X, var_types, bw, "gaussian", degree)
     np.testing.assert_allclose(tr.fits[:, 0], H @ y, rtol=1e-10, atol=1e-12)
-    E = (y - H @ y) / np.sqrt(1 - np.diag(H))
+    E = (y - H @ y) / np.sqrt(1 - 2 * np.diag(H) + (H**2).sum(axis=1))
     n_boot = 25
     job = model._job(Q, tr.X, tr.Y, tr.sw)
     dev = _inference._replicates(model, job, E[:, None], np.random.default_rng(42), n_boot, kind)
@@ -278,7 +284,8 @@ def test_replicates_equal_separate_fits_on_the_bootstrap_responses(var_types, bw
 
 def test_bootstrap_band_is_the_basic_bootstrap_of_separate_fits():
     """confidence_band(method="bootstrap") with a seed: [f - q_hi(d), f - q_lo(d)], d the
-    deviations of fits on y* = fits + e / sqrt(1 - H_ii) v, v Mammen's multipliers of that seed."""
+    deviations of fits on y* = fits + e / sqrt(1 - 2 H_ii + sum_j H_ij^2) v, v Mammen's multipliers
+    of that seed (the in-sample residual's standard deviation in units of sigma)."""
     X, y = data("c", n=40, seed=12)
     model = NadarayaWatson(bandwidth=0.2, degree=1).fit(X, y)
     Q = queries(X, "c")
@@ -286,7 +293,7 @@ def test_bootstrap_band_is_the_basic_bootstrap_of_separate_fits():
     band = model.confidence_band(Q, method="bootstrap", n_boot=n_boot, random_state=7, level=0.9)
     H = effective_weights(X, X, "c", [0.2], "gaussian", 1)
     A = effective_weights(Q, X, "c", [0.2], "gaussian", 1)
-    E = (y - H @ y) / np.sqrt(1 - np.diag(H))
+    E = (y - H @ y) / np.sqrt(1 - 2 * np.diag(H) + (H**2).sum(axis=1))
     v = _inference.multipliers(np.random.default_rng(7), X.shape[0], n_boot)
     d = np.stack([A @ (E * v[:, b]) for b in range(n_boot)], axis=1)
     f = A @ y
@@ -511,9 +518,6 @@ def test_significance_test_refuses_data_of_the_wrong_shape(mixed):
         model.significance_test(X, y[:-1], n_boot=19)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "_sigtest.significance_test: int(j) truncates 1.5 to 1 and takes True as 1, 'a' raises int()'s "
-    "own message, a bare int is a TypeError, a repeated column counts twice"))
 @pytest.mark.parametrize("features", [[1.5], ["a"], 0, [True], [(0, 0)]])
 def test_features_that_are_not_column_numbers_are_refused_naming_them(mixed, features):
     X, y, model = mixed
@@ -521,11 +525,6 @@ def test_features_that_are_not_column_numbers_are_refused_naming_them(mixed, fea
         model.significance_test(X, y, features=features, n_boot=19)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "_sigtest._statistic: a categorical column at its upper lambda (smoothed out: every category "
-    "weighs the same) gets a statistic of rounding noise (about 4e-32, not 0) that the replicates' "
-    "rounding noise exceeds at random, so its p-value is arbitrary (0.14, 0.64, ... for seeds 0, 1; "
-    "about 24 % of null samples at the CV bandwidths reject at 5 %) instead of 1"))
 def test_a_smoothed_out_categorical_column_is_not_significant():
     rng = np.random.default_rng(1)
     n = 100

@@ -129,7 +129,7 @@ def training(model: Any) -> _Training:
 
 def forget(model: Any) -> None:
     """Drop what a previous fit cached for inference (called by ``fit``)."""
-    for key in ("_inference_cache", "_sigma2_homoscedastic", "_sigma2_heteroscedastic"):
+    for key in ("_inference_cache", "_sigma2_homoscedastic", "_sigma2_heteroscedastic", "_residual_scale"):
         model.__dict__.pop(key, None)
 
 
@@ -138,7 +138,8 @@ def _backend(model: Any) -> str:
 
 
 def noise_variance(model: Any, variance: str) -> NDArray[np.float64]:
-    """``sigma^2`` at each training point, (n, p), by the rule named ``variance``."""
+    """``sigma^2`` at each training point (in the order of ``X_fit_``), (n, p), by the rule
+    named ``variance``."""
     _check("variance", variance, VARIANCES)
     key = f"_sigma2_{variance}"
     cached = getattr(model, key, None)
@@ -208,7 +209,10 @@ def predict_std(
         parts = _fit.partials(_fit.Job(job.call, job.cat, 1, job.cont, job.d), None, _backend(model))
     else:
         parts = _fit.partials(job, None, _backend(model))
-    var = variances(job, parts, sigma2, _backend(model), slopes=slopes)
+    # a row of sample weight s stands for s observations (or has variance sigma^2 / s): each
+    # key's value varies by sigma_i^2 / s_i
+    per_key = sigma2 if tr.sw is None else sigma2 / np.where(tr.sw > 0, tr.sw, 1.0)[:, None]
+    var = variances(job, parts, per_key, _backend(model), slopes=slopes)
     std = np.sqrt(np.where(var < 0, 0.0, var))  # a variance of 0 can round to -1e-30
     if slopes:
         grad = _fit.gradient(job, model.empty, backend=_backend(model))
@@ -217,6 +221,29 @@ def predict_std(
         return grad, out
     mean, _ = _fit.fitted(job, parts, model.empty)
     return mean, std
+
+
+def residual_scale(model: Any) -> NDArray[np.float64]:
+    """:func:`leverage_scale` of the fitted model's training points (cached)."""
+    cached = getattr(model, "_residual_scale", None)
+    if cached is None:
+        cached = model._residual_scale = leverage_scale(training(model).job)
+    return cached
+
+
+def leverage_scale(job: _fit.Job) -> NDArray[np.float64]:
+    """``sqrt(1 - 2 H_ii + sum_j H_ij^2)`` per point of a job whose queries are its keys: the
+    standard deviation of the in-sample residual ``e_i`` in units of ``sigma`` (homoscedastic
+    noise), by which the wild bootstrap divides the residuals so that each replicate's noise
+    has the data's variance."""
+    from ._smoother import blocks
+
+    n = job.call.keys.shape[0]
+    out = np.empty(n)
+    for q0, q1, rows in blocks(job):
+        own = rows[np.arange(q1 - q0), np.arange(q0, q1)]
+        out[q0:q1] = 1.0 - 2.0 * own + np.nansum(rows**2, axis=1)
+    return np.sqrt(np.clip(out, 1e-12, None))
 
 
 def _fitted(model: Any, X: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -300,7 +327,7 @@ def confidence_band(
     if degree is not None:
         job = _fit.Job(job.call, job.cat, degree, job.cont, job.d)
     if method == "bootstrap":
-        E = (tr.Y - tr.fits) / np.sqrt(np.clip(1.0 - tr.hat, 1e-12, None))[:, None]
+        E = (tr.Y - tr.fits) / residual_scale(model)[:, None]
         dev = _replicates(model, job, E, rng, int(n_boot), multiplier)
     else:  # Gaussian multipliers on sigma: the asymptotic law of the whole curve
         sigma = np.sqrt(noise_variance(model, variance))

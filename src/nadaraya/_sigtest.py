@@ -17,9 +17,12 @@ from numpy.typing import NDArray
 
 from . import _fit
 from ._config import get_config
-from ._inference import _backend, _rng, multipliers
+from ._inference import _backend, _rng, leverage_scale, multipliers
 
 __all__ = ["SignificanceTest", "significance_test"]
+
+#: a statistic below this fraction of the mean square of the responses is rounding: 0
+_NOISE = 1e-20
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,9 @@ def _statistic(job: _fit.Job, group: tuple[int, ...], Yb: NDArray[np.float64]) -
             for q0, q1, rows in blocks(moved):
                 acc += np.nansum((rows @ Yb - base[q0:q1]) ** 2, axis=0)
             total += acc / n
-    return total
+    # a feature smoothed out entirely (a lambda at the top of its range) changes the fit by
+    # rounding only: that is no change at all, whatever the replicates' rounding says
+    return np.where(total <= _NOISE * np.mean(Yb**2, axis=0), 0.0, total)
 
 
 def _restricted(
@@ -118,6 +123,28 @@ def _restricted(
     return f
 
 
+def _groups(features: Any, d: int) -> list[tuple[int, ...]]:
+    """The tests asked for: every column alone by default, else each entry of ``features`` (an
+    int, or a list or tuple of distinct ints for a joint test) naming columns 0 to d - 1."""
+    if features is None:
+        return [(j,) for j in range(d)]
+    if isinstance(features, int | np.integer) or not isinstance(features, list | tuple):
+        raise ValueError(f"features must be a list of column numbers (or of lists of them); got {features!r}")
+
+    def column(j: Any, f: Any) -> int:
+        if isinstance(j, bool) or not isinstance(j, int | np.integer) or not 0 <= j < d:
+            raise ValueError(f"features entry {f!r}: {j!r} is not a column number from 0 to {d - 1}")
+        return int(j)
+
+    groups = []
+    for f in features:
+        g = tuple(column(j, f) for j in f) if isinstance(f, list | tuple) else (column(f, f),)
+        if not g or len(set(g)) != len(g):
+            raise ValueError(f"features entry {f!r} must name distinct columns, at least one")
+        groups.append(g)
+    return groups
+
+
 def significance_test(
     model: Any,
     X: NDArray[np.float64],
@@ -131,13 +158,7 @@ def significance_test(
     """See :meth:`nadaraya.NadarayaWatson.significance_test`."""
     if isinstance(n_boot, bool) or not isinstance(n_boot, int | np.integer) or n_boot < 19:
         raise ValueError(f"n_boot must be an integer of at least 19; got {n_boot!r}")
-    d = X.shape[1]
-    groups: list[tuple[int, ...]] = []
-    for f in range(d) if features is None else features:
-        g = tuple(int(j) for j in (f if isinstance(f, list | tuple) else (f,)))
-        if not g or any(not 0 <= j < d for j in g):
-            raise ValueError(f"features entry {f!r} must name columns 0 to {d - 1}")
-        groups.append(g)
+    groups = _groups(features, X.shape[1])
     rng = _rng(random_state)
     if Y.shape[1] != 1:
         raise ValueError(f"significance_test takes one output; y has {Y.shape[1]} columns")
@@ -145,7 +166,7 @@ def significance_test(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fits, _ = _fit.fitted(job, _fit.partials(job, None, _backend(model)), "nearest")
-    resid = (Y - fits)[:, 0]
+    resid = (Y - fits)[:, 0] / leverage_scale(job)
     stats, pvals = [], []
     for g in groups:
         observed = float(_statistic(job, g, Y)[0])
