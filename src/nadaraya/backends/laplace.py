@@ -34,10 +34,14 @@ new anchor ``a'`` by the binomial expansion ``(k - a') = (k - a) + (a - a')``. O
 side ``k - a <= 0`` and ``a - a' <= 0``, so every term of the expansion of a weight moment has
 the sign ``(-1)^j``: nothing cancels, and ``(k - a) exp(-(a - k) / h)`` stays below ``h``.
 
-Complexity: O(n log n) to sort the keys, O(m log n) to place the queries, O(n + m) for the
-sums (O((n + m) r^2 (1 + p)) with moments), plus O(log n) per query and O(n) memory for the
-segment tree when leave-one-out needs a split (duplicate keys). Single-threaded numba code
-(``cache=True``).
+Complexity: O(n log n) to sort the keys (skipped when they are sorted), O(m log n) to place
+the queries (above :data:`SORT_QUERIES_ABOVE` keys the queries are sorted first, O(m log m),
+so that the running sums are read in order), O(n + m) for the sums (O((n + m) r^2 (1 + p))
+with moments), plus O(log n) per query and O(n) memory for the segment tree when
+leave-one-out needs a split (duplicate keys). Single-threaded numba code (``cache=True``,
+``nogil=True``). Measured at n = m = 1e6 (keys U(0, 5), any bandwidth) on the shared 2-core
+machine: about 0.33 s, 6x the time ``np.sort`` takes to sort the keys; the two sorts (keys and
+queries) are half of it.
 
 float32 inputs are computed in float64 and rounded once at the end, the weight's binary
 exponent moved into the shift first (as the fused backend does).
