@@ -247,6 +247,7 @@ def test_resident_memory_stays_within_the_working_memory() -> None:
 # -- CUDA: the same sums on the device as on the CPU (skipped without a CUDA device) -------------
 
 
+@pytest.mark.gpu
 @CUDA
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("d", [1, 3])
@@ -259,6 +260,7 @@ def test_cuda_matches_cpu_float64(kernel: str, d: int) -> None:
     _assert_close(got, cpu)
 
 
+@pytest.mark.gpu
 @CUDA
 @pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
 def test_cuda_float32_and_moments(kernel: str) -> None:
@@ -275,6 +277,7 @@ def test_cuda_float32_and_moments(kernel: str) -> None:
     _assert_close(got, cpu)
 
 
+@pytest.mark.gpu
 @CUDA
 def test_cuda_pool_end_to_end() -> None:
     q, k, v, sw, h = _data(5000, 300, 2, seed=2)
