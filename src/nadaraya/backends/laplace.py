@@ -402,9 +402,9 @@ def partials(
         kept = pos[_order(k[pos])]
         s = sw[kept]
         if s.size:
-            expo = int(np.frexp(s.max())[1])
-            s = np.ldexp(s, -expo)
-            log_scale = expo * math.log(2.0)
+            top = int(np.frexp(s.max())[1])
+            s = np.ldexp(s, -top)
+            log_scale = top * math.log(2.0)
     ne = kept.size
     ks = np.ascontiguousarray(k[kept])
     terms = np.zeros((ne, c))
@@ -434,7 +434,7 @@ def partials(
     if log_scale:
         shift += log_scale
     weight, value = out[:, 0], out[:, nm:nm + p]
-    mom = out[:, 1:nm], out[:, nm + p:]
+    mom: tuple[NDArray[np.floating], ...] = (out[:, 1:nm], out[:, nm + p:])
     if dtype != f64:
         # move the weight's binary exponent into the shift, exactly, before rounding
         mant, expo = np.frexp(weight)
