@@ -244,22 +244,61 @@ def _inside(u: Any, value: Any, xp: Any = np) -> Any:
     return xp.where(xp.abs(u) <= 1.0, value, 0.0)
 
 
-# derivatives: d log K / du for the log-domain kernels, dK / du for the others
+# Derivatives: d log K / du for the log-domain kernels, dK / du for the others. Named functions,
+# not lambdas, so that a kernel pickles (estimators holding one are cloned and saved).
+
+
+def _d_gaussian(u: Any, xp: Any = np) -> Any:
+    return -u
+
+
+def _d_laplacian(u: Any, xp: Any = np) -> Any:
+    return -xp.sign(u)
+
+
+def _d_logistic(u: Any, xp: Any = np) -> Any:
+    return -xp.tanh(0.5 * u)
+
+
+def _d_flat(u: Any, xp: Any = np) -> Any:
+    return xp.zeros_like(u)
+
+
+def _d_epanechnikov(u: Any, xp: Any = np) -> Any:
+    return _inside(u, -1.5 * u, xp)
+
+
+def _d_triangular(u: Any, xp: Any = np) -> Any:
+    return _inside(u, -xp.sign(u), xp)
+
+
+def _d_biweight(u: Any, xp: Any = np) -> Any:
+    return _inside(u, -15.0 / 4.0 * u * (1.0 - u * u), xp)
+
+
+def _d_triweight(u: Any, xp: Any = np) -> Any:
+    return _inside(u, -105.0 / 16.0 * u * (1.0 - u * u) ** 2, xp)
+
+
+def _d_tricube(u: Any, xp: Any = np) -> Any:
+    a = xp.abs(u)
+    return _inside(u, -70.0 / 9.0 * u * a * (1.0 - a**3) ** 2, xp)
+
+
+def _d_cosine(u: Any, xp: Any = np) -> Any:
+    return _inside(u, -(math.pi**2) / 8.0 * xp.sin(math.pi / 2.0 * u), xp)
+
+
+def _d_parzen(u: Any, xp: Any = np) -> Any:
+    a = xp.abs(u)
+    return xp.sign(u) * xp.where(a <= 0.5, -16.0 * a + 24.0 * u * u, _inside(u, -8.0 * (1.0 - a) ** 2, xp))
+
+
 _DERIVATIVES: dict[str, Profile] = {
-    "gaussian": lambda u, xp=np: -u,
-    "laplacian": lambda u, xp=np: -xp.sign(u),
-    "logistic": lambda u, xp=np: -xp.tanh(0.5 * u),
-    "constant": lambda u, xp=np: xp.zeros_like(u),
-    "epanechnikov": lambda u, xp=np: _inside(u, -1.5 * u, xp),
-    "boxcar": lambda u, xp=np: xp.zeros_like(u),
-    "triangular": lambda u, xp=np: _inside(u, -xp.sign(u), xp),
-    "biweight": lambda u, xp=np: _inside(u, -15.0 / 4.0 * u * (1.0 - u * u), xp),
-    "triweight": lambda u, xp=np: _inside(u, -105.0 / 16.0 * u * (1.0 - u * u) ** 2, xp),
-    "tricube": lambda u, xp=np: _inside(u, -70.0 / 9.0 * u * xp.abs(u) * (1.0 - xp.abs(u) ** 3) ** 2, xp),
-    "cosine": lambda u, xp=np: _inside(u, -(math.pi**2) / 8.0 * xp.sin(math.pi / 2.0 * u), xp),
-    "parzen": lambda u, xp=np: xp.sign(u) * xp.where(
-        xp.abs(u) <= 0.5, -16.0 * xp.abs(u) + 24.0 * u * u, _inside(u, -8.0 * (1.0 - xp.abs(u)) ** 2, xp)
-    ),
+    "gaussian": _d_gaussian, "laplacian": _d_laplacian, "logistic": _d_logistic, "constant": _d_flat,
+    "epanechnikov": _d_epanechnikov, "boxcar": _d_flat, "triangular": _d_triangular,
+    "biweight": _d_biweight, "triweight": _d_triweight, "tricube": _d_tricube, "cosine": _d_cosine,
+    "parzen": _d_parzen,
 }
 
 _NAN = float("nan")
