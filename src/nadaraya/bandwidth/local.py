@@ -57,6 +57,8 @@ class LocalObjective(_Objective):
     """
 
     fast = False
+    #: the scalar search's grid has ratio 2, not sqrt(2): each point is a pass of its own here
+    coarse_grid = True
 
     def __init__(
         self,

@@ -410,7 +410,9 @@ def _grid(s: _Search) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
         t_floor = _nn_linf(s.obj.X / s.direction) * (1.0 + 1e-9)
     reach = float(np.max(s.span / s.direction))
     n_above = max(_GRID_ABOVE, math.ceil(2.0 * math.log2(max(1.0, 3.0 * reach / s.geo))))
-    ts = s.geo * 2.0 ** (np.arange(n_above, -_GRID_BELOW - 1, -1) / 2.0)  # descending
+    # ratio sqrt(2); 2 where each point costs a pass of its own (local fits: Brent refines)
+    step = 2 if getattr(s.obj, "coarse_grid", False) else 1
+    ts = s.geo * 2.0 ** (np.arange(n_above, -_GRID_BELOW - 1, -step) / 2.0)  # descending
     if t_floor > 0:
         ts = ts[ts > t_floor]
         if ts.size == 0 or ts[-1] > t_floor * 1.01:
