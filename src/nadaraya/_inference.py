@@ -110,21 +110,27 @@ def training(model: Any) -> _Training:
     loo_parts = _fit.partials(job, exclude, _backend(model))
     loo_fit = solve(loo_parts, job.degree, job.call.bandwidth)
     loo = np.ldexp(loo_fit.estimate, job.call.value_exp)
-    k = job.call.kernel
-    zero = np.zeros(1)
-    log0 = float((k.log_profile(zero) if k.log_domain else np.log(k.profile(zero)))[0])  # type: ignore[misc]
-    own = job.cont.size * log0 + (
-        0.0 if job.call.sample_weight is None else np.log(job.call.sample_weight.astype(np.float64))
-    )
-    if job.cat is not None and job.cat.kernel == "classic":
-        own = own + np.log1p(-job.cat.lambdas).sum()
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        t = np.exp(own - loo_parts.shift - np.log(loo_parts.weight)) * loo_fit.inverse00
+        t = np.exp(_own_log(job) - loo_parts.shift - np.log(loo_parts.weight)) * loo_fit.inverse00
         hat = np.where(np.isfinite(t), t / (1.0 + t), 1.0)
     fits = Y - (1.0 - hat)[:, None] * (Y - loo)
     out = _Training(job, X, Y, None if sw is None else np.asarray(sw, dtype=np.float64), fits, loo, hat)
     model._inference_cache = out
     return out
+
+
+def _own_log(job: _fit.Job) -> NDArray[np.float64]:
+    """Each training point's log weight on itself, on the scale of the partial sums (its
+    kernel at 0 in every continuous column, its sample weight, its categorical factors)."""
+    k = job.call.kernel
+    zero = np.zeros(1)
+    log0 = float((k.log_profile(zero) if k.log_domain else np.log(k.profile(zero)))[0])  # type: ignore[misc]
+    sw = job.call.sample_weight
+    log_s = np.zeros(job.call.keys.shape[0]) if sw is None else np.log(sw.astype(float))
+    own = job.cont.size * log0 + log_s
+    if job.cat is not None and job.cat.kernel == "classic":
+        own = own + np.log1p(-job.cat.lambdas).sum()
+    return np.asarray(own)
 
 
 def forget(model: Any) -> None:
@@ -227,23 +233,28 @@ def residual_scale(model: Any) -> NDArray[np.float64]:
     """:func:`leverage_scale` of the fitted model's training points (cached)."""
     cached = getattr(model, "_residual_scale", None)
     if cached is None:
-        cached = model._residual_scale = leverage_scale(training(model).job)
+        tr = training(model)
+        cached = model._residual_scale = leverage_scale(tr.job, tr.sw, _backend(model))
     return cached
 
 
-def leverage_scale(job: _fit.Job) -> NDArray[np.float64]:
-    """``sqrt(1 - 2 H_ii + sum_j H_ij^2)`` per point of a job whose queries are its keys: the
-    standard deviation of the in-sample residual ``e_i`` in units of ``sigma`` (homoscedastic
-    noise), by which the wild bootstrap divides the residuals so that each replicate's noise
-    has the data's variance."""
-    from ._smoother import blocks
-
-    n = job.call.keys.shape[0]
-    out = np.empty(n)
-    for q0, q1, rows in blocks(job):
-        own = rows[np.arange(q1 - q0), np.arange(q0, q1)]
-        out[q0:q1] = 1.0 - 2.0 * own + np.nansum(rows**2, axis=1)
-    return np.sqrt(np.clip(out, 1e-12, None))
+def leverage_scale(
+    job: _fit.Job, sw: NDArray[np.float64] | None, backend: str = "auto"
+) -> NDArray[np.float64]:
+    """The factor that gives each in-sample residual ``e_i`` of a job whose queries are its keys
+    the noise's own variance: ``sqrt((1 / s_i) / Var(e_i / sigma))`` with ``Var(e_i / sigma) =
+    (1 - 2 H_ii) / s_i + sum_j H_ij^2 / s_j`` (``s`` the sample weights, 1 without; a row of
+    weight ``s`` varies by ``sigma^2 / s``); without weights ``1 / sqrt(1 - 2 H_ii + sum_j H_ij^2)``.
+    The wild bootstrap multiplies the residuals by it. ``H_ii`` comes from the job's partials,
+    ``sum_j H_ij^2 / s_j`` from the variance pass with ``sigma^2 = 1``: two passes of the engine."""
+    parts = _fit.partials(job, None, backend)
+    fit = solve(parts, job.degree, job.call.bandwidth)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        hii = np.exp(_own_log(job) - parts.shift - np.log(parts.weight)) * fit.inverse00
+    s = np.ones(job.call.keys.shape[0]) if sw is None else np.where(sw > 0, sw, 1.0)
+    unit = variances(job, parts, 1.0 / s, backend)[:, 0]
+    var = (1.0 - 2.0 * hii) / s + unit
+    return np.sqrt((1.0 / s) / np.clip(np.nan_to_num(var, nan=1.0 / s), 1e-12 / s, None))
 
 
 def _fitted(model: Any, X: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -327,7 +338,7 @@ def confidence_band(
     if degree is not None:
         job = _fit.Job(job.call, job.cat, degree, job.cont, job.d)
     if method == "bootstrap":
-        E = (tr.Y - tr.fits) / residual_scale(model)[:, None]
+        E = (tr.Y - tr.fits) * residual_scale(model)[:, None]
         dev = _replicates(model, job, E, rng, int(n_boot), multiplier)
     else:  # Gaussian multipliers on sigma: the asymptotic law of the whole curve
         sigma = np.sqrt(noise_variance(model, variance))

@@ -166,7 +166,8 @@ def significance_test(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         fits, _ = _fit.fitted(job, _fit.partials(job, None, _backend(model)), "nearest")
-    resid = (Y - fits)[:, 0] / leverage_scale(job)
+    weights = None if sw is None else np.asarray(sw, float)
+    resid = (Y - fits)[:, 0] * leverage_scale(job, weights, _backend(model))
     stats, pvals = [], []
     for g in groups:
         observed = float(_statistic(job, g, Y)[0])
