@@ -418,11 +418,10 @@ default "cv"
             as_real("X", X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         if return_std:
-            from ._inference import _shape, predict_std
+            from ._inference import predict_std
 
             mean, std = predict_std(self, X, variance)
-            out = _shape(self, (mean, std, std))  # type: ignore[arg-type]
-            return out[0], out[1]
+            return (mean[:, 0], std[:, 0]) if np.ndim(self.y_fit_) == 1 else (mean, std)
         return self._pool(X, self.X_fit_, self.y_fit_, self.sample_weight_)
 
     def gradient(self, X: ArrayLike, return_std: bool = False, variance: str = "heteroscedastic") -> Any:
