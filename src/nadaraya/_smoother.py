@@ -37,14 +37,15 @@ def _weights(job: _fit.Job, q0: int, q1: int) -> tuple[NDArray[np.float64], NDAr
             if call.sample_weight is None
             else np.log(call.sample_weight.astype(float))
         )
-        lw = np.broadcast_to(log_s[None, :], u.shape[:2]).copy()
+        lw = np.broadcast_to(log_s[None, :], u.shape[:2])
         if job.cat is not None:
-            lw += job.cat.log_factor(job.cat.queries[q0:q1], job.cat.keys)
+            lw = lw + job.cat.log_factor(job.cat.queries[q0:q1], job.cat.keys)
         if k.log_domain:
             for a in range(u.shape[2]):
-                lw += k.log_profile(-u[:, :, a] / h[a])  # type: ignore[misc]
+                lw = lw + k.log_profile(u[:, :, a] * (-1.0 / h[a]))  # type: ignore[misc]
             top = lw.max(axis=1, keepdims=True)
-            w = np.exp(lw - np.where(np.isfinite(top), top, 0.0))
+            lw -= np.where(np.isfinite(top), top, 0.0)
+            w = np.exp(lw, out=lw)
         else:
             w = np.exp(lw)
             for a in range(u.shape[2]):
@@ -63,6 +64,8 @@ def _rows(job: _fit.Job, q0: int, q1: int, slope: int | None) -> NDArray[np.floa
     degree = job.degree
     if degree == 0:
         if slope is None:
+            if live.all():
+                return np.divide(w, total[:, None], out=w)
             out[live] = w[live] / total[live, None]
             return out
         k = job.call.kernel
