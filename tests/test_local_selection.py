@@ -142,3 +142,25 @@ def test_mixed_search_finds_the_brute_force_minimum(vt):
     brute = _brute(X, y, vt, 0, "cv", [hs, lams])
     assert res.score <= brute + 1e-6 * abs(brute), (res.bandwidth, res.score, brute)
     assert res.score == pytest.approx(score_bandwidth(X, y, res.bandwidth, var_types=vt), rel=1e-12)
+
+
+def test_statsmodels_aic_hurvich_for_ll_uses_the_local_constant_trace():
+    """Why our local-linear AICc is not compared with statsmodels': its ``aic_hurvich`` with
+    ``reg_type="ll"`` takes sigma^2 from the local-linear fit but tr(H) from the local-constant
+    (Nadaraya-Watson) weights. Written out, that mix reproduces statsmodels' number, and ours --
+    the local-linear trace, as in the hat-matrix formula above -- differs from it."""
+    KernelReg = pytest.importorskip("statsmodels.nonparametric.kernel_regression").KernelReg
+    X, y = _data("c", n=40, seed=11)
+    h = np.array([0.35])
+    n = X.shape[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kr = KernelReg(y, X, var_type="c", reg_type="ll", bw=h)
+        theirs = float(np.ravel(kr.aic_hurvich(h))[0])
+    fit_ll = _hat(X, h, "c", "gaussian", 1) @ y
+    tr_lc = np.trace(_hat(X, h, "c", "gaussian", 0))
+    mixed = np.log(np.mean((y - fit_ll) ** 2)) + (1 + tr_lc / n) / (1 - (tr_lc + 2) / n)
+    assert theirs == pytest.approx(mixed, rel=1e-10)
+    ours = score_bandwidth(X, y, h, method="aicc", degree=1)
+    assert ours == pytest.approx(_plain_scores(X, y, h, "c", "gaussian", 1)[1], rel=1e-10)
+    assert abs(ours - theirs) > 1e-3
