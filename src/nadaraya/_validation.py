@@ -282,3 +282,21 @@ def warn_at_caller(message: str, category: type[Warning]) -> None:
         frame = frame.f_back
         level += 1
     warnings.warn(message, category, stacklevel=level)
+
+
+def as_moments(moments: object) -> int:
+    """The ``moments`` argument of a backend (a local polynomial degree) as an int, or a
+    ValueError naming it. One check for every backend.
+
+    Examples
+    --------
+    >>> as_moments(2)
+    2
+    >>> as_moments(1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: moments must be a non-negative int (a polynomial degree); got 1.0
+    """
+    if isinstance(moments, bool) or not isinstance(moments, int | np.integer) or moments < 0:
+        raise ValueError(f"moments must be a non-negative int (a polynomial degree); got {moments!r}")
+    return int(moments)

@@ -42,20 +42,7 @@ from ._windowed_jit import _first
 from ._windowed_msweep import prefix_moments
 from .reference import moment_shapes
 
-__all__ = ["check_degree", "moment_partials"]
-
-
-def check_degree(moments: object) -> int:
-    """The polynomial degree ``moments`` as an int, or a ValueError naming it.
-
-    Examples
-    --------
-    >>> check_degree(2)
-    2
-    """
-    if isinstance(moments, bool) or not isinstance(moments, int | np.integer) or moments < 0:
-        raise ValueError(f"moments must be a non-negative int (a polynomial degree); got {moments!r}")
-    return int(moments)
+__all__ = ["moment_partials"]
 
 
 def _columns(degree: int, d: int, p: int) -> int:

@@ -62,6 +62,7 @@ from numpy.typing import NDArray
 
 from .. import _threads
 from .._jit import exp_flushed, generated, run_ranges
+from .._validation import as_moments
 from ..kernels import Kernel
 from ..partials import Partials
 from . import _fused_moments
@@ -500,8 +501,7 @@ def partials(
     >>> [s.shape for s in p.moments]
     [(1, 1), (1, 1, 1), (1, 1, 1)]
     """
-    if isinstance(moments, bool) or not isinstance(moments, int | np.integer) or moments < 0:
-        raise ValueError(f"moments must be a non-negative int (a polynomial degree); got {moments!r}")
+    moments = as_moments(moments)
     if not supports(kernel, queries.shape[1]):
         raise ValueError(
             f"kernel={kernel.name!r} has no compiled loop in the fused backend; "

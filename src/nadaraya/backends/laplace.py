@@ -67,6 +67,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from .._validation import as_moments
 from ..kernels import Kernel
 from ..partials import Partials
 
@@ -375,8 +376,7 @@ def partials(
     >>> float(p.shift[1]) == -(1e9 - 3.0)  # the distance to the nearest key, in the log domain
     True
     """
-    if isinstance(moments, bool) or not isinstance(moments, int | np.integer) or moments < 0:
-        raise ValueError(f"moments must be a non-negative int (a polynomial degree); got {moments!r}")
+    moments = as_moments(moments)
     if moments > MAX_DEGREE:
         raise ValueError(f"backend='laplace' computes moments up to {MAX_DEGREE} (local polynomial degree); "
                          f"got moments={moments}; use backend='reference' or 'fused'")

@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._config import get_config
+from .._validation import as_moments
 from ..kernels import Kernel
 from ..partials import Partials, concat, merge
 from ..partials import empty as empty_partials
@@ -191,8 +192,7 @@ def partials(
     >>> [s.shape for s in p.moments]
     [(1, 1), (1, 1, 1), (1, 1, 1)]
     """
-    if isinstance(moments, bool) or not isinstance(moments, int | np.integer) or moments < 0:
-        raise ValueError(f"moments must be a non-negative int (a polynomial degree); got {moments!r}")
+    moments = as_moments(moments)
     dtype = queries.dtype
     m, n, p = queries.shape[0], keys.shape[0], values.shape[1]
     shapes = moment_shapes(moments, queries.shape[1], p)

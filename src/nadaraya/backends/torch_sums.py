@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
+from .._validation import as_moments
 from ..kernels import Kernel
 from ..partials import Partials, merge
 from ..partials import empty as empty_partials
@@ -192,9 +193,7 @@ def partials(
     >>> [s.shape for s in p.moments]
     [(1, 1), (1, 1, 1), (1, 1, 1)]
     """
-    if isinstance(moments, bool) or not isinstance(moments, int | np.integer) or moments < 0:
-        raise ValueError(f"moments must be a non-negative int (a polynomial degree); got {moments!r}")
-    moments = int(moments)
+    moments = as_moments(moments)
     dev = resolve_device(device)
     dtype = np.dtype(queries.dtype)
     if dtype not in _DTYPES:

@@ -83,6 +83,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._config import get_config
+from .._validation import as_moments
 from ..kernels import Kernel
 from ..partials import Partials
 
@@ -557,9 +558,9 @@ def partials(
     dtype = queries.dtype
     inv_h = (1.0 / bandwidth).astype(dtype)
     if type(moments) is not int or moments:  # the default 0 skips even the check
-        from ._windowed_moments import check_degree, moment_partials
+        from ._windowed_moments import moment_partials
 
-        if check_degree(moments):
+        if as_moments(moments):
             return moment_partials(queries, keys, values, sample_weight, kernel, bandwidth, inv_h, exclude,
                                    int(moments))
     if d == 1:
