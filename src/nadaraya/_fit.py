@@ -26,9 +26,11 @@ from ._local import LocalFit, solve
 from ._mixed import Categorical, as_categorical_kernel, as_var_types
 from ._nearest import FAR_LOG_WEIGHT
 from ._validation import as_points, as_real, as_sample_weight, as_values, pick_dtype, warn_at_caller
+from .backends.reference import moment_shapes
 from .kernels import Kernel
 from .kernels import get as get_kernel
 from .partials import Partials, merge
+from .partials import empty as empty_partials
 
 __all__ = ["MAX_DEGREE", "SingularFitWarning", "as_degree"]
 
@@ -214,17 +216,16 @@ def partials(
         return _group_partials(job, np.arange(n), exclude, backend)
     cats, group = job.cat.groups()
     log_f = job.cat.log_factor(job.cat.queries, cats)
-    acc: Partials | None = None
+    call = job.call
+    # every group merges into partials that have seen no key, so that a group whose factor is 0
+    # (shift -inf) adds nothing, as merge defines, even when it is the only group
+    acc = empty_partials(call.queries.shape[0], call.values.shape[1], call.values.dtype, True,
+                         moment_shapes(job.degree, call.keys.shape[1], call.values.shape[1]))
     for g in range(cats.shape[0]):
         idx = np.nonzero(group == g)[0]
         part = _group_partials(job, idx, _group_exclude(exclude, idx, n), backend)
         part.shift = (part.shift + log_factor_power * log_f[:, g]).astype(part.weight.dtype)
-        dead = part.shift == -np.inf  # a factor of 0: this group adds nothing to these queries
-        if dead.any():
-            for field in (part.weight, part.value, *part.moments):
-                field[dead] = 0
-        acc = part if acc is None else merge(acc, part)
-    assert acc is not None
+        acc = merge(acc, part)
     return acc
 
 
