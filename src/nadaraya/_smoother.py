@@ -20,37 +20,33 @@ from numpy.typing import NDArray
 from . import _fit
 from ._config import get_config
 from ._local import _regular, monomials
+from .backends.reference import block_weights
 
 __all__ = ["blocks"]
 
 
 def _weights(job: _fit.Job, q0: int, q1: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Unnormalised weights (b, n), each row divided by its largest, and ``u = k - q`` (b, n, dc)."""
+    """Unnormalised weights (b, n), each row divided by its largest, and ``u = k - q`` (b, n, dc):
+    the reference backend's block weights (:func:`nadaraya.backends.reference.block_weights`)
+    times the categorical factors."""
     call, k = job.call, job.call.kernel
     q = call.queries[q0:q1].astype(np.float64)
     keys = call.keys.astype(np.float64)
-    h = call.bandwidth.astype(np.float64)
-    u = keys[None, :, :] - q[:, None, :]
+    inv_h = 1.0 / call.bandwidth.astype(np.float64)
+    sw = None if call.sample_weight is None else call.sample_weight.astype(np.float64)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        log_s = (
-            np.zeros(keys.shape[0])
-            if call.sample_weight is None
-            else np.log(call.sample_weight.astype(float))
-        )
-        lw = np.broadcast_to(log_s[None, :], u.shape[:2])
-        if job.cat is not None:
-            lw = lw + job.cat.log_factor(job.cat.queries[q0:q1], job.cat.keys)
+        log_sw = None if sw is None or not k.log_domain else np.log(sw)
+        w = block_weights(q, keys, k, inv_h, log_sw, sw)  # log w in the log domain
+        log_f = None if job.cat is None else job.cat.log_factor(job.cat.queries[q0:q1], job.cat.keys)
         if k.log_domain:
-            for a in range(u.shape[2]):
-                lw = lw + k.log_profile(u[:, :, a] * (-1.0 / h[a]))  # type: ignore[misc]
-            top = lw.max(axis=1, keepdims=True)
-            lw -= np.where(np.isfinite(top), top, 0.0)
-            w = np.exp(lw, out=lw)
-        else:
-            w = np.exp(lw)
-            for a in range(u.shape[2]):
-                w *= k.profile(-u[:, :, a] / h[a])
-    return w, u
+            if log_f is not None:
+                w += log_f
+            top = w.max(axis=1, keepdims=True)
+            w -= np.where(np.isfinite(top), top, 0.0)
+            np.exp(w, out=w)
+        elif log_f is not None:
+            w *= np.exp(log_f)
+    return w, keys[None, :, :] - q[:, None, :]
 
 
 def _rows(job: _fit.Job, q0: int, q1: int, slope: int | None) -> NDArray[np.float64]:
