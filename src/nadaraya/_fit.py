@@ -324,15 +324,14 @@ def pool(job: Job, empty: str, exclude: NDArray[np.integer] | None = None, backe
     return out[:, 0] if job.call.one_d else out
 
 
-def gradient(
-    job: Job, empty: str = "nan", exclude: NDArray[np.integer] | None = None, backend: str = "auto"
-) -> NDArray[np.float64]:
+def gradient(job: Job, empty: str = "nan", backend: str = "auto") -> NDArray[np.float64]:
     """d prediction / d query, (m, d, p), NaN in the categorical columns.
 
     Degree >= 1: the local slopes (NaN where a query's fit fell back to degree 0). Degree 0:
     the derivative of the ratio ``f = sum w v / sum w``, ``(sum w' v - f sum w') / sum w``;
     with the Gaussian kernel ``w' = w u / h^2`` (``u = k - q``), read off the first moments of
-    the same pass; with the others ``w'`` from the kernel's ``derivative`` (:func:`_nw_gradient`).
+    the same pass; with the others the derivative's rows from the kernel's ``derivative``
+    (:func:`nadaraya._smoother.blocks` with ``slope=``) applied to the values.
     """
     call = job.call
     m, p = call.queries.shape[0], call.values.shape[1]
@@ -340,13 +339,19 @@ def gradient(
     if job.cont.size == 0:
         return out
     if job.degree >= 1:
-        _, fit = fitted(job, partials(job, exclude, backend), empty, exclude)
+        _, fit = fitted(job, partials(job, None, backend), empty)
         out[:, job.cont, :] = fit.slope
         return out
     if call.kernel.name != "gaussian":
-        return _nw_gradient(job, out, exclude)
+        from ._smoother import blocks
+
+        values = np.ldexp(call.values.astype(np.float64), call.value_exp)
+        for a, col in enumerate(job.cont):
+            for q0, q1, rows in blocks(job, slope=a):
+                out[q0:q1, col, :] = rows @ values
+        return out
     one = Job(call, job.cat, 1, job.cont, job.d)
-    parts = partials(one, exclude, backend)
+    parts = partials(one, None, backend)
     ok = (parts.weight > 0) & ~_far_rows(parts, job)
     s0 = parts.weight[ok].astype(np.float64)
     f = parts.value[ok].astype(np.float64) / s0[:, None]
@@ -359,65 +364,4 @@ def gradient(
     sub = out[ok]
     sub[:, job.cont, :] = slope
     out[ok] = sub
-    return out
-
-
-def _nw_gradient(
-    job: Job, out: NDArray[np.float64], exclude: NDArray[np.integer] | None
-) -> NDArray[np.float64]:
-    """The degree-0 gradient with any kernel: per block of pairs the weights and their query
-    derivatives ``dw / dq_a`` (log domain: ``w * dlogK(u_a) / h_a``; otherwise the product rule),
-    summed as partials whose moments are ``sum dw`` and ``sum dw v`` (one exact merge)."""
-    from .backends.reference import block_sizes
-    from .partials import empty as empty_partials
-
-    call, k = job.call, job.call.kernel
-    q, keys, v = (a.astype(np.float64) for a in (call.queries, call.keys, call.values))
-    h = call.bandwidth.astype(np.float64)
-    (m, dc), n, p = q.shape, keys.shape[0], v.shape[1]
-    sw = np.ones(n) if call.sample_weight is None else call.sample_weight.astype(np.float64)
-    bq, bk = block_sizes(m, n, 8, per_pair=3 * dc + p)
-    grad = np.full((m, dc, p), np.nan)
-    for q0 in range(0, m, bq):
-        q1 = min(m, q0 + bq)
-        acc = empty_partials(q1 - q0, p, np.float64, k.log_domain, [(dc,), (dc, p)])
-        for k0 in range(0, n, bk):
-            k1 = min(n, k0 + bk)
-            u = (q[q0:q1, None, :] - keys[None, k0:k1, :]) / h  # (bq, bk, dc)
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                log_s = np.log(sw[k0:k1])[None, :]
-                if job.cat is not None:
-                    log_s = log_s + job.cat.log_factor(job.cat.queries[q0:q1], job.cat.keys[k0:k1])
-                if exclude is not None:
-                    rows = np.nonzero((exclude[q0:q1] >= k0) & (exclude[q0:q1] < k1))[0]
-                    log_s = np.broadcast_to(log_s, u.shape[:2]).copy()
-                    log_s[rows, exclude[q0:q1][rows] - k0] = -np.inf
-                if k.log_domain:
-                    lw = k.log_profile(u).sum(axis=2) + log_s  # type: ignore[misc]
-                    shift = lw.max(axis=1)
-                    w = np.exp(lw - np.where(np.isfinite(shift), shift, 0.0)[:, None])
-                    dw = w[:, :, None] * k.derivative(u) / h  # type: ignore[misc]
-                else:
-                    prof = k.profile(u)
-                    s = np.exp(log_s)
-                    w = prof.prod(axis=2) * s
-                    shift = np.zeros(q1 - q0)
-                    dw = np.stack(
-                        [
-                            s * k.derivative(u[:, :, a]) / h[a] * np.prod(np.delete(prof, a, axis=2), axis=2)  # type: ignore[misc]
-                            for a in range(dc)
-                        ],
-                        axis=2,
-                    )
-            part = Partials(
-                shift, w.sum(axis=1), w @ v[k0:k1], (dw.sum(axis=1), np.einsum("qka,kp->qap", dw, v[k0:k1]))
-            )
-            acc = merge(acc, part)
-        ok = acc.weight > 0
-        f = acc.value[ok] / acc.weight[ok, None]
-        d1, dv = acc.moments
-        grad[q0:q1][ok] = (dv[ok] - d1[ok][:, :, None] * f[:, None, :]) / acc.weight[ok, None, None]
-    if call.value_exp:
-        grad = np.ldexp(grad, call.value_exp)
-    out[:, job.cont, :] = grad
     return out
