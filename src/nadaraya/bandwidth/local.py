@@ -33,7 +33,7 @@ from numpy.typing import NDArray
 from .. import _fit
 from .._local import solve
 from .._mixed import Categorical, lambda_bounds
-from ..backends.reference import _moment_sums
+from ..backends.reference import _moment_sums, block_weights
 from ..kernels import Kernel
 from ..partials import Partials
 from ..pooling import Call
@@ -129,20 +129,21 @@ class LocalObjective(_Objective):
                 log_sw = np.zeros(n) if self.sw is None else np.log(self.sw)
             return mixed_loo(self.Xc, h[self.cont], log_sw, self._group, table, self.Y, self.degree)
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            lw = cat.log_factor(cats, cats).ravel()[pairs]
-            if self.sw is not None:
-                lw += np.log(self.sw)[None, :]
-            lw[np.arange(n), np.arange(n)] = -np.inf
-            if k.log_domain:
-                for j, a in enumerate(self.cont):
-                    lw += k.log_profile((self.Xc[:, j, None] - self.Xc[None, :, j]) / h[a])  # type: ignore[misc]
-                shift = lw.max(axis=1)
-                lw -= np.where(np.isfinite(shift), shift, 0.0)[:, None]
-                w = np.exp(lw, out=lw)
+            log_f = cat.log_factor(cats, cats).ravel()[pairs]
+            if self.cont.size:  # the reference backend's weights of every pair, log in the log domain
+                log_sw = None if self.sw is None or not k.log_domain else np.log(self.sw)
+                w = block_weights(self.Xc, self.Xc, k, 1.0 / h[self.cont], log_sw, self.sw)
             else:
-                w = np.exp(lw, out=lw)
-                for j, a in enumerate(self.cont):
-                    w *= k.profile((self.Xc[:, j, None] - self.Xc[None, :, j]) / h[a])
+                w = np.broadcast_to(np.zeros(n) if self.sw is None else np.log(self.sw), (n, n)).copy()
+            if k.log_domain or not self.cont.size:
+                w += log_f
+                w[np.arange(n), np.arange(n)] = -np.inf
+                shift = w.max(axis=1)
+                w -= np.where(np.isfinite(shift), shift, 0.0)[:, None]
+                np.exp(w, out=w)
+            else:
+                w *= np.exp(log_f)
+                w[np.arange(n), np.arange(n)] = 0.0
                 shift = np.zeros(n)
         extra = _moment_sums(w, self.Xc, self.Xc, self.Y, self.degree) if self.degree else ()
         return Partials(shift, w.sum(axis=1), w @ self.Y, extra)
