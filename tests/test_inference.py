@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import nadaraya
-from nadaraya import NadarayaWatson, _inference
+from nadaraya import NadarayaWatson, _bootstrap, _fit, _inference, _smoother
 
 KERNELS = {
     "gaussian": lambda u: np.exp(-(u**2) / 2),
@@ -45,6 +45,16 @@ def kernel_weights(q, X, var_types, bw, kernel, sample_weight=None):
             c = np.unique(X[:, j]).size
             w = w * np.where(X[:, j] == q[j], 1 - bw[j], bw[j] / (c - 1))
     return w
+
+
+def single_precision_bound(A, Ev):
+    """The replicates are single-precision matrix products of the rows ``A`` (rounded, times the
+    residuals) and the multipliers: each of the n products and the sum of n terms is off by at
+    most gamma_(n+1) = (n+1) u / (1 - (n+1) u), u = 2^-24, times the sum of the absolute terms
+    (Higham, Accuracy and Stability, 3.1), plus the rounding of the result itself."""
+    u = 2.0**-24
+    k = A.shape[1] + 2
+    return k * u / (1 - k * u) * (np.abs(A) @ np.abs(Ev)) + 1e-12
 
 
 def effective_weights(Q, X, var_types, bw, kernel, degree, sample_weight=None, row=0):
@@ -272,14 +282,16 @@ def test_replicates_equal_separate_fits_on_the_bootstrap_responses(var_types, bw
     E = (y - H @ y) / np.sqrt(1 - 2 * np.diag(H) + (H**2).sum(axis=1))
     n_boot = 25
     job = model._job(Q, tr.X, tr.Y, tr.sw)
-    dev = _inference._replicates(model, job, E[:, None], np.random.default_rng(42), n_boot, kind)
+    dev = _bootstrap.replicates(job, E[:, None], np.random.default_rng(42), n_boot, kind)
     assert dev.shape == (Q.shape[0], 1, n_boot)
-    v = _inference.multipliers(np.random.default_rng(42), X.shape[0], n_boot, kind)
+    v = _bootstrap.multipliers(np.random.default_rng(42), X.shape[0], n_boot, kind)
+    assert dev.dtype == np.float32 and v.dtype == np.float32
     fit = nadaraya.pool(Q, X, tr.fits[:, 0], bandwidth=bw, degree=degree, var_types=var_types)
+    bound = single_precision_bound(effective_weights(Q, X, var_types, bw, "gaussian", degree), E[:, None] * v)
     for b in range(n_boot):
         y_star = tr.fits[:, 0] + E * v[:, b]  # the bootstrap responses, fitted one at a time
         f_star = nadaraya.pool(Q, X, y_star, bandwidth=bw, degree=degree, var_types=var_types)
-        np.testing.assert_allclose(dev[:, 0, b], f_star - fit, rtol=1e-9, atol=1e-12)
+        assert np.all(np.abs(dev[:, 0, b] - (f_star - fit)) <= bound[:, b])
 
 
 def test_bootstrap_band_is_the_basic_bootstrap_of_separate_fits():
@@ -294,12 +306,14 @@ def test_bootstrap_band_is_the_basic_bootstrap_of_separate_fits():
     H = effective_weights(X, X, "c", [0.2], "gaussian", 1)
     A = effective_weights(Q, X, "c", [0.2], "gaussian", 1)
     E = (y - H @ y) / np.sqrt(1 - 2 * np.diag(H) + (H**2).sum(axis=1))
-    v = _inference.multipliers(np.random.default_rng(7), X.shape[0], n_boot)
+    v = _bootstrap.multipliers(np.random.default_rng(7), X.shape[0], n_boot)
     d = np.stack([A @ (E * v[:, b]) for b in range(n_boot)], axis=1)
     f = A @ y
     np.testing.assert_allclose(band.estimate, f, rtol=1e-10)
-    np.testing.assert_allclose(band.lower, f - np.quantile(d, 0.95, axis=1), rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(band.upper, f - np.quantile(d, 0.05, axis=1), rtol=1e-9, atol=1e-12)
+    # a quantile moves by at most the largest change of the sample: the replicates' bound
+    bound = single_precision_bound(A, E[:, None] * v).max(axis=1)
+    assert np.all(np.abs(band.lower - (f - np.quantile(d, 0.95, axis=1))) <= bound)
+    assert np.all(np.abs(band.upper - (f - np.quantile(d, 0.05, axis=1))) <= bound)
 
 
 def test_replicates_stream_in_blocks_of_outputs_within_the_working_memory():
@@ -312,11 +326,38 @@ def test_replicates_stream_in_blocks_of_outputs_within_the_working_memory():
     job = model._job(Q, tr.X, tr.Y, tr.sw)
     E = np.ones((X.shape[0], 1))
     with nadaraya.config_context(working_memory=1):  # 1 MiB: blocks of 3 columns of n = 10000
-        dev = _inference._replicates(model, job, E, np.random.default_rng(3), 10, "rademacher")
+        dev = _bootstrap.replicates(job, E, np.random.default_rng(3), 10, "rademacher")
     rng = np.random.default_rng(3)
-    v = np.concatenate([_inference.multipliers(rng, X.shape[0], b, "rademacher") for b in (3, 3, 3, 1)], 1)
+    v = np.concatenate([_bootstrap.multipliers(rng, X.shape[0], b, "rademacher") for b in (3, 3, 3, 1)], 1)
     A = effective_weights(Q, X, "c", [0.1], "gaussian", 1)
-    np.testing.assert_allclose(dev[:, 0, :], A @ v, rtol=1e-9, atol=1e-12)
+    assert np.all(np.abs(dev[:, 0, :] - A @ v) <= single_precision_bound(A, v))
+
+
+def test_replicates_take_keys_and_queries_in_any_order(monkeypatch):
+    """Shuffled keys and queries, a bandwidth small enough that blocks of queries leave keys
+    out: replicate b at query j is still sum_i A_ji E_i v_ib, row r of the multipliers going to
+    key ``key_order(job)[r]`` (the keys sorted along the first column)."""
+    rng = np.random.default_rng(5)
+    X, y = data("c", n=300, seed=5)
+    perm = rng.permutation(300)
+    Xs, ys = X[perm], y[perm]
+    Q = rng.uniform(-0.1, 1.1, (57, 1))
+    job = _fit.prepare(Q, Xs, ys, kernel="gaussian", bandwidth=0.02, sample_weight=None, degree=1,
+                       var_types=None, categorical_kernel="classic")
+    E = rng.normal(size=(300, 1))
+    monkeypatch.setattr(_bootstrap, "ROWS", 0.05)  # blocks of a few queries each
+    dev = _bootstrap.replicates(job, E, np.random.default_rng(4), 40, "mammen")
+    order = _bootstrap.key_order(job)
+    np.testing.assert_array_equal(order, np.argsort(Xs[:, 0], kind="stable"))
+    v = np.empty((300, 40), dtype=np.float32)
+    v[order] = _bootstrap.multipliers(np.random.default_rng(4), 300, 40)
+    A = effective_weights(Q, Xs, "c", [0.02], "gaussian", 1)
+    Ev = E * v
+    assert np.all(np.abs(dev[:, 0, :] - A @ Ev) <= single_precision_bound(A, Ev))
+    # the keys left out of a block are there: far from the block's queries
+    sorted_job, _, _ = _bootstrap._sorted(job)
+    spans = [_bootstrap._span(rows) for _, _, rows in _smoother.blocks(sorted_job, memory=0.05)]
+    assert any(hi - lo < 300 for lo, hi in spans)
 
 
 # --- properties of the bands ------------------------------------------------------------------

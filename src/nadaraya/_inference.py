@@ -18,7 +18,6 @@ bandwidth chosen by least-squares cross-validation, read at the training points.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -26,9 +25,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import _fit
-from ._config import get_config
+from ._bootstrap import quantiles, replicates
 from ._local import solve
 from ._uncertainty import variances
+from .partials import Partials, merge
 
 __all__ = ["Band", "InferenceMixin"]
 
@@ -57,32 +57,6 @@ def _rng(random_state: Any) -> np.random.Generator:
     return np.random.default_rng(random_state)
 
 
-def multipliers(rng: np.random.Generator, n: int, b: int, kind: str = "mammen") -> NDArray[np.float64]:
-    """Wild-bootstrap multipliers of mean 0 and variance 1, (n, b): Mammen's two-point law
-    (third moment 1), Rademacher's (+-1) or standard normal (``"gaussian"``). Drawn one
-    replicate (column) after the other, so that blocks of columns drawn in turn from one
-    generator give the same numbers as one draw of all of them.
-
-    Examples
-    --------
-    >>> v = multipliers(np.random.default_rng(0), 20000, 1)
-    >>> bool(abs(v.mean()) < 0.03 and abs(v.var() - 1) < 0.05)
-    True
-    >>> a = multipliers(np.random.default_rng(1), 5, 4); g = np.random.default_rng(1)
-    >>> bool((np.hstack([multipliers(g, 5, 1), multipliers(g, 5, 3)]) == a).all())
-    True
-    """
-    if kind == "rademacher":
-        return (2.0 * rng.integers(0, 2, size=(b, n), dtype=np.int8) - 1.0).T
-    if kind == "gaussian":
-        return rng.standard_normal((b, n)).T
-    s5 = math.sqrt(5.0)
-    low, high = -(s5 - 1) / 2, (s5 + 1) / 2
-    p_low = (s5 + 1) / (2 * s5)
-    # uniforms in float32 (twice as fast to draw): P(low) is then p_low to within 2^-24
-    return np.where(rng.random((b, n), dtype=np.float32) < np.float32(p_low), low, high).T
-
-
 @dataclass
 class _Training:
     """The fitted model's training data as the smoother sees them, and what its residuals give."""
@@ -94,6 +68,7 @@ class _Training:
     fits: NDArray[np.float64]  # in-sample fits (n, p)
     loo: NDArray[np.float64]  # leave-one-out fits (n, p)
     hat: NDArray[np.float64]  # H_ii (n,)
+    loo_parts: Partials  # the leave-one-out partials of the training points
 
 
 def training(model: Any) -> _Training:
@@ -114,7 +89,8 @@ def training(model: Any) -> _Training:
         t = np.exp(_own_log(job) - loo_parts.shift - np.log(loo_parts.weight)) * loo_fit.inverse00
         hat = np.where(np.isfinite(t), t / (1.0 + t), 1.0)
     fits = Y - (1.0 - hat)[:, None] * (Y - loo)
-    out = _Training(job, X, Y, None if sw is None else np.asarray(sw, dtype=np.float64), fits, loo, hat)
+    weights = None if sw is None else np.asarray(sw, dtype=np.float64)
+    out = _Training(job, X, Y, weights, fits, loo, hat, loo_parts)
     model._inference_cache = out
     return out
 
@@ -131,6 +107,17 @@ def _own_log(job: _fit.Job) -> NDArray[np.float64]:
     if job.cat is not None and job.cat.kernel == "classic":
         own = own + np.log1p(-job.cat.lambdas).sum()
     return np.asarray(own)
+
+
+def _own_partials(job: _fit.Job, like: Partials) -> Partials:
+    """Each training point's own term as partials of the job whose queries are its keys: log
+    weight :func:`_own_log`, its value, and moments 0 (its offset from itself is 0)."""
+    dtype = like.weight.dtype
+    m = job.call.keys.shape[0]
+    return Partials(
+        _own_log(job).astype(dtype), np.ones(m, dtype=dtype), job.call.values.reshape(m, -1).astype(dtype),
+        tuple(np.zeros_like(a) for a in like.moments),
+    )
 
 
 def forget(model: Any) -> None:
@@ -234,20 +221,21 @@ def residual_scale(model: Any) -> NDArray[np.float64]:
     cached = getattr(model, "_residual_scale", None)
     if cached is None:
         tr = training(model)
-        cached = model._residual_scale = leverage_scale(tr.job, tr.sw, _backend(model))
+        cached = model._residual_scale = leverage_scale(tr.job, tr.sw, _backend(model), tr.loo_parts)
     return cached
 
 
 def leverage_scale(
-    job: _fit.Job, sw: NDArray[np.float64] | None, backend: str = "auto"
+    job: _fit.Job, sw: NDArray[np.float64] | None, backend: str = "auto", loo: Partials | None = None
 ) -> NDArray[np.float64]:
     """The factor that gives each in-sample residual ``e_i`` of a job whose queries are its keys
     the noise's own variance: ``sqrt((1 / s_i) / Var(e_i / sigma))`` with ``Var(e_i / sigma) =
     (1 - 2 H_ii) / s_i + sum_j H_ij^2 / s_j`` (``s`` the sample weights, 1 without; a row of
     weight ``s`` varies by ``sigma^2 / s``); without weights ``1 / sqrt(1 - 2 H_ii + sum_j H_ij^2)``.
     The wild bootstrap multiplies the residuals by it. ``H_ii`` comes from the job's partials,
-    ``sum_j H_ij^2 / s_j`` from the variance pass with ``sigma^2 = 1``: two passes of the engine."""
-    parts = _fit.partials(job, None, backend)
+    ``sum_j H_ij^2 / s_j`` from the variance pass with ``sigma^2 = 1``: two passes of the engine,
+    or one given the job's leave-one-out partials ``loo`` (each query's own term merged back)."""
+    parts = _fit.partials(job, None, backend) if loo is None else merge(loo, _own_partials(job, loo))
     fit = solve(parts, job.degree, job.call.bandwidth)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         hii = np.exp(_own_log(job) - parts.shift - np.log(parts.weight)) * fit.inverse00
@@ -262,32 +250,6 @@ def _fitted(model: Any, X: NDArray[np.float64]) -> NDArray[np.float64]:
     tr = training(model)
     job = model._job(X, tr.X, tr.Y, tr.sw)
     out, _ = _fit.fitted(job, _fit.partials(job, None, _backend(model)), model.empty)
-    return out
-
-
-def _replicates(
-    model: Any, job: _fit.Job, E: NDArray[np.float64], rng: np.random.Generator, n_boot: int, kind: str
-) -> NDArray[np.float64]:
-    """Deviations of ``n_boot`` replicates at the queries of ``job``, (m, p, n_boot): the
-    smoother applied to ``E * v`` (wild multipliers ``v``, (n, n_boot)). The smoother's rows
-    come in blocks of queries (:func:`nadaraya._smoother.blocks`) and meet all the replicates
-    of a block of columns in one matrix product; the columns come in blocks within the
-    working memory, drawn in order, so the result does not depend on the block sizes."""
-    from ._smoother import blocks
-
-    n, p = E.shape
-    m = job.call.queries.shape[0]
-    budget = float(get_config()["working_memory"])  # MiB: half for the rows, a quarter for the values
-    width = max(1, min(n_boot, int(budget * 2**20 // (4 * 8 * n * p))))
-    keep = m * n * 8 <= budget * 2**20 / 2 and width < n_boot  # rows reused by every block of columns
-    cached = list(blocks(job, memory=budget / 2)) if keep else None
-    out = np.empty((m, p, n_boot))
-    for b0 in range(0, n_boot, width):
-        b1 = min(n_boot, b0 + width)
-        v = multipliers(rng, n, b1 - b0, kind)  # (n, b)
-        for q0, q1, rows in cached if cached is not None else blocks(job, memory=budget / 2):
-            for c in range(p):  # rows (E * v) = (rows * E) v: the residuals scale the (few) rows
-                out[q0:q1, c, b0:b1] = (rows * E[:, c]) @ v
     return out
 
 
@@ -339,12 +301,12 @@ def confidence_band(
         job = _fit.Job(job.call, job.cat, degree, job.cont, job.d)
     if method == "bootstrap":
         E = (tr.Y - tr.fits) * residual_scale(model)[:, None]
-        dev = _replicates(model, job, E, rng, int(n_boot), multiplier)
+        dev = replicates(job, E, rng, int(n_boot), multiplier)
     else:  # Gaussian multipliers on sigma: the asymptotic law of the whole curve
         sigma = np.sqrt(noise_variance(model, variance))
-        dev = _replicates(model, job, sigma, rng, int(n_boot), "gaussian")
+        dev = replicates(job, sigma, rng, int(n_boot), "gaussian")
     if kind == "pointwise":
-        lo_q, hi_q = np.quantile(dev, [alpha / 2, 1 - alpha / 2], axis=2)  # one partition
+        lo_q, hi_q = quantiles(dev, (alpha / 2, 1 - alpha / 2), copy=False)
         return _shape(model, Band(estimate, mean - hi_q, mean - lo_q))
     scale = std if std is not None else np.std(dev, axis=2)
     with np.errstate(divide="ignore", invalid="ignore"):  # a point without noise deviates by 0

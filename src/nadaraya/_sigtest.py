@@ -16,8 +16,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import _fit
+from ._bootstrap import multipliers
 from ._config import get_config
-from ._inference import _backend, _rng, leverage_scale, multipliers
+from ._inference import _backend, _rng, leverage_scale
 
 __all__ = ["SignificanceTest", "significance_test"]
 

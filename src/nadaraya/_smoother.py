@@ -25,9 +25,8 @@ from .backends.reference import block_weights
 __all__ = ["blocks"]
 
 
-def _weights(job: _fit.Job, q0: int, q1: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Unnormalised weights (b, n), each row divided by its largest, and ``u = k - q`` (b, n, dc):
-    the reference backend's block weights (:func:`nadaraya.backends.reference.block_weights`)
+def _weights(job: _fit.Job, q0: int, q1: int) -> NDArray[np.float64]:
+    """Unnormalised weights (b, n), each row divided by its largest: the reference backend's block weights (:func:`nadaraya.backends.reference.block_weights`)
     times the categorical factors."""
     call, k = job.call, job.call.kernel
     q = call.queries[q0:q1].astype(np.float64)
@@ -46,22 +45,23 @@ def _weights(job: _fit.Job, q0: int, q1: int) -> tuple[NDArray[np.float64], NDAr
             np.exp(w, out=w)
         elif log_f is not None:
             w *= np.exp(log_f)
-    return w, keys[None, :, :] - q[:, None, :]
+    return w
 
 
 def _rows(job: _fit.Job, q0: int, q1: int, slope: int | None) -> NDArray[np.float64]:
     """Rows ``q0:q1`` of the smoother (``slope=None``) or of the slope along continuous column ``slope``."""
-    w, u = _weights(job, q0, q1)
+    w = _weights(job, q0, q1)
+    total = w.sum(axis=1)
+    live = total > 0
+    if job.degree == 0 and slope is None and live.all():
+        return np.divide(w, total[:, None], out=w)
     h = job.call.bandwidth.astype(np.float64)
     b, n = w.shape
     out = np.full((b, n), np.nan)
-    total = w.sum(axis=1)
-    live = total > 0
+    u = job.call.keys[None, :, :].astype(np.float64) - job.call.queries[q0:q1, None, :].astype(np.float64)
     degree = job.degree
     if degree == 0:
         if slope is None:
-            if live.all():
-                return np.divide(w, total[:, None], out=w)
             out[live] = w[live] / total[live, None]
             return out
         k = job.call.kernel
