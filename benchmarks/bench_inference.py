@@ -227,7 +227,7 @@ def i3(n: int, m: int, boots: tuple[int, int], settings: tuple[float, ...]) -> N
             hi, lo = peaks[boots[0]][0], peaks[boots[1]][0]
             print(f"{name:<24}{'':<40}  tracemalloc peak B={boots[0]} / B={boots[1]}: "
                   f"{hi / max(lo, 1e-9):.1f}x; the replicates' own output (m, B) at B={boots[0]}: "
-                  f"{m * boots[0] * 8 / 2**20:.1f} MiB", flush=True)
+                  f"{m * boots[0] * 4 / 2**20:.1f} MiB (single precision)", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
