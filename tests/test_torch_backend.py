@@ -287,3 +287,47 @@ def test_cuda_pool_end_to_end() -> None:
     loo = nadaraya.loo_pool(k, v, bandwidth=h, sample_weight=sw, device="cuda")
     want_loo = nadaraya.loo_pool(k, v, bandwidth=h, sample_weight=sw)
     np.testing.assert_allclose(loo, want_loo, rtol=1e-12, atol=1e-12)
+
+
+# --- the estimator on a device -----------------------------------------------------------------
+
+
+def _estimator_data(seed: int = 3):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0, 5, (200, 2))
+    y = np.sin(X[:, 0]) + 0.3 * X[:, 1] + rng.normal(0, 0.2, 200)
+    Q = rng.uniform(-0.5, 5.5, (40, 2))
+    return X, y, Q
+
+
+@pytest.mark.parametrize("degree", [0, 1])
+def test_estimator_on_a_device_matches_the_cpu_backends(degree: int) -> None:
+    """NadarayaWatson(device="cpu") runs its sums on the torch backend: predictions, standard
+    errors and gradients equal the default backends' (the reference sums, reordered) to 1e-12."""
+    X, y, Q = _estimator_data()
+    plain = nadaraya.NadarayaWatson(bandwidth=[0.4, 0.7], degree=degree).fit(X, y)
+    on = nadaraya.NadarayaWatson(bandwidth=[0.4, 0.7], degree=degree, device="cpu").fit(X, y)
+    assert on.backend_ == "torch" and plain.backend_ != "torch"
+    np.testing.assert_allclose(on.predict(Q), plain.predict(Q), rtol=1e-12, atol=1e-12)
+    (m1, s1), (m2, s2) = on.predict(Q, return_std=True), plain.predict(Q, return_std=True)
+    np.testing.assert_allclose(s1, s2, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(on.gradient(Q), plain.gradient(Q), rtol=1e-9, atol=1e-12)
+
+
+def test_estimator_device_is_a_parameter_checked_at_fit() -> None:
+    from sklearn.base import clone
+
+    X, y, _ = _estimator_data()
+    assert clone(nadaraya.NadarayaWatson(device="cpu")).get_params()["device"] == "cpu"
+    with pytest.raises(ValueError, match=r"device='cpu' is for backend='torch'.*backend='fused'"):
+        nadaraya.NadarayaWatson(bandwidth=0.5, device="cpu", backend="fused").fit(X, y)
+    with pytest.raises(ValueError, match="device='gpu'"):
+        nadaraya.NadarayaWatson(bandwidth=0.5, device="gpu").fit(X, y)
+
+
+@CUDA
+def test_estimator_on_cuda_matches_cpu() -> None:
+    X, y, Q = _estimator_data()
+    cpu = nadaraya.NadarayaWatson(bandwidth=[0.4, 0.7], degree=1).fit(X, y)
+    gpu = nadaraya.NadarayaWatson(bandwidth=[0.4, 0.7], degree=1, device="cuda").fit(X, y)
+    np.testing.assert_allclose(gpu.predict(Q), cpu.predict(Q), rtol=1e-10, atol=1e-12)

@@ -11,7 +11,7 @@ from ._mixed import as_categorical_kernel, as_var_types, lambda_bounds
 from ._validation import as_bandwidth, as_real, check_some_weight
 from .bandwidth import RULES
 
-__all__ = ["fit_dask"]
+__all__ = ["check_device", "fit_dask"]
 
 
 def _bandwidth_hint(text: str) -> str:
@@ -51,6 +51,26 @@ def _cv_results(selection: Any, names: list[str] | None = None) -> dict[str, NDA
     out["rank"] = rankdata(np.where(np.isnan(scores), np.inf, scores), method="min").astype(np.int64)
     out["stage"] = np.asarray(selection.search["stages"], dtype=object).copy()
     return out
+
+
+def check_device(device: Any, backend: str) -> None:
+    """A torch device for ``backend="auto"`` or ``"torch"``, usable here (or ``None``).
+
+    Examples
+    --------
+    >>> check_device(None, "fused")
+    >>> check_device("cpu", "fused")
+    Traceback (most recent call last):
+    ...
+    ValueError: device='cpu' is for backend='torch' (or 'auto'); got backend='fused'
+    """
+    if device is None:
+        return
+    if backend not in ("auto", "torch"):
+        raise ValueError(f"device={device!r} is for backend='torch' (or 'auto'); got backend={backend!r}")
+    from .backends.torch_sums import resolve_device
+
+    resolve_device(device)
 
 
 def _levels(X: NDArray[np.float64], vt: str) -> NDArray[np.int64]:

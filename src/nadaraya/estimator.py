@@ -17,6 +17,7 @@ from ._estimator_parts import (
     _default_lambdas,
     _levels,
     _mixed_bandwidth,
+    check_device,
     fit_dask,
 )
 from ._inference import InferenceMixin, forget
@@ -70,6 +71,10 @@ default "cv"
         where a window is empty.
     backend : str, default "auto"
         How the sums are computed; see :func:`nadaraya.backends.available`.
+    device : str, optional
+        A torch device (``"cpu"``, ``"cuda"``): predictions and their standard errors run
+        their sums on ``backend="torch"`` there (``backend`` must be ``"auto"`` or
+        ``"torch"``); the bandwidth search runs on the CPU backends.
     degree : int, default 0
         The degree of the local polynomial fitted around each query by weighted least
         squares on the continuous columns: 0 is Nadaraya-Watson (local constant), 1 local
@@ -173,6 +178,7 @@ default "cv"
         degree: int = 0,
         var_types: str | None = None,
         categorical_kernel: str = "classic",
+        device: str | None = None,
     ) -> None:
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -181,6 +187,7 @@ default "cv"
         self.degree = degree
         self.var_types = var_types
         self.categorical_kernel = categorical_kernel
+        self.device = device
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -287,6 +294,7 @@ default "cv"
             raise ValueError(
                 f"backend={self.backend!r} is not known; valid names are: {', '.join(backends.NAMES)}"
             )
+        check_device(self.device, self.backend)
         notes: list[str] = []
         if is_dask(X, y, sample_weight):  # keep the Dask arrays, lazily
             self._fit_dask(X, y, sample_weight, notes)
@@ -328,7 +336,8 @@ default "cv"
         self._summary_cache = None
         forget(self)
         n, d = Xs.shape
-        choice = backends.choose(get_kernel(self.kernel), n=n, m=n, d=d, backend=self.backend)
+        backend = "torch" if self.device is not None and self.backend == "auto" else self.backend
+        choice = backends.choose(get_kernel(self.kernel), n=n, m=n, d=d, backend=backend)
         self.backend_, self.backend_reason_ = choice.name, choice.reason
 
     def _fit_dask(self, X: Any, y: Any, sample_weight: Any, notes: list[str]) -> None:
@@ -359,9 +368,11 @@ default "cv"
 
     def _job(self, X: Any, keys: Any, values: Any, sample_weight: Any) -> _fit.Job:
         """A validated local or mixed call of the fitted model at the queries ``X``."""
-        return _fit.prepare(X, keys, values, kernel=self.kernel, bandwidth=self.bandwidth_,
-                            sample_weight=sample_weight, degree=self.degree, var_types=self.var_types_,
-                            categorical_kernel=self.categorical_kernel, levels=self._cat_levels())
+        job = _fit.prepare(X, keys, values, kernel=self.kernel, bandwidth=self.bandwidth_,
+                           sample_weight=sample_weight, degree=self.degree, var_types=self.var_types_,
+                           categorical_kernel=self.categorical_kernel, levels=self._cat_levels())
+        job.device = self.device
+        return job
 
     def _pool(
         self, X: Any, keys: Any, values: Any, sample_weight: Any
@@ -371,7 +382,7 @@ default "cv"
             return _fit.pool(self._job(X, keys, values, sample_weight), self.empty, backend=self.backend)
         call = prepare(X, keys, values, kernel=self.kernel, bandwidth=self.bandwidth_,
                        sample_weight=sample_weight)
-        parts, _ = compute_partials(call, backend=self.backend)
+        parts, _ = compute_partials(call, backend=self.backend, device=self.device)
         return finish(parts, call, self.empty)
 
     def _training_data(self) -> tuple[Any, Any, Any]:
