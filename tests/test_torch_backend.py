@@ -310,6 +310,7 @@ def test_estimator_on_a_device_matches_the_cpu_backends(degree: int) -> None:
     assert on.backend_ == "torch" and plain.backend_ != "torch"
     np.testing.assert_allclose(on.predict(Q), plain.predict(Q), rtol=1e-12, atol=1e-12)
     (m1, s1), (m2, s2) = on.predict(Q, return_std=True), plain.predict(Q, return_std=True)
+    np.testing.assert_allclose(m1, m2, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(s1, s2, rtol=1e-10, atol=1e-14)
     np.testing.assert_allclose(on.gradient(Q), plain.gradient(Q), rtol=1e-9, atol=1e-12)
 

@@ -26,8 +26,9 @@ __all__ = ["blocks"]
 
 
 def _weights(job: _fit.Job, q0: int, q1: int) -> NDArray[np.float64]:
-    """Unnormalised weights (b, n), each row divided by its largest: the reference backend's block weights (:func:`nadaraya.backends.reference.block_weights`)
-    times the categorical factors."""
+    """Unnormalised weights (b, n), each row divided by its largest: the reference backend's
+    block weights (:func:`nadaraya.backends.reference.block_weights`) times the categorical
+    factors."""
     call, k = job.call, job.call.kernel
     q = call.queries[q0:q1].astype(np.float64)
     keys = call.keys.astype(np.float64)
