@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import kernels
+from ._attention import attention_weights
 from ._config import config_context, get_config, set_config
-from .pooling import EmptyWindowWarning, attention_weights, loo_pool, pool
+from .pooling import EmptyWindowWarning, loo_pool, pool
 
 if TYPE_CHECKING:
     from ._fit import SingularFitWarning

@@ -552,7 +552,7 @@ default "cv"
         >>> bool(np.allclose(W @ model.y_fit_, model.predict([[0.5], [1.5]])))
         True
         """
-        from .pooling import attention_weights
+        from ._attention import attention_weights
 
         check_is_fitted(self)
         if not self._plain():

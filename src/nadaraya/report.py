@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._attention import attention_weights
 from ._plot_local import LOCAL_GRID, LOCAL_NAMES, LocalCurve, figure_local
 from ._report_html import _label, render_html, write_html
 from .datasets import Split, textbook
 from .kernels import names as kernel_names
-from .pooling import attention_weights, pool
+from .pooling import pool
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
