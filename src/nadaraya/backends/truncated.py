@@ -93,9 +93,10 @@ MAX_DEGREE = 2
 _BLOCK = 512
 #: terms at or below ``exp(-708)`` of the shift are flushed to zero (:func:`nadaraya._jit.exp_flushed`)
 _FLUSH = 708.0
-#: reductions may be reordered (so they vectorise); no FMA contraction, so that each log weight is
-#: rounded exactly as the reference rounds it
-_FASTMATH = {"reassoc"}
+#: reductions may be reordered (so they vectorise) and products fused with sums (the exponential's
+#: polynomial; 1.3x faster); each log weight ``-0.5 u^2`` is stored before it is used, so that it is
+#: rounded exactly as the reference rounds it (``nnan``/``nsz`` cost the tests' 1e-13 agreement)
+_FASTMATH = {"reassoc", "contract"}
 
 
 def supports(kernel: Kernel, d: int) -> bool:
@@ -246,29 +247,33 @@ def _part(ks, ls, vt, q, inv_h, t, s0, s1, r, buf, du, pw, acc):  # type: ignore
     weighted = ls.size > 0
     for k0 in range(s0, s1, _BLOCK):
         nb = min(_BLOCK, s1 - k0)
+        kb = ks[k0:k0 + nb]  # slices: contiguous views of known length, which LLVM vectorises
+        for j in range(nb):  # -0.5 u^2 rounded and stored, so that no FMA fuses it with what follows
+            u = (q - kb[j]) * inv_h
+            buf[j] = -0.5 * u * u
         wsum = 0.0
         if weighted:
+            lb = ls[k0:k0 + nb]
             for j in range(nb):
-                u = (q - ks[k0 + j]) * inv_h
-                w = exp_flushed((-0.5 * u * u + ls[k0 + j]) - t)
+                w = exp_flushed((buf[j] + lb[j]) - t)
                 buf[j] = w
                 wsum += w
         else:
             for j in range(nb):
-                u = (q - ks[k0 + j]) * inv_h
-                w = exp_flushed(-0.5 * u * u - t)
+                w = exp_flushed(buf[j] - t)
                 buf[j] = w
                 wsum += w
         acc[0] += wsum
         for c in range(p):
+            vb = vt[c, k0:k0 + nb]
             s = 0.0
             for j in range(nb):
-                s += buf[j] * vt[c, k0 + j]
+                s += buf[j] * vb[j]
             acc[1 + c] += s
         if r == 0:
             continue
         for j in range(nb):
-            du[j] = ks[k0 + j] - q
+            du[j] = kb[j] - q
             pw[j] = buf[j]
         for power in range(1, 2 * r + 1):
             s = 0.0
@@ -278,9 +283,10 @@ def _part(ks, ls, vt, q, inv_h, t, s0, s1, r, buf, du, pw, acc):  # type: ignore
             acc[p + power] += s
             if power <= r:
                 for c in range(p):
+                    vb = vt[c, k0:k0 + nb]
                     s = 0.0
                     for j in range(nb):
-                        s += pw[j] * vt[c, k0 + j]
+                        s += pw[j] * vb[j]
                     acc[p + 2 * r + 1 + (power - 1) * p + c] += s
 
 
