@@ -8,6 +8,7 @@ mutants left alive and why each is equivalent or harmless.
 from __future__ import annotations
 
 import math
+import tracemalloc
 from fractions import Fraction
 
 import numpy as np
@@ -230,3 +231,42 @@ def test_parzen_far_out_is_quiet():
         warnings.simplefilter("error")
         got = k(u)
     assert (got == 0.0).all()
+
+
+@pytest.mark.parametrize("name", ["epanechnikov", "boxcar", "tricube", "gaussian"])
+def test_reference_pool_keeps_float32_for_every_domain(name):
+    # kernels outside the log domain start their shift at 0: in float64 it would promote the
+    # merged partials, and the pooled answer, to float64
+    rng = np.random.default_rng(4)
+    k = rng.uniform(0, 1, (60, 1)).astype(np.float32)
+    v = rng.normal(size=60).astype(np.float32)
+    got = nadaraya.pool(k, k, v, kernel=name, bandwidth=0.3, backend="reference")
+    assert got.dtype == np.float32
+    got_p = reference.partials(k, k, v[:, None], kernel=REGISTRY[name], bandwidth=np.array([0.3]))
+    assert got_p.shift.dtype == got_p.weight.dtype == got_p.value.dtype == np.float32
+    _, pooled = _plain_partials(k.astype(float), k.astype(float), v[:, None].astype(float),
+                                REGISTRY[name], np.array([0.3]))
+    np.testing.assert_allclose(got, pooled[:, 0], rtol=1e-4, atol=1e-5)
+
+
+def test_reference_moment_blocks_fit_the_working_memory():
+    # a local fit of degree r in d features holds d^(2r) entries per (query, key) pair in its
+    # largest moment term: the blocks shrink by that factor, so the scratch stays within the
+    # working memory; the result (accumulated per query block, then concatenated) comes twice
+    rng = np.random.default_rng(5)
+    d, r, m, n = 4, 2, 200, 200
+    k, q, v = rng.uniform(0, 1, (n, d)), rng.uniform(0, 1, (m, d)), rng.normal(size=(n, 1))
+    working = 1  # MiB
+    with nadaraya.config_context(working_memory=working):
+        tracemalloc.start()
+        try:
+            tracemalloc.reset_peak()
+            before, _ = tracemalloc.get_traced_memory()
+            got = reference.partials(q, k, v, kernel=REGISTRY["gaussian"], bandwidth=np.full(d, 0.5),
+                                     moments=r)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    result = sum(a.nbytes for a in (got.shift, got.weight, got.value, *got.moments))
+    assert got.moments[2 * r - 1].shape == (m,) + (d,) * (2 * r)  # the d^(2r) term is there
+    assert peak - before < working * 2**20 + 2 * result, f"{(peak - before) / 2**20:.2f} MiB"
