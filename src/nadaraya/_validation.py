@@ -251,6 +251,26 @@ def check_some_weight(w: NDArray[np.floating]) -> None:
         raise ValueError("sample_weight is zero everywhere; at least one key needs a positive weight")
 
 
+def as_tol(tol: Any) -> float | None:
+    """``None`` (exact sums) or an allowed error in ``(0, 0.1]``.
+
+    Examples
+    --------
+    >>> as_tol(1e-10), as_tol(None)
+    (1e-10, None)
+    >>> as_tol(0.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: tol must be None (exact) or a number in (0, 0.1], e.g. 1e-10; got 0.5
+    """
+    if tol is None:
+        return None
+    number = isinstance(tol, int | float | np.integer | np.floating) and not isinstance(tol, bool)
+    if not (number and 0 < tol <= 0.1):
+        raise ValueError(f"tol must be None (exact) or a number in (0, 0.1], e.g. 1e-10; got {tol!r}")
+    return float(tol)
+
+
 def as_empty(empty: str) -> str:
     if empty not in EMPTY_POLICIES:
         raise ValueError(

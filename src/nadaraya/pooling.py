@@ -20,6 +20,7 @@ from ._validation import (
     as_empty,
     as_points,
     as_sample_weight,
+    as_tol,
     as_values,
     is_dask,
     pick_dtype,
@@ -93,14 +94,21 @@ def _in_range(values: NDArray[np.floating]) -> tuple[NDArray[np.floating], int]:
 
 def compute_partials(
     call: Call, *, exclude: NDArray[np.integer] | None = None, backend: str = "auto", moments: int = 0,
-    device: str | None = None,
+    device: str | None = None, tol: float | None = None,
 ) -> tuple[Partials, backends.Choice]:
     """The partial sums of a validated call on the chosen backend (with the moment sums of a
-    local polynomial of degree ``moments``)."""
+    local polynomial of degree ``moments``; within ``tol`` where a faster method allows it)."""
     m, n, d, _ = call.shape
     if device is not None and backend == "auto":
         backend = "torch"  # a device names the torch backend
-    choice = backends.choose(call.kernel, n=n, m=m, d=d, backend=backend)
+    choice = None
+    if backend == "auto" and tol is not None and d == 1 and m and n:
+        points = (call.queries, call.keys)
+        extent = max(float(a.max()) for a in points) - min(float(a.min()) for a in points)
+        span = extent / float(call.bandwidth[0])
+        choice = backends.choose_within(call.kernel, n=n, m=m, d=d, tol=tol, span=span, moments=moments)
+    if choice is None:
+        choice = backends.choose(call.kernel, n=n, m=m, d=d, backend=backend)
     parts = backends.compute(
         choice.name,
         call.queries,
@@ -112,6 +120,7 @@ def compute_partials(
         exclude=exclude,
         moments=moments,
         device=device,
+        tol=tol,
     )
     return parts, choice
 
@@ -265,6 +274,7 @@ def pool(
     var_types: str | None = None,
     categorical_kernel: str = "classic",
     device: str | None = None,
+    tol: float | None = None,
 ) -> NDArray[np.floating]:
     r"""Attention pooling by similarity: the Nadaraya-Watson estimate at each query.
 
@@ -316,6 +326,14 @@ def pool(
         Wang-van Ryzin (ordered) and Aitchison-Aitken (unordered), or Li-Racine's for both.
     device : str, optional
         A torch device (``"cpu"``, ``"cuda"``): the sums run on ``backend="torch"`` there.
+    tol : float, optional
+        An error allowed, for speed. ``None`` (default): exact sums. A number in ``(0, 0.1]``:
+        ``backend="auto"`` may use a faster method whose every prediction is within
+        ``tol * max|v|`` of the exact one (per value column), on every query; today the
+        Taylor series of the Gaussian kernel in 1-D (:mod:`nadaraya.backends.taylor`, for
+        ``tol >= 1e-12``) where it beats the exact sums (:func:`nadaraya.backends.explain`).
+        Everything else stays exact, which meets any ``tol``: local polynomial fits
+        (``degree > 0``), mixed data and Dask inputs among them.
 
     Returns
     -------
@@ -332,7 +350,7 @@ def pool(
     >>> nadaraya.pool([0.0], [0.0, 1.0, 2.0], [1.0, 3.0, 5.0], bandwidth=0.5, degree=1).round(12)
     array([1.])
     """
-    empty = as_empty(empty)
+    empty, tol = as_empty(empty), as_tol(tol)
     if is_dask(queries, keys, values, sample_weight):
         return _lazy_pool(queries, keys, values, kernel, bandwidth, empty, sample_weight, backend,
                           degree, var_types, categorical_kernel)
@@ -345,7 +363,7 @@ def pool(
         job.device = device
         return _fit.pool(job, empty, backend=backend)
     call = prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight)
-    parts, _ = compute_partials(call, backend=backend, device=device)
+    parts, _ = compute_partials(call, backend=backend, device=device, tol=tol)
     return finish(parts, call, empty)
 
 
@@ -362,19 +380,22 @@ def loo_pool(
     var_types: str | None = None,
     categorical_kernel: str = "classic",
     device: str | None = None,
+    tol: float | None = None,
 ) -> NDArray[np.floating]:
     """Leave-one-out predictions: each key pooled over all the *other* keys.
 
     Each point's own term is left out inside the sums (masked), never subtracted afterwards,
-    so the result is exact even when the own term dominates. Other keys at the same
-    location are kept. These are the predictions that cross-validation scores and that the
-    textbook's learnable model is trained on.
+    so the result is exact even when the own term dominates (with ``tol``, the Taylor method
+    subtracts the own key's share of its series where that keeps the bound, and computes the
+    point exactly where it would not). Other keys at the same location are kept. These are the
+    predictions that cross-validation scores and that the textbook's learnable model is
+    trained on.
 
     Parameters
     ----------
     keys : array-like of shape (n, d) or (n,)
     values : array-like of shape (n,) or (n, p)
-    kernel, bandwidth, empty, sample_weight, backend, degree, var_types, categorical_kernel, device
+    kernel, bandwidth, empty, sample_weight, backend, degree, var_types, categorical_kernel, device, tol
         As for :func:`pool`.
 
     Returns
@@ -388,7 +409,7 @@ def loo_pool(
     >>> nadaraya.loo_pool([0.0, 1.0, 2.0], [1.0, 2.0, 3.0], kernel="constant").tolist()
     [2.5, 2.0, 1.5]
     """
-    empty = as_empty(empty)
+    empty, tol = as_empty(empty), as_tol(tol)
     if is_dask(keys, values, sample_weight):
         return _lazy_pool(None, keys, values, kernel, bandwidth, empty, sample_weight, backend,
                           degree, var_types, categorical_kernel)
@@ -402,5 +423,5 @@ def loo_pool(
         return _fit.pool(job, empty, np.arange(job.call.keys.shape[0]), backend)
     call = prepare(None, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight)
     exclude = np.arange(call.keys.shape[0])
-    parts, _ = compute_partials(call, exclude=exclude, backend=backend, device=device)
+    parts, _ = compute_partials(call, exclude=exclude, backend=backend, device=device, tol=tol)
     return finish(parts, call, empty, exclude)

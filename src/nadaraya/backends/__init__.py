@@ -25,10 +25,15 @@ from numpy.typing import NDArray
 from ..kernels import Kernel
 from ..partials import Partials
 
-__all__ = ["NAMES", "Backend", "BackendName", "Choice", "available", "choose", "compute", "explain", "get"]
+__all__ = [
+    "NAMES", "Backend", "BackendName", "Choice", "available", "choose", "choose_within", "compute", "explain",
+    "get",
+]
 
 #: the values ``backend=`` accepts
-BackendName = Literal["auto", "reference", "fused", "windowed", "dask", "laplace", "torch"]
+BackendName = Literal[
+    "auto", "reference", "fused", "windowed", "dask", "laplace", "torch", "truncated", "taylor"
+]
 
 #: backend name -> (module, the extra that provides its dependencies, modules it needs)
 _REGISTRY: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
@@ -38,6 +43,8 @@ _REGISTRY: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
     "dask": ("nadaraya.backends.dask", "dask", ("dask", "distributed")),
     "laplace": ("nadaraya.backends.laplace", None, ()),
     "torch": ("nadaraya.backends.torch_sums", "torch", ("torch",)),
+    "truncated": ("nadaraya.backends.truncated", None, ()),
+    "taylor": ("nadaraya.backends.taylor", None, ()),
 }
 
 #: the backend names, ``"auto"`` first
@@ -202,6 +209,50 @@ def choose(
     return Choice("reference", f"no compiled backend supports the {kernel.name!r} kernel here")
 
 
+#: the cost model of ``tol=``: nanoseconds per (query, key) pair of the exact fused loop in 1-D,
+#: and per (key, box) visit and series term, per visit (its exponential) and per point sorted
+#: of the taylor backend, on two cores (measured on the 2-core machine, 2026-11)
+EXACT_NS_PER_PAIR = 0.45
+TAYLOR_NS = {"term": 0.16, "visit": 2.2, "point": 60.0}
+
+
+def choose_within(
+    kernel: Kernel, *, n: int, m: int, d: int, tol: float | None, span: float, moments: int = 0
+) -> Choice | None:
+    """The backend for a call that allows an error of ``tol`` (each prediction within
+    ``tol * max|y|``), when a method faster than the exact sums meets it; ``None`` otherwise
+    (the exact choice of :func:`choose` then meets any ``tol``).
+
+    ``span``: the extent of the queries and keys together, in bandwidths. The taylor backend
+    (the Gaussian in 1-D, plain pooling) is chosen when its modelled cost is under half the
+    exact loop's (:data:`EXACT_NS_PER_PAIR`, :data:`TAYLOR_NS`).
+
+    Examples
+    --------
+    >>> from nadaraya.kernels import get as kernel
+    >>> choose_within(kernel("gaussian"), n=10**6, m=10**6, d=1, tol=1e-10, span=5000.0).name
+    'taylor'
+    >>> choose_within(kernel("gaussian"), n=300, m=300, d=1, tol=1e-10, span=50.0) is None
+    True
+    """
+    if tol is None or moments or d != 1 or kernel.name != "gaussian" or n * m < SMALL_PAIRS:
+        return None
+    from . import taylor
+
+    if tol < taylor.MIN_TOL:
+        return None
+    plan = taylor.plan(n, m, tol, span)
+    cost = (plan["visits"] * (plan["terms"] * TAYLOR_NS["term"] + TAYLOR_NS["visit"])
+            + (n + m) * TAYLOR_NS["point"])
+    exact = n * m * EXACT_NS_PER_PAIR
+    if cost > exact / 2:
+        return None
+    return Choice("taylor", (
+        f"Gaussian kernel in 1-D with tol={tol:g}: Taylor series about boxes {2 * plan['rho']:.2g} "
+        f"bandwidths wide, {plan['terms']} terms, keys beyond {plan['radius']:.1f} bandwidths dropped; "
+        f"each prediction within tol * max|y|; about {exact / cost:.0f}x less work than the exact sums"))
+
+
 def explain(
     kernel: str | Kernel = "gaussian",
     *,
@@ -209,6 +260,8 @@ def explain(
     m: int,
     d: int = 1,
     bandwidth: float | NDArray[np.floating] | None = None,
+    tol: float | None = None,
+    span: float | None = None,
 ) -> str:
     """Say which backend ``backend="auto"`` would use for such a call, and why.
 
@@ -218,7 +271,12 @@ def explain(
     n, m, d : int
         Keys, queries and features.
     bandwidth : float or ndarray, optional
-        Accepted for existing calls; the choice does not depend on it.
+        Accepted for existing calls; the exact choice does not depend on it.
+    tol : float, optional
+        The error allowed (see :func:`nadaraya.pool`); with ``span`` it may pick a faster
+        method (:func:`choose_within`).
+    span : float, optional
+        The extent of the queries and keys together, in bandwidths (with ``tol``).
 
     Examples
     --------
@@ -227,10 +285,14 @@ def explain(
     'reference: 10000 pairs: too few to pay for loading compiled code'
     >>> explain("gaussian", n=10**5, m=10**5).split(":")[0] in ("fused", "reference")
     True
+    >>> explain("gaussian", n=10**6, m=10**6, tol=1e-10, span=5000.0).split(":")[0]
+    'taylor'
     """
     from ..kernels import get as get_kernel
 
-    return str(choose(get_kernel(kernel), n=n, m=m, d=d))
+    k = get_kernel(kernel)
+    fast = None if span is None else choose_within(k, n=n, m=m, d=d, tol=tol, span=span)
+    return str(fast if fast is not None else choose(k, n=n, m=m, d=d))
 
 
 def compute(
@@ -245,12 +307,14 @@ def compute(
     exclude: NDArray[np.integer] | None = None,
     moments: int = 0,
     device: str | None = None,
+    tol: float | None = None,
 ) -> Partials:
     """Run one backend on validated arrays (see ``nadaraya.backends.reference.partials``).
 
     ``moments`` (a local polynomial degree) is passed on only when positive, so that a backend
     computes plain pooling exactly as it always did; ``device`` (a torch device, for
-    ``backend="torch"``) only when given.
+    ``backend="torch"``) only when given; ``tol`` only to ``backend="taylor"`` (the others are
+    exact, within any tolerance).
 
     Examples
     --------
@@ -273,4 +337,5 @@ def compute(
         exclude=exclude,
         **({"moments": moments} if moments else {}),
         **({"device": device} if device is not None else {}),
+        **({"tol": tol} if tol is not None and name == "taylor" else {}),
     )

@@ -1,0 +1,353 @@
+"""The taylor backend: Gaussian sums in 1-D within a stated tolerance, by Taylor series about box centres.
+
+**What it guarantees.** Called with ``tol``, every prediction ``value / weight`` it returns is
+within ``tol * max_i |v_i|`` of the exact one (per value column ``v``), on every query. To get
+there, each of its sums ``S_v = sum_i s_i w_i v_i`` (and the weight, ``v = 1``) is within
+``eps W max|v|`` of the exact sum, ``eps = tol / 2.1`` and ``W = sum_i s_i w_i``; then
+``|S_v / W_hat - S_v / W| <= 2 eps max|v| / (1 - eps) < tol max|v|``. The bound covers the
+two approximations below; floating-point rounding comes on top, as for every backend (the
+method keeps it near a direct sum's: see the amplification below), and ``tol`` below
+:data:`MIN_TOL` is refused.
+
+**How.** In units of the bandwidth, the queries are cut into boxes of half-width :data:`RHO`.
+For a query at ``a`` from its box's centre ``c`` (``|a| <= RHO``) and a key at ``u`` from it,
+
+    exp(-(a - u)^2 / 2) = exp(-a^2 / 2) * exp(-u^2 / 2) * sum_k (a u)^k / k!,
+
+so the box's queries share the sums ``T_k = sum_i s_i v_i exp(-u_i^2 / 2) u_i^k / k!`` over its
+keys, and each query costs one polynomial in ``a``. Per box:
+
+1. keys farther than ``R`` bandwidths from every query of the box are dropped. They weigh at
+   most ``exp(-R^2 / 2) s_i`` each; ``R^2 = D^2 + 2 log(3 sum_i s_i / (eps s_j))`` with ``s_j``
+   a key at most ``D`` bandwidths from every query of the box (the best of the two keys next
+   to its centre), so that all of them together stay below ``eps / 3`` of ``W`` (``W >= s_j
+   exp(-D^2 / 2)``);
+2. the series stops after ``p`` terms. With ``Z = RHO (RHO + R)`` bounding ``|a u|`` over the
+   kept keys, the remainder of each key's term is at most ``Z^p / p! e^Z`` times the term
+   itself (Lagrange's remainder of ``exp(x)``, ``e^xi x^p / p!`` with ``xi`` between 0 and
+   ``x``, is at most ``|x|^p / p!`` times ``e^x`` for ``x >= 0`` and times ``e^|x|`` below);
+   ``p`` is the smallest with that below ``eps / 3``.
+
+Boxes whose ``p`` would pass :data:`MAX_TERMS` (queries far from every key) are computed by the
+exact backends instead, so the log domain keeps a far query's nearest key as it does
+everywhere. Rounding: a key's share of the series is computed to within a few ulps of
+``exp(-(|a| - |u|)^2 / 2)``, which exceeds its weight by at most ``e^(2 Z)`` (below 2e4 here)
+only for keys on the far side of the box centre.
+
+**Leave-one-out** (``exclude``): the left-out key's share of the box's series is recomputed the
+same way and subtracted; where that share's terms are so large against the rest of the sum that
+their rounding could pass ``eps / 3``, the query is computed exactly instead.
+
+Cost: sorting the keys and the queries, then ``O(p)`` per query and ``O(p)`` per (key, box)
+visit, about ``(1 + R / RHO) n p`` in all, whatever the bandwidth; parallel over boxes.
+
+Examples
+--------
+>>> import numpy as np
+>>> from nadaraya.kernels import get
+>>> from nadaraya.backends import reference, taylor
+>>> rng = np.random.default_rng(0)
+>>> x = rng.uniform(0, 5, (2000, 1)); v = np.sin(x)
+>>> a = taylor.partials(x, x, v, kernel=get("gaussian"), bandwidth=np.array([0.05]), tol=1e-10)
+>>> b = reference.partials(x, x, v, kernel=get("gaussian"), bandwidth=np.array([0.05]))
+>>> bool(np.abs(a.finalize() - b.finalize()).max() <= 1e-10 * np.abs(v).max())
+True
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+from .._jit import exp_flushed, run_ranges
+from ..kernels import Kernel
+from ..partials import Partials
+
+__all__ = ["MAX_TERMS", "MIN_TOL", "RHO", "partials", "plan", "supports"]
+
+#: the boxes' half-width, in bandwidths
+RHO = 0.4
+#: the most series terms a box takes; boxes that would need more go to the exact backends
+MAX_TERMS = 64
+#: the smallest tolerance offered (below it rounding, not the series, would set the error)
+MIN_TOL = 1e-12
+#: keys per chunk of a box's window (their powers stay in cache)
+CHUNK = 512
+_ROUND = 2.0**-53
+
+
+def supports(kernel: Kernel, d: int) -> bool:
+    """The Gaussian kernel in one feature.
+
+    Examples
+    --------
+    >>> from nadaraya.kernels import get
+    >>> supports(get("gaussian"), 1), supports(get("gaussian"), 2), supports(get("epanechnikov"), 1)
+    (True, False, False)
+    """
+    return kernel.name == "gaussian" and d == 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _terms(z: float, bound: float) -> int:  # pragma: no cover - compiled
+    """The fewest terms ``p`` with ``z^p / p! e^z <= bound`` (``MAX_TERMS + 1``: none)."""
+    b = math.exp(z)
+    for p in range(MAX_TERMS + 1):
+        if b <= bound:
+            return p
+        b *= z / (p + 1)
+    return MAX_TERMS + 1
+
+
+def plan(n: int, m: int, tol: float, span: float) -> dict[str, float]:
+    """What the method expects for ``n`` keys and ``m`` queries spread over ``span`` bandwidths
+    (unit sample weights, keys next to every box): the drop radius ``R``, the terms ``p`` and
+    the (key, box) visits, for the cost model and :func:`nadaraya.backends.explain`.
+
+    Examples
+    --------
+    >>> p = plan(10**6, 10**6, 1e-10, 5 / 0.001)
+    >>> 25 <= p["terms"] <= 40 and 8 < p["radius"] < 11
+    True
+    """
+    eps3 = tol / 2.1 / 3.0
+    rho, _ = _box_size(float(n), eps3)
+    radius = math.sqrt(rho**2 + 2.0 * math.log(n / eps3))
+    terms = _terms(rho * (rho + radius), eps3)
+    boxes = min(m, max(1.0, span / (2 * rho)))
+    per_box = min(n, n * (2 * (rho + radius)) / max(span, 2 * (rho + radius)))
+    return {"rho": rho, "radius": radius, "terms": terms, "visits": boxes * per_box}
+
+
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})  # reordered sums vectorise
+def _box_sums(qs, xs, ss, vs, inv_h, origin, rho, zmax, lc, eps3, kappa,  # type: ignore[no-untyped-def]
+              starts, ids, ex, b0, b1, out_s, out_w, out_v, ok):  # pragma: no cover - compiled
+    """The shifts, weights and value sums of the queries of boxes ``b0:b1`` (sorted queries
+    ``qs``, sorted keys ``xs`` with weights ``ss`` and values ``vs``; ``ex`` the sorted position
+    of each query's left-out key or -1); ``ok`` False where a query goes to the exact backends."""
+    n = xs.size
+    ncol = vs.shape[1]
+    eu = np.empty(CHUNK)
+    uu = np.empty(CHUNK)
+    vv = np.empty((ncol, CHUNK))
+    width = 2.0 * rho / inv_h
+    for b in range(b0, b1):
+        q0, q1 = starts[b], starts[b + 1]
+        c = origin + (ids[b] + 0.5) * width
+        j = np.searchsorted(xs, c)
+        best = -np.inf
+        best_d = 0.0
+        for t in (j - 1, j):
+            if 0 <= t < n:
+                dist = abs(xs[t] - c) * inv_h + rho
+                score = math.log(ss[t]) - 0.5 * dist * dist
+                if score > best:
+                    best, best_d = score, dist
+        radius = math.sqrt(max(best_d * best_d + 2.0 * (lc - (best + 0.5 * best_d * best_d)), 0.0))
+        reach = (rho + radius) / inv_h
+        lo = np.searchsorted(xs, c - reach)
+        hi = np.searchsorted(xs, c + reach, side="right")
+        z = rho * (rho + radius)
+        p = _terms(z, eps3)
+        if z > zmax or p > MAX_TERMS:  # far from the keys: exact sums over the few kept ones
+            _direct(qs, xs, ss, vs, inv_h, ex, q0, q1, lo, hi, out_s, out_w, out_v)
+            continue
+        T = np.zeros((p, ncol + 1))
+        for k0 in range(lo, hi, CHUNK):
+            nb = min(CHUNK, hi - k0)
+            for t in range(nb):
+                u = (xs[k0 + t] - c) * inv_h
+                uu[t] = u
+                eu[t] = ss[k0 + t] * exp_flushed(-0.5 * u * u)
+                for col in range(ncol):
+                    vv[col, t] = vs[k0 + t, col]
+            v0 = vv[0]
+            for k in range(p):  # T_k += sum e u^k / k! (v); then the powers move one step
+                step = 1.0 / (k + 1)
+                acc_w = 0.0
+                acc_v = 0.0
+                for t in range(nb):
+                    e = eu[t]
+                    acc_w += e
+                    acc_v += e * v0[t]
+                    eu[t] = e * (uu[t] * step)
+                T[k, 0] += acc_w
+                T[k, 1] += acc_v
+            if ncol > 1:  # the other value columns: the powers again, one column at a time
+                for t in range(nb):
+                    eu[t] = ss[k0 + t] * exp_flushed(-0.5 * uu[t] * uu[t])
+                for k in range(p):
+                    step = 1.0 / (k + 1)
+                    for col in range(1, ncol):
+                        vc = vv[col]
+                        acc = 0.0
+                        for t in range(nb):
+                            acc += eu[t] * vc[t]
+                        T[k, col + 1] += acc
+                    for t in range(nb):
+                        eu[t] *= uu[t] * step
+        for i in range(q0, q1):
+            a = (qs[i] - c) * inv_h
+            pref = math.exp(-0.5 * a * a)
+            w = T[p - 1, 0]
+            for k in range(p - 2, -1, -1):
+                w = w * a + T[k, 0]
+            out_w[i] = pref * w
+            for col in range(ncol):
+                s = T[p - 1, col + 1]
+                for k in range(p - 2, -1, -1):
+                    s = s * a + T[k, col + 1]
+                out_v[i, col] = pref * s
+            e = ex[i]
+            if e >= 0 and lo <= e < hi:  # the left-out key's share, as the box summed it
+                u = (xs[e] - c) * inv_h
+                term = ss[e] * math.exp(-0.5 * u * u)
+                share = 0.0
+                size = 0.0  # the share's terms in magnitude: what its rounding scales with
+                ak = 1.0
+                for k in range(p):
+                    share += term * ak
+                    size += abs(term * ak)
+                    term *= u / (k + 1)
+                    ak *= a
+                share *= pref
+                out_w[i] -= share
+                for col in range(ncol):
+                    out_v[i, col] -= share * vs[e, col]
+                if not pref * size <= kappa * out_w[i]:
+                    ok[i] = False
+            if not out_w[i] > 0.0:
+                ok[i] = False
+
+
+@numba.njit(cache=True, nogil=True)
+def _direct(qs, xs, ss, vs, inv_h, ex, q0, q1, lo, hi, out_s, out_w, out_v):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Exact sums of queries ``q0:q1`` over keys ``lo:hi``, each under its largest log weight."""
+    for i in range(q0, q1):
+        top = -np.inf
+        for k in range(lo, hi):
+            if k != ex[i]:
+                u = (xs[k] - qs[i]) * inv_h
+                top = max(top, math.log(ss[k]) - 0.5 * u * u)
+        out_s[i] = top if top > -np.inf else 0.0
+        w = 0.0
+        for col in range(vs.shape[1]):
+            out_v[i, col] = 0.0
+        if top > -np.inf:
+            for k in range(lo, hi):
+                if k != ex[i]:
+                    u = (xs[k] - qs[i]) * inv_h
+                    t = math.exp(math.log(ss[k]) - 0.5 * u * u - top)
+                    w += t
+                    for col in range(vs.shape[1]):
+                        out_v[i, col] += t * vs[k, col]
+        out_w[i] = w
+
+
+def _box_size(total: float, eps3: float) -> tuple[float, float]:
+    """The boxes' half-width and the largest ``Z`` a box may have: its rounding amplification
+    ``e^(2 Z)`` times ``(MAX_TERMS / 2 + 8)`` ulps stays below ``eps3``; boxes are as wide as
+    that allows for a key next to them (at most :data:`RHO`)."""
+    zmax = 0.5 * math.log(eps3 / ((MAX_TERMS / 2 + 8) * _ROUND))
+    radius = math.sqrt(2.0 * math.log(max(total, 1.0) / eps3))
+    return min(RHO, 0.9 * zmax / (radius + RHO)), zmax
+
+
+def partials(
+    queries: NDArray[np.floating],
+    keys: NDArray[np.floating],
+    values: NDArray[np.floating],
+    *,
+    kernel: Kernel,
+    bandwidth: NDArray[np.floating],
+    sample_weight: NDArray[np.floating] | None = None,
+    exclude: NDArray[np.integer] | None = None,
+    moments: int = 0,
+    tol: float = 1e-10,
+) -> Partials:
+    """Partial sums of the Gaussian kernel in 1-D within ``tol`` (see the module's text).
+
+    ``moments`` must be 0 (plain pooling); ``tol`` at least :data:`MIN_TOL`.
+
+    Raises
+    ------
+    ValueError
+        For a kernel other than the Gaussian or ``d != 1``, ``moments > 0``, or a ``tol``
+        outside ``[MIN_TOL, 0.1]``.
+    """
+    if not supports(kernel, keys.shape[1]):
+        raise ValueError(f"backend='taylor' computes the Gaussian kernel in 1-D; got kernel={kernel.name!r} "
+                         f"with d={keys.shape[1]}")
+    if moments:
+        raise ValueError(f"backend='taylor' computes plain pooling (moments=0); got moments={moments!r}")
+    if not (isinstance(tol, float | int) and MIN_TOL <= tol <= 0.1):
+        raise ValueError(f"tol must be a number from {MIN_TOL:g} to 0.1 for backend='taylor'; got {tol!r}")
+    dtype = values.dtype
+    m, n, p = queries.shape[0], keys.shape[0], values.shape[1]
+    sw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    live = np.flatnonzero(sw > 0)
+    scale_exp = int(np.frexp(sw[live].max())[1]) if live.size else 0
+    order = live[np.argsort(keys[live, 0])] if live.size < n else np.argsort(keys[:, 0])
+    xs = np.ascontiguousarray(keys[order, 0], dtype=np.float64)
+    ss = np.ldexp(sw[order], -scale_exp)  # exact: the largest in [0.5, 1)
+    vs = np.ascontiguousarray(values[order], dtype=np.float64)
+    qorder = np.argsort(queries[:, 0])
+    qs = np.ascontiguousarray(queries[qorder, 0], dtype=np.float64)
+    position = np.full(n + 1, -1, dtype=np.int64)  # original key -> sorted position (-1: dropped)
+    position[order] = np.arange(order.size)
+    ex = position[np.asarray(exclude, dtype=np.int64)[qorder]] if exclude is not None else np.full(m, -1)
+    inv_h = 1.0 / float(bandwidth[0])
+    origin = float(min(qs[0], xs[0])) if m and xs.size else 0.0
+    eps3 = tol / 2.1 / 3.0
+    lc = math.log(max(float(ss.sum()), 1e-300) / eps3)
+    kappa = eps3 / (8.0 * (MAX_TERMS + 8) * _ROUND)
+    rho, zmax = _box_size(float(ss.sum()), eps3)
+    ids = np.floor((qs - origin) * inv_h / (2 * rho)).astype(np.int64)
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(ids)) + 1, [m]]).astype(np.int64)
+    box_ids = ids[starts[:-1]] if m else ids
+    shift = np.zeros(m)
+    w = np.zeros(m)
+    val = np.zeros((m, p))
+    ok = np.ones(m, dtype=np.bool_)
+    if xs.size and m:
+        args = (qs, xs, ss, vs, inv_h, origin, rho, zmax, lc, eps3, kappa, starts, box_ids, ex)
+        run_ranges(_box_sums, args, box_ids.size, (shift, w, val, ok))
+    else:
+        ok[:] = False
+    shift += scale_exp * math.log(2.0)
+    sorted_parts = (shift, w, val)
+    out = [np.empty_like(a) for a in sorted_parts]
+    for a, b in zip(out, sorted_parts, strict=True):
+        a[qorder] = b
+    shift, w, val = out
+    bad = np.flatnonzero(~ok[np.argsort(qorder)]) if not ok.all() else np.empty(0, dtype=np.int64)
+    if bad.size:
+        _exact(bad, queries, keys, values, kernel, bandwidth, sample_weight, exclude, shift, w, val)
+    if dtype == np.float32:
+        top = np.frexp(np.where(w > 0, w, 1.0))[1]
+        shift = shift + top * math.log(2.0)
+        w, val = np.ldexp(w, -top), np.ldexp(val, -top[:, None])
+    return Partials(shift.astype(dtype), w.astype(dtype), val.astype(dtype))
+
+
+def _exact(
+    rows: NDArray[np.int64], queries: NDArray[np.floating], keys: NDArray[np.floating],
+    values: NDArray[np.floating], kernel: Kernel, bandwidth: NDArray[np.floating],
+    sample_weight: NDArray[np.floating] | None, exclude: NDArray[np.integer] | None,
+    shift: NDArray[np.float64], w: NDArray[np.float64], val: NDArray[np.float64],
+) -> None:
+    """The exact partials of queries ``rows`` (far from every key, or whose left-out key
+    carried the sum) from the exact backends, written in place."""
+    from . import choose, compute
+
+    sub_q = queries[rows].astype(np.float64)
+    name = choose(kernel, n=keys.shape[0], m=rows.size, d=1).name
+    ex = None if exclude is None else np.asarray(exclude)[rows]
+    parts = compute(name, sub_q, keys.astype(np.float64), values.astype(np.float64), kernel=kernel,
+                    bandwidth=bandwidth.astype(np.float64),
+                    sample_weight=None if sample_weight is None else sample_weight.astype(np.float64),
+                    exclude=ex)
+    shift[rows], w[rows], val[rows] = parts.shift, parts.weight, parts.value

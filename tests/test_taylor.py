@@ -1,0 +1,179 @@
+"""The taylor backend and ``tol=`` (issue 16): every prediction within ``tol * max|v|`` of the exact
+one, on every query, against the reference backend; the cost model's choice; bad tolerances."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+import nadaraya
+from nadaraya import backends
+from nadaraya.backends import taylor
+from nadaraya.kernels import get as kernel
+
+
+def _keys(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    if kind == "uniform":
+        return rng.uniform(0, 5, n)
+    if kind == "clustered":  # three tight clusters far apart
+        return rng.choice([0.0, 2.0, 40.0], n) + rng.normal(0, 0.05, n)
+    if kind == "cauchy":  # heavy tails: a few keys very far away
+        return rng.standard_cauchy(n)
+    return rng.integers(0, 6, n).astype(float) * 0.5  # duplicates
+
+
+def _data(kind: str, n: int, m: int, seed: int, p: int = 2):
+    rng = np.random.default_rng(seed)
+    x = _keys(kind, n, rng)
+    lo, hi = np.quantile(x, [0.02, 0.98]) if n > 2 else (x.min(), x.max() + 1.0)
+    q = rng.uniform(lo - 0.3 * (hi - lo) - 1, hi + 0.3 * (hi - lo) + 1, m)
+    v = np.column_stack([np.sin(x) + x / 5, rng.normal(size=n)] + [rng.uniform(-3, 1, n)] * (p - 2))[:, :p]
+    sw = rng.uniform(0.2, 3.0, n)
+    sw[rng.random(n) < 0.1] = 0.0
+    if sw.sum() == 0:
+        sw[0] = 1.0
+    span = max(float(x.max() - x.min()), 1e-3)
+    return q, x, v, sw, span
+
+
+def _within(got: np.ndarray, exact: np.ndarray, v: np.ndarray, tol: float) -> float:
+    """The largest error over queries and columns, in units of ``tol * max|v|`` of each column
+    (the documented bound is 1)."""
+    scale = tol * np.abs(v).max(axis=0)
+    return float(np.max(np.abs(got - exact) / scale))
+
+
+@pytest.mark.parametrize("kind", ["uniform", "clustered", "cauchy", "duplicates"])
+@pytest.mark.parametrize("rel_h", [1e-6, 1e-3, 0.02, 0.3, 1e3])
+@pytest.mark.parametrize("tol", [1e-4, 1e-10, 1e-12])
+def test_every_prediction_within_tol_of_the_exact_one(kind: str, rel_h: float, tol: float) -> None:
+    q, x, v, sw, span = _data(kind, 700, 400, seed=int(rel_h * 1e6) % 97)
+    h = rel_h * span
+    got = nadaraya.pool(q, x, v, bandwidth=h, sample_weight=sw, backend="taylor", tol=tol)
+    exact = nadaraya.pool(q, x, v, bandwidth=h, sample_weight=sw, backend="reference")
+    assert _within(got, exact, v[sw > 0], tol) <= 1.0
+
+
+@pytest.mark.parametrize(("n", "m"), [(1, 1), (2, 3), (3, 2), (17, 5), (5, 17), (1000, 1)])
+def test_awkward_sizes(n: int, m: int) -> None:
+    q, x, v, sw, _ = _data("uniform", n, m, seed=n * 31 + m)
+    for h in (0.01, 1.0):
+        got = nadaraya.pool(q, x, v, bandwidth=h, sample_weight=sw, backend="taylor", tol=1e-10)
+        exact = nadaraya.pool(q, x, v, bandwidth=h, sample_weight=sw, backend="reference")
+        assert _within(got, exact, v[sw > 0], 1e-10) <= 1.0
+
+
+@pytest.mark.parametrize("kind", ["uniform", "clustered", "duplicates"])
+@pytest.mark.parametrize("h", [0.003, 0.05, 2.0])
+def test_leave_one_out_within_tol(kind: str, h: float) -> None:
+    """Each point without its own key (other keys at the same place stay), against the
+    reference's masked sums; where the own key would carry the sum the point is exact."""
+    _, x, v, sw, _ = _data(kind, 900, 1, seed=7)
+    got = nadaraya.loo_pool(x, v, bandwidth=h, sample_weight=sw, backend="taylor", tol=1e-10)
+    exact = nadaraya.loo_pool(x, v, bandwidth=h, sample_weight=sw, backend="reference")
+    finite = np.isfinite(exact).all(axis=1)  # a key alone with weight 0 elsewhere: NaN in both
+    np.testing.assert_array_equal(np.isfinite(got).all(axis=1), finite)
+    assert _within(got[finite], exact[finite], v[sw > 0], 1e-10) <= 1.0
+
+
+def test_float32_within_tol_plus_single_precision_rounding() -> None:
+    q, x, v, sw, _ = _data("uniform", 800, 300, seed=3)
+    q32, x32, v32, sw32 = (a.astype(np.float32) for a in (q, x, v, sw))
+    got = nadaraya.pool(q32, x32, v32, bandwidth=0.05, sample_weight=sw32, backend="taylor", tol=1e-10)
+    assert got.dtype == np.float32
+    exact = nadaraya.pool(q32.astype(float), x32.astype(float), v32.astype(float), bandwidth=0.05,
+                          sample_weight=sw32.astype(float), backend="reference")
+    err = np.abs(got - exact) / np.abs(v32).max(axis=0)
+    assert err.max() <= 1e-10 + 8 * np.finfo(np.float32).eps
+
+
+def test_far_queries_get_their_nearest_keys() -> None:
+    """A query a million bandwidths from every key gets the nearest key's value (the log
+    domain, as for the exact backends), never 0/0."""
+    x = np.array([0.0, 1.0, 2.0])
+    v = np.array([1.0, 2.0, 7.0])
+    q = np.array([-1e4, 3e4, 1.0])
+    got = nadaraya.pool(q, x, v, bandwidth=0.01, backend="taylor", tol=1e-10)
+    np.testing.assert_allclose(got, [1.0, 7.0, 2.0], rtol=1e-12)
+
+
+def test_the_approximation_is_real_and_bounded() -> None:
+    """A loose tolerance is used (the result differs from the exact sums) and still holds."""
+    q, x, v, sw, _ = _data("uniform", 3000, 2000, seed=11)
+    got = nadaraya.pool(q, x, v, bandwidth=0.2, sample_weight=sw, backend="taylor", tol=1e-3)
+    exact = nadaraya.pool(q, x, v, bandwidth=0.2, sample_weight=sw, backend="reference")
+    assert np.abs(got - exact).max() > 1e-12
+    assert _within(got, exact, v[sw > 0], 1e-3) <= 1.0
+    plan = taylor.plan(3000, 2000, 1e-3, 25.0)
+    assert plan["terms"] < taylor.plan(3000, 2000, 1e-10, 25.0)["terms"]
+
+
+# --- the choice behind backend="auto" -------------------------------------------------------------
+
+
+def test_auto_chooses_the_series_only_where_it_meets_tol_and_pays() -> None:
+    g = kernel("gaussian")
+    big = {"n": 10**6, "m": 10**6, "d": 1, "tol": 1e-10, "span": 5000.0}
+    choice = backends.choose_within(g, **big)
+    assert choice is not None and choice.name == "taylor" and "tol * max|y|" in choice.reason
+    assert backends.choose_within(g, **{**big, "tol": None}) is None  # exact asked
+    assert backends.choose_within(g, **{**big, "tol": 1e-14}) is None  # below what the series offers
+    assert backends.choose_within(g, **{**big, "d": 2}) is None
+    assert backends.choose_within(kernel("epanechnikov"), **big) is None
+    assert backends.choose_within(g, **big, moments=1) is None
+    assert backends.choose_within(g, **{**big, "n": 300, "m": 300}) is None  # too small to pay
+    assert backends.explain("gaussian", n=10**6, m=10**6, tol=1e-10, span=5000.0).startswith("taylor:")
+    assert backends.explain("gaussian", n=10**6, m=10**6).split(":")[0] != "taylor"
+
+
+def test_tol_on_a_case_where_the_exact_sums_cost_100x() -> None:
+    """n = m = 2e5 at h = 0.001 * range: the exact sums visit 4e10 pairs. A coarse guard, not a
+    timing: pool(tol=) must finish in under a tenth of the exact loop's time on a 1 % sample
+    of the queries, scaled up."""
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0, 5, 200_000)
+    y = np.sin(x) + rng.normal(0, 0.3, x.size)
+    q = rng.uniform(0, 5, 200_000)
+    nadaraya.pool(q[:10], x[:1000], y[:1000], bandwidth=0.005, tol=1e-10)  # load compiled code
+    start = time.perf_counter()
+    got = nadaraya.pool(q, x, y, bandwidth=0.005, tol=1e-10)
+    fast = time.perf_counter() - start
+    start = time.perf_counter()
+    exact = nadaraya.pool(q[:2000], x, y, bandwidth=0.005)
+    slow = (time.perf_counter() - start) * 100
+    assert fast < slow / 10
+    assert _within(got[:2000, None], exact[:, None], y[:, None], 1e-10) <= 1.0
+
+
+@pytest.mark.parametrize("bad", [0, 0.0, -1e-10, 0.5, float("nan"), "1e-10", True, [1e-10]])
+def test_a_bad_tolerance_is_refused_naming_it(bad: object) -> None:
+    with pytest.raises(ValueError, match="tol must be None"):
+        nadaraya.pool([0.5], [0.0, 1.0], [1.0, 2.0], tol=bad)
+    with pytest.raises(ValueError, match="tol must be None"):
+        nadaraya.loo_pool([0.0, 1.0], [1.0, 2.0], tol=bad)
+
+
+def test_what_the_series_does_not_compute_is_refused_by_name() -> None:
+    x = np.linspace(0, 1, 20)
+    with pytest.raises(ValueError, match="backend='taylor' does not support kernel='epanechnikov'"):
+        nadaraya.pool(x, x, x, kernel="epanechnikov", backend="taylor", tol=1e-6)
+    with pytest.raises(ValueError, match="backend='taylor' does not support kernel='gaussian' with d=2"):
+        nadaraya.pool(np.c_[x, x], np.c_[x, x], x, backend="taylor", tol=1e-6)
+    with pytest.raises(ValueError, match=r"tol must be a number from 1e-12 to 0.1 for backend='taylor'"):
+        nadaraya.pool(x, x, x, backend="taylor", tol=1e-14)
+    with pytest.raises(ValueError, match="moments=0"):
+        nadaraya.pool(x, x, x, backend="taylor", tol=1e-6, degree=1)
+
+
+def test_tol_leaves_exact_methods_exact() -> None:
+    """Where no faster method applies, tol changes nothing: the exact sums meet any tol."""
+    rng = np.random.default_rng(2)
+    X = rng.uniform(0, 1, (500, 2))
+    y = X[:, 0] ** 2
+    np.testing.assert_array_equal(nadaraya.pool(X, X, y, bandwidth=0.1, tol=1e-6),
+                                  nadaraya.pool(X, X, y, bandwidth=0.1))
+    x = X[:, 0]
+    np.testing.assert_array_equal(nadaraya.pool(x, x, y, bandwidth=0.1, degree=1, tol=1e-6),
+                                  nadaraya.pool(x, x, y, bandwidth=0.1, degree=1))
