@@ -249,12 +249,13 @@ def test_reference_pool_keeps_float32_for_every_domain(name):
     np.testing.assert_allclose(got, pooled[:, 0], rtol=1e-4, atol=1e-5)
 
 
-def test_reference_moment_blocks_fit_the_working_memory():
+@pytest.mark.parametrize(("d", "r", "m", "n"), [(4, 2, 200, 200), (16, 0, 500, 2000)])
+def test_reference_moment_blocks_fit_the_working_memory(d, r, m, n):
     # a local fit of degree r in d features holds d^(2r) entries per (query, key) pair in its
     # largest moment term: the blocks shrink by that factor, so the scratch stays within the
-    # working memory; the result (accumulated per query block, then concatenated) comes twice
+    # working memory; plain pooling (r = 0) makes no (query, key, feature) array at all. The
+    # result (accumulated per query block, then concatenated) comes twice
     rng = np.random.default_rng(5)
-    d, r, m, n = 4, 2, 200, 200
     k, q, v = rng.uniform(0, 1, (n, d)), rng.uniform(0, 1, (m, d)), rng.normal(size=(n, 1))
     working = 1  # MiB
     with nadaraya.config_context(working_memory=working):
@@ -268,5 +269,6 @@ def test_reference_moment_blocks_fit_the_working_memory():
         finally:
             tracemalloc.stop()
     result = sum(a.nbytes for a in (got.shift, got.weight, got.value, *got.moments))
-    assert got.moments[2 * r - 1].shape == (m,) + (d,) * (2 * r)  # the d^(2r) term is there
+    if r:
+        assert got.moments[2 * r - 1].shape == (m,) + (d,) * (2 * r)  # the d^(2r) term is there
     assert peak - before < working * 2**20 + 2 * result, f"{(peak - before) / 2**20:.2f} MiB"
