@@ -177,6 +177,17 @@ def _radius2(slack, jp):  # type: ignore[no-untyped-def]  # pragma: no cover
 
 
 @numba.njit(cache=True, nogil=True)
+def _buckets(qs, lo, hi, nb):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Each query's cell among ``nb`` equal cells over ``[lo, hi]`` (those outside: the end cells)."""
+    out = np.empty(qs.size, dtype=np.uint16)
+    scale = nb / (hi - lo) if hi > lo else 0.0
+    for i in range(qs.size):
+        x = (qs[i] - lo) * scale
+        out[i] = 0 if not x > 0.0 else (nb - 1 if x >= nb - 1 else int(x))
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
 def _bound(ks, ls, q, e, inv_h, pos):  # type: ignore[no-untyped-def]  # pragma: no cover
     """``(b, u2)``: the largest log weight among the two nearest keys on each side of position
     ``pos`` (key ``e`` left out), and the smallest ``u^2`` (the nearest key's)."""
@@ -215,12 +226,12 @@ def _window_max(ks, ls, q, e, inv_h, a, b):  # type: ignore[no-untyped-def]  # p
 def _windows(ks, ls, ls_max, qs, ex, h, inv_h, big_l, jp, a, b, lo, hi, top):  # type: ignore[no-untyped-def]  # pragma: no cover
     """For the queries ``a .. b - 1``: each window ``lo .. hi - 1`` of sorted keys and its shift
     ``top`` (``-inf`` and an empty window where no key has a finite log weight)."""
-    n = ks.size
     weighted = ls.size > 0
+    pos = 0
     for i in range(a, b):
         q = qs[i]
         e = ex[i]
-        pos = _search(ks, q, 0, n, False)
+        pos = _gallop(ks, q, min(pos, ks.size - 1), False)  # from the previous query's position
         best, u2min = _bound(ks, ls, q, e, inv_h, pos)
         if best == -np.inf:
             lo[i] = pos
@@ -340,8 +351,13 @@ class _Sorted:
         self.vt = np.ascontiguousarray(np.asarray(values, dtype=f64)[kept].T)
         qs = np.asarray(queries[:, 0], dtype=f64)
         ex = _sorted_exclude(exclude, n, kept, m)
-        # above this many keys, neighbouring queries share their windows in the cache
-        self.order = _order(qs) if kept.size > SORT_QUERIES_ABOVE else None
+        # above this many keys, queries are visited in the order of their buckets (a radix sort of
+        # 2^16 equal cells between the keys' 0.1 % quantiles): neighbours share windows in the cache
+        self.order = None
+        if kept.size > SORT_QUERIES_ABOVE and m > 1:
+            cut = kept.size // 1000
+            edge = (float(self.ks[cut]), float(self.ks[kept.size - 1 - cut]))
+            self.order = np.argsort(_buckets(qs, *edge, 2**16), kind="stable")
         if self.order is not None:
             qs, ex = qs[self.order], ex[self.order]
         self.qs = np.ascontiguousarray(qs)
