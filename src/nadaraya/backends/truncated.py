@@ -46,8 +46,10 @@ its window is summed in two parts around it (its term is never added and subtrac
 Complexity: O(n log n) to sort the keys (O(n) when sorted), O(m log n) to find the windows, and
 O(sum of the window sizes) for the sums (times ``1 + p``, and ``2 r + r p`` more with moments), in
 parallel over queries on :func:`nadaraya._jit.run_ranges`'s threads, in ranges of equal work.
-Above :data:`SORT_QUERIES_ABOVE` keys the queries are visited in sorted order, so neighbouring
-queries read the same window from the cache. With keys of a smooth density and no sample
+Above :data:`SORT_QUERIES_ABOVE` keys the queries are visited in the order of a radix sort into
+2^16 cells (O(m)), so that neighbouring queries read the same window from the cache, and each
+search starts from the previous query's position. The sums cost about 1 ns per pair and thread
+(a vectorised exponential per pair, as in the fused backend). With keys of a smooth density and no sample
 weights a window holds about ``2 sqrt(2 L) h`` times the density of keys near the query:
 ``2 R`` = 21 bandwidths at n = 1e6. :func:`pairs` estimates the total from a sample.
 
