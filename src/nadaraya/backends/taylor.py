@@ -57,6 +57,8 @@ True
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numba
 import numpy as np
@@ -76,6 +78,10 @@ MAX_TERMS = 64
 MIN_TOL = 1e-12
 #: keys per chunk of a box's window (their powers stay in cache)
 CHUNK = 512
+#: the most keys one task sums (a wide box's window is split so that every core has work)
+SEGMENT = 65536
+#: the bytes of series sums held at once (boxes are taken in batches within it)
+BATCH = 32 * 2**20
 _ROUND = 2.0**-53
 
 
@@ -122,20 +128,13 @@ def plan(n: int, m: int, tol: float, span: float) -> dict[str, float]:
     return {"rho": rho, "radius": radius, "terms": terms, "visits": boxes * per_box}
 
 
-@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})  # reordered sums vectorise
-def _box_sums(qs, xs, ss, vs, inv_h, origin, rho, zmax, lc, eps3, kappa,  # type: ignore[no-untyped-def]
-              starts, ids, ex, b0, b1, out_s, out_w, out_v, ok):  # pragma: no cover - compiled
-    """The shifts, weights and value sums of the queries of boxes ``b0:b1`` (sorted queries
-    ``qs``, sorted keys ``xs`` with weights ``ss`` and values ``vs``; ``ex`` the sorted position
-    of each query's left-out key or -1); ``ok`` False where a query goes to the exact backends."""
+@numba.njit(cache=True, nogil=True)
+def _plan_boxes(xs, ss, inv_h, origin, rho, zmax, lc, eps3, ids, b0, b1, lo, hi, terms):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Per box ``b0:b1``: the window of kept keys ``lo:hi`` and the series' terms (0: the box is
+    far from the keys and is summed directly)."""
     n = xs.size
-    ncol = vs.shape[1]
-    eu = np.empty(CHUNK)
-    uu = np.empty(CHUNK)
-    vv = np.empty((ncol, CHUNK))
     width = 2.0 * rho / inv_h
     for b in range(b0, b1):
-        q0, q1 = starts[b], starts[b + 1]
         c = origin + (ids[b] + 0.5) * width
         j = np.searchsorted(xs, c)
         best = -np.inf
@@ -148,16 +147,30 @@ def _box_sums(qs, xs, ss, vs, inv_h, origin, rho, zmax, lc, eps3, kappa,  # type
                     best, best_d = score, dist
         radius = math.sqrt(max(best_d * best_d + 2.0 * (lc - (best + 0.5 * best_d * best_d)), 0.0))
         reach = (rho + radius) / inv_h
-        lo = np.searchsorted(xs, c - reach)
-        hi = np.searchsorted(xs, c + reach, side="right")
+        lo[b] = np.searchsorted(xs, c - reach)
+        hi[b] = np.searchsorted(xs, c + reach, side="right")
         z = rho * (rho + radius)
         p = _terms(z, eps3)
-        if z > zmax or p > MAX_TERMS:  # far from the keys: exact sums over the few kept ones
-            _direct(qs, xs, ss, vs, inv_h, ex, q0, q1, lo, hi, out_s, out_w, out_v)
-            continue
-        T = np.zeros((p, ncol + 1))
-        for k0 in range(lo, hi, CHUNK):
-            nb = min(CHUNK, hi - k0)
+        terms[b] = 0 if z > zmax or p > MAX_TERMS else p
+
+
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})  # reordered sums vectorise
+def _moments(xs, ss, vs, inv_h, origin, rho, ids, terms, task_box, task_lo, task_hi,  # type: ignore[no-untyped-def]
+             t0, t1, T):  # pragma: no cover - compiled
+    """Tasks ``t0:t1``, each a range of one box's keys: their sums
+    ``T[t, k] = sum s e^(-u^2 / 2) u^k / k! (1, v)`` for ``k < terms[box]``."""
+    ncol = vs.shape[1]
+    eu = np.empty(CHUNK)
+    uu = np.empty(CHUNK)
+    vv = np.empty((ncol, CHUNK))
+    width = 2.0 * rho / inv_h
+    for task in range(t0, t1):
+        b = task_box[task]
+        p = terms[b]
+        c = origin + (ids[b] + 0.5) * width
+        Tt = T[task]
+        for k0 in range(task_lo[task], task_hi[task], CHUNK):
+            nb = min(CHUNK, task_hi[task] - k0)
             for t in range(nb):
                 u = (xs[k0 + t] - c) * inv_h
                 uu[t] = u
@@ -165,7 +178,7 @@ def _box_sums(qs, xs, ss, vs, inv_h, origin, rho, zmax, lc, eps3, kappa,  # type
                 for col in range(ncol):
                     vv[col, t] = vs[k0 + t, col]
             v0 = vv[0]
-            for k in range(p):  # T_k += sum e u^k / k! (v); then the powers move one step
+            for k in range(p):  # T_k += sum e u^k / k! (1, v_0); then the powers move one step
                 step = 1.0 / (k + 1)
                 acc_w = 0.0
                 acc_v = 0.0
@@ -174,8 +187,8 @@ def _box_sums(qs, xs, ss, vs, inv_h, origin, rho, zmax, lc, eps3, kappa,  # type
                     acc_w += e
                     acc_v += e * v0[t]
                     eu[t] = e * (uu[t] * step)
-                T[k, 0] += acc_w
-                T[k, 1] += acc_v
+                Tt[k, 0] += acc_w
+                Tt[k, 1] += acc_v
             if ncol > 1:  # the other value columns: the powers again, one column at a time
                 for t in range(nb):
                     eu[t] = ss[k0 + t] * exp_flushed(-0.5 * uu[t] * uu[t])
@@ -186,41 +199,58 @@ def _box_sums(qs, xs, ss, vs, inv_h, origin, rho, zmax, lc, eps3, kappa,  # type
                         acc = 0.0
                         for t in range(nb):
                             acc += eu[t] * vc[t]
-                        T[k, col + 1] += acc
+                        Tt[k, col + 1] += acc
                     for t in range(nb):
                         eu[t] *= uu[t] * step
-        for i in range(q0, q1):
-            a = (qs[i] - c) * inv_h
-            pref = math.exp(-0.5 * a * a)
-            w = T[p - 1, 0]
+
+
+@numba.njit(cache=True, nogil=True)
+def _evaluate(qs, xs, ss, vs, inv_h, origin, rho, kappa, qbox, ids, lo, hi, terms, T, tb0,  # type: ignore[no-untyped-def]
+              ex, off, i0, i1, out_s, out_w, out_v, ok):  # pragma: no cover - compiled
+    """Queries ``off + i0 : off + i1`` (sorted; ``qbox`` their box, whose sums are
+    ``T[box - tb0]``): the series in ``a``, the left-out key's share taken off, or the direct
+    sums of a far box."""
+    ncol = vs.shape[1]
+    width = 2.0 * rho / inv_h
+    for i in range(off + i0, off + i1):
+        b = qbox[i]
+        p = terms[b]
+        Tb = T[b - tb0]
+        if p == 0:
+            _direct(qs, xs, ss, vs, inv_h, ex, i, i + 1, lo[b], hi[b], out_s, out_w, out_v)
+            continue
+        c = origin + (ids[b] + 0.5) * width
+        a = (qs[i] - c) * inv_h
+        pref = math.exp(-0.5 * a * a)
+        w = Tb[p - 1, 0]
+        for k in range(p - 2, -1, -1):
+            w = w * a + Tb[k, 0]
+        out_w[i] = pref * w
+        for col in range(ncol):
+            s = Tb[p - 1, col + 1]
             for k in range(p - 2, -1, -1):
-                w = w * a + T[k, 0]
-            out_w[i] = pref * w
+                s = s * a + Tb[k, col + 1]
+            out_v[i, col] = pref * s
+        e = ex[i]
+        if e >= 0 and lo[b] <= e < hi[b]:  # the left-out key's share, as the box summed it
+            u = (xs[e] - c) * inv_h
+            term = ss[e] * exp_flushed(-0.5 * u * u)
+            share = 0.0
+            size = 0.0  # the share's terms in magnitude: what its rounding scales with
+            ak = 1.0
+            for k in range(p):
+                share += term * ak
+                size += abs(term * ak)
+                term *= u / (k + 1)
+                ak *= a
+            share *= pref
+            out_w[i] -= share
             for col in range(ncol):
-                s = T[p - 1, col + 1]
-                for k in range(p - 2, -1, -1):
-                    s = s * a + T[k, col + 1]
-                out_v[i, col] = pref * s
-            e = ex[i]
-            if e >= 0 and lo <= e < hi:  # the left-out key's share, as the box summed it
-                u = (xs[e] - c) * inv_h
-                term = ss[e] * math.exp(-0.5 * u * u)
-                share = 0.0
-                size = 0.0  # the share's terms in magnitude: what its rounding scales with
-                ak = 1.0
-                for k in range(p):
-                    share += term * ak
-                    size += abs(term * ak)
-                    term *= u / (k + 1)
-                    ak *= a
-                share *= pref
-                out_w[i] -= share
-                for col in range(ncol):
-                    out_v[i, col] -= share * vs[e, col]
-                if not pref * size <= kappa * out_w[i]:
-                    ok[i] = False
-            if not out_w[i] > 0.0:
+                out_v[i, col] -= share * vs[e, col]
+            if not pref * size <= kappa * out_w[i]:
                 ok[i] = False
+        if not out_w[i] > 0.0:
+            ok[i] = False
 
 
 @numba.njit(cache=True, nogil=True)
@@ -290,31 +320,35 @@ def partials(
     sw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     live = np.flatnonzero(sw > 0)
     scale_exp = int(np.frexp(sw[live].max())[1]) if live.size else 0
-    order = live[np.argsort(keys[live, 0])] if live.size < n else np.argsort(keys[:, 0])
+    key_col = keys[live, 0] if live.size < n else keys[:, 0]
+    with ThreadPoolExecutor(2) as sorter:  # NumPy sorts without the GIL: the two sorts side by side
+        pending = sorter.submit(np.argsort, queries[:, 0])
+        order = np.argsort(key_col)
+        qorder = pending.result()
+    if live.size < n:
+        order = live[order]
     xs = np.ascontiguousarray(keys[order, 0], dtype=np.float64)
     ss = np.ldexp(sw[order], -scale_exp)  # exact: the largest in [0.5, 1)
     vs = np.ascontiguousarray(values[order], dtype=np.float64)
-    qorder = np.argsort(queries[:, 0])
     qs = np.ascontiguousarray(queries[qorder, 0], dtype=np.float64)
-    position = np.full(n + 1, -1, dtype=np.int64)  # original key -> sorted position (-1: dropped)
-    position[order] = np.arange(order.size)
-    ex = position[np.asarray(exclude, dtype=np.int64)[qorder]] if exclude is not None else np.full(m, -1)
+    if exclude is not None:
+        position = np.full(n, -1, dtype=np.int64)  # original key -> sorted position (-1: dropped)
+        position[order] = np.arange(order.size)
+        ex = position[np.asarray(exclude, dtype=np.int64)[qorder]]
+    else:
+        ex = np.full(m, -1, dtype=np.int64)
     inv_h = 1.0 / float(bandwidth[0])
     origin = float(min(qs[0], xs[0])) if m and xs.size else 0.0
     eps3 = tol / 2.1 / 3.0
     lc = math.log(max(float(ss.sum()), 1e-300) / eps3)
     kappa = eps3 / (8.0 * (MAX_TERMS + 8) * _ROUND)
     rho, zmax = _box_size(float(ss.sum()), eps3)
-    ids = np.floor((qs - origin) * inv_h / (2 * rho)).astype(np.int64)
-    starts = np.concatenate([[0], np.flatnonzero(np.diff(ids)) + 1, [m]]).astype(np.int64)
-    box_ids = ids[starts[:-1]] if m else ids
     shift = np.zeros(m)
     w = np.zeros(m)
     val = np.zeros((m, p))
     ok = np.ones(m, dtype=np.bool_)
     if xs.size and m:
-        args = (qs, xs, ss, vs, inv_h, origin, rho, zmax, lc, eps3, kappa, starts, box_ids, ex)
-        run_ranges(_box_sums, args, box_ids.size, (shift, w, val, ok))
+        _series(qs, xs, ss, vs, ex, inv_h, origin, (rho, zmax, lc, eps3, kappa), (shift, w, val, ok))
     else:
         ok[:] = False
     shift += scale_exp * math.log(2.0)
@@ -331,6 +365,43 @@ def partials(
         shift = shift + top * math.log(2.0)
         w, val = np.ldexp(w, -top), np.ldexp(val, -top[:, None])
     return Partials(shift.astype(dtype), w.astype(dtype), val.astype(dtype))
+
+
+def _series(
+    qs: NDArray[np.float64], xs: NDArray[np.float64], ss: NDArray[np.float64], vs: NDArray[np.float64],
+    ex: NDArray[np.int64], inv_h: float, origin: float, params: tuple[float, ...], outputs: tuple[Any, ...],
+) -> None:
+    """Sorted queries against sorted keys, in batches of boxes whose sums fit in :data:`BATCH`
+    bytes: plan each box, sum its keys in ranges of at most :data:`SEGMENT` (so that a few wide
+    boxes still keep every core busy), add the ranges of a box, evaluate its queries."""
+    rho, zmax, lc, eps3, kappa = params
+    m = qs.size
+    qid = np.floor((qs - origin) * inv_h / (2 * rho)).astype(np.int64)
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(qid)) + 1, [m]]).astype(np.int64)
+    ids = qid[starts[:-1]]
+    nbox = ids.size
+    lo, hi, terms = np.zeros(nbox, np.int64), np.zeros(nbox, np.int64), np.zeros(nbox, np.int64)
+    run_ranges(_plan_boxes, (xs, ss, inv_h, origin, rho, zmax, lc, eps3, ids), nbox, (lo, hi, terms))
+    qbox = np.repeat(np.arange(nbox), np.diff(starts))
+    ncol = vs.shape[1] + 1
+    pmax = max(1, int(terms.max()))
+    per_batch = max(1, BATCH // (8 * pmax * ncol * max(1, -(-int((hi - lo).max()) // SEGMENT))))
+    for b0 in range(0, nbox, per_batch):
+        b1 = min(nbox, b0 + per_batch)
+        span = np.where(terms[b0:b1] > 0, hi[b0:b1] - lo[b0:b1], 0)
+        count = np.maximum(1, -(-span // SEGMENT))  # every box gets a task, empty or not
+        first = np.concatenate([[0], np.cumsum(count)[:-1]])
+        task_box = np.repeat(np.arange(b0, b1), count)
+        within = np.arange(task_box.size) - np.repeat(first, count)
+        task_lo = lo[task_box] + within * SEGMENT
+        task_hi = np.minimum(task_lo + SEGMENT, np.where(terms[task_box] > 0, hi[task_box], lo[task_box]))
+        T = np.zeros((task_box.size, pmax, ncol))
+        run_ranges(_moments, (xs, ss, vs, inv_h, origin, rho, ids, terms, task_box, task_lo, task_hi),
+                   task_box.size, (T,))
+        box_T = np.add.reduceat(T, first, axis=0) if task_box.size > b1 - b0 else T
+        q0, q1 = int(starts[b0]), int(starts[b1])
+        run_ranges(_evaluate, (qs, xs, ss, vs, inv_h, origin, rho, kappa, qbox, ids, lo, hi, terms,
+                               box_T, b0, ex, q0), q1 - q0, outputs)
 
 
 def _exact(
