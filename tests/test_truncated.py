@@ -339,3 +339,14 @@ def test_property_random_problems(n: int, m: int, log_h: float, seed: int, weigh
     exclude = rng.integers(-1, n, m) if loo else None
     h = 10.0**log_h * max(float(np.ptp(k)), 1.0)
     _check(q[:, None], k[:, None], v, h, sw, exclude)
+
+
+@pytest.mark.parametrize("degree", [0, 2])
+def test_no_output_columns(degree: int) -> None:
+    """Values with no columns (the loop carries the first output along): weights and moments stay."""
+    x = np.array([0.0, 0.3, 1.0, 1.1])[:, None]
+    got = _run("truncated", x, x, np.zeros((4, 0)), 0.5, moments=degree)
+    want = _run("reference", x, x, np.zeros((4, 0)), 0.5, moments=degree)
+    assert got.value.shape == (4, 0)
+    assert [s.shape for s in got.moments] == [s.shape for s in want.moments]
+    np.testing.assert_allclose(got.shift + np.log(got.weight), want.shift + np.log(want.weight), rtol=1e-14)

@@ -265,19 +265,24 @@ def _part(ks, ls, vt, q, inv_h, t, s0, s1, r, buf, du, pw, acc):  # type: ignore
             u = (q - kb[j]) * inv_h
             buf[j] = -0.5 * u * u
         wsum = 0.0
+        vsum = 0.0
+        v0 = vt[0, k0:k0 + nb]  # the first output rides along (p >= 1)
         if weighted:
             lb = ls[k0:k0 + nb]
             for j in range(nb):
                 w = exp_flushed((buf[j] + lb[j]) - t)
                 buf[j] = w
                 wsum += w
+                vsum += w * v0[j]
         else:
             for j in range(nb):
                 w = exp_flushed(buf[j] - t)
                 buf[j] = w
                 wsum += w
+                vsum += w * v0[j]
         acc[0] += wsum
-        for c in range(p):
+        acc[1] += vsum
+        for c in range(1, p):
             vb = vt[c, k0:k0 + nb]
             s = 0.0
             for j in range(nb):
@@ -435,6 +440,11 @@ def partials(
     dtype = queries.dtype
     r = moments
     m, p = queries.shape[0], values.shape[1]
+    if p == 0:  # the loop carries the first output along: give it one, and drop it
+        part = partials(queries, keys, np.zeros((keys.shape[0], 1), dtype=values.dtype), kernel=kernel,
+                        bandwidth=bandwidth, sample_weight=sample_weight, exclude=exclude, moments=moments)
+        return Partials(part.shift, part.weight, part.value[:, :0],
+                        part.moments[:2 * r] + tuple(x[..., :0] for x in part.moments[2 * r:]))
     st = _Sorted(queries, keys, values, sample_weight, exclude)
     h = float(np.asarray(bandwidth, dtype=np.float64)[0])
     inv_h = 1.0 / h
