@@ -272,3 +272,41 @@ def test_reference_moment_blocks_fit_the_working_memory(d, r, m, n):
     if r:
         assert got.moments[2 * r - 1].shape == (m,) + (d,) * (2 * r)  # the d^(2r) term is there
     assert peak - before < working * 2**20 + 2 * result, f"{(peak - before) / 2**20:.2f} MiB"
+
+
+def test_reference_float32_scratch_fits_the_working_memory():
+    # the scratch blocks are sized for the call's itemsize: a float32 call must build them in
+    # float32 (in float64 they would take twice the working memory)
+    rng = np.random.default_rng(6)
+    k = rng.uniform(0, 1, (4096, 1)).astype(np.float32)  # one full key block
+    q = rng.uniform(0, 1, (64, 1)).astype(np.float32)  # float32 blocks: 8 queries by 4096 keys
+    v = rng.normal(size=(4096, 1)).astype(np.float32)
+    working = 1  # MiB
+    with nadaraya.config_context(working_memory=working):
+        tracemalloc.start()
+        try:
+            tracemalloc.reset_peak()
+            before, _ = tracemalloc.get_traced_memory()
+            got = reference.partials(q, k, v, kernel=REGISTRY["tricube"], bandwidth=np.array([0.5]))
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    result = sum(a.nbytes for a in (got.shift, got.weight, got.value))
+    assert got.weight.dtype == np.float32
+    assert peak - before < working * 2**20 + 2 * result, f"{(peak - before) / 2**20:.2f} MiB"
+
+
+@pytest.mark.parametrize("name", ["gaussian", "laplacian", "boxcar", "epanechnikov"])
+def test_reference_block_weights_of_a_far_query_are_quiet(name):
+    # (q - k) / h overflows to inf (and a profile's 0 * inf to NaN) for a query far out: the
+    # weight is exactly zero (-inf in the log domain), without a RuntimeWarning for the user
+    import warnings
+
+    kernel = REGISTRY[name]
+    q, k = np.array([[0.0], [0.5]]), np.array([[1e300], [0.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        w = reference.block_weights(q, k, kernel, np.array([1e10]))
+    far = -np.inf if kernel.log_domain else 0.0
+    assert w[0, 0] == far and w[1, 0] == far
+    assert w[0, 1] == (0.0 if kernel.log_domain else kernel.profile(np.zeros(1))[0])
