@@ -177,3 +177,49 @@ def test_tol_leaves_exact_methods_exact() -> None:
     x = X[:, 0]
     np.testing.assert_array_equal(nadaraya.pool(x, x, y, bandwidth=0.1, degree=1, tol=1e-6),
                                   nadaraya.pool(x, x, y, bandwidth=0.1, degree=1))
+
+
+# --- the exact truncated sums behind backend="auto" -------------------------------------------------
+
+
+def test_auto_takes_the_exact_windows_where_they_are_small() -> None:
+    """Without tol, auto picks the exact truncated sums for the Gaussian in 1-D only where the
+    windows hold a small share of the pairs; the result is the exact one."""
+    g = kernel("gaussian")
+    assert backends.choose_window(g, n=10**5, m=10**5, d=1, moments=0, pairs=2.1e6).name == "truncated"
+    assert backends.choose_window(g, n=10**5, m=10**5, d=1, moments=0, pairs=0.9e10) is None
+    assert backends.choose_window(g, n=10**5, m=10**5, d=2, moments=0, pairs=2.1e6) is None
+    assert backends.choose_window(g, n=10**5, m=10**5, d=1, moments=3, pairs=2.1e6) is None
+    assert backends.choose_window(kernel("laplacian"), n=10**5, m=10**5, d=1, moments=0, pairs=2.1e6) is None
+    rng = np.random.default_rng(4)
+    x = rng.uniform(0, 5, 3000)
+    y = np.sin(x) + rng.normal(0, 0.3, x.size)
+    q = rng.uniform(-1, 6, 500)
+    from nadaraya.pooling import compute_partials, prepare
+
+    call = prepare(q, x, y, kernel="gaussian", bandwidth=0.005)
+    _, choice = compute_partials(call)
+    assert choice.name == "truncated"
+    _, wide = compute_partials(prepare(q, x, y, kernel="gaussian", bandwidth=5.0))
+    assert wide.name != "truncated"
+    exact = nadaraya.pool(q, x, y, bandwidth=0.005, backend="reference")
+    np.testing.assert_allclose(nadaraya.pool(q, x, y, bandwidth=0.005), exact, rtol=1e-13, atol=1e-15)
+    exact = nadaraya.loo_pool(x, y, bandwidth=0.005, backend="reference")
+    np.testing.assert_allclose(nadaraya.loo_pool(x, y, bandwidth=0.005), exact, rtol=1e-13, atol=1e-15)
+
+
+def test_select_bandwidth_within_tol_picks_a_bandwidth_as_good_as_the_exact_search() -> None:
+    """With tol=1e-8 the search runs on leave-one-out passes of the series; the bandwidth it
+    returns scores, by the exact CV, within 1e-6 relative of the exact search's optimum."""
+    from nadaraya.bandwidth import score_bandwidth
+
+    rng = np.random.default_rng(8)
+    x = rng.uniform(0, 5, 4000)
+    y = 2 * np.sin(x) + x + rng.normal(0, 0.5, x.size)
+    exact = nadaraya.select_bandwidth(x, y)
+    fast = nadaraya.select_bandwidth(x, y, tol=1e-8)
+    assert fast.n_passes > exact.n_passes  # one pass per bandwidth, not the Gaussian grid pass
+    assert abs(score_bandwidth(x, y, fast.bandwidth) - exact.score) <= 1e-6 * exact.score
+    assert abs(fast.score - score_bandwidth(x, y, fast.bandwidth)) <= 1e-6 * exact.score
+    with pytest.raises(ValueError, match="tol must be None"):
+        nadaraya.select_bandwidth(x, y, tol=-1.0)

@@ -102,11 +102,8 @@ def compute_partials(
     if device is not None and backend == "auto":
         backend = "torch"  # a device names the torch backend
     choice = None
-    if backend == "auto" and tol is not None and d == 1 and m and n:
-        points = (call.queries, call.keys)
-        extent = max(float(a.max()) for a in points) - min(float(a.min()) for a in points)
-        span = extent / float(call.bandwidth[0])
-        choice = backends.choose_within(call.kernel, n=n, m=m, d=d, tol=tol, span=span, moments=moments)
+    if backend == "auto" and d == 1 and m * n >= backends.SMALL_PAIRS and call.kernel.name == "gaussian":
+        choice = _choose_1d(call, moments, tol)
     if choice is None:
         choice = backends.choose(call.kernel, n=n, m=m, d=d, backend=backend)
     parts = backends.compute(
@@ -123,6 +120,23 @@ def compute_partials(
         tol=tol,
     )
     return parts, choice
+
+
+def _choose_1d(call: Call, moments: int, tol: float | None) -> backends.Choice | None:
+    """The data-aware choices for the Gaussian kernel in 1-D: the Taylor series within ``tol``,
+    else the exact truncated sums where the windows are small (:mod:`nadaraya.backends`)."""
+    from .backends import truncated
+
+    m, n = call.queries.shape[0], call.keys.shape[0]
+    h = float(call.bandwidth[0])
+    if tol is not None:
+        points = (call.queries, call.keys)
+        span = (max(float(a.max()) for a in points) - min(float(a.min()) for a in points)) / h
+        fast = backends.choose_within(call.kernel, n=n, m=m, d=1, tol=tol, span=span, moments=moments)
+        if fast is not None:
+            return fast
+    pairs = truncated.pairs(call.queries, call.keys, h)
+    return backends.choose_window(call.kernel, n=n, m=m, d=1, moments=moments, pairs=pairs)
 
 
 def report_empty(

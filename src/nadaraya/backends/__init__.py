@@ -26,8 +26,8 @@ from ..kernels import Kernel
 from ..partials import Partials
 
 __all__ = [
-    "NAMES", "Backend", "BackendName", "Choice", "available", "choose", "choose_within", "compute", "explain",
-    "get",
+    "NAMES", "Backend", "BackendName", "Choice", "available", "choose", "choose_window", "choose_within",
+    "compute", "explain", "get",
 ]
 
 #: the values ``backend=`` accepts
@@ -251,6 +251,35 @@ def choose_within(
         f"Gaussian kernel in 1-D with tol={tol:g}: Taylor series about boxes {2 * plan['rho']:.2g} "
         f"bandwidths wide, {plan['terms']} terms, keys beyond {plan['radius']:.1f} bandwidths dropped; "
         f"each prediction within tol * max|y|; about {exact / cost:.0f}x less work than the exact sums"))
+
+
+#: nanoseconds per visited pair of the truncated backend, and per key or query sorted, on two cores
+TRUNCATED_NS = {"pair": 0.55, "point": 60.0}
+
+
+def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs: float) -> Choice | None:
+    """The exact truncated backend for the Gaussian kernel in 1-D (``moments`` up to its
+    degree) when the ``pairs`` its windows hold (:func:`nadaraya.backends.truncated.pairs`)
+    make it cheaper than the exact loop over all ``m n`` pairs by half; ``None`` otherwise.
+
+    Examples
+    --------
+    >>> from nadaraya.kernels import get as kernel
+    >>> choose_window(kernel("gaussian"), n=10**5, m=10**5, d=1, moments=0, pairs=2.1e6).name
+    'truncated'
+    >>> choose_window(kernel("gaussian"), n=10**5, m=10**5, d=1, moments=0, pairs=9e9) is None
+    True
+    """
+    if d != 1 or kernel.name != "gaussian" or n * m < SMALL_PAIRS or moments > 2:
+        return None
+    cost = pairs * TRUNCATED_NS["pair"] + (n + m) * TRUNCATED_NS["point"]
+    exact = n * m * EXACT_NS_PER_PAIR
+    if cost > exact / 2:
+        return None
+    return Choice("truncated", (
+        f"Gaussian kernel in 1-D: exact sums over the sorted keys within each query's window "
+        f"(about {pairs / max(m, 1):.0f} of {n} keys per query; the keys left out weigh under 2^-60 "
+        f"of its largest term together); about {exact / cost:.0f}x less work than all pairs"))
 
 
 def explain(

@@ -149,9 +149,12 @@ class _Objective:
         method: str,
         backend: str,
         weight_exp: int = 0,
+        tol: float | None = None,
     ) -> None:
         # the weights were multiplied by 2**-weight_exp: AICc's sample size is their true sum
         self.weight_exp = weight_exp
+        #: the error allowed in each leave-one-out pass (``tol=`` of :func:`nadaraya.pool`)
+        self.tol = tol
         if sw is not None:
             keep = sw > 0
             X, Y, sw = X[keep], Y[keep], sw[keep]
@@ -182,8 +185,9 @@ class _Objective:
     @property
     def fast(self) -> bool:
         """Whether the compiled Gaussian passes serve this criterion (several bandwidths per pass,
-        exact derivatives); otherwise every bandwidth is one pass of the primitive."""
-        return self.kernel.name == "gaussian"
+        exact derivatives); otherwise every bandwidth is one pass of the primitive (so with
+        ``tol``, whose passes may take the Taylor series)."""
+        return self.kernel.name == "gaussian" and self.tol is None
 
     def _two(self) -> float:
         """AICc's 2 in ``(n + tr) / (n - tr - 2)``, in the units of the (scaled) weights."""
@@ -235,7 +239,7 @@ class _Objective:
 
         call = Call(self.X, self.X, self.Y, False, self.kernel, np.asarray(h, np.float64), self.sw)
         with threads_for(self.n**2 * self.d):
-            parts, _ = compute_partials(call, exclude=self.exclude, backend=self.backend)
+            parts, _ = compute_partials(call, exclude=self.exclude, backend=self.backend, tol=self.tol)
         self.n_passes += 1
         return self._record(h, self.from_partials(parts), stage)
 
