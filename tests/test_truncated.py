@@ -281,6 +281,8 @@ def test_pairs_small_cases() -> None:
     assert truncated.pairs(x, x, 10.0) == 50 * 50  # every key within reach of every query
     assert truncated.pairs(x, x[:0], 1.0) == 0.0
     assert 50 <= truncated.pairs(x + 100.0, x, 1e-6) <= 2 * 50  # far queries: the nearest keys only
+    none = _run("truncated", np.zeros((0, 1)), x[:, None], x[:, None], 1.0)  # no queries: no rows
+    assert none.weight.shape == (0,) and none.value.shape == (0, 1)
 
 
 def test_sorted_query_order_when_there_are_many_keys(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -389,6 +389,8 @@ def _windows_of(st: _Sorted, h: float, jp: int
 def _equal_work(cost: NDArray[np.int64], parts: int) -> NDArray[np.int64]:
     """Edges of ``parts`` consecutive ranges of queries of about equal total ``cost`` (each non-empty)."""
     m = cost.size
+    if m == 0:
+        return np.zeros(1, dtype=np.int64)
     parts = max(1, min(parts, m))
     cum = np.cumsum(cost)
     cuts = np.searchsorted(cum, cum[-1] * np.arange(1, parts) / parts, side="right")
