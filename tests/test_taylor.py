@@ -214,12 +214,29 @@ def test_select_bandwidth_within_tol_picks_a_bandwidth_as_good_as_the_exact_sear
     from nadaraya.bandwidth import score_bandwidth
 
     rng = np.random.default_rng(8)
-    x = rng.uniform(0, 5, 4000)
+    x = rng.uniform(0, 5, 8000)
     y = 2 * np.sin(x) + x + rng.normal(0, 0.5, x.size)
     exact = nadaraya.select_bandwidth(x, y)
     fast = nadaraya.select_bandwidth(x, y, tol=1e-8)
     assert fast.n_passes > exact.n_passes  # one pass per bandwidth, not the Gaussian grid pass
+    small = nadaraya.select_bandwidth(x[:300], y[:300], tol=1e-8)  # too small to pay: the exact passes
+    assert small.n_passes == nadaraya.select_bandwidth(x[:300], y[:300]).n_passes
     assert abs(score_bandwidth(x, y, fast.bandwidth) - exact.score) <= 1e-6 * exact.score
     assert abs(fast.score - score_bandwidth(x, y, fast.bandwidth)) <= 1e-6 * exact.score
     with pytest.raises(ValueError, match="tol must be None"):
         nadaraya.select_bandwidth(x, y, tol=-1.0)
+
+
+def test_the_estimator_takes_tol_for_its_search_and_its_predictions() -> None:
+    from sklearn.base import clone
+
+    rng = np.random.default_rng(9)
+    x = rng.uniform(0, 5, (8000, 1))
+    y = 2 * np.sin(x[:, 0]) + x[:, 0] + rng.normal(0, 0.5, 8000)
+    model = nadaraya.NadarayaWatson(tol=1e-8).fit(x, y)
+    assert model.selection_.n_passes > 5 and clone(model).get_params()["tol"] == 1e-8
+    exact = nadaraya.NadarayaWatson(bandwidth=model.bandwidth_).fit(x, y)
+    q = np.linspace(-1, 6, 20_000)[:, None]
+    assert np.abs(model.predict(q) - exact.predict(q)).max() <= 1e-8 * np.abs(y).max()
+    with pytest.raises(ValueError, match="tol must be None"):
+        nadaraya.NadarayaWatson(tol=2.0).fit(x, y)

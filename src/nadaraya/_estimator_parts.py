@@ -10,8 +10,9 @@ from numpy.typing import NDArray
 from ._mixed import as_categorical_kernel, as_var_types, lambda_bounds
 from ._validation import as_bandwidth, as_real, check_some_weight
 from .bandwidth import RULES
+from .kernels import get as get_kernel
 
-__all__ = ["check_device", "fit_dask"]
+__all__ = ["check_device", "fit_dask", "resolve_bandwidth"]
 
 
 def _bandwidth_hint(text: str) -> str:
@@ -51,6 +52,58 @@ def _cv_results(selection: Any, names: list[str] | None = None) -> dict[str, NDA
     out["rank"] = rankdata(np.where(np.isnan(scores), np.inf, scores), method="min").astype(np.int64)
     out["stage"] = np.asarray(selection.search["stages"], dtype=object).copy()
     return out
+
+
+def resolve_bandwidth(
+    model: Any,
+    X: NDArray[np.float64],
+    sample_weight: NDArray[np.float64] | None,
+    y: NDArray[np.float64],
+    notes: list[str],
+    vt: str | None = None,
+    levels: NDArray[np.int64] | None = None,
+) -> NDArray[np.float64]:
+    """The bandwidth per feature (a categorical column's entry is its lambda), and
+    ``selection_``, from validated training data that it trusts (the bandwidth package's
+    private entry points do not validate again): ``X`` (n, d) and ``y`` (n,) or (n, p)
+    finite float64, ``sample_weight`` non-negative or None, ``vt`` the checked var_types
+    and ``levels`` from :func:`_levels`. What the search finds worth a warning goes to
+    ``notes`` (``fit`` warns once)."""
+    from .bandwidth import METHODS
+    from .bandwidth.rules import _rule_of_thumb
+    from .bandwidth.search import _select_bandwidth
+
+    n, d = X.shape
+    vt = "c" * d if vt is None else vt
+    levels = np.zeros(d, dtype=np.int64) if levels is None else levels
+    plain = model.degree == 0 and vt == "c" * d
+    ck = as_categorical_kernel(model.categorical_kernel)
+    bw = model.bandwidth
+    kernel = get_kernel(model.kernel)
+    model.selection_ = None
+    if isinstance(bw, str):
+        if bw in METHODS and (kernel.name != "constant" or vt != "c" * d):
+            Y = np.ascontiguousarray(y.reshape(n, -1))
+            backend = model.backend if model.backend != "dask" else "auto"
+            local: dict[str, Any] = {} if plain else dict(degree=model.degree, var_types=vt,
+                                                           categorical_kernel=ck)
+            model.selection_ = _select_bandwidth(X, Y, sample_weight, kernel, bw, d > 1, backend,
+                                                 notes=notes, tol=model.tol if plain else None, **local)
+            return np.asarray(model.selection_.bandwidth, dtype=np.float64)
+        if bw in METHODS:  # the constant kernel: every bandwidth gives the same fit
+            bw = "scott"
+        if bw not in RULES:
+            raise ValueError(f"bandwidth={bw!r} is not valid; {_bandwidth_hint(bw)}")
+        if plain:
+            return _rule_of_thumb(X, bw, kernel, sample_weight)
+        h = _default_lambdas(vt, levels, ck, n)
+        cont = [j for j, t in enumerate(vt) if t == "c"]
+        if cont:
+            h[cont] = _rule_of_thumb(np.ascontiguousarray(X[:, cont]), bw, kernel, sample_weight)
+        return h
+    if plain:
+        return as_bandwidth(bw, d)
+    return _mixed_bandwidth(bw, vt, levels, ck, getattr(model, "feature_names_in_", None))
 
 
 def check_device(device: Any, backend: str) -> None:
@@ -163,7 +216,7 @@ def fit_dask(model: Any, X: Any, y: Any, sample_weight: Any, notes: list[str]) -
         swn = None if swc is None else np.ascontiguousarray(swc, dtype=np.float64)
         if swn is not None:
             check_some_weight(swn)
-        bandwidth = model._resolve_bandwidth(np.ascontiguousarray(Xc, dtype=np.float64), swn,
+        bandwidth = resolve_bandwidth(model, np.ascontiguousarray(Xc, dtype=np.float64), swn,
                                             np.ascontiguousarray(yc, dtype=np.float64), notes, vt, levels)
     else:
         model.selection_ = None

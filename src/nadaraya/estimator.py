@@ -12,18 +12,16 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from . import _fit, backends
 from ._estimator_parts import (
-    _bandwidth_hint,
     _cv_results,
-    _default_lambdas,
     _levels,
     _mixed_bandwidth,
     check_device,
     fit_dask,
+    resolve_bandwidth,
 )
 from ._inference import InferenceMixin, forget
 from ._mixed import as_categorical_kernel, as_var_types
-from ._validation import as_bandwidth, as_empty, as_real, check_some_weight, is_dask
-from .bandwidth import RULES
+from ._validation import as_empty, as_real, as_tol, check_some_weight, is_dask
 from .kernels import get as get_kernel
 from .pooling import compute_partials, finish, prepare
 
@@ -75,6 +73,11 @@ default "cv"
         A torch device (``"cpu"``, ``"cuda"``): predictions and their standard errors run
         their sums on ``backend="torch"`` there (``backend`` must be ``"auto"`` or
         ``"torch"``); the bandwidth search runs on the CPU backends.
+    tol : float, optional
+        The error allowed in the sums, as for :func:`nadaraya.pool`: ``predict`` and the
+        ``"cv"``/``"aicc"`` search may take a faster method whose every prediction is within
+        ``tol * max|y|`` of the exact one (today the Gaussian kernel in 1-D, degree 0).
+        ``None`` (default): exact. Standard errors, bands and gradients stay exact.
     degree : int, default 0
         The degree of the local polynomial fitted around each query by weighted least
         squares on the continuous columns: 0 is Nadaraya-Watson (local constant), 1 local
@@ -179,6 +182,7 @@ default "cv"
         var_types: str | None = None,
         categorical_kernel: str = "classic",
         device: str | None = None,
+        tol: float | None = None,
     ) -> None:
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -188,6 +192,7 @@ default "cv"
         self.var_types = var_types
         self.categorical_kernel = categorical_kernel
         self.device = device
+        self.tol = tol
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -207,57 +212,6 @@ default "cv"
         """Whether the fit is today's Nadaraya-Watson: degree 0, every column continuous."""
         vt = getattr(self, "var_types_", None)
         return self.degree == 0 and (vt is None or set(vt) <= {"c"})
-
-    def _resolve_bandwidth(
-        self,
-        X: NDArray[np.float64],
-        sample_weight: NDArray[np.float64] | None,
-        y: NDArray[np.float64],
-        notes: list[str],
-        vt: str | None = None,
-        levels: NDArray[np.int64] | None = None,
-    ) -> NDArray[np.float64]:
-        """The bandwidth per feature (a categorical column's entry is its lambda), and
-        ``selection_``, from validated training data that it trusts (the bandwidth package's
-        private entry points do not validate again): ``X`` (n, d) and ``y`` (n,) or (n, p)
-        finite float64, ``sample_weight`` non-negative or None, ``vt`` the checked var_types
-        and ``levels`` from :func:`_levels`. What the search finds worth a warning goes to
-        ``notes`` (``fit`` warns once)."""
-        from .bandwidth import METHODS
-        from .bandwidth.rules import _rule_of_thumb
-        from .bandwidth.search import _select_bandwidth
-
-        n, d = X.shape
-        vt = "c" * d if vt is None else vt
-        levels = np.zeros(d, dtype=np.int64) if levels is None else levels
-        plain = self.degree == 0 and vt == "c" * d
-        ck = as_categorical_kernel(self.categorical_kernel)
-        bw = self.bandwidth
-        kernel = get_kernel(self.kernel)
-        self.selection_ = None
-        if isinstance(bw, str):
-            if bw in METHODS and (kernel.name != "constant" or vt != "c" * d):
-                Y = np.ascontiguousarray(y.reshape(n, -1))
-                backend = self.backend if self.backend != "dask" else "auto"
-                local: dict[str, Any] = {} if plain else dict(degree=self.degree, var_types=vt,
-                                                               categorical_kernel=ck)
-                self.selection_ = _select_bandwidth(X, Y, sample_weight, kernel, bw, d > 1, backend,
-                                                    notes=notes, **local)
-                return np.asarray(self.selection_.bandwidth, dtype=np.float64)
-            if bw in METHODS:  # the constant kernel: every bandwidth gives the same fit
-                bw = "scott"
-            if bw not in RULES:
-                raise ValueError(f"bandwidth={bw!r} is not valid; {_bandwidth_hint(bw)}")
-            if plain:
-                return _rule_of_thumb(X, bw, kernel, sample_weight)
-            h = _default_lambdas(vt, levels, ck, n)
-            cont = [j for j, t in enumerate(vt) if t == "c"]
-            if cont:
-                h[cont] = _rule_of_thumb(np.ascontiguousarray(X[:, cont]), bw, kernel, sample_weight)
-            return h
-        if plain:
-            return as_bandwidth(bw, d)
-        return _mixed_bandwidth(bw, vt, levels, ck, getattr(self, "feature_names_in_", None))
 
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> NadarayaWatson:
         """Store the training data and resolve the bandwidth.
@@ -295,6 +249,7 @@ default "cv"
                 f"backend={self.backend!r} is not known; valid names are: {', '.join(backends.NAMES)}"
             )
         check_device(self.device, self.backend)
+        as_tol(self.tol)
         notes: list[str] = []
         if is_dask(X, y, sample_weight):  # keep the Dask arrays, lazily
             self._fit_dask(X, y, sample_weight, notes)
@@ -328,7 +283,7 @@ default "cv"
         vt = as_var_types(self.var_types, Xs.shape[1])
         levels = _levels(Xs, vt)
         # a rule's result is checked as predict will check it (it can underflow to zero)
-        h = self._resolve_bandwidth(Xs, sw, ys, notes, vt, levels)
+        h = resolve_bandwidth(self, Xs, sw, ys, notes, vt, levels)
         self.bandwidth_ = _mixed_bandwidth(h, vt, levels, as_categorical_kernel(self.categorical_kernel),
                                            getattr(self, "feature_names_in_", None))
         self.var_types_, self.levels_ = vt, levels
@@ -382,7 +337,7 @@ default "cv"
             return _fit.pool(self._job(X, keys, values, sample_weight), self.empty, backend=self.backend)
         call = prepare(X, keys, values, kernel=self.kernel, bandwidth=self.bandwidth_,
                        sample_weight=sample_weight)
-        parts, _ = compute_partials(call, backend=self.backend, device=self.device)
+        parts, _ = compute_partials(call, backend=self.backend, device=self.device, tol=self.tol)
         return finish(parts, call, self.empty)
 
     def _training_data(self) -> tuple[Any, Any, Any]:

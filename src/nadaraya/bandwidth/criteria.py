@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -185,9 +186,25 @@ class _Objective:
     @property
     def fast(self) -> bool:
         """Whether the compiled Gaussian passes serve this criterion (several bandwidths per pass,
-        exact derivatives); otherwise every bandwidth is one pass of the primitive (so with
-        ``tol``, whose passes may take the Taylor series)."""
-        return self.kernel.name == "gaussian" and self.tol is None
+        exact derivatives); otherwise every bandwidth is one pass of the primitive (with
+        ``tol``, where the Taylor series pays: :meth:`_series_pays`)."""
+        return self.kernel.name == "gaussian" and not self._series_pays
+
+    @functools.cached_property
+    def _series_pays(self) -> bool:
+        """Whether, with ``tol``, a search of leave-one-out passes of the Taylor series (one per
+        bandwidth, about 32) costs less than the exact Gaussian passes (about four over all
+        pairs), by the cost model of :func:`nadaraya.backends.choose_within`."""
+        from .. import backends
+        from ..backends import taylor
+
+        if self.tol is None or self.d != 1 or self.tol < taylor.MIN_TOL or self.n**2 < backends.SMALL_PAIRS:
+            return False
+        plan = taylor.plan(self.n, self.n, self.tol, 1.0)
+        visits = self.n * ((plan["rho"] + plan["radius"]) / plan["rho"] + 1)  # each key in that many boxes
+        ns = backends.TAYLOR_NS
+        one = visits * (plan["terms"] * ns["term"] + ns["visit"]) + 2 * self.n * ns["point"]
+        return 32 * one < 4 * self.n**2 * backends.EXACT_NS_PER_PAIR
 
     def _two(self) -> float:
         """AICc's 2 in ``(n + tr) / (n - tr - 2)``, in the units of the (scaled) weights."""

@@ -167,14 +167,10 @@ def select_bandwidth(
     top of the scalar grid where the features are not smoothed out yet) and a constant ``y``
     raise one :class:`BandwidthWarning` per call, pointing at the caller's line.
 
-    For compact kernels the search for ``"cv"`` stays above the smallest bandwidth at which
-    every point has a neighbour in its window; a bandwidth below it scores ``inf``.
+    For compact kernels ``"cv"`` stays above the least bandwidth giving every point a neighbour.
 
-    **The textbook's learnable w is this problem.** The attention-pooling model of Dive into
-    Deep Learning, ``f(x) = sum_i softmax_i(-((x - x_i) w)^2 / 2) y_i``, trained by minimising
-    the leave-one-out squared loss over ``w``, is Gaussian Nadaraya-Watson with ``h = 1 / |w|``,
-    and its loss is ``CV(h)``: the trained ``w`` is ``1 / h`` of ``method="cv"`` (at its
-    global minimum; gradient descent may stop in a local one).
+    **The textbook's learnable w is this problem**: Dive into Deep Learning's attention pooling,
+    trained on the leave-one-out loss, learns ``w = 1 / h`` of ``method="cv"`` (the README).
 
     Parameters
     ----------
@@ -185,8 +181,7 @@ def select_bandwidth(
     per_feature : bool, default False
         One bandwidth per feature instead of one for all.
     sample_weight : array-like of shape (n,), optional
-        Weights of the points in the sums and in the criterion (zero-weight points are left
-        out altogether).
+        Weights of the points in the sums and the criterion (zero-weight points left out).
     backend : str, default "auto"
         The backend of the single-bandwidth passes.
     progress : callable, optional
@@ -197,11 +192,8 @@ def select_bandwidth(
         As for :func:`nadaraya.pool`. Categorical columns get their own bandwidth or
         ``lambda``, chosen jointly with the others (the guide's local-fits page).
     tol : float, optional
-        The error allowed in each leave-one-out pass, as for :func:`nadaraya.pool`: with the
-        Gaussian kernel in 1-D (degree 0) every bandwidth is then one pass of the Taylor
-        series where it is faster than the exact sums (instead of the exact Gaussian passes),
-        and the criterion differs from the exact one by about ``tol`` relative. Ignored
-        (exact) for local polynomial fits and mixed data.
+        The error allowed per leave-one-out pass (:func:`nadaraya.pool`): the Gaussian in 1-D
+        then searches on passes of the Taylor series where they pay. Exact for other fits.
 
     Returns
     -------
