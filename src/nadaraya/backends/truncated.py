@@ -20,8 +20,11 @@ has ``l <= log s_max - u^2 / 2``, so no key beyond the radius ``R`` with
 
 reaches ``b - L >= M - L``: the window is the sorted keys within ``R h`` of the query (two
 galloping searches outward from its position). Without sample weights ``s_max = s_best = 1`` and
-``u_best = u_near``. With the moments of local polynomial fits (``moments = r``) a skipped key's
-term ``w |k - q|^j`` (``j <= 2 r``) carries ``|u|^j`` too, and ``R`` grows until
+``u_best = u_near``. With sample weights ``s_max`` is first the largest of all; then the largest
+inside that window (read from a table of maxima of blocks of 32 keys), which bounds every key
+the window still holds, and the radius shrinks to it: one heavy key does not widen every window.
+With the moments of local polynomial fits (``moments = r``) a skipped key's term
+``w |k - q|^j`` (``j <= 2 r``) carries ``|u|^j`` too, and ``R`` grows until
 ``R^2 / 2 - j ln R >= log s_max - b + L``: every skipped moment term is then below
 ``2^-60 / n`` of ``w_max h^j``.
 
@@ -93,6 +96,8 @@ BITS = 60
 MAX_DEGREE = 2
 #: keys per block of the inner loop (its scratch rows stay in L1)
 _BLOCK = 512
+#: keys per block of the table of block maxima of the log sample weights
+_MAX_BLOCK = 32
 #: terms at or below ``exp(-708)`` of the shift are flushed to zero (:func:`nadaraya._jit.exp_flushed`)
 _FLUSH = 708.0
 #: reductions may be reordered (so they vectorise) and products fused with sums (the exponential's
@@ -214,6 +219,24 @@ def _bound(ks, ls, q, e, inv_h, pos):  # type: ignore[no-untyped-def]  # pragma:
 
 
 @numba.njit(cache=True, nogil=True)
+def _range_max(ls, block_max, a, b):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The largest of ``ls[a:b]`` (``-inf`` if empty), whole blocks of :data:`_MAX_BLOCK` read
+    from ``block_max``."""
+    top = -np.inf
+    j = a
+    while j < b and j % _MAX_BLOCK:
+        top = max(top, ls[j])
+        j += 1
+    while j + _MAX_BLOCK <= b:
+        top = max(top, block_max[j // _MAX_BLOCK])
+        j += _MAX_BLOCK
+    while j < b:
+        top = max(top, ls[j])
+        j += 1
+    return top
+
+
+@numba.njit(cache=True, nogil=True)
 def _window_max(ks, ls, q, e, inv_h, a, b):  # type: ignore[no-untyped-def]  # pragma: no cover
     """The largest log weight of the keys ``a .. b - 1`` but ``e``."""
     top = -np.inf
@@ -225,7 +248,7 @@ def _window_max(ks, ls, q, e, inv_h, a, b):  # type: ignore[no-untyped-def]  # p
 
 
 @numba.njit(cache=True, nogil=True)
-def _windows(ks, ls, ls_max, qs, ex, h, inv_h, big_l, jp, a, b, lo, hi, top):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _windows(ks, ls, ls_max, block_max, qs, ex, h, inv_h, big_l, jp, a, b, lo, hi, top):  # type: ignore[no-untyped-def]  # pragma: no cover
     """For the queries ``a .. b - 1``: each window ``lo .. hi - 1`` of sorted keys and its shift
     ``top`` (``-inf`` and an empty window where no key has a finite log weight)."""
     weighted = ls.size > 0
@@ -241,10 +264,18 @@ def _windows(ks, ls, ls_max, qs, ex, h, inv_h, big_l, jp, a, b, lo, hi, top):  #
             top[i] = -np.inf
             continue
         lead = ls_max if weighted else 0.0
-        r2 = _radius2(lead - best + big_l, jp)
-        dist = math.sqrt(r2) * h * (1.0 + 2.0**-40)
-        lo[i] = _gallop(ks, q - dist, pos, False)
-        hi[i] = _gallop(ks, q + dist, pos, True)
+        for again in range(2 if weighted else 1):
+            r2 = _radius2(lead - best + big_l, jp)
+            dist = math.sqrt(r2) * h * (1.0 + 2.0**-40)
+            lo[i] = _gallop(ks, q - dist, pos, False)
+            hi[i] = _gallop(ks, q + dist, pos, True)
+            if weighted and again == 0:
+                # every key left out already has l < b - L; the largest sample weight inside the
+                # window bounds the others, so the radius may shrink to it
+                local = _range_max(ls, block_max, lo[i], hi[i])
+                if not local < lead:
+                    break
+                lead = local
         if not weighted:
             top[i] = best
         else:
@@ -354,6 +385,9 @@ class _Sorted:
             kept = pos[_order(k[pos])]
             self.ls = np.ascontiguousarray(np.log(sw[kept]))
             self.ls_max = float(self.ls.max()) if kept.size else 0.0
+        full = self.ls.size // _MAX_BLOCK * _MAX_BLOCK
+        self.block_max = np.ascontiguousarray(self.ls[:full].reshape(-1, _MAX_BLOCK).max(axis=1)
+                                              if full else np.empty(0))
         self.ks = np.ascontiguousarray(k[kept])
         self.vt = np.ascontiguousarray(np.asarray(values, dtype=f64)[kept].T)
         qs = np.asarray(queries[:, 0], dtype=f64)
@@ -381,8 +415,8 @@ def _windows_of(st: _Sorted, h: float, jp: int
     if ne == 0:
         return lo, hi, top
     with threads_for(m * (math.log2(ne) + 4) * 8):
-        run_ranges(_windows, (st.ks, st.ls, st.ls_max, st.qs, st.ex, h, 1.0 / h, log_ratio(ne), jp), m,
-                   (lo, hi, top))
+        args = (st.ks, st.ls, st.ls_max, st.block_max, st.qs, st.ex, h, 1.0 / h, log_ratio(ne), jp)
+        run_ranges(_windows, args, m, (lo, hi, top))
     return lo, hi, top
 
 
@@ -536,7 +570,8 @@ def pairs(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: 
         ks = np.sort(k)
         lo = np.zeros(qs.size, dtype=np.int64)
         hi = np.zeros(qs.size, dtype=np.int64)
-        _windows(ks, np.empty(0), 0.0, np.ascontiguousarray(qs), np.full(qs.size, -1, dtype=np.int64), h,
+        none = np.empty(0)
+        _windows(ks, none, 0.0, none, np.ascontiguousarray(qs), np.full(qs.size, -1, dtype=np.int64), h,
                  1.0 / h, log_ratio(n), 0, 0, qs.size, lo, hi, np.empty(qs.size))
         per = np.maximum(hi - lo, 1).astype(np.float64)
     else:
