@@ -28,18 +28,21 @@ keys, and each query costs one polynomial in ``a``. Per box:
    ``x``, is at most ``|x|^p / p!`` times ``e^x`` for ``x >= 0`` and times ``e^|x|`` below);
    ``p`` is the smallest with that below ``eps / 3``.
 
-Boxes whose ``p`` would pass :data:`MAX_TERMS` (queries far from every key) are computed by the
-exact backends instead, so the log domain keeps a far query's nearest key as it does
-everywhere. Rounding: a key's share of the series is computed to within a few ulps of
-``exp(-(|a| - |u|)^2 / 2)``, which exceeds its weight by at most ``e^(2 Z)`` (below 2e4 here)
-only for keys on the far side of the box centre.
+**Rounding.** A key's share of the series is computed to within a few ulps of
+``exp(-(|a| - |u|)^2 / 2)``, which exceeds its weight by up to ``e^(2 Z)`` for keys on the far
+side of the box centre. So the boxes are made narrow enough (at most :data:`RHO`) that a box next
+to its keys has ``e^(2 Z)`` times ``MAX_TERMS / 2 + 8`` ulps under ``eps / 3``; a box whose ``Z``
+passes that (queries far from every key), or whose ``p`` would pass :data:`MAX_TERMS`, is summed
+directly over its kept keys in the log domain (exact; a far query keeps its nearest key, as
+everywhere).
 
 **Leave-one-out** (``exclude``): the left-out key's share of the box's series is recomputed the
 same way and subtracted; where that share's terms are so large against the rest of the sum that
 their rounding could pass ``eps / 3``, the query is computed exactly instead.
 
 Cost: sorting the keys and the queries, then ``O(p)`` per query and ``O(p)`` per (key, box)
-visit, about ``(1 + R / RHO) n p`` in all, whatever the bandwidth; parallel over boxes.
+visit, about ``(1 + R / RHO) n p`` in all, whatever the bandwidth; parallel over ranges of a
+box's keys and over the queries.
 
 Examples
 --------
@@ -72,7 +75,7 @@ __all__ = ["MAX_TERMS", "MIN_TOL", "RHO", "partials", "plan", "supports"]
 
 #: the boxes' half-width, in bandwidths
 RHO = 0.4
-#: the most series terms a box takes; boxes that would need more go to the exact backends
+#: the most series terms a box takes; a box that would need more is summed directly
 MAX_TERMS = 64
 #: the smallest tolerance offered (below it rounding, not the series, would set the error)
 MIN_TOL = 1e-12
