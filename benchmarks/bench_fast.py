@@ -15,7 +15,7 @@ Workloads, each timed in this run with its peer:
   sort (target: at most 10x).
 
     python benchmarks/bench_fast.py           # full sizes
-    python benchmarks/bench_fast.py --quick   # n = m = 1e5, a smoke run
+    python benchmarks/bench_fast.py --quick   # n = m = 3e4, a smoke run
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--figtree-timeout", type=float, default=None)
     args = parser.parse_args(argv)
-    n = 10**5 if args.quick else 10**6
+    n = 3 * 10**4 if args.quick else 10**6
     timeout = args.figtree_timeout or (60.0 if args.quick else 600.0)
     print(f"{'workload':<28}{'implementation':<36}{'seconds':>10}", flush=True)
     start = time.perf_counter()
