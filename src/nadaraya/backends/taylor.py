@@ -324,8 +324,12 @@ def partials(
     live = np.flatnonzero(sw > 0)
     scale_exp = int(np.frexp(sw[live].max())[1]) if live.size else 0
     key_col = keys[live, 0] if live.size < n else keys[:, 0]
-    with ThreadPoolExecutor(2) as sorter:  # NumPy sorts without the GIL: the two sorts side by side
-        pending = sorter.submit(np.argsort, queries[:, 0])
+    inv_h = 1.0 / float(bandwidth[0])
+    eps3 = tol / 2.1 / 3.0
+    rho, zmax = _box_size(float(np.ldexp(sw[live], -scale_exp).sum()), eps3)
+    origin = float(min(queries[:, 0].min(), key_col.min())) if m and live.size else 0.0
+    with ThreadPoolExecutor(2) as sorter:  # the keys' sort and the queries' grouping side by side
+        pending = sorter.submit(_by_box, queries[:, 0], origin, inv_h / (2 * rho))
         order = np.argsort(key_col)
         qorder = pending.result()
     if live.size < n:
@@ -340,12 +344,8 @@ def partials(
         ex = position[np.asarray(exclude, dtype=np.int64)[qorder]]
     else:
         ex = np.full(m, -1, dtype=np.int64)
-    inv_h = 1.0 / float(bandwidth[0])
-    origin = float(min(qs[0], xs[0])) if m and xs.size else 0.0
-    eps3 = tol / 2.1 / 3.0
     lc = math.log(max(float(ss.sum()), 1e-300) / eps3)
     kappa = eps3 / (8.0 * (MAX_TERMS + 8) * _ROUND)
-    rho, zmax = _box_size(float(ss.sum()), eps3)
     shift = np.zeros(m)
     w = np.zeros(m)
     val = np.zeros((m, p))
@@ -368,6 +368,34 @@ def partials(
         shift = shift + top * math.log(2.0)
         w, val = np.ldexp(w, -top), np.ldexp(val, -top[:, None])
     return Partials(shift.astype(dtype), w.astype(dtype), val.astype(dtype))
+
+
+def _by_box(q: NDArray[np.floating], origin: float, per_unit: float) -> NDArray[np.int64]:
+    """An order of the queries ``q`` that groups them by box (boxes ``1 / per_unit`` wide from
+    ``origin``) in increasing order: a counting sort, O(m), where the boxes are not many more
+    than the queries; a sort otherwise."""
+    if q.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    top = (float(q.max()) - origin) * per_unit
+    if not top < 4 * q.size + 1024:
+        return np.argsort(q)
+    ids = np.floor((q.astype(np.float64) - origin) * per_unit).astype(np.int64)
+    return _counting_order(ids, int(ids.max()) + 1)
+
+
+@numba.njit(cache=True, nogil=True)
+def _counting_order(ids, count):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The stable order of the integers ``ids`` in ``[0, count)``, by counting."""
+    start = np.zeros(count + 1, dtype=np.int64)
+    for i in range(ids.size):
+        start[ids[i] + 1] += 1
+    for b in range(count):
+        start[b + 1] += start[b]
+    out = np.empty(ids.size, dtype=np.int64)
+    for i in range(ids.size):
+        out[start[ids[i]]] = i
+        start[ids[i]] += 1
+    return out
 
 
 def _series(
