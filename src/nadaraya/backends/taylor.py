@@ -360,8 +360,10 @@ def partials(
     for a, b in zip(out, sorted_parts, strict=True):
         a[qorder] = b
     shift, w, val = out
-    bad = np.flatnonzero(~ok[np.argsort(qorder)]) if not ok.all() else np.empty(0, dtype=np.int64)
-    if bad.size:
+    if not ok.all():  # the queries computed exactly instead, in their own order
+        good = np.empty_like(ok)
+        good[qorder] = ok
+        bad = np.flatnonzero(~good)
         _exact(bad, queries, keys, values, kernel, bandwidth, sample_weight, exclude, shift, w, val)
     if dtype == np.float32:
         top = np.frexp(np.where(w > 0, w, 1.0))[1]
