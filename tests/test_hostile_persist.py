@@ -471,6 +471,9 @@ def test_all_zero_sample_weights_are_refused(model: nadaraya.NadarayaWatson, sav
         ("bandwidth", -1.0, "bandwidth: bandwidth must be positive and finite"),
         ("bandwidth", {"__list__": [1.0, 2.0, 3.0]}, "bandwidth: bandwidth must be a scalar or have one"),
         ("bandwidth", 0.5, "bandwidth_: differs from the bandwidth parameter"),
+        ("tol", 5.0, "tol: tol must be None .exact. or a number in"),
+        ("tol", "1e-8", "tol: tol must be None"),
+        ("device", "gpu", "device: device='gpu' is not a torch device name"),
     ],
 )
 def test_invalid_settings_are_refused_at_load(saved: Path, param: str, value: Any, match: str) -> None:

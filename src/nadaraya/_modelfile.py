@@ -464,8 +464,8 @@ def _check_model(model: Any, src: str) -> None:
     ``predict`` would fail on.
     """
     from . import backends
-    from ._estimator_parts import _mixed_bandwidth
-    from ._validation import as_empty, as_points, as_sample_weight, as_values
+    from ._estimator_parts import _mixed_bandwidth, check_device
+    from ._validation import as_empty, as_points, as_sample_weight, as_tol, as_values
     from .bandwidth import METHODS, RULES, BandwidthSelection
     from .kernels import get as get_kernel
 
@@ -478,16 +478,19 @@ def _check_model(model: Any, src: str) -> None:
         raise fail("kernel", f"must be a kernel name; got {str(kernel)[:60]!r}")
     if not isinstance(empty, str) or not isinstance(backend, str):
         raise fail("empty" if not isinstance(empty, str) else "backend", "must be a string")
-    try:
-        get_kernel(kernel)
-    except ValueError as exc:
-        raise fail("kernel", exc) from None
-    try:
-        as_empty(empty)
-    except ValueError as exc:
-        raise fail("empty", exc) from None
+    for name, check in (("kernel", lambda: get_kernel(kernel)), ("empty", lambda: as_empty(empty))):
+        try:
+            check()
+        except ValueError as exc:
+            raise fail(name, exc) from None
     if backend not in backends.NAMES:
         raise fail("backend", f"{backend!r} is not known; valid names are: {', '.join(backends.NAMES)}")
+    for name, check in (("tol", lambda: as_tol(getattr(model, "tol", None))),
+                        ("device", lambda: check_device(getattr(model, "device", None), backend))):
+        try:
+            check()
+        except (ValueError, ImportError) as exc:
+            raise fail(name, exc) from None
     d = model.n_features_in_
     if type(d) is not int or d < 1:
         raise fail("n_features_in_", f"must be a positive integer; got {str(d)[:40]!r}")
