@@ -18,7 +18,7 @@ import nadaraya
 from nadaraya import kernels
 from nadaraya.backends import reference
 from nadaraya.kernels import REGISTRY
-from nadaraya.partials import Partials, empty, merge, merge_all
+from nadaraya.partials import Partials, concat, empty, merge, merge_all
 
 RATIO = [k for k in REGISTRY.values() if k.log_ratio is not None]
 
@@ -310,3 +310,28 @@ def test_reference_block_weights_of_a_far_query_are_quiet(name):
     far = -np.inf if kernel.log_domain else 0.0
     assert w[0, 0] == far and w[1, 0] == far
     assert w[0, 1] == (0.0 if kernel.log_domain else kernel.profile(np.zeros(1))[0])
+
+
+def test_concat_of_nothing_says_what_it_needs():
+    with pytest.raises(ValueError, match=r"^concat\(\) needs at least one Partials$"):
+        concat([])
+
+
+def test_merge_all_in_torch_stays_in_torch():
+    # the layers of nadaraya.nn merge torch partials that carry gradients: every merge must use
+    # the namespace given (NumPy's functions cannot take a tensor that requires grad)
+    torch = pytest.importorskip("torch")
+    shifts, weights, values = [0.0, -1.0, 2.0], [1.0, 2.0, 0.5], [1.0, 4.0, -2.0]
+    f64 = torch.float64
+    leaves = [torch.tensor([[w * v]], dtype=f64, requires_grad=True) for w, v in zip(weights, values)]
+    parts = [Partials(torch.tensor([s], dtype=torch.float64), torch.tensor([w], dtype=torch.float64), x)
+             for s, w, x in zip(shifts, weights, leaves)]
+    got = merge_all(parts, xp=torch)
+    assert isinstance(got.shift, torch.Tensor) and float(got.shift[0]) == 2.0
+    pooled = got.value[0, 0] / got.weight[0]
+    total = [math.exp(s) * w for s, w in zip(shifts, weights)]  # the represented weights
+    want = sum(t * v for t, v in zip(total, values)) / sum(total)
+    assert float(pooled.detach()) == pytest.approx(want, rel=1e-14)
+    pooled.backward()  # d pooled / d value_i = exp(shift_i) / sum_j exp(shift_j) weight_j
+    for s, x in zip(shifts, leaves):
+        assert float(x.grad[0, 0]) == pytest.approx(math.exp(s) / sum(total), rel=1e-14)
