@@ -312,9 +312,18 @@ def test_reference_block_weights_of_a_far_query_are_quiet(name):
     assert w[0, 1] == (0.0 if kernel.log_domain else kernel.profile(np.zeros(1))[0])
 
 
-def test_concat_of_nothing_says_what_it_needs():
+def test_concat_and_merge_errors_say_what_they_need():
     with pytest.raises(ValueError, match=r"^concat\(\) needs at least one Partials$"):
         concat([])
+    one = np.ones(1)
+    a = Partials(np.zeros(1), one, one[:, None], (np.ones((1, 2)),))
+    b = Partials(np.zeros(1), one, one[:, None])
+    with pytest.raises(ValueError, match=r"^cannot concatenate partials carrying \[0, 1\] moments; "
+                                         r"all must carry the same stack$"):
+        concat([a, b, a])
+    with pytest.raises(ValueError, match=r"^cannot merge partials carrying 1 and 0 moments; "
+                                         r"both sides must carry the same stack$"):
+        merge(a, b)
 
 
 def test_merge_all_in_torch_stays_in_torch():
