@@ -346,3 +346,13 @@ def test_merge_all_in_torch_stays_in_torch():
     pooled.backward()  # d pooled / d value_i = exp(shift_i) / sum_j exp(shift_j) weight_j
     for s, x in zip(shifts, leaves):
         assert float(x.grad[0, 0]) == pytest.approx(math.exp(s) / sum(total), rel=1e-14)
+
+
+def test_finalize_in_torch_marks_empty_windows_nan():
+    # torch partials (the torch backend, the layers) finalize with the same method
+    torch = pytest.importorskip("torch")
+    p = Partials(torch.zeros(3, dtype=torch.float64), torch.tensor([2.0, 0.0, 4.0], dtype=torch.float64),
+                 torch.tensor([[3.0], [0.0], [2.0]], dtype=torch.float64))
+    got = p.finalize()
+    assert isinstance(got, torch.Tensor)
+    assert got[0, 0].item() == 1.5 and got[2, 0].item() == 0.5 and math.isnan(got[1, 0].item())
