@@ -356,3 +356,35 @@ def test_finalize_in_torch_marks_empty_windows_nan():
     got = p.finalize()
     assert isinstance(got, torch.Tensor)
     assert got[0, 0].item() == 1.5 and got[2, 0].item() == 0.5 and math.isnan(got[1, 0].item())
+
+
+# -- kernels: derivatives (NadarayaWatson.gradient) against central differences -----------------
+
+_U = np.array([-2.6, -1.3, -0.83, -0.61, -0.37, -0.12, 0.09, 0.29, 0.44, 0.58, 0.77, 0.93, 1.3, 2.6])
+
+
+@pytest.mark.parametrize("k", list(REGISTRY.values()), ids=lambda k: k.name)
+def test_derivative_is_the_slope_of_the_profile(k):
+    # d log K / du for log-domain kernels, dK / du for the others; points away from kinks
+    e = 1e-6
+    if k.log_domain:
+        def f(u):
+            return np.log(k.profile(u))
+    else:
+        f = k.profile
+    want = (f(_U + e) - f(_U - e)) / (2 * e)
+    got = k.derivative(_U)
+    assert got.shape == _U.shape
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    assert k.derivative(np.zeros(3)).tolist() == [0.0, 0.0, 0.0]  # symmetric: flat at 0
+    if k.compact:
+        assert (k.derivative(np.array([-1.5, 1.0001, 7.0])) == 0.0).all()
+
+
+@pytest.mark.parametrize("k", list(REGISTRY.values()), ids=lambda k: k.name)
+def test_derivative_in_torch_equals_numpy(k):
+    # like the profiles, the derivatives are written once for every namespace
+    torch = pytest.importorskip("torch")
+    got = k.derivative(torch.from_numpy(_U), torch)
+    assert isinstance(got, torch.Tensor)
+    np.testing.assert_allclose(got.numpy(), k.derivative(_U), rtol=1e-12, atol=0)
