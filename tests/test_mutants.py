@@ -100,6 +100,10 @@ def test_unknown_kernel_message_lists_the_names():
     with pytest.raises(ValueError, match="kernel=3 is not a known kernel"):
         kernels.get(3)  # type: ignore[arg-type]
     assert kernels.get("  Quartic ").name == "biweight"
+    every = sorted(name for k in REGISTRY.values() for name in (k.name, *k.aliases))
+    with pytest.raises(ValueError) as err:
+        kernels.get("nope")
+    assert str(err.value) == "kernel='nope' is not a known kernel; valid names are: " + ", ".join(every)
 
 
 # -- partials ---------------------------------------------------------------------------------
