@@ -392,3 +392,37 @@ def test_derivative_in_torch_equals_numpy(k):
     got = k.derivative(torch.from_numpy(_U), torch)
     assert isinstance(got, torch.Tensor)
     np.testing.assert_allclose(got.numpy(), k.derivative(_U), rtol=1e-12, atol=0)
+
+
+# -- pooling: the defaults and the local-linear leave-one-out path against plain sums -----------
+
+
+def _plain_loo(x, y, h, degree):
+    """Leave-one-out Gaussian fits of degree 0 or 1, each by weighted least squares, in 1-D."""
+    out = np.empty(len(x))
+    for i in range(len(x)):
+        others = np.arange(len(x)) != i
+        w = np.exp(-0.5 * ((x[others] - x[i]) / h) ** 2)
+        design = np.vander(x[others] - x[i], degree + 1, increasing=True)
+        sw = np.sqrt(w)
+        coef = np.linalg.lstsq(design * sw[:, None], y[others] * sw, rcond=None)[0]
+        out[i] = coef[0]
+    return out
+
+
+def test_pool_and_loo_pool_defaults_are_a_gaussian_of_bandwidth_one():
+    rng = np.random.default_rng(8)
+    x, y = rng.uniform(0, 4, 30), rng.normal(size=30)
+    np.testing.assert_allclose(nadaraya.loo_pool(x, y), _plain_loo(x, y, 1.0, 0), rtol=1e-12)
+    q = np.array([-1.0, 0.5, 2.0, 9.0])
+    w = np.exp(-0.5 * (q[:, None] - x[None, :]) ** 2)
+    np.testing.assert_allclose(nadaraya.pool(q, x, y), w @ y / w.sum(1), rtol=1e-12)
+
+
+def test_loo_pool_local_linear_is_leave_one_out_least_squares():
+    rng = np.random.default_rng(9)
+    x = np.sort(rng.uniform(0, 3, 40))
+    y = np.sin(2 * x) + 0.1 * rng.normal(size=40)
+    got = nadaraya.loo_pool(x, y, kernel="gaussian", bandwidth=0.4, degree=1)
+    assert got.shape == (40,)
+    np.testing.assert_allclose(got, _plain_loo(x, y, 0.4, 1), rtol=1e-9, atol=1e-12)
