@@ -54,7 +54,7 @@ clean:
 # `bandwidth` means its criteria (_Objective, score_bandwidth), `bandwidth-search` the search and
 # its optimisers, `bandwidth.rules` the rules of thumb.
 # One worker (the machine is shared). The summary counts a survivor listed in docs/testing.md as equivalent.
-MODULES ?= kernels partials backends.reference pooling bandwidth
+MODULES ?= kernels partials backends.reference pooling _attention bandwidth
 MUTMUT := $(VENV)/bin/mutmut
 mutant_globs = $(foreach m,$(MODULES),$(if $(filter bandwidth,$(m)),nadaraya.bandwidth.criteria.xǁ_Objectiveǁ* \
 	nadaraya.bandwidth.criteria.x_score_bandwidth__mutmut_*,$(if $(filter bandwidth-search,$(m)),nadaraya.bandwidth.search.x_* \
