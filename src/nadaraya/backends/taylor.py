@@ -32,9 +32,9 @@ keys, and each query costs one polynomial in ``a``. Per box:
 ``exp(-(|a| - |u|)^2 / 2)``, which exceeds its weight by up to ``e^(2 Z)`` for keys on the far
 side of the box centre. So the boxes are made narrow enough (at most :data:`RHO`) that a box next
 to its keys has ``e^(2 Z)`` times ``MAX_TERMS / 2 + 8`` ulps under ``eps / 3``; a box whose ``Z``
-passes that (queries far from every key), or whose ``p`` would pass :data:`MAX_TERMS`, is summed
-directly over its kept keys in the log domain (exact; a far query keeps its nearest key, as
-everywhere).
+passes that (queries far from every key), or whose ``p`` would pass :data:`MAX_TERMS`, goes to
+the exact truncated backend (:mod:`nadaraya.backends.truncated`: only the keys in each query's
+window, in the log domain, so a far query keeps its nearest key, as everywhere).
 
 **Leave-one-out** (``exclude``): the left-out key's share of the box's series is recomputed the
 same way and subtracted; where that share's terms are so large against the rest of the sum that
@@ -75,7 +75,7 @@ __all__ = ["MAX_TERMS", "MIN_TOL", "RHO", "partials", "plan", "supports"]
 
 #: the boxes' half-width, in bandwidths
 RHO = 0.4
-#: the most series terms a box takes; a box that would need more is summed directly
+#: the most series terms a box takes; a box that would need more goes to the exact truncated sums
 MAX_TERMS = 64
 #: the smallest tolerance offered (below it rounding, not the series, would set the error)
 MIN_TOL = 1e-12
@@ -209,7 +209,7 @@ def _moments(xs, ss, vs, inv_h, origin, rho, ids, terms, task_box, task_lo, task
 
 @numba.njit(cache=True, nogil=True)
 def _evaluate(qs, xs, ss, vs, inv_h, origin, rho, kappa, qbox, ids, lo, hi, terms, T, tb0,  # type: ignore[no-untyped-def]
-              ex, off, i0, i1, out_s, out_w, out_v, ok):  # pragma: no cover - compiled
+              ex, off, i0, i1, out_w, out_v, ok):  # pragma: no cover - compiled
     """Queries ``off + i0 : off + i1`` (sorted; ``qbox`` their box, whose sums are
     ``T[box - tb0]``): the series in ``a``, the left-out key's share taken off, or the direct
     sums of a far box."""
@@ -219,8 +219,8 @@ def _evaluate(qs, xs, ss, vs, inv_h, origin, rho, kappa, qbox, ids, lo, hi, term
         b = qbox[i]
         p = terms[b]
         Tb = T[b - tb0]
-        if p == 0:
-            _direct(qs, xs, ss, vs, inv_h, ex, i, i + 1, lo[b], hi[b], out_s, out_w, out_v)
+        if p == 0:  # far from the keys: the exact truncated sums take it (see _exact)
+            ok[i] = False
             continue
         c = origin + (ids[b] + 0.5) * width
         a = (qs[i] - c) * inv_h
@@ -254,30 +254,6 @@ def _evaluate(qs, xs, ss, vs, inv_h, origin, rho, kappa, qbox, ids, lo, hi, term
                 ok[i] = False
         if not out_w[i] > 0.0:
             ok[i] = False
-
-
-@numba.njit(cache=True, nogil=True)
-def _direct(qs, xs, ss, vs, inv_h, ex, q0, q1, lo, hi, out_s, out_w, out_v):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Exact sums of queries ``q0:q1`` over keys ``lo:hi``, each under its largest log weight."""
-    for i in range(q0, q1):
-        top = -np.inf
-        for k in range(lo, hi):
-            if k != ex[i]:
-                u = (xs[k] - qs[i]) * inv_h
-                top = max(top, math.log(ss[k]) - 0.5 * u * u)
-        out_s[i] = top if top > -np.inf else 0.0
-        w = 0.0
-        for col in range(vs.shape[1]):
-            out_v[i, col] = 0.0
-        if top > -np.inf:
-            for k in range(lo, hi):
-                if k != ex[i]:
-                    u = (xs[k] - qs[i]) * inv_h
-                    t = math.exp(math.log(ss[k]) - 0.5 * u * u - top)
-                    w += t
-                    for col in range(vs.shape[1]):
-                        out_v[i, col] += t * vs[k, col]
-        out_w[i] = w
 
 
 def _box_size(total: float, eps3: float) -> tuple[float, float]:
@@ -346,12 +322,12 @@ def partials(
         ex = np.full(m, -1, dtype=np.int64)
     lc = math.log(max(float(ss.sum()), 1e-300) / eps3)
     kappa = eps3 / (8.0 * (MAX_TERMS + 8) * _ROUND)
-    shift = np.zeros(m)
+    shift = np.zeros(m)  # the series' sums are relative to the weights' scale, 2^scale_exp
     w = np.zeros(m)
     val = np.zeros((m, p))
     ok = np.ones(m, dtype=np.bool_)
     if xs.size and m:
-        _series(qs, xs, ss, vs, ex, inv_h, origin, (rho, zmax, lc, eps3, kappa), (shift, w, val, ok))
+        _series(qs, xs, ss, vs, ex, inv_h, origin, (rho, zmax, lc, eps3, kappa), (w, val, ok))
     else:
         ok[:] = False
     shift += scale_exp * math.log(2.0)
@@ -443,15 +419,14 @@ def _exact(
     sample_weight: NDArray[np.floating] | None, exclude: NDArray[np.integer] | None,
     shift: NDArray[np.float64], w: NDArray[np.float64], val: NDArray[np.float64],
 ) -> None:
-    """The exact partials of queries ``rows`` (far from every key, or whose left-out key
-    carried the sum) from the exact backends, written in place."""
-    from . import choose, compute
+    """The exact partials of queries ``rows`` (in boxes far from every key, or whose left-out key
+    carried the sum), written in place: the truncated backend's, which visits only the keys
+    within each query's window."""
+    from . import truncated
 
-    sub_q = queries[rows].astype(np.float64)
-    name = choose(kernel, n=keys.shape[0], m=rows.size, d=1).name
     ex = None if exclude is None else np.asarray(exclude)[rows]
-    parts = compute(name, sub_q, keys.astype(np.float64), values.astype(np.float64), kernel=kernel,
-                    bandwidth=bandwidth.astype(np.float64),
-                    sample_weight=None if sample_weight is None else sample_weight.astype(np.float64),
-                    exclude=ex)
+    parts = truncated.partials(
+        queries[rows].astype(np.float64), keys.astype(np.float64), values.astype(np.float64), kernel=kernel,
+        bandwidth=bandwidth.astype(np.float64),
+        sample_weight=None if sample_weight is None else sample_weight.astype(np.float64), exclude=ex)
     shift[rows], w[rows], val[rows] = parts.shift, parts.weight, parts.value
