@@ -426,3 +426,381 @@ def test_loo_pool_local_linear_is_leave_one_out_least_squares():
     got = nadaraya.loo_pool(x, y, kernel="gaussian", bandwidth=0.4, degree=1)
     assert got.shape == (40,)
     np.testing.assert_allclose(got, _plain_loo(x, y, 0.4, 1), rtol=1e-9, atol=1e-12)
+
+
+def _plain_local(q, x, y, h, degree, kernel="gaussian", sw=None, exclude=None):
+    """Local polynomial fits by weighted least squares in k - q, one query at a time, 1-D."""
+    sw = np.ones(len(x)) if sw is None else np.asarray(sw, float)
+    out = np.empty(len(q))
+    for i, qi in enumerate(q):
+        w = REGISTRY[kernel].profile((x - qi) / h) * sw
+        if exclude is not None:
+            w[exclude[i]] = 0.0
+        design = np.vander(x - qi, degree + 1, increasing=True)
+        coef = np.linalg.lstsq(design * np.sqrt(w)[:, None], y * np.sqrt(w), rcond=None)[0]
+        out[i] = coef[0]
+    return out
+
+
+@pytest.mark.parametrize("degree", [1, 2])
+def test_local_fits_with_kernel_weights_and_empty_windows_are_weighted_least_squares(degree):
+    # the local path of pool and loo_pool passes every argument on: the kernel, the bandwidth,
+    # the sample weights, the degree, the empty= policy and the backend
+    rng = np.random.default_rng(10)
+    x = np.sort(rng.uniform(0, 3, 40))
+    y = np.cos(2 * x) + 0.1 * rng.normal(size=40)
+    sw = rng.uniform(0.2, 3.0, 40)
+    q = np.array([0.3, 1.1, 2.05, 2.7])
+    got = nadaraya.pool(q, x, y, kernel="epanechnikov", bandwidth=0.7, degree=degree, sample_weight=sw,
+                        backend="reference")
+    want = _plain_local(q, x, y, 0.7, degree, "epanechnikov", sw)
+    np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+    loo = nadaraya.loo_pool(x, y, kernel="epanechnikov", bandwidth=0.7, degree=degree, sample_weight=sw,
+                            backend="reference")
+    want = _plain_local(x, x, y, 0.7, degree, "epanechnikov", sw, exclude=np.arange(40))
+    np.testing.assert_allclose(loo, want, rtol=1e-8, atol=1e-10)
+    # a query outside every window: the nearest key's value, or the weighted mean
+    far = nadaraya.pool([20.0], x, y, kernel="epanechnikov", bandwidth=0.7, degree=degree, empty="nearest")
+    assert far.tolist() == [y[-1]]
+    mean = nadaraya.pool([20.0], x, y, kernel="epanechnikov", bandwidth=0.7, degree=degree, empty="mean",
+                         sample_weight=sw)
+    np.testing.assert_allclose(mean, [sw @ y / sw.sum()], rtol=1e-12)
+    with pytest.raises(ValueError, match=r"^2 of 2 queries have no key"):
+        nadaraya.loo_pool([0.0, 5.0], [1.0, 2.0], kernel="epanechnikov", degree=degree, empty="raise")
+
+
+@pytest.mark.parametrize("degree", [0, 1])
+def test_pool_and_loo_pool_refuse_bad_arguments_on_every_path(degree):
+    x = np.linspace(0, 3, 20)
+    y = np.sin(x)
+    calls = [lambda **kw: nadaraya.pool(x, x, y, degree=degree, bandwidth=0.5, **kw),
+             lambda **kw: nadaraya.loo_pool(x, y, degree=degree, bandwidth=0.5, **kw)]
+    for call in calls:
+        for tol in (5.0, -1.0):
+            with pytest.raises(ValueError, match=rf"^tol must be None \(exact\) or a number in .*got {tol}"):
+                call(tol=tol)
+        with pytest.raises(ValueError, match=r"^backend='nope' is not known"):
+            call(backend="nope")
+        with pytest.raises(ValueError, match=r"^empty='nope' is not valid"):
+            call(empty="nope")
+        with pytest.raises(ValueError, match=r"^device='cpu' is for backend='torch'; got backend='ref"):
+            call(device="cpu", backend="reference")
+        with pytest.raises(ValueError, match="categorical_kernel='nope'"):
+            call(var_types="c", categorical_kernel="nope")
+
+
+def _plain_mixed(q, x, y, h, lam, kernel, sw=None, exclude=None):
+    """Gaussian in column 0 times a categorical factor in column 1 (unordered, c levels)."""
+    c = len(np.unique(x[:, 1]))
+    w = np.exp(-0.5 * ((q[:, None, 0] - x[None, :, 0]) / h) ** 2)
+    same = q[:, None, 1] == x[None, :, 1]
+    if kernel == "classic":  # Aitchison-Aitken
+        w = w * np.where(same, 1 - lam, lam / (c - 1))
+    else:  # Li-Racine
+        w = w * np.where(same, 1.0, lam)
+    if sw is not None:
+        w = w * sw[None, :]
+    if exclude is not None:
+        w[np.arange(len(q)), exclude] = 0.0
+    return w @ y / w.sum(axis=1)
+
+
+def test_pool_and_loo_pool_with_an_unordered_column_use_the_categorical_kernel_asked_for():
+    rng = np.random.default_rng(11)
+    x = np.column_stack([rng.uniform(0, 2, 30), rng.integers(0, 3, 30)])
+    y = x[:, 0] + 2 * x[:, 1] + 0.1 * rng.normal(size=30)
+    sw = rng.uniform(0.5, 2.0, 30)
+    q = np.array([[0.5, 0.0], [1.0, 2.0], [1.7, 1.0]])
+    h, lam = 0.4, 0.3
+    for ck in ("classic", "li-racine"):
+        kw = {} if ck == "classic" else {"categorical_kernel": ck}  # classic is the default
+        got = nadaraya.pool(q, x, y, bandwidth=[h, lam], var_types="cu", sample_weight=sw, **kw)
+        np.testing.assert_allclose(got, _plain_mixed(q, x, y, h, lam, ck, sw), rtol=1e-10)
+        loo = nadaraya.loo_pool(x, y, bandwidth=[h, lam], var_types="cu", sample_weight=sw, **kw)
+        np.testing.assert_allclose(loo, _plain_mixed(x, x, y, h, lam, ck, sw, np.arange(30)), rtol=1e-10)
+
+
+def test_local_fits_on_a_device_take_the_torch_backend():
+    pytest.importorskip("torch")
+    rng = np.random.default_rng(12)
+    x = np.sort(rng.uniform(0, 3, 30))
+    y = np.sin(x)
+    got = nadaraya.pool([0.5, 2.0], x, y, bandwidth=0.5, degree=1, device="cpu")
+    np.testing.assert_allclose(got, _plain_local(np.array([0.5, 2.0]), x, y, 0.5, 1), rtol=1e-9)
+    loo = nadaraya.loo_pool(x, y, bandwidth=0.5, degree=1, device="cpu")
+    np.testing.assert_allclose(loo, _plain_loo(x, y, 0.5, 1), rtol=1e-9)
+
+
+# -- pooling: Dask inputs give a lazy result with the NumPy answer ----------------------------
+
+
+def test_each_dask_input_gives_a_lazy_result_with_the_numpy_answer():
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(13)
+    x = np.sort(rng.uniform(0, 3, 24))
+    y = np.sin(2 * x)
+    sw = rng.uniform(0.5, 2.0, 24)
+    q = np.array([0.2, 1.3, 2.9])
+    want = nadaraya.pool(q, x, y, bandwidth=0.4, sample_weight=sw)
+    want_loo = nadaraya.loo_pool(x, y, bandwidth=0.4, sample_weight=sw)
+    args = [q, x, y, sw]
+    for i in range(4):
+        lazy = [da.from_array(a, chunks=8) if j == i else a for j, a in enumerate(args)]
+        got = nadaraya.pool(*lazy[:3], bandwidth=0.4, sample_weight=lazy[3])
+        assert isinstance(got, da.Array), i
+        np.testing.assert_allclose(got.compute(), want, rtol=1e-12)
+        if i:
+            got = nadaraya.loo_pool(*lazy[1:3], bandwidth=0.4, sample_weight=lazy[3])
+            assert isinstance(got, da.Array), i
+            np.testing.assert_allclose(got.compute(), want_loo, rtol=1e-12)
+
+
+def test_dask_inputs_take_the_backend_degree_and_categorical_kernel_asked_for():
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(14)
+    x = np.column_stack([np.sort(rng.uniform(0, 3, 24)), rng.integers(0, 3, 24)])
+    y = np.sin(2 * x[:, 0]) + x[:, 1]
+    dx, dy = da.from_array(x, chunks=(8, 2)), da.from_array(y, chunks=8)
+    for backend in ("auto", "dask", "reference"):
+        got = nadaraya.pool(dx[:, :1], x[:, :1], y, bandwidth=0.4, backend=backend).compute()
+        np.testing.assert_allclose(got, nadaraya.pool(x[:, :1], x[:, :1], y, bandwidth=0.4), rtol=1e-12)
+    with pytest.raises(ValueError, match="backend='nope' is not known"):  # at the call or when computed
+        nadaraya.pool(dx[:, :1], x[:, :1], y, bandwidth=0.4, backend="nope").compute()
+    with pytest.raises(ValueError, match="backend='nope' is not known"):
+        nadaraya.loo_pool(dx[:, :1], y, bandwidth=0.4, backend="nope").compute()
+    local = nadaraya.pool(dx[:, :1], x[:, :1], y, bandwidth=0.4, degree=1).compute()
+    np.testing.assert_allclose(local, _plain_local(x[:, 0], x[:, 0], y, 0.4, 1), rtol=1e-9)
+    loo = nadaraya.loo_pool(dx[:, :1], dy, bandwidth=0.4, degree=1).compute()
+    np.testing.assert_allclose(loo, _plain_loo(x[:, 0], y, 0.4, 1), rtol=1e-9)
+    for ck in ("classic", "li-racine"):
+        kw = {} if ck == "classic" else {"categorical_kernel": ck}
+        got = nadaraya.pool(dx, x, y, bandwidth=[0.4, 0.3], var_types="cu", **kw).compute()
+        np.testing.assert_allclose(got, _plain_mixed(x, x, y, 0.4, 0.3, ck), rtol=1e-10)
+        got = nadaraya.loo_pool(dx, dy, bandwidth=[0.4, 0.3], var_types="cu", **kw).compute()
+        want = _plain_mixed(x, x, y, 0.4, 0.3, ck, exclude=np.arange(24))
+        np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+# -- pooling: dtypes, and sums kept in range by exact powers of two ----------------------------
+
+
+def test_pool_is_float32_only_when_every_input_is():
+    x = np.array([0.0, 0.5, 1.0, 2.0])
+    y = np.array([1.0, -2.0, 0.5, 3.0])
+    for kinds in [(np.float32,) * 3, *[tuple(np.float64 if j == i else np.float32 for j in range(3))
+                                       for i in range(3)]]:
+        q, k, v = (np.asarray(a, dtype=t) for a, t in zip((x[:2], x, y), kinds))
+        want = np.float32 if all(t is np.float32 for t in kinds) else np.float64
+        assert nadaraya.pool(q, k, v, bandwidth=0.5).dtype == want, kinds
+        assert nadaraya.pool(q, k, v, kernel="epanechnikov", bandwidth=0.8).dtype == want, kinds
+    for kinds in [(np.float32, np.float32), (np.float64, np.float32), (np.float32, np.float64)]:
+        k, v = (np.asarray(a, dtype=t) for a, t in zip((x, y), kinds))
+        want = np.float32 if kinds == (np.float32, np.float32) else np.float64
+        assert nadaraya.loo_pool(k, v, bandwidth=0.5).dtype == want, kinds
+
+
+def test_sample_weights_act_by_their_ratios_at_any_scale():
+    # the weights are brought to [0.5, 1) by an exact power of two: scaling them by one changes
+    # nothing, also near the float range, where products with kernel terms would overflow or
+    # sink into subnormals
+    rng = np.random.default_rng(15)
+    x = np.sort(rng.uniform(0, 3, 12))
+    y = rng.normal(size=12)
+    sw = rng.uniform(0.5, 1.0, 12)
+    q = np.linspace(0, 3, 7)
+    for name in ("epanechnikov", "gaussian"):
+        want = nadaraya.pool(q, x, y, kernel=name, bandwidth=1.5, sample_weight=sw)
+        for e in (-1021, -1000, 1000, 1023):  # still normal numbers
+            got = nadaraya.pool(q, x, y, kernel=name, bandwidth=1.5, sample_weight=np.ldexp(sw, e))
+            np.testing.assert_array_equal(got, want, err_msg=f"{name} 2**{e}")
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    (2.0**400, 2.0**-900),  # in range (no rescaling): the small value keeps every digit
+    (2.0**512, 2.0**-600),  # the top of the range is not rescaled either
+    (1.5 * 2.0**1023, 1.75 * 2.0**1023),  # their sum overflows unless rescaled
+    (-1.5 * 2.0**1023, -2.0**1023),
+    (2.0**-1060, 3 * 2.0**-1070),  # subnormal: rescaled to keep the products' digits
+])
+def test_pool_of_values_far_from_one_is_exact(a, b):
+    # keys 100 bandwidths apart: a query at a key sees only that key (weight 1, the other
+    # exp(-5000) = 0), a query half-way sees both with weight 1 each
+    keys = np.array([0.0, 100.0])
+    got = nadaraya.pool([0.0, 100.0, 50.0], keys, [a, b])
+    assert got[0] == a and got[1] == b
+    assert got[2] == a / 2 + b / 2 or (a / 2 + b / 2 == 0 and got[2] == 0)
+
+
+@pytest.mark.parametrize("e", [-1070, -1040, -700, -520, -300, 0, 300, 600, 1000])
+def test_pool_commutes_with_powers_of_two_of_the_values(e):
+    # sums of weighted values are taken on the values brought into range by an exact power of
+    # two and scaled back once: pool(2^e v) = 2^e pool(v), rounded once
+    rng = np.random.default_rng(16)
+    x = np.sort(rng.uniform(0, 3, 15))
+    v = rng.uniform(0.5, 1.0, (15, 2)) * [1.0, -1.0]
+    q = np.linspace(-0.5, 3.5, 9)
+    scaled = np.ldexp(v, e)  # rounded where subnormal: scale that back up (exactly)
+    for name in ("gaussian", "epanechnikov"):
+        up = np.ldexp(scaled, -e)
+        want = np.ldexp(nadaraya.pool(q, x, up, kernel=name, bandwidth=0.7, empty="nearest"), e)
+        got = nadaraya.pool(q, x, scaled, kernel=name, bandwidth=0.7, empty="nearest")
+        np.testing.assert_array_equal(got, want, err_msg=name)
+    # with a key of tiny relative weight alone in a window: its products with the values stay
+    # normal (the values come to [0.5, 1) first)
+    sw = np.array([1.0, 2.0**-400])
+    got = nadaraya.pool([0.0, 10.0], [0.0, 10.0], np.ldexp([1.0, 0.75], -700), kernel="boxcar",
+                        sample_weight=sw)
+    assert got.tolist() == [2.0**-700, 0.75 * 2.0**-700]
+
+
+def test_float32_values_far_from_one_stay_float32_and_exact():
+    keys = np.array([0.0, 100.0], dtype=np.float32)
+    for a in (np.float32(3e37), np.float32(2.0**-140)):
+        v = np.array([a, a / 2], dtype=np.float32)
+        got = nadaraya.pool(keys, keys, v)
+        assert got.dtype == np.float32
+        assert got.tolist() == v.tolist()
+        got = nadaraya.pool(np.array([1000.0], dtype=np.float32), keys, v)  # far: recomputed
+        assert got.dtype == np.float32 and got.tolist() == [a / 2]
+
+
+# -- pooling: far queries, lonely leave-one-out points and the empty-window messages ------------
+
+
+@pytest.mark.parametrize("q", [1e6, -3e7, 1e9])
+def test_a_far_query_gets_the_exact_softmax_of_its_keys(q):
+    # keys 0 and d with q d = 1: the true weights are proportional to exp(-(q - k)^2 / 2),
+    # whose ratio exp(q d - d^2 / 2) is near e; the log weights themselves are near -q^2 / 2,
+    # where float64 has no digits left for that difference
+    d = 1.0 / q
+    ratio = math.exp(q * d - d * d / 2)  # weight of key d over key 0
+    want = [ratio / (1 + ratio) * 3.0 + 1 / (1 + ratio) * 1.0]
+    got = nadaraya.pool([q], [0.0, d], [1.0, 3.0])
+    assert got.tolist() == pytest.approx(want, rel=1e-12)
+    both = nadaraya.pool([q, 0.0], [0.0, d], [1.0, 3.0])  # one far query among others
+    assert both[0] == pytest.approx(want[0], rel=1e-12)
+
+
+def test_leave_one_out_points_with_no_other_key_are_nan_and_reported():
+    # Gaussian: points 1 and 2 carry no weight, so point 0 has nothing left to pool over;
+    # every other point (far from the keys that weigh) takes the nearest weighing key
+    keys, values = [0.0, 5.0, 10.0, 11.0], [1.0, 2.0, 3.0, 4.0]
+    with pytest.warns(nadaraya.EmptyWindowWarning) as rec:
+        got = nadaraya.loo_pool(keys, values, bandwidth=0.01, sample_weight=[1.0, 0.0, 0.0, 0.0])
+    assert np.isnan(got[0]) and got[1:].tolist() == [1.0, 1.0, 1.0]
+    assert [str(r.message) for r in rec] == [
+        "1 of 4 points have no other key with positive weight to pool over; "
+        "their leave-one-out predictions are NaN"]
+    with pytest.raises(ValueError, match=r"^1 of 4 points have no other key with positive weight "
+                                         r"to pool over \(leave-one-out\)$"):
+        nadaraya.loo_pool(keys, values, bandwidth=0.01, sample_weight=[1.0, 0.0, 0.0, 0.0], empty="raise")
+    # two weighing keys: every point far from the other has its nearest
+    got = nadaraya.loo_pool(keys, values, bandwidth=0.01, sample_weight=[1.0, 0.0, 0.0, 1.0])
+    assert got.tolist() == [4.0, 1.0, 4.0, 1.0]
+    # a compact kernel with empty="nearest": the same lonely point, reported the same way
+    with pytest.warns(nadaraya.EmptyWindowWarning) as rec:
+        got = nadaraya.loo_pool([0.0, 5.0, 10.0], [1.0, 2.0, 3.0], kernel="epanechnikov", bandwidth=1.0,
+                                empty="nearest", sample_weight=[1.0, 0.0, 0.0])
+    assert np.isnan(got[0]) and got[1:].tolist() == [1.0, 1.0]
+    assert [str(r.message) for r in rec] == [
+        "1 of 3 points have no other key with positive weight to pool over; "
+        "their leave-one-out predictions are NaN"]
+
+
+def test_empty_windows_give_one_warning_that_says_how_many_and_where():
+    import warnings
+
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        got = nadaraya.pool([0.0, 50.0, 60.0], [0.0, 0.5], [1.0, 2.0], kernel="epanechnikov", bandwidth=0.5)
+    assert got[0] == 1.0 and np.isnan(got[1:]).all()
+    assert [str(r.message) for r in rec] == [
+        "2 of 3 queries have no key with positive weight within the support of the 'epanechnikov' "
+        "kernel (bandwidth [0.5]); their predictions are NaN (empty='nan')"]
+    assert rec[0].category is nadaraya.EmptyWindowWarning
+    # seven bandwidths are summarised
+    q, k = np.repeat([[0.0], [50.0]], 7, axis=1), np.repeat([[0.0], [0.5]], 7, axis=1)
+    summary = r"\(bandwidth \[0\.5 0\.6 0\.7 \.\.\. 0\.9 1\.  1\.1\]\); "
+    with pytest.warns(nadaraya.EmptyWindowWarning, match=summary):
+        nadaraya.pool(q, k, [1.0, 2.0], kernel="epanechnikov", bandwidth=np.linspace(0.5, 1.1, 7))
+
+
+# -- pooling: backend="auto" for the Gaussian in 1-D (the Taylor series within tol=, the truncated sums)
+
+
+def _choice(x, h, tol, moments=0):
+    from nadaraya import pooling
+
+    call = pooling.prepare(x, x, np.sin(3 * x), kernel="gaussian", bandwidth=h)
+    parts, choice = pooling.compute_partials(call, tol=tol, moments=moments)
+    return choice.name, parts, call
+
+
+def test_auto_in_1d_takes_the_taylor_series_only_where_it_pays_and_stays_within_tol():
+    # 1000 keys over 1000 bandwidths: the Taylor series within tol, else the exact sums over
+    # each query's window; 600 keys spread over [3, 4] (span 1000 bandwidths, not 7000 nor 1):
+    # not worth a series, so the window; local fits (moments) never take the series
+    rng = np.random.default_rng(17)
+    x = np.sort(rng.uniform(0, 1, 1000))
+    name, parts, call = _choice(x, 0.001, 1e-6)
+    assert name == "taylor"
+    w = np.exp(-0.5 * ((x[:, None] - x[None, :]) / 0.001) ** 2)
+    plain = w @ call.values[:, 0] / w.sum(axis=1)
+    assert np.abs(parts.finalize()[:, 0] - plain).max() <= 1e-6 * np.abs(call.values).max()
+    name, parts, _ = _choice(x, 0.001, None)
+    assert name == "truncated"
+    np.testing.assert_allclose(parts.finalize()[:, 0], plain, rtol=1e-12, atol=1e-14)
+    assert _choice(x, 0.001, 1e-6, moments=1)[0] == "truncated"
+    assert _choice(x, 0.1, 1e-6, moments=1)[0] not in ("taylor", "truncated")  # windows too wide
+    y = 3 + np.sort(rng.uniform(0, 1, 600))
+    assert _choice(y, 0.001, 1e-6)[0] == "truncated"
+
+
+def test_loo_pool_with_tol_takes_the_series_within_its_bound():
+    # tol= reaches the leave-one-out sums: the Taylor series (not bit-for-bit the exact sums)
+    # within tol * max|y| of them on every point
+    rng = np.random.default_rng(18)
+    x = np.sort(rng.uniform(0, 1, 1000))
+    y = np.sin(3 * x)
+    exact = nadaraya.loo_pool(x, y, bandwidth=0.001)
+    fast = nadaraya.loo_pool(x, y, bandwidth=0.001, tol=1e-6)
+    gap = np.abs(fast - exact).max()
+    assert 0 < gap <= 1e-6 * np.abs(y).max()
+
+
+def test_integer_and_float16_inputs_are_pooled_in_float64():
+    # every array is converted to the call's dtype (float64 unless all are float32): integer
+    # keys, queries or values pool as their float64 values, float16 ones are not rounded
+    # to float32 on the way
+    q, k, v = np.array([0, 2]), np.array([0, 1, 2]), np.array([1, 2, 4])
+    for name in ("gaussian", "epanechnikov"):
+        want = nadaraya.pool(q.astype(float), k.astype(float), v.astype(float), kernel=name, bandwidth=0.7)
+        got = nadaraya.pool(q, k, v, kernel=name, bandwidth=0.7)
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(got, want, rtol=1e-15)
+        want = nadaraya.loo_pool(k.astype(float), v.astype(float), kernel=name, bandwidth=1.5)
+        np.testing.assert_allclose(nadaraya.loo_pool(k, v, kernel=name, bandwidth=1.5), want, rtol=1e-15)
+    q16, k16 = np.array([0.1, 1.7], np.float16), np.array([0.3, 1.1, 2.2], np.float16)
+    v32 = np.array([1.0, 2.0, 4.0], np.float32)
+    want = nadaraya.pool(q16.astype(float), k16.astype(float), v32.astype(float), bandwidth=0.7)
+    got = nadaraya.pool(q16, k16, v32, bandwidth=0.7)
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+
+
+def test_dask_tasks_run_the_engine_set_in_the_options():
+    # backend="auto" or "dask" leave the engine of each task to the Dask options; the laplace
+    # engine takes only the Laplacian kernel, so the Gaussian is refused by it
+    da = pytest.importorskip("dask.array")
+    from nadaraya.backends import dask as nd
+
+    x = np.linspace(0, 3, 24)
+    y = np.sin(x)
+    dx = da.from_array(x, chunks=8)
+    with nd.options(engine="laplace"):
+        for backend in ("auto", "dask"):
+            with pytest.raises(ValueError, match="backend='laplace' does not support kernel='gaussian'"):
+                nadaraya.pool(dx, x, y, bandwidth=0.4, backend=backend).compute()
+            got = nadaraya.pool(dx, x, y, kernel="laplacian", bandwidth=0.4, backend=backend).compute()
+            want = nadaraya.pool(x, x, y, kernel="laplacian", bandwidth=0.4)
+            np.testing.assert_allclose(got, want, rtol=1e-12)
