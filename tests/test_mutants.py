@@ -804,3 +804,168 @@ def test_dask_tasks_run_the_engine_set_in_the_options():
             got = nadaraya.pool(dx, x, y, kernel="laplacian", bandwidth=0.4, backend=backend).compute()
             want = nadaraya.pool(x, x, y, kernel="laplacian", bandwidth=0.4)
             np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+# -- attention_weights: defaults, far rows, the size limits and the sparse result ----------------
+
+
+def _softmax_rows(q, k, h=1.0, sw=None):
+    """exp(-|q - k|^2 / (2 h^2)) * sw per row, normalised, computed relative to each row's best key."""
+    logw = -0.5 * ((q[:, None] - k[None, :]) / h) ** 2
+    if sw is not None:
+        with np.errstate(divide="ignore"):
+            logw = logw + np.log(sw)[None, :]
+    w = np.exp(logw - logw.max(axis=1, keepdims=True))
+    return w / w.sum(axis=1, keepdims=True)
+
+
+def test_attention_weights_defaults_and_rows_far_from_the_keys():
+    import warnings
+
+    k = np.array([0.0, 0.5, 1.5, 3.0])
+    q = np.array([0.2, 1.0, 43.0, 2.6])  # 40 bandwidths from the nearest key: weights near e^-800
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = nadaraya.attention_weights(q, k)  # Gaussian of bandwidth 1
+    np.testing.assert_allclose(got, _softmax_rows(q, k), rtol=1e-12, atol=1e-300)
+    # beyond the far limit (log weights near -q^2 / 2): the exact softmax, a zero-weight key 0
+    sw = np.array([1.0, 0.0, 2.0, 1.0])
+    qf = np.array([0.3, 1e6, -3e7])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a far row is not an empty one
+        got = nadaraya.attention_weights(qf, [0.0, 5.0, 1e-6, 2e-6 - 1e-7], sample_weight=sw)
+    kk = np.array([0.0, 5.0, 1e-6, 2e-6 - 1e-7])
+    for i, qi in enumerate(qf):
+        # log weights relative to key 0: q d - d^2 / 2 + log sw, differences taken exactly
+        rel = np.array([qi * d - d * d / 2 for d in kk], dtype=float)
+        with np.errstate(divide="ignore"):
+            rel = rel + np.log(sw)
+        want = np.exp(rel - rel.max())
+        np.testing.assert_allclose(got[i], want / want.sum(), rtol=1e-9, atol=0)
+    assert got[:, 1].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_attention_weights_far_rows_in_later_blocks():
+    # 8192 keys: blocks of two rows in 1 MiB of working memory (16384 float64 entries); a far
+    # row second in each block; 8189 keys of zero weight fill the blocks
+    k = np.concatenate([[0.0, 1e-6, 5.0], np.linspace(10, 20, 8189)])
+    q = np.array([0.25, 1e6, 0.5, 2e6])
+    sw = np.zeros(k.size)
+    sw[:2] = 1.0
+    with nadaraya.config_context(working_memory=1):
+        got = nadaraya.attention_weights(q, k, sample_weight=sw)
+    assert got.shape == (4, 8192) and (got[:, 2:] == 0).all()
+    for i, qi in enumerate(q):
+        rel = np.array([qi * d - d * d / 2 for d in k[:2]])
+        want = np.exp(rel - rel.max())
+        np.testing.assert_allclose(got[i, :2], want / want.sum(), rtol=1e-9, atol=0)
+
+
+@pytest.mark.parametrize(("m", "n", "max_bytes", "sizes"), [
+    (1, 100, 799, ("800 bytes", "799 bytes")),
+    (1, 128, 1023, ("1.0 KiB", "1023 bytes")),
+    (3, 100, 1536, ("2.3 KiB", "1.5 KiB")),
+    (1024, 128, 2**20 - 1, ("1.0 MiB", "1024.0 KiB")),
+    (1536, 1024, 2**20, ("12.0 MiB", "1.0 MiB")),
+    (2**14, 2**14, 2**30, ("2.0 GiB", "1.0 GiB")),
+    (3, 3, 0.5, ("72 bytes", "0 bytes")),
+])
+def test_attention_weights_refuses_a_dense_result_over_max_bytes(m, n, max_bytes, sizes):
+    q, k = np.zeros(m), np.zeros(n)
+    msg = (f"attention_weights would return a dense ({m}, {n}) float64 array of {sizes[0]}, more than "
+           f"max_bytes ({sizes[1]}); use pool() to predict (it never forms the matrix), sparse=True for a "
+           "compact kernel, fewer queries or keys, or pass a larger max_bytes")
+    with pytest.raises(ValueError) as err:
+        nadaraya.attention_weights(q, k, max_bytes=max_bytes)
+    assert str(err.value) == msg
+    assert nadaraya.attention_weights(q[:1], k[:1], max_bytes=8).tolist() == [[1.0]]  # exactly the limit
+
+
+def test_attention_weights_default_limit_is_four_working_memories():
+    with nadaraya.config_context(working_memory=1):  # 4 MiB: 512 x 1024 float64 exactly
+        assert nadaraya.attention_weights(np.zeros(512), np.zeros(1024)).shape == (512, 1024)
+        with pytest.raises(ValueError, match=r"dense \(513, 1024\) float64 array of 4\.0 MiB, more than "
+                                             r"max_bytes \(4\.0 MiB\)"):
+            nadaraya.attention_weights(np.zeros(513), np.zeros(1024))
+        # sparse results are limited by what they store, not by the dense shape
+        w = nadaraya.attention_weights(np.arange(600.0), np.arange(1024.0), kernel="boxcar", bandwidth=0.5,
+                                       sparse=True)
+        assert w.shape == (600, 1024) and w.nnz == 600
+    for bad in (0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match=rf"^max_bytes must be a positive number of bytes; got {bad!r}$"):
+            nadaraya.attention_weights([0.0], [0.0], max_bytes=bad)
+
+
+def test_attention_weights_sparse_limit_counts_every_block():
+    # 8193 keys: one query per block in 1 MiB of working memory; each row holds 2 positive
+    # weights of 12 bytes each (float64 and an int32 index): 24 bytes a row, so a limit of 48
+    # bytes is passed by the third row
+    from scipy import sparse as sp
+
+    k = np.arange(8193.0)
+    q = np.arange(10.0) + 0.5
+    with nadaraya.config_context(working_memory=1):
+        msg = ("attention_weights(sparse=True) holds more than max_bytes (48 bytes) of positive weights "
+               "after 3 of 10 queries; use pool() to predict, a smaller bandwidth or a compact kernel, or "
+               "pass a larger max_bytes")
+        with pytest.raises(ValueError) as err:
+            nadaraya.attention_weights(q, k, kernel="epanechnikov", sparse=True, max_bytes=48)
+        assert str(err.value) == msg
+        w = nadaraya.attention_weights(q, k, kernel="epanechnikov", sparse=True, max_bytes=240)
+    assert isinstance(w, sp.csr_array) and w.format == "csr" and w.nnz == 20
+    dense = nadaraya.attention_weights(q, k, kernel="epanechnikov")
+    np.testing.assert_allclose(w.toarray(), dense, rtol=1e-15)
+
+
+@pytest.mark.parametrize(("m", "n", "max_bytes", "after"), [
+    (10, 3000, 2 * 3000 * 12 + 1, 5),  # 16384 // 3000 = 5 rows a block
+    (10, 16385, 2 * 16385 * 12 + 1, 3),  # one row a block, at least
+    (12000, 1, 8192 * 12 - 1, 12000),  # every row in one block
+])
+def test_attention_weights_blocks_hold_whole_rows_within_the_working_memory(m, n, max_bytes, after):
+    # blocks of 1 MiB / 64 = 16384 float64 entries (8 arrays of 8 bytes), as many whole rows as
+    # fit (at least one): the sparse limit is checked after each block, so the row count in
+    # its message tells the block size (rows of n positive boxcar weights, 12 bytes each)
+    with nadaraya.config_context(working_memory=1), \
+            pytest.raises(ValueError, match=rf"after {after} of {m} queries"):
+        nadaraya.attention_weights(np.zeros(m), np.zeros(n), kernel="boxcar", sparse=True,
+                                   max_bytes=max_bytes)
+
+
+def test_attention_weights_sparse_empty_rows_hold_nothing_and_need_no_dense_matrix():
+    import warnings
+
+    k = np.array([0.0, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nadaraya.EmptyWindowWarning)
+        w = nadaraya.attention_weights([0.2, 50.0], k, kernel="epanechnikov", bandwidth=0.5, sparse=True)
+    assert w.nnz == 1 and w.toarray().tolist() == [[1.0, 0.0], [0.0, 0.0]]
+    rng = np.random.default_rng(19)
+    x = rng.uniform(0, 1, 2000)
+    with nadaraya.config_context(working_memory=1):
+        tracemalloc.start()
+        try:
+            tracemalloc.reset_peak()
+            before, _ = tracemalloc.get_traced_memory()
+            w = nadaraya.attention_weights(x, x, kernel="epanechnikov", bandwidth=1e-4, sparse=True)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert w.nnz >= 2000
+    assert peak - before < 2000 * 2000 * 8 / 4, f"{(peak - before) / 2**20:.1f} MiB"
+
+
+def test_attention_weights_nearest_is_euclidean_in_x_over_h():
+    # no key in the window: one-hot at the nearest key in x / h, Euclidean (keys chosen where
+    # another Minkowski distance would pick the other one)
+    k = np.array([[0.0, 4.5], [3.2, 3.2]])
+    w = nadaraya.attention_weights([[0.0, 0.0]], k, kernel="epanechnikov", bandwidth=[1.0, 1.0],
+                                   empty="nearest")
+    l2 = np.sqrt((k**2).sum(axis=1))
+    l3 = np.cbrt((np.abs(k) ** 3).sum(axis=1))
+    assert l2.argmin() != l3.argmin()
+    assert w.tolist() == [[float(i == l2.argmin()) for i in range(2)]]
+    with pytest.raises(ValueError, match=r"^keys must be numeric; got \['a', 'b'\]"):
+        nadaraya.attention_weights([0.0], ["a", "b"])
+    with pytest.raises(ValueError, match=r"^keys must be a 1-D or 2-D array; got the scalar 3\.0"):
+        nadaraya.attention_weights([0.0], 3.0)
