@@ -201,9 +201,12 @@ def test_bad_input_names_the_argument() -> None:
     x = np.arange(4.0)[:, None]
     with pytest.raises(ValueError, match=r"backend='truncated'.*'laplacian'"):
         truncated.partials(x, x, x, kernel=get("laplacian"), bandwidth=np.ones(1))
+    x4 = np.ones((4, 4))
+    with pytest.raises(ValueError, match=r"backend='truncated'.*1 to 3 features.*d=4"):
+        truncated.partials(x4, x4, x, kernel=K, bandwidth=np.ones(4))
     x2 = np.ones((4, 2))
-    with pytest.raises(ValueError, match=r"backend='truncated'.*d=2"):
-        truncated.partials(x2, x2, x, kernel=K, bandwidth=np.ones(2))
+    with pytest.raises(ValueError, match=r"moments up to 2.*none in 2; got moments=1"):
+        truncated.partials(x2, x2, x, kernel=K, bandwidth=np.ones(2), moments=1)
     with pytest.raises(ValueError, match=r"moments=3"):
         truncated.partials(x, x, x, kernel=K, bandwidth=np.ones(1), moments=3)
     with pytest.raises(ValueError, match=r"moments must be a non-negative int.*-1"):

@@ -102,8 +102,8 @@ def compute_partials(
     if device is not None and backend == "auto":
         backend = "torch"  # a device names the torch backend
     choice = None
-    if backend == "auto" and d == 1 and m * n >= backends.SMALL_PAIRS and call.kernel.name == "gaussian":
-        choice = _choose_1d(call, moments, tol)
+    if backend == "auto" and d <= 3 and m * n >= backends.SMALL_PAIRS and call.kernel.name == "gaussian":
+        choice = _choose_gaussian(call, moments, tol)
     if choice is None:
         choice = backends.choose(call.kernel, n=n, m=m, d=d, backend=backend)
     parts = backends.compute(
@@ -122,12 +122,15 @@ def compute_partials(
     return parts, choice
 
 
-def _choose_1d(call: Call, moments: int, tol: float | None) -> backends.Choice | None:
-    """The data-aware choices for the Gaussian kernel in 1-D: the Taylor series within ``tol``,
-    else the exact truncated sums where the windows are small (:mod:`nadaraya.backends`)."""
+def _choose_gaussian(call: Call, moments: int, tol: float | None) -> backends.Choice | None:
+    """The data-aware choices for the Gaussian kernel in 1 to 3 features: the Taylor series within
+    ``tol`` (1-D), else the exact truncated sums where the windows are small (:mod:`nadaraya.backends`)."""
     from .backends import truncated
 
-    m, n = call.queries.shape[0], call.keys.shape[0]
+    m, n, d, _ = call.shape
+    if d > 1:
+        pairs = truncated.pairs(call.queries, call.keys, call.bandwidth)
+        return backends.choose_window(call.kernel, n=n, m=m, d=d, moments=moments, pairs=pairs)
     h = float(call.bandwidth[0])
     if tol is not None:
         points = (call.queries, call.keys)

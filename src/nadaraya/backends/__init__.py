@@ -258,9 +258,10 @@ TRUNCATED_NS = {"pair": 0.55, "point": 60.0}
 
 
 def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs: float) -> Choice | None:
-    """The exact truncated backend for the Gaussian kernel in 1-D (``moments`` up to its
-    degree) when the ``pairs`` its windows hold (:func:`nadaraya.backends.truncated.pairs`)
-    make it cheaper than the exact loop over all ``m n`` pairs by half; ``None`` otherwise.
+    """The exact truncated backend for the Gaussian kernel in 1 to 3 features (``moments`` up to
+    its degree in one, none above) when the ``pairs`` its windows hold
+    (:func:`nadaraya.backends.truncated.pairs`) make it cheaper than the exact loop over all
+    ``m n`` pairs by half; ``None`` otherwise.
 
     Examples
     --------
@@ -270,14 +271,15 @@ def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs
     >>> choose_window(kernel("gaussian"), n=10**5, m=10**5, d=1, moments=0, pairs=9e9) is None
     True
     """
-    if d != 1 or kernel.name != "gaussian" or n * m < SMALL_PAIRS or moments > 2:
+    if not 1 <= d <= 3 or kernel.name != "gaussian" or n * m < SMALL_PAIRS or moments > (2 if d == 1 else 0):
         return None
     cost = pairs * TRUNCATED_NS["pair"] + (n + m) * TRUNCATED_NS["point"]
     exact = n * m * EXACT_NS_PER_PAIR
     if cost > exact / 2:
         return None
+    where = "the sorted keys" if d == 1 else "the cells of a grid that meet"
     return Choice("truncated", (
-        f"Gaussian kernel in 1-D: exact sums over the sorted keys within each query's window "
+        f"Gaussian kernel in d={d}: exact sums over {where} each query's window "
         f"(about {pairs / max(m, 1):.0f} of {n} keys per query; the keys left out weigh under 2^-60 "
         f"of its largest term together); about {exact / cost:.0f}x less work than all pairs"))
 

@@ -86,6 +86,7 @@ from .._jit import exp_flushed, run_ranges, threads_for
 from .._validation import as_moments
 from ..kernels import Kernel
 from ..partials import Partials
+from . import _truncated_grid as _grid
 from .laplace import SORT_QUERIES_ABOVE, _order, _sorted_exclude
 
 __all__ = ["BITS", "MAX_DEGREE", "SORT_QUERIES_ABOVE", "log_ratio", "pairs", "partials", "supports"]
@@ -107,15 +108,18 @@ _FASTMATH = {"reassoc", "contract"}
 
 
 def supports(kernel: Kernel, d: int) -> bool:
-    """The Gaussian kernel in one feature.
+    """The Gaussian kernel in one to three features (sorted keys in one, a grid of cells in two
+    and three: :mod:`nadaraya.backends._truncated_grid`).
 
     Examples
     --------
     >>> from nadaraya.kernels import get
-    >>> supports(get("gaussian"), 1), supports(get("gaussian"), 2), supports(get("laplacian"), 1)
-    (True, False, False)
+    >>> supports(get("gaussian"), 1), supports(get("gaussian"), 3), supports(get("gaussian"), 4)
+    (True, True, False)
+    >>> supports(get("laplacian"), 1)
+    False
     """
-    return kernel.name == "gaussian" and d == 1
+    return kernel.name == "gaussian" and 1 <= d <= _grid.MAX_D
 
 
 def log_ratio(n: int) -> float:
@@ -466,13 +470,17 @@ def partials(
     True
     """
     moments = as_moments(moments)
-    if not supports(kernel, queries.shape[1]):
-        raise ValueError(f"backend='truncated' computes the 'gaussian' kernel in one feature only; got "
-                         f"kernel={kernel.name!r} with d={queries.shape[1]}")
-    if moments > MAX_DEGREE:
-        raise ValueError(f"backend='truncated' computes moments up to {MAX_DEGREE} (local polynomial "
-                         f"degree); got moments={moments}; use backend='reference' or 'fused'")
+    d = queries.shape[1]
+    if not supports(kernel, d):
+        raise ValueError(f"backend='truncated' computes the 'gaussian' kernel in 1 to {_grid.MAX_D} "
+                         f"features; got kernel={kernel.name!r} with d={d}")
+    if moments > (MAX_DEGREE if d == 1 else 0):
+        raise ValueError(f"backend='truncated' computes moments up to {MAX_DEGREE} (local polynomial degree) "
+                         f"in one feature and none in {d}; got moments={moments}; use backend='reference' "
+                         "or 'fused'")
     _threads.configure()
+    if d > 1:
+        return _grid.partials(queries, keys, values, kernel, bandwidth, sample_weight, exclude)
     dtype = queries.dtype
     r = moments
     m, p = queries.shape[0], values.shape[1]
@@ -537,13 +545,14 @@ def pairs(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: 
     From at most 512 queries: with at most 8192 keys, their windows exactly (no sample weights,
     no moments); with more, the keys within ``sqrt(2 L) h`` of each query (the window's radius
     where the nearest key is close) counted in a sample of 8192 keys and scaled up, and at least
-    one per query. O(n) at most, about 1 ms at a million keys.
+    one per query. O(n) at most, about 1 ms at a million keys. In 2 and 3 features:
+    :func:`nadaraya.backends._truncated_grid.pairs`.
 
     Parameters
     ----------
-    queries : ndarray of shape (m,) or (m, 1)
-    keys : ndarray of shape (n,) or (n, 1)
-    bandwidth : float or ndarray of shape (1,)
+    queries : ndarray of shape (m,) or (m, d)
+    keys : ndarray of shape (n,) or (n, d)
+    bandwidth : float or ndarray of shape (1,) or (d,)
 
     Returns
     -------
@@ -558,6 +567,9 @@ def pairs(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: 
     >>> 15 * 1001 < est < 25 * 1001
     True
     """
+    if np.ndim(queries) == 2 and np.shape(queries)[1] > 1:
+        h_all = np.asarray(bandwidth, dtype=np.float64)
+        return _grid.pairs(queries, keys, h_all, log_ratio(np.shape(keys)[0]))
     q = np.asarray(queries, dtype=np.float64).reshape(-1)
     k = np.asarray(keys, dtype=np.float64).reshape(-1)
     h = float(np.asarray(bandwidth, dtype=np.float64).reshape(-1)[0])

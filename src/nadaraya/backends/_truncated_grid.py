@@ -1,0 +1,361 @@
+"""Exact Gaussian sums in 2 and 3 features over a grid of cells: only the keys that can change a float64 sum.
+
+The rule is the one-feature truncated backend's (:mod:`nadaraya.backends.truncated`): with ``M``
+a query's largest log weight and ``L = 60 ln 2 + ln n``, keys whose log weight is below
+``M - L`` weigh less than ``2^-60`` of the largest term together and are skipped; what remains
+is summed exactly, in the log domain.
+
+**The grid.** In units of the bandwidth (per feature), the box holding the queries and the keys
+is cut into cubic cells of side ``c = sqrt(2 L) / CELLS_PER_RADIUS`` (wider where the keys are
+sparse, or where the grid would need more than :data:`CELLS_PER_KEY` cells per key), and the keys
+are sorted by cell (a counting sort), ``x`` fastest: a run of cells along ``x`` is one contiguous
+slice of the sorted keys.
+
+**Per query.** A lower bound ``b <= M`` is the largest log weight among the first keys of the
+query's own cell, or else of the smallest cube of cells around it that holds a key (the
+left-out key of leave-one-out never counts). Every key with ``l >= b - L`` lies within
+
+    ``R^2 = 2 (log s_max - b + L)``
+
+bandwidths of the query (``s_max`` the largest sample weight; ``R^2 = u_b^2 + 2 L`` without
+sample weights, ``u_b`` the distance to the key that gave ``b``). The query visits the rows of
+cells that meet that ball, each row's ``x`` range cut to the ball: one slice per row. The
+sums are taken relative to ``b``; the shift is then ``b + e ln 2`` with ``2^(e-1) <= weight <
+2^e``, an upper bound of ``M`` (the weight, at least ``exp(M - b)``, is scaled by the exact power
+``2^-e``).
+
+**Far queries.** A query with no key within :data:`FAR` bandwidths' worth of cells, or whose
+``b`` is far from ``M``, is computed by the exact fused backend instead (every key, in the log
+domain), so that the far-query rules of every backend hold unchanged.
+
+Cost: O(n + m) to sort by cell, then per query the keys of the cells that meet its ball: about
+``(1 + 1.6 / CELLS_PER_RADIUS)^d`` times the keys within ``R`` bandwidths.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+from .._jit import exp_flushed, run_ranges, threads_for
+from ..kernels import Kernel
+from ..partials import Partials
+
+__all__ = ["CELLS_PER_KEY", "CELLS_PER_RADIUS", "FAR", "KEYS_PER_CELL", "MAX_D", "pairs", "partials", "sums"]
+
+#: the most features the grid serves
+MAX_D = 3
+#: cells across the radius ``sqrt(2 L)`` of a query next to a key
+CELLS_PER_RADIUS = 4.0
+#: the keys a cell holds on average, at least (sparse keys get wider cells)
+KEYS_PER_CELL = 16.0
+#: the grid holds at most this many cells per key (plus 4096); wider cells beyond
+CELLS_PER_KEY = 8
+#: a query whose bound comes from keys this many bandwidths away, or farther, is summed by the
+#: fused backend (its shift would be far from its largest log weight)
+FAR = 24.0
+#: keys read for the bound ``b`` in the query's own cell
+_FIRST = 32
+_CHUNK = 256
+
+
+def _cell_side(span: NDArray[np.float64], n: int, big_l: float) -> tuple[float, NDArray[np.int64]]:
+    """The cells' side (in bandwidths) and the grid's shape for a box ``span`` bandwidths wide:
+    :data:`CELLS_PER_RADIUS` across a query's radius, or wider where the keys are sparse (about
+    :data:`KEYS_PER_CELL` keys in a cell on average: a row of nearly empty cells costs its
+    bookkeeping and sums nothing)."""
+    volume = float(np.prod(np.maximum(span, 1e-300)))
+    sparse = (KEYS_PER_CELL * volume / max(n, 1)) ** (1.0 / span.size)
+    side = max(math.sqrt(2.0 * big_l) / CELLS_PER_RADIUS, sparse)
+    limit = CELLS_PER_KEY * n + 4096
+    while True:
+        shape = np.floor(span / side).astype(np.int64) + 1
+        if float(np.prod(shape.astype(np.float64))) <= limit:
+            return side, shape
+        side *= 1.25
+
+
+@numba.njit(cache=True, nogil=True)
+def _cell_ids(z, side, shape):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The linear cell of every row of ``z`` (bandwidth units from the grid's corner), ``x`` fastest."""
+    n, d = z.shape
+    out = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        cell = 0
+        for j in range(d - 1, -1, -1):
+            c = int(z[i, j] / side)
+            c = min(max(c, 0), shape[j] - 1)
+            cell = cell * shape[j] + c
+        out[i] = cell
+    return out
+
+
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _slice(qv, kt, ls, vt, inv_h, s0, s1, skip, base, buf, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Add the keys ``s0:s1`` (all but ``skip``) to ``acc`` (weight, then values), relative to
+    ``base``: one pass for the weights and the first value column (1-D views of each feature's
+    keys, so that the loads vectorise), one more per further column over the stored weights."""
+    d = kt.shape[0]
+    p = vt.shape[0]
+    q0, q1, q2 = qv[0], qv[1], qv[d - 1]
+    h0, h1, h2 = inv_h[0], inv_h[1], inv_h[d - 1]
+    for c0 in range(s0, s1, _CHUNK):
+        c1 = min(s1, c0 + _CHUNK)
+        nb = c1 - c0
+        k0 = kt[0, c0:c1]
+        k1 = kt[1, c0:c1]
+        k2 = kt[d - 1, c0:c1]
+        lv = ls[c0:c1]
+        v0 = vt[0, c0:c1] if p else lv
+        w = 0.0
+        a0 = 0.0
+        if d == 2:
+            for t in range(nb):
+                u0 = (q0 - k0[t]) * h0
+                u1 = (q1 - k1[t]) * h1
+                e = exp_flushed((lv[t] - 0.5 * (u0 * u0 + u1 * u1)) - base)
+                buf[t] = e
+                w += e
+                a0 += e * v0[t]
+        else:
+            for t in range(nb):
+                u0 = (q0 - k0[t]) * h0
+                u1 = (q1 - k1[t]) * h1
+                u2 = (q2 - k2[t]) * h2
+                e = exp_flushed((lv[t] - 0.5 * (u0 * u0 + u1 * u1 + u2 * u2)) - base)
+                buf[t] = e
+                w += e
+                a0 += e * v0[t]
+        if c0 <= skip < c1:  # the left-out key: the chunk summed again without it (no cancellation)
+            buf[skip - c0] = 0.0
+            w = 0.0
+            a0 = 0.0
+            for t in range(nb):
+                w += buf[t]
+                a0 += buf[t] * v0[t]
+        acc[0] += w
+        if p:
+            acc[1] += a0
+        for j in range(1, p):
+            vj = vt[j, c0:c1]
+            sj = 0.0
+            for t in range(nb):
+                sj += buf[t] * vj[t]
+            acc[1 + j] += sj
+
+
+@numba.njit(cache=True, nogil=True)
+def _bound(qv, z, kt, ls, inv_h, starts, shape, side, skip, rings):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """A lower bound of the query's largest log weight: the best of the first keys of its own cell,
+    else of the smallest cube of cells around it holding a key; ``-inf`` when none within ``rings``."""
+    d = kt.shape[0]
+    cell = np.zeros(3, dtype=np.int64)
+    for j in range(d):
+        cell[j] = min(max(int(z[j] / side), 0), shape[j] - 1)
+    best = -np.inf
+    for r in range(rings + 1):
+        lo = np.zeros(3, dtype=np.int64)
+        hi = np.zeros(3, dtype=np.int64)
+        for j in range(3):
+            if j < d:
+                lo[j] = max(cell[j] - r, 0)
+                hi[j] = min(cell[j] + r, shape[j] - 1)
+        read = 0
+        for c2 in range(lo[2], hi[2] + 1):
+            for c1 in range(lo[1], hi[1] + 1):
+                row = (c2 * shape[1] + c1) * shape[0] if d == 3 else c1 * shape[0]
+                for t in range(starts[row + lo[0]], starts[row + hi[0] + 1]):
+                    if t == skip:
+                        continue
+                    s = 0.0
+                    for j in range(d):
+                        u = (qv[j] - kt[j, t]) * inv_h[j]
+                        s += u * u
+                    lw = ls[t] - 0.5 * s
+                    if lw > best:
+                        best = lw
+                    read += 1
+                    if r == 0 and read >= _FIRST:
+                        return best
+        if best > -np.inf:
+            return best
+    return best
+
+
+@numba.njit(cache=True, nogil=True)
+def _sums(qt, zq, kt, ls, vt, inv_h, starts, shape, side, slack, ls_max, ex, rings, a, b, out, top, far):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Queries ``a:b``: their sums over the cells that meet their balls (``slack = log s_max + L``);
+    ``far`` marks those left to the caller (no key near, or the bound too far below the largest weight)."""
+    d = kt.shape[0]
+    p = vt.shape[0]
+    buf = np.empty(_CHUNK)
+    acc = np.empty(1 + p)
+    qv = np.empty(d)
+    z = np.empty(3)
+    for i in range(a, b):
+        for j in range(d):
+            qv[j] = qt[j, i]
+        z[:] = 0.0
+        for j in range(d):
+            z[j] = zq[i, j]
+        best = _bound(qv, z, kt, ls, inv_h, starts, shape, side, ex[i], rings)
+        if not best > -np.inf or ls_max - best > 0.5 * FAR * FAR:
+            far[i] = True
+            continue
+        r2 = 2.0 * (slack - best)
+        radius = math.sqrt(r2)
+        acc[:] = 0.0
+        z2lo = max(math.floor((z[2] - radius) / side), 0) if d == 3 else 0
+        z2hi = min(math.floor((z[2] + radius) / side), shape[2] - 1) if d == 3 else 0
+        for c2 in range(z2lo, z2hi + 1):
+            g2 = 0.0
+            if d == 3:
+                g2 = max(c2 * side - z[2], z[2] - (c2 + 1) * side, 0.0)
+            rem2 = r2 - g2 * g2
+            if rem2 < 0.0:
+                continue
+            rad1 = math.sqrt(rem2)
+            c1lo = max(math.floor((z[1] - rad1) / side), 0)
+            c1hi = min(math.floor((z[1] + rad1) / side), shape[1] - 1)
+            for c1 in range(c1lo, c1hi + 1):
+                g1 = max(c1 * side - z[1], z[1] - (c1 + 1) * side, 0.0)
+                rem1 = rem2 - g1 * g1
+                if rem1 < 0.0:
+                    continue
+                rad0 = math.sqrt(rem1)
+                c0lo = max(math.floor((z[0] - rad0) / side), 0)
+                c0hi = min(math.floor((z[0] + rad0) / side), shape[0] - 1)
+                row = (c2 * shape[1] + c1) * shape[0]
+                s0, s1 = starts[row + c0lo], starts[row + c0hi + 1]
+                _slice(qv, kt, ls, vt, inv_h, s0, s1, ex[i], best, buf, acc)
+        w = acc[0]
+        e = math.frexp(w)[1] if w > 1.0 else 0  # 2^(e-1) <= w < 2^e: w * 2^-e is exact
+        scale = 2.0 ** (-e)
+        top[i] = best + e * math.log(2.0)
+        out[i, 0] = w * scale
+        for j in range(p):
+            out[i, 1 + j] = acc[1 + j] * scale
+
+
+def sums(
+    queries: NDArray[np.floating],
+    keys: NDArray[np.floating],
+    values: NDArray[np.floating],
+    bandwidth: NDArray[np.floating],
+    sample_weight: NDArray[np.floating] | None,
+    exclude: NDArray[np.integer] | None,
+    big_l: float,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """Every query's shift, its sums (weight, then the value columns) in float64, and whether it
+    is far (left to the caller: shift ``-inf``, sums 0), for 2 or 3 features.
+
+    ``big_l``: the log ratio ``L`` below which keys are skipped (see the module's text).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.array([[0.0, 0.0], [1.0, 0.0], [50.0, 50.0]]); v = np.array([[1.0], [3.0], [9.0]])
+    >>> top, out, far = sums(np.array([[0.5, 0.0], [1e6, 0.0]]), x, v, np.ones(2), None, None, 40.0)
+    >>> float(out[0, 1] / out[0, 0]), bool(far[0]), bool(far[1])  # the key at (50, 50) is skipped
+    (2.0, False, True)
+    """
+    f64 = np.float64
+    m, n, p = queries.shape[0], keys.shape[0], values.shape[1]
+    inv_h = 1.0 / np.asarray(bandwidth, dtype=f64)
+    kept = np.arange(n) if sample_weight is None else np.flatnonzero(np.asarray(sample_weight) > 0)
+    out = np.zeros((m, 1 + p))
+    top = np.full(m, -np.inf)
+    far = np.ones(m, dtype=np.bool_)
+    if kept.size == 0 or m == 0:
+        return top, out, far
+    from .taylor import _counting_order
+
+    k = np.asarray(keys, dtype=f64)[kept]
+    q = np.asarray(queries, dtype=f64)
+    corner = np.minimum(k.min(axis=0), q.min(axis=0))
+    span = (np.maximum(k.max(axis=0), q.max(axis=0)) - corner) * inv_h
+    side, shape = _cell_side(span, kept.size, big_l)
+    ncell = int(np.prod(shape))
+    kid = _cell_ids((k - corner) * inv_h, side, shape)
+    order = _counting_order(kid, ncell)
+    starts = np.zeros(ncell + 1, dtype=np.int64)
+    np.cumsum(np.bincount(kid, minlength=ncell), out=starts[1:])
+    zq = (q - corner) * inv_h
+    qorder = _counting_order(_cell_ids(zq, side, shape), ncell)
+    ls = (np.zeros(kept.size) if sample_weight is None
+          else np.log(np.asarray(sample_weight, dtype=f64)[kept][order]))
+    ex = np.full(m, -1, dtype=np.int64)
+    if exclude is not None:
+        position = np.full(n, -1, dtype=np.int64)
+        position[kept[order]] = np.arange(kept.size)
+        ex = position[np.asarray(exclude, dtype=np.int64)[qorder]]
+    ls_max = float(ls.max())
+    vt = np.ascontiguousarray(np.asarray(values, dtype=f64)[kept[order]].T)
+    qt, kt = np.ascontiguousarray(q[qorder].T), np.ascontiguousarray(k[order].T)
+    args = (qt, np.ascontiguousarray(zq[qorder]), kt, ls, vt, inv_h, starts, shape, side, ls_max + big_l,
+            ls_max, ex, math.ceil(FAR / side) + 1)
+    s_out, s_top, s_far = np.zeros((m, 1 + p)), np.full(m, -np.inf), np.zeros(m, dtype=np.bool_)
+    run_ranges(_sums, args, m, (s_out, s_top, s_far))
+    out[qorder], top[qorder], far[qorder] = s_out, s_top, s_far
+    top[far] = -np.inf
+    out[far] = 0.0
+    return top, out, far
+
+
+def pairs(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: NDArray[np.floating],
+          big_l: float) -> float:
+    """An estimate of the (query, key) pairs :func:`sums` visits: the keys within ``sqrt(2 L)``
+    bandwidths of 512 sampled queries, counted in a sample of at most 4096 keys and scaled up,
+    times the grid's overhead ``(1 + 1.6 / CELLS_PER_RADIUS)^d``; at least one key per query.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.random.default_rng(0).uniform(size=(4000, 2))
+    >>> 0 < pairs(x, x, np.array([0.01, 0.01]), 40.0) < 4000 * 4000 / 10
+    True
+    """
+    q = np.asarray(queries, dtype=np.float64)
+    k = np.asarray(keys, dtype=np.float64)
+    m, n, d = q.shape[0], k.shape[0], q.shape[1]
+    if m == 0 or n == 0:
+        return 0.0
+    rng = np.random.default_rng(0)
+    inv_h = 1.0 / np.asarray(bandwidth, dtype=np.float64)
+    qs = (q if m <= 512 else q[rng.integers(0, m, 512)]) * inv_h
+    ks = (k if n <= 4096 else k[rng.integers(0, n, 4096)]) * inv_h
+    near = np.zeros(qs.shape[0])
+    for i in range(0, qs.shape[0], 64):
+        dist2 = ((qs[i:i + 64, None, :] - ks[None, :, :]) ** 2).sum(axis=2)
+        near[i:i + 64] = (dist2 <= 2.0 * big_l).sum(axis=1)
+    per = np.maximum(near * (n / ks.shape[0]) * (1.0 + 1.6 / CELLS_PER_RADIUS) ** d, 1.0)
+    return float(min(m * float(per.mean()), float(m) * n))
+
+
+def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: NDArray[np.floating],
+             kernel: Kernel, bandwidth: NDArray[np.floating], sample_weight: NDArray[np.floating] | None,
+             exclude: NDArray[np.integer] | None) -> Partials:
+    """The grid's partials in 2 or 3 features (what :func:`nadaraya.backends.truncated.partials`
+    returns there); its far queries from the exact fused backend."""
+    from .truncated import _assemble, log_ratio
+
+    m, p = queries.shape[0], values.shape[1]
+    n_kept = keys.shape[0] if sample_weight is None else int(np.count_nonzero(np.asarray(sample_weight) > 0))
+    work = float(pairs(queries, keys, bandwidth, log_ratio(n_kept))) * (1 + p) * 8
+    with threads_for(work):
+        shift, out, far = sums(queries, keys, values, bandwidth, sample_weight, exclude, log_ratio(n_kept))
+    if far.any():
+        from . import fused
+
+        rows = np.flatnonzero(far)
+        f64 = np.float64
+        sw = None if sample_weight is None else np.asarray(sample_weight, dtype=f64)
+        ex = None if exclude is None else np.asarray(exclude)[rows]
+        part = fused.partials(np.asarray(queries, dtype=f64)[rows], np.asarray(keys, dtype=f64),
+                              np.asarray(values, dtype=f64), kernel=kernel,
+                              bandwidth=np.asarray(bandwidth, dtype=f64), sample_weight=sw, exclude=ex)
+        shift[rows], out[rows, 0], out[rows, 1:] = part.shift, part.weight, part.value
+    return _assemble(shift, out, queries.dtype, m, p, 0)
