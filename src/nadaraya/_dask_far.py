@@ -61,13 +61,15 @@ def far_block(
     bandwidth: NDArray[np.float64],
     engine: str,
     moments: int = 0,
+    tol: float | None = None,
 ) -> tuple[Partials, _Far | None]:
     """The task of predictions: the backend's :func:`~nadaraya.backends.dask.block`, then the
     queries of a log-domain kernel that are far from every key of this chunk get partials
     relative to an anchor key (see :class:`_Far`), so that chunks far from a query still
     merge exactly; with ``moments`` (a local polynomial degree) their moment sums too, under
-    the same relative weights."""
-    parts = block(q, k, v, sw, exclude, kernel=kernel, bandwidth=bandwidth, engine=engine, moments=moments)
+    the same relative weights; ``tol`` as for the block."""
+    parts = block(q, k, v, sw, exclude, kernel=kernel, bandwidth=bandwidth, engine=engine, moments=moments,
+                  tol=tol)
     if q.shape[0] == 0 or k.shape[0] == 0:
         return parts, None
     if isinstance(exclude, str):

@@ -61,6 +61,7 @@ from ._validation import (
     as_bandwidth,
     as_empty,
     as_points,
+    as_tol,
     as_values,
     check_values_shape,
     is_dask,
@@ -286,14 +287,16 @@ class _Graph:
             )
         return [None] * len(self.queries.chunks[0])
 
-    def predictions(self, empty: str, split_every: int, engine: str) -> da.Array:
-        """The lazy predictions, one chunk per query chunk."""
+    def predictions(self, empty: str, split_every: int, engine: str, tol: float | None = None) -> da.Array:
+        """The lazy predictions, one chunk per query chunk (the tasks of plain and local polynomial
+        fits choose within ``tol``; those with categorical columns are exact)."""
         if self.columns is not None:
             task = functools.partial(_mixed_block, columns=self.columns, degree=self.degree)
             merged = self._tasks(split_every, engine, task=task)
         else:
             far = functools.partial(_merge_all_far, kernel=self.kernel.name, bandwidth=self.bandwidth)
-            merged = self._tasks(split_every, engine, task=far_block, combine=far, moments=self.degree)
+            merged = self._tasks(split_every, engine, task=far_block, combine=far, moments=self.degree,
+                                 tol=tol)
         fallback = self._fallback(empty, split_every, engine)
         if self.columns is None and self.degree == 0:
             finish = dask.delayed(_finish, pure=True)
@@ -325,6 +328,7 @@ def pool(
     degree: int = 0,
     var_types: str | None = None,
     categorical_kernel: str = "classic",
+    tol: float | None = None,
 ) -> da.Array:
     """Attention pooling on Dask arrays: a lazy Dask array, one chunk per query chunk.
 
@@ -352,6 +356,8 @@ def pool(
         Partials per merge task (default from :func:`nadaraya.backends.dask.options`, 8).
     engine : str, optional
         Single-machine backend of each task (default ``"auto"``).
+    tol : float, optional
+        As for :func:`nadaraya.pool`: each task chooses within it (the merged sums keep the bound).
     degree, var_types, categorical_kernel
         As for :func:`nadaraya.pool`. A query chunk whose local systems were singular for
         some queries warns (:class:`~nadaraya._fit.SingularFitWarning`) when it is computed,
@@ -378,7 +384,8 @@ def pool(
     graph = _Graph(queries, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight,
                    chunks=state["chunks"] if not is_dask(keys) else None, degree=degree, var_types=var_types,
                    categorical_kernel=categorical_kernel)
-    return graph.predictions(empty, split_every or state["split_every"], engine or state["engine"])
+    every = split_every or state["split_every"]
+    return graph.predictions(empty, every, engine or state["engine"], as_tol(tol))
 
 
 def training_data(X: Any, y: Any, sample_weight: Any = None) -> tuple[da.Array, da.Array, da.Array | None]:

@@ -102,8 +102,9 @@ def compute_partials(
     if device is not None and backend == "auto":
         backend = "torch"  # a device names the torch backend
     choice = None
-    if backend == "auto" and d <= 3 and m * n >= backends.SMALL_PAIRS and call.kernel.name == "gaussian":
-        choice = _choose_gaussian(call, moments, tol)
+    if backend == "auto":
+        choice = backends.choose_for_data(call.kernel, call.queries, call.keys, call.bandwidth,
+                                          moments=moments, tol=tol)
     if choice is None:
         choice = backends.choose(call.kernel, n=n, m=m, d=d, backend=backend)
     parts = backends.compute(
@@ -120,26 +121,6 @@ def compute_partials(
         tol=tol,
     )
     return parts, choice
-
-
-def _choose_gaussian(call: Call, moments: int, tol: float | None) -> backends.Choice | None:
-    """The data-aware choices for the Gaussian kernel in 1 to 3 features: the Taylor series within
-    ``tol`` (1-D), else the exact truncated sums where the windows are small (:mod:`nadaraya.backends`)."""
-    from .backends import truncated
-
-    m, n, d, _ = call.shape
-    if d > 1:
-        pairs = truncated.pairs(call.queries, call.keys, call.bandwidth)
-        return backends.choose_window(call.kernel, n=n, m=m, d=d, moments=moments, pairs=pairs)
-    h = float(call.bandwidth[0])
-    if tol is not None:
-        points = (call.queries, call.keys)
-        span = (max(float(a.max()) for a in points) - min(float(a.min()) for a in points)) / h
-        fast = backends.choose_within(call.kernel, n=n, m=m, d=1, tol=tol, span=span, moments=moments)
-        if fast is not None:
-            return fast
-    pairs = truncated.pairs(call.queries, call.keys, h)
-    return backends.choose_window(call.kernel, n=n, m=m, d=1, moments=moments, pairs=pairs)
 
 
 def report_empty(
@@ -264,7 +245,7 @@ def finish(
 def _lazy_pool(
     queries: object, keys: object, values: object, kernel: str | Kernel, bandwidth: ArrayLike,
     empty: str, sample_weight: object, backend: str, degree: int = 0, var_types: str | None = None,
-    categorical_kernel: str = "classic",
+    categorical_kernel: str = "classic", tol: float | None = None,
 ) -> Any:
     """Dask input: a lazy Dask array from :func:`nadaraya._dask_pool.pool`; a backend other
     than "auto" or "dask" names the engine each task runs."""
@@ -274,7 +255,7 @@ def _lazy_pool(
     extra = {} if degree == 0 and var_types is None else dict(
         degree=degree, var_types=var_types, categorical_kernel=categorical_kernel)
     return lazy_pool(queries, keys, values, kernel=kernel, bandwidth=bandwidth, empty=empty,
-                     sample_weight=sample_weight, engine=engine, **extra)
+                     sample_weight=sample_weight, engine=engine, tol=tol, **extra)
 
 
 def pool(
@@ -370,7 +351,7 @@ def pool(
     empty, tol = as_empty(empty), as_tol(tol)
     if is_dask(queries, keys, values, sample_weight):
         return _lazy_pool(queries, keys, values, kernel, bandwidth, empty, sample_weight, backend,
-                          degree, var_types, categorical_kernel)
+                          degree, var_types, categorical_kernel, tol)
     if not (type(degree) is int and degree == 0) or var_types is not None:  # validated there
         from . import _fit
 
@@ -429,7 +410,7 @@ def loo_pool(
     empty, tol = as_empty(empty), as_tol(tol)
     if is_dask(keys, values, sample_weight):
         return _lazy_pool(None, keys, values, kernel, bandwidth, empty, sample_weight, backend,
-                          degree, var_types, categorical_kernel)
+                          degree, var_types, categorical_kernel, tol)
     if not (type(degree) is int and degree == 0) or var_types is not None:  # validated there
         from . import _fit
 

@@ -26,8 +26,8 @@ from ..kernels import Kernel
 from ..partials import Partials
 
 __all__ = [
-    "NAMES", "Backend", "BackendName", "Choice", "available", "choose", "choose_window", "choose_within",
-    "compute", "explain", "get",
+    "NAMES", "Backend", "BackendName", "Choice", "available", "choose", "choose_for_data", "choose_window",
+    "choose_within", "compute", "explain", "get",
 ]
 
 #: the values ``backend=`` accepts
@@ -284,6 +284,43 @@ def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs
         f"of its largest term together); about {exact / cost:.0f}x less work than all pairs"))
 
 
+def choose_for_data(
+    kernel: Kernel, queries: NDArray[np.floating], keys: NDArray[np.floating],
+    bandwidth: NDArray[np.floating], *, moments: int = 0, tol: float | None = None,
+) -> Choice | None:
+    """The data-aware part of ``backend="auto"``, for the Gaussian kernel in 1 to 3 features: the
+    Taylor series within ``tol`` (1-D, :func:`choose_within`), else the exact truncated sums
+    where the windows hold few of the pairs (:func:`choose_window`, from a sampled estimate);
+    ``None`` where neither pays (then :func:`choose` decides from the sizes alone).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nadaraya.kernels import get as kernel
+    >>> x = np.linspace(0.0, 5.0, 20000)[:, None]
+    >>> choose_for_data(kernel("gaussian"), x, x, np.array([0.001])).name
+    'truncated'
+    >>> choose_for_data(kernel("gaussian"), x, x, np.array([0.001]), tol=1e-8).name
+    'taylor'
+    >>> choose_for_data(kernel("gaussian"), x, x, np.array([10.0])) is None
+    True
+    """
+    m, n, d = queries.shape[0], keys.shape[0], keys.shape[1]
+    if kernel.name != "gaussian" or d > 3 or m * n < SMALL_PAIRS:
+        return None
+    from . import truncated
+
+    if tol is not None and d == 1:
+        points = (queries, keys)
+        lo, hi = min(float(a.min()) for a in points), max(float(a.max()) for a in points)
+        span = (hi - lo) / float(bandwidth[0])
+        fast = choose_within(kernel, n=n, m=m, d=1, tol=tol, span=span, moments=moments)
+        if fast is not None:
+            return fast
+    pairs = truncated.pairs(queries, keys, bandwidth)
+    return choose_window(kernel, n=n, m=m, d=d, moments=moments, pairs=pairs)
+
+
 def explain(
     kernel: str | Kernel = "gaussian",
     *,
@@ -344,8 +381,8 @@ def compute(
 
     ``moments`` (a local polynomial degree) is passed on only when positive, so that a backend
     computes plain pooling exactly as it always did; ``device`` (a torch device, for
-    ``backend="torch"``) only when given; ``tol`` only to ``backend="taylor"`` (the others are
-    exact, within any tolerance).
+    ``backend="torch"``) only when given; ``tol`` only to ``backend="taylor"`` and to
+    ``backend="dask"`` (whose tasks choose within it; the others are exact, within any tolerance).
 
     Examples
     --------
@@ -368,5 +405,5 @@ def compute(
         exclude=exclude,
         **({"moments": moments} if moments else {}),
         **({"device": device} if device is not None else {}),
-        **({"tol": tol} if tol is not None and name == "taylor" else {}),
+        **({"tol": tol} if tol is not None and name in ("taylor", "dask") else {}),
     )

@@ -178,13 +178,18 @@ def block(
     bandwidth: NDArray[np.float64],
     engine: str,
     moments: int = 0,
+    tol: float | None = None,
 ) -> Partials:
     """Partials of one query chunk over one key chunk, on the worker that runs it.
 
     ``exclude``: ``"diagonal"`` (the query chunk is the key chunk: leave out row ``i`` for
     query ``i``), an index relative to the key chunk per query (-1 for none), or None.
     ``moments``: the degree of a local polynomial whose moment sums the partials carry
-    (:func:`nadaraya.backends.reference.moment_shapes`).
+    (:func:`nadaraya.backends.reference.moment_shapes`). With ``engine="auto"`` the block
+    takes what ``auto`` takes on one machine for its data (:func:`nadaraya.backends.choose_for_data`:
+    the exact truncated sums, or within ``tol`` the Taylor series). Every sum of a Taylor block
+    is within ``eps`` times the block's weight times its largest ``|v|``, so the merged sums are
+    within ``eps`` times the whole weight times the largest ``|v|``: the bound of one machine.
 
     Examples
     --------
@@ -203,12 +208,16 @@ def block(
     q, k, v = (np.ascontiguousarray(a) for a in (q, k, v))
     if isinstance(exclude, str):
         exclude = np.arange(m)
-    choice = backends.choose(kern, n=k.shape[0], m=m, d=k.shape[1], backend=engine)
-    if choice.name == "fused":
+    choice = None
+    if engine == "auto":
+        choice = backends.choose_for_data(kern, q, k, bandwidth, moments=moments, tol=tol)
+    if choice is None:
+        choice = backends.choose(kern, n=k.shape[0], m=m, d=k.shape[1], backend=engine)
+    if choice.name in ("fused", "truncated", "taylor"):
         _share_cores_with_worker()
     sw = None if sw is None else np.ascontiguousarray(sw)
     return backends.compute(choice.name, q, k, v, kernel=kern, bandwidth=bandwidth,
-                            sample_weight=sw, exclude=exclude, moments=moments)
+                            sample_weight=sw, exclude=exclude, moments=moments, tol=tol)
 
 
 def _share_cores_with_worker() -> None:
@@ -279,6 +288,7 @@ def query_partials(
     task: Callable[..., Any] | None = None,
     combine: Callable[..., Any] | None = None,
     moments: int = 0,
+    tol: float | None = None,
 ) -> list[Any]:
     """One delayed merged result per query chunk: ``task`` (default :func:`block`) per (query
     chunk, key chunk), merged by ``combine`` (default :func:`merge_parts`) in a fixed tree.
@@ -287,9 +297,11 @@ def query_partials(
     ``loo``: the queries are the keys (the diagonal blocks leave each point out); ``exclude``
     (NumPy input): an index into the keys per query, made relative to each key chunk;
     ``moments``: passed on to each task when positive (the merges rescale the moment sums
-    with the rest, :func:`nadaraya.partials.merge`).
+    with the rest, :func:`nadaraya.partials.merge`); ``tol`` when given.
     """
-    extra = {"moments": moments} if moments else {}
+    extra: dict[str, Any] = {"moments": moments} if moments else {}
+    if tol is not None:
+        extra["tol"] = tol
     q, k = delayed_chunks(queries, 0), delayed_chunks(keys, 0)
     v, sw = delayed_chunks(values, 0), delayed_chunks(sample_weight, len(k))
     run = dask.delayed(task or block, pure=True)
@@ -324,13 +336,15 @@ def partials(
     sample_weight: NDArray[np.floating] | None = None,
     exclude: NDArray[np.integer] | None = None,
     moments: int = 0,
+    tol: float | None = None,
 ) -> Partials:
     """The backend protocol for ``backend="dask"`` on NumPy arrays: chunk, compute, merge.
 
     The arrays are chunked in rows as :func:`options` says and the tasks run on the current
     Dask scheduler (a ``distributed.Client`` when one is active). See
     :func:`nadaraya.backends.reference.partials` for the arguments; ``moments`` (a local
-    polynomial degree) is computed by each task's engine and merged with the rest.
+    polynomial degree) is computed by each task's engine and merged with the rest; ``tol``
+    as for :func:`nadaraya.pool` (see :func:`block`).
 
     Examples
     --------
@@ -354,6 +368,6 @@ def partials(
     tasks = query_partials(q, k, v, sw, kernel=kernel.name,
                            bandwidth=np.asarray(bandwidth, dtype=np.float64), loo=loo,
                            split_every=state["split_every"], engine=state["engine"],
-                           exclude=None if loo else exclude, moments=moments)
+                           exclude=None if loo else exclude, moments=moments, tol=tol)
     (parts,) = dask.compute(tasks)
     return concat(parts)
