@@ -728,18 +728,18 @@ def test_empty_windows_give_one_warning_that_says_how_many_and_where():
 # -- pooling: backend="auto" for the Gaussian in 1-D (the Taylor series within tol=, the truncated sums)
 
 
-def _choice(x, h, tol, moments=0):
+def _choice(x, h, tol):
     from nadaraya import pooling
 
     call = pooling.prepare(x, x, np.sin(3 * x), kernel="gaussian", bandwidth=h)
-    parts, choice = pooling.compute_partials(call, tol=tol, moments=moments)
+    parts, choice = pooling.compute_partials(call, tol=tol)
     return choice.name, parts, call
 
 
 def test_auto_in_1d_takes_the_taylor_series_only_where_it_pays_and_stays_within_tol():
     # 1000 keys over 1000 bandwidths: the Taylor series within tol, else the exact sums over
     # each query's window; 600 keys spread over [3, 4] (span 1000 bandwidths, not 7000 nor 1):
-    # not worth a series, so the window; local fits (moments) never take the series
+    # not worth a series, so the window
     rng = np.random.default_rng(17)
     x = np.sort(rng.uniform(0, 1, 1000))
     name, parts, call = _choice(x, 0.001, 1e-6)
@@ -750,8 +750,7 @@ def test_auto_in_1d_takes_the_taylor_series_only_where_it_pays_and_stays_within_
     name, parts, _ = _choice(x, 0.001, None)
     assert name == "truncated"
     np.testing.assert_allclose(parts.finalize()[:, 0], plain, rtol=1e-12, atol=1e-14)
-    assert _choice(x, 0.001, 1e-6, moments=1)[0] == "truncated"
-    assert _choice(x, 0.1, 1e-6, moments=1)[0] not in ("taylor", "truncated")  # windows too wide
+    assert _choice(x, 0.1, None)[0] not in ("taylor", "truncated")  # windows too wide
     y = 3 + np.sort(rng.uniform(0, 1, 600))
     assert _choice(y, 0.001, 1e-6)[0] == "truncated"
 
@@ -969,3 +968,28 @@ def test_attention_weights_nearest_is_euclidean_in_x_over_h():
         nadaraya.attention_weights([0.0], ["a", "b"])
     with pytest.raises(ValueError, match=r"^keys must be a 1-D or 2-D array; got the scalar 3\.0"):
         nadaraya.attention_weights([0.0], 3.0)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 4])
+def test_auto_takes_the_truncated_sums_for_narrow_gaussian_windows_in_up_to_3_features(d):
+    # 1000 points, bandwidth 0.01 of the unit cube: each window holds few keys, so auto sums
+    # over them exactly (1 to 3 features; not in 4); a named backend is what runs
+    from nadaraya import pooling
+
+    rng = np.random.default_rng(21)
+    x = rng.uniform(0, 1, (1000, d))
+    call = pooling.prepare(x, x, np.sin(3 * x[:, 0]), kernel="gaussian", bandwidth=0.01)
+    parts, choice = pooling.compute_partials(call)
+    assert (choice.name == "truncated") == (d <= 3)
+    w = np.exp(-0.5 * (((x[:, None, :] - x[None, :, :]) / 0.01) ** 2).sum(axis=2))
+    np.testing.assert_allclose(parts.finalize()[:, 0], w @ call.values[:, 0] / w.sum(axis=1), rtol=1e-12)
+    assert pooling.compute_partials(call, backend="reference")[1].name == "reference"
+
+
+def test_pool_with_tol_takes_the_series_within_its_bound():
+    rng = np.random.default_rng(22)
+    x = np.sort(rng.uniform(0, 1, 1000))
+    y = np.sin(3 * x)
+    exact = nadaraya.pool(x, x, y, bandwidth=0.001)
+    gap = np.abs(nadaraya.pool(x, x, y, bandwidth=0.001, tol=1e-6) - exact).max()
+    assert 0 < gap <= 1e-6 * np.abs(y).max()
