@@ -993,3 +993,24 @@ def test_pool_with_tol_takes_the_series_within_its_bound():
     exact = nadaraya.pool(x, x, y, bandwidth=0.001)
     gap = np.abs(nadaraya.pool(x, x, y, bandwidth=0.001, tol=1e-6) - exact).max()
     assert 0 < gap <= 1e-6 * np.abs(y).max()
+
+
+def test_auto_in_2d_counts_the_pairs_of_the_queries_windows_with_each_bandwidth():
+    # the choice counts the (query, key) pairs in each window, with one bandwidth per feature:
+    # wide windows along the second feature hold every key (no truncated sums); keys in one
+    # tight cluster meet the windows of few queries (truncated sums), though they would fill
+    # each other's windows
+    from nadaraya import pooling
+
+    rng = np.random.default_rng(23)
+    x = rng.uniform(0, 1, (1000, 2))
+    call = pooling.prepare(x, x, x[:, 0], kernel="gaussian", bandwidth=[0.01, 10.0])
+    assert pooling.compute_partials(call)[1].name != "truncated"
+    keys = rng.uniform(0, 0.005, (1000, 2))
+    call = pooling.prepare(x, keys, keys[:, 0], kernel="gaussian", bandwidth=0.01)
+    parts, choice = pooling.compute_partials(call)
+    assert choice.name == "truncated"
+    w = np.exp(-0.5 * (((x[:, None, :] - keys[None, :, :]) / 0.01) ** 2).sum(axis=2))
+    near = w.sum(axis=1) > 1e-200  # the rest are far queries, recomputed by pool
+    want = w[near] @ keys[:, 0] / w[near].sum(axis=1)
+    np.testing.assert_allclose(parts.finalize()[near, 0], want, rtol=1e-12)
