@@ -10,7 +10,7 @@ import pytest
 
 import nadaraya
 from nadaraya import backends
-from nadaraya.backends import taylor
+from nadaraya.backends import reference, taylor
 from nadaraya.kernels import get as kernel
 
 
@@ -122,7 +122,8 @@ def test_auto_chooses_the_series_only_where_it_meets_tol_and_pays() -> None:
     assert backends.choose_within(g, **{**big, "tol": 1e-14}) is None  # below what the series offers
     assert backends.choose_within(g, **{**big, "d": 2}) is None
     assert backends.choose_within(kernel("epanechnikov"), **big) is None
-    assert backends.choose_within(g, **big, moments=1) is None
+    assert backends.choose_within(g, **big, moments=1).name == "taylor"  # local linear's moment sums
+    assert backends.choose_within(g, **big, moments=3) is None
     assert backends.choose_within(g, **{**big, "n": 300, "m": 300}) is None  # too small to pay
     assert backends.explain("gaussian", n=10**6, m=10**6, tol=1e-10, span=5000.0).startswith("taylor:")
     assert backends.explain("gaussian", n=10**6, m=10**6).split(":")[0] != "taylor"
@@ -164,8 +165,9 @@ def test_what_the_series_does_not_compute_is_refused_by_name() -> None:
         nadaraya.pool(np.c_[x, x], np.c_[x, x], x, backend="taylor", tol=1e-6)
     with pytest.raises(ValueError, match=r"tol must be a number from 1e-12 to 0.1 for backend='taylor'"):
         nadaraya.pool(x, x, x, backend="taylor", tol=1e-14)
-    with pytest.raises(ValueError, match="moments=0"):
-        nadaraya.pool(x, x, x, backend="taylor", tol=1e-6, degree=1)
+    with pytest.raises(ValueError, match="moments up to 2.*got moments=3"):
+        taylor.partials(x[:, None], x[:, None], x[:, None], kernel=kernel("gaussian"), bandwidth=np.ones(1),
+                        moments=3, tol=1e-6)
 
 
 def test_tol_leaves_exact_methods_exact() -> None:
@@ -176,8 +178,8 @@ def test_tol_leaves_exact_methods_exact() -> None:
     np.testing.assert_array_equal(nadaraya.pool(X, X, y, bandwidth=0.1, tol=1e-6),
                                   nadaraya.pool(X, X, y, bandwidth=0.1))
     x = X[:, 0]
-    np.testing.assert_array_equal(nadaraya.pool(x, x, y, bandwidth=0.1, degree=1, tol=1e-6),
-                                  nadaraya.pool(x, x, y, bandwidth=0.1, degree=1))
+    np.testing.assert_array_equal(nadaraya.pool(x, x, y, bandwidth=0.1, degree=1, tol=1e-6, kernel="logistic"),
+                                  nadaraya.pool(x, x, y, bandwidth=0.1, degree=1, kernel="logistic"))
 
 
 # --- the exact truncated sums behind backend="auto" -------------------------------------------------
@@ -243,3 +245,97 @@ def test_the_estimator_takes_tol_for_its_search_and_its_predictions() -> None:
     assert np.abs(model.predict(q) - exact.predict(q)).max() <= 1e-8 * np.abs(y).max()
     with pytest.raises(ValueError, match="tol must be None"):
         nadaraya.NadarayaWatson(tol=2.0).fit(x, y)
+
+
+# --- the moment sums of local polynomial fits -------------------------------------------------------
+
+
+def _dense_moments(q, x, v, h, r, sw=None, exclude=None):
+    """Plain log-domain Gaussian weights (relative to each query's largest), their moment sums in
+    the partials' order, and each sum's allowed error scale ``h^j sum w (|x - q| / h + 1)^j``."""
+    d = x[None, :, 0] - q[:, None, 0]
+    lw = -0.5 * (d / h) ** 2 + (0.0 if sw is None else np.log(sw)[None, :])
+    if exclude is not None:
+        rows = np.flatnonzero(exclude >= 0)
+        lw[rows, exclude[rows]] = -np.inf
+    top = lw.max(axis=1)
+    w = np.exp(lw - top[:, None])
+    sums, scales = [w.sum(axis=1), w @ v], [w.sum(axis=1), w.sum(axis=1)]
+    for j in range(1, 2 * r + 1):
+        sums.append((w * d**j).sum(axis=1))
+        scales.append(h**j * (w * (np.abs(d) / h + 1.0) ** j).sum(axis=1))
+    for j in range(1, r + 1):
+        sums.append((w * d**j) @ v)
+        scales.append(h**j * (w * (np.abs(d) / h + 1.0) ** j).sum(axis=1))
+    return top, sums, scales
+
+
+@pytest.mark.parametrize("r", [1, 2])
+@pytest.mark.parametrize("h", [0.002, 0.05, 2.0])
+@pytest.mark.parametrize("case", ["plain", "weights", "loo", "cauchy"])
+def test_moment_sums_are_within_their_stated_bound_on_every_query(r: int, h: float, case: str) -> None:
+    tol = 1e-10
+    rng = np.random.default_rng(r * 100 + int(h * 1000))
+    n = 3000
+    x = rng.standard_cauchy((n, 1)) if case == "cauchy" else rng.uniform(0, 5, (n, 1))
+    v = np.column_stack([3 * np.sin(x[:, 0]), rng.normal(size=n)])
+    sw = rng.uniform(0.1, 2.0, n) if case == "weights" else None
+    if case == "loo":
+        q, exclude = x, np.arange(n)
+    else:
+        q, exclude = np.vstack([rng.uniform(-1, 6, (400, 1)), x[:100]]), None
+    got = taylor.partials(q, x, v, kernel=kernel("gaussian"), bandwidth=np.array([h]), moments=r, tol=tol,
+                          sample_weight=sw, exclude=exclude)
+    top, sums, scales = _dense_moments(q, x, v, h, r, sw, exclude)
+    rescale = np.exp(got.shift - top)
+    mine = [got.weight, got.value] + list(got.moments)
+    vmax = np.abs(v).max(axis=0)
+    for k, (a, b, scale) in enumerate(zip(mine, sums, scales, strict=True)):
+        a = a.reshape(b.shape) * rescale.reshape((-1,) + (1,) * (b.ndim - 1))
+        gmax = vmax if b.ndim == 2 else 1.0
+        bound = tol * (scale[:, None] if b.ndim == 2 else scale) * gmax
+        assert np.all(np.abs(a - b) <= bound), (k, float((np.abs(a - b) / bound).max()))
+
+
+def test_local_linear_with_tol_takes_the_series_and_fits_like_the_exact_sums() -> None:
+    rng = np.random.default_rng(7)
+    x = rng.uniform(0, 5, 40000)
+    y = 2 * np.sin(x) + x + rng.normal(0, 0.5, x.size)
+    q = rng.uniform(0, 5, 2000)
+    from nadaraya.pooling import compute_partials, prepare
+
+    _, choice = compute_partials(prepare(q, x, y, kernel="gaussian", bandwidth=0.05), moments=1, tol=1e-10)
+    assert choice.name == "taylor"
+    fast = nadaraya.pool(q, x, y, bandwidth=0.05, degree=1, tol=1e-10)
+    exact = nadaraya.pool(q, x, y, bandwidth=0.05, degree=1, backend="reference")
+    assert np.abs(fast - exact).max() <= 1e-8 * np.abs(y).max()  # well-posed local systems
+    loo_fast = nadaraya.loo_pool(x[:8000], y[:8000], bandwidth=0.05, degree=1, tol=1e-10)
+    loo_exact = nadaraya.loo_pool(x[:8000], y[:8000], bandwidth=0.05, degree=1, backend="reference")
+    assert np.abs(loo_fast - loo_exact).max() <= 1e-8 * np.abs(y).max()
+
+
+def test_bound_holds_far_from_the_origin_of_the_boxes() -> None:
+    """Boxes are numbered from the smallest point: with one key far out (a heavy tail), the box
+    centres are large sums, and every kernel must read the same rounded centre (an ulp of
+    difference between the moments' and the evaluation's centre once moved predictions by 5e-10)."""
+    rng = np.random.default_rng(102)
+    x = rng.standard_cauchy((3000, 1))  # from -1064 to 6221
+    v = np.column_stack([3 * np.sin(x[:, 0]), rng.normal(size=3000)])
+    q = np.vstack([rng.uniform(-1, 6, (400, 1)), x[:100]])
+    for h in (0.002, 0.0005):
+        got = taylor.partials(q, x, v, kernel=kernel("gaussian"), bandwidth=np.array([h]), tol=1e-10)
+        exact = reference.partials(q, x, v, kernel=kernel("gaussian"), bandwidth=np.array([h]))
+        assert np.all(np.abs(got.finalize() - exact.finalize()) <= 1e-10 * np.abs(v).max())
+
+
+def test_exclude_minus_one_leaves_nothing_out() -> None:
+    """-1 in ``exclude`` means no key is left out for that query (the Dask chunks use it), never
+    the last key."""
+    rng = np.random.default_rng(12)
+    x = rng.uniform(0, 5, (4000, 1))
+    v = np.sin(x)
+    q = np.vstack([x[:50], rng.uniform(0, 5, (50, 1))])
+    ex = np.concatenate([np.arange(50), np.full(50, -1)])
+    got = taylor.partials(q, x, v, kernel=kernel("gaussian"), bandwidth=np.array([0.01]), tol=1e-10, exclude=ex)
+    exact = reference.partials(q, x, v, kernel=kernel("gaussian"), bandwidth=np.array([0.01]), exclude=ex)
+    assert np.all(np.abs(got.finalize() - exact.finalize()) <= 1e-10)

@@ -75,6 +75,7 @@ class Job:
     cont: NDArray[np.intp]  # the continuous columns' positions
     d: int  # all columns
     device: str | None = None  # the torch device of backend="torch"
+    tol: float | None = None  # the error allowed in the sums (tol= of nadaraya.pool)
 
 
 def prepare(
@@ -187,7 +188,7 @@ def _group_partials(job: Job, idx: NDArray[np.intp], ex: NDArray[np.intp] | None
         call.queries, call.keys[idx], call.values[idx], call.one_d, call.kernel, call.bandwidth, sw
     )
     parts, choice = pooling.compute_partials(sub, exclude=ex, backend=backend, moments=job.degree,
-                                             device=job.device)
+                                             device=job.device, tol=job.tol)
     if job.cat is not None and call.kernel.log_domain and choice.name != "reference":
         # the categorical factors are merged in the log domain after this: queries far from
         # this group get their exact partials (the fast backends may flush them) from the reference

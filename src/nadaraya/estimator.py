@@ -76,8 +76,9 @@ default "cv"
     tol : float, optional
         The error allowed in the sums, as for :func:`nadaraya.pool`: ``predict`` and the
         ``"cv"``/``"aicc"`` search may take a faster method whose every prediction is within
-        ``tol * max|y|`` of the exact one (today the Gaussian kernel in 1-D, degree 0).
-        ``None`` (default): exact. Standard errors, bands and gradients stay exact.
+        ``tol * max|y|`` of the exact one (today the Gaussian kernel in 1-D; with ``degree``
+        1 or 2 the bound is on the moment sums, see :func:`nadaraya.pool`). ``None``
+        (default): exact. Standard errors, bands and gradients stay exact.
     degree : int, default 0
         The degree of the local polynomial fitted around each query by weighted least
         squares on the continuous columns: 0 is Nadaraya-Watson (local constant), 1 local
@@ -334,7 +335,9 @@ default "cv"
     ) -> NDArray[np.floating]:
         """Predictions at validated NumPy queries from NumPy training data."""
         if not self._plain():
-            return _fit.pool(self._job(X, keys, values, sample_weight), self.empty, backend=self.backend)
+            job = self._job(X, keys, values, sample_weight)
+            job.tol = self.tol  # predictions only: standard errors, bands and gradients stay exact
+            return _fit.pool(job, self.empty, backend=self.backend)
         call = prepare(X, keys, values, kernel=self.kernel, bandwidth=self.bandwidth_,
                        sample_weight=sample_weight)
         parts, _ = compute_partials(call, backend=self.backend, device=self.device, tol=self.tol)

@@ -329,9 +329,12 @@ def pool(
         ``backend="auto"`` may use a faster method whose every prediction is within
         ``tol * max|v|`` of the exact one (per value column), on every query; today the
         Taylor series of the Gaussian kernel in 1-D (:mod:`nadaraya.backends.taylor`, for
-        ``tol >= 1e-12``) where it beats the exact sums (:func:`nadaraya.backends.explain`).
-        Everything else stays exact, which meets any ``tol``: local polynomial fits
-        (``degree > 0``), mixed data and Dask inputs among them.
+        ``tol >= 1e-12``) where it beats the exact sums (:func:`nadaraya.backends.explain`),
+        also per key chunk of Dask inputs and per category of mixed data. With ``degree`` 1
+        or 2 the bound is on the local fit's moment sums: each ``sum_i w_i (x_i - q)^j g_i``
+        within ``tol h^j max|g| sum_i w_i (|x_i - q| / h + 1)^j``; the prediction moves by
+        that times the conditioning of its local system. Everything else stays exact, which
+        meets any ``tol``.
 
     Returns
     -------
@@ -358,7 +361,7 @@ def pool(
         job = _fit.prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth,
                            sample_weight=sample_weight, degree=degree, var_types=var_types,
                            categorical_kernel=categorical_kernel)
-        job.device = device
+        job.device, job.tol = device, tol
         return _fit.pool(job, empty, backend=backend)
     call = prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight)
     parts, _ = compute_partials(call, backend=backend, device=device, tol=tol)
@@ -417,7 +420,7 @@ def loo_pool(
         job = _fit.prepare(None, keys, values, kernel=kernel, bandwidth=bandwidth,
                            sample_weight=sample_weight, degree=degree, var_types=var_types,
                            categorical_kernel=categorical_kernel)
-        job.device = device
+        job.device, job.tol = device, tol
         return _fit.pool(job, empty, np.arange(job.call.keys.shape[0]), backend)
     call = prepare(None, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight)
     exclude = np.arange(call.keys.shape[0])

@@ -224,8 +224,8 @@ def choose_within(
     (the exact choice of :func:`choose` then meets any ``tol``).
 
     ``span``: the extent of the queries and keys together, in bandwidths. The taylor backend
-    (the Gaussian in 1-D, plain pooling) is chosen when its modelled cost is under half the
-    exact loop's (:data:`EXACT_NS_PER_PAIR`, :data:`TAYLOR_NS`).
+    (the Gaussian in 1-D, with the moments of local fits up to degree 2) is chosen when its
+    modelled cost is under half the exact loop's (:data:`EXACT_NS_PER_PAIR`, :data:`TAYLOR_NS`).
 
     Examples
     --------
@@ -235,16 +235,17 @@ def choose_within(
     >>> choose_within(kernel("gaussian"), n=300, m=300, d=1, tol=1e-10, span=50.0) is None
     True
     """
-    if tol is None or moments or d != 1 or kernel.name != "gaussian" or n * m < SMALL_PAIRS:
+    if tol is None or moments > 2 or d != 1 or kernel.name != "gaussian" or n * m < SMALL_PAIRS:
         return None
     from . import taylor
 
     if tol < taylor.MIN_TOL:
         return None
-    plan = taylor.plan(n, m, tol, span)
-    cost = (plan["visits"] * (plan["terms"] * TAYLOR_NS["term"] + TAYLOR_NS["visit"])
+    plan = taylor.plan(n, m, tol, span, moments)
+    columns = 1 + 3 * moments  # the columns each term carries besides the weight and one value
+    cost = (plan["visits"] * (plan["terms"] * TAYLOR_NS["term"] * columns + TAYLOR_NS["visit"])
             + (n + m) * TAYLOR_NS["point"])
-    exact = n * m * EXACT_NS_PER_PAIR
+    exact = n * m * EXACT_NS_PER_PAIR * columns
     if cost > exact / 2:
         return None
     return Choice("taylor", (

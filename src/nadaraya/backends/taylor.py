@@ -36,6 +36,16 @@ passes that (queries far from every key), or whose ``p`` would pass :data:`MAX_T
 the exact truncated backend (:mod:`nadaraya.backends.truncated`: only the keys in each query's
 window, in the log domain, so a far query keeps its nearest key, as everywhere).
 
+**Moments** (``moments = r``, the sums of a local polynomial fit): each key also carries the
+columns ``u^l`` and ``u^l v`` (``u`` from the box's centre), summed by the same series, and the
+moments about the query follow binomially, ``sum w (u - a)^j = sum_l C(j, l) (-a)^(j - l) sum w
+u^l``. The series' remainder bounds each key's term relative to itself, so each moment sum
+``sum_i w_i (x_i - q)^j g_i`` (``g`` = 1 or a value column) is within
+``tol h^j max|g| sum_i w_i (|x_i - q| / h + 1)^j`` (``|u| + |a| <= |u - a| + 2 RHO``); the drop
+radius grows until a dropped key's ``w d^j`` (``d >= R`` bandwidths) stays within the same
+share. The predictions of a local fit then move by that error times its local system's
+conditioning: the bound is on the sums.
+
 **Leave-one-out** (``exclude``): the left-out key's share of the box's series is recomputed the
 same way and subtracted; where that share's terms are so large against the rest of the sum that
 their rounding could pass ``eps / 3``, the query is computed exactly instead.
@@ -68,13 +78,17 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._jit import exp_flushed, run_ranges
+from .._validation import as_moments
 from ..kernels import Kernel
 from ..partials import Partials
+from .truncated import _radius2
 
-__all__ = ["MAX_TERMS", "MIN_TOL", "RHO", "partials", "plan", "supports"]
+__all__ = ["MAX_DEGREE", "MAX_TERMS", "MIN_TOL", "RHO", "partials", "plan", "supports"]
 
 #: the boxes' half-width, in bandwidths
 RHO = 0.4
+#: the highest local polynomial degree whose moment sums it computes
+MAX_DEGREE = 2
 #: the most series terms a box takes; a box that would need more goes to the exact truncated sums
 MAX_TERMS = 64
 #: the smallest tolerance offered (below it rounding, not the series, would set the error)
@@ -111,10 +125,11 @@ def _terms(z: float, bound: float) -> int:  # pragma: no cover - compiled
     return MAX_TERMS + 1
 
 
-def plan(n: int, m: int, tol: float, span: float) -> dict[str, float]:
+def plan(n: int, m: int, tol: float, span: float, moments: int = 0) -> dict[str, float]:
     """What the method expects for ``n`` keys and ``m`` queries spread over ``span`` bandwidths
-    (unit sample weights, keys next to every box): the drop radius ``R``, the terms ``p`` and
-    the (key, box) visits, for the cost model and :func:`nadaraya.backends.explain`.
+    (unit sample weights, keys next to every box; the moments of a local polynomial of degree
+    ``moments``): the drop radius ``R``, the terms ``p`` and the (key, box) visits, for the cost
+    model and :func:`nadaraya.backends.explain`.
 
     Examples
     --------
@@ -123,8 +138,8 @@ def plan(n: int, m: int, tol: float, span: float) -> dict[str, float]:
     True
     """
     eps3 = tol / 2.1 / 3.0
-    rho, _ = _box_size(float(n), eps3)
-    radius = math.sqrt(rho**2 + 2.0 * math.log(n / eps3))
+    rho, _ = _box_size(float(n), eps3, 2 * moments)
+    radius = math.sqrt(rho**2 + _radius2(math.log(n / eps3), 2 * moments))
     terms = _terms(rho * (rho + radius), eps3)
     boxes = min(m, max(1.0, span / (2 * rho)))
     per_box = min(n, n * (2 * (rho + radius)) / max(span, 2 * (rho + radius)))
@@ -132,13 +147,13 @@ def plan(n: int, m: int, tol: float, span: float) -> dict[str, float]:
 
 
 @numba.njit(cache=True, nogil=True)
-def _plan_boxes(xs, ss, inv_h, origin, rho, zmax, lc, eps3, ids, b0, b1, lo, hi, terms):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _plan_boxes(xs, ss, inv_h, centres, rho, zmax, lc, eps3, jp, b0, b1, lo, hi, terms):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Per box ``b0:b1``: the window of kept keys ``lo:hi`` and the series' terms (0: the box is
-    far from the keys and is summed directly)."""
+    far from the keys and is summed directly); with moments up to ``jp`` the radius grows until
+    a dropped key's ``w d^jp`` stays below what its weight alone may be."""
     n = xs.size
-    width = 2.0 * rho / inv_h
     for b in range(b0, b1):
-        c = origin + (ids[b] + 0.5) * width
+        c = centres[b]
         j = np.searchsorted(xs, c)
         best = -np.inf
         best_d = 0.0
@@ -148,7 +163,8 @@ def _plan_boxes(xs, ss, inv_h, origin, rho, zmax, lc, eps3, ids, b0, b1, lo, hi,
                 score = math.log(ss[t]) - 0.5 * dist * dist
                 if score > best:
                     best, best_d = score, dist
-        radius = math.sqrt(max(best_d * best_d + 2.0 * (lc - (best + 0.5 * best_d * best_d)), 0.0))
+        radius2 = max(best_d * best_d + 2.0 * (lc - (best + 0.5 * best_d * best_d)), 0.0)
+        radius = math.sqrt(_radius2(0.5 * radius2, jp) if jp else radius2)
         reach = (rho + radius) / inv_h
         lo[b] = np.searchsorted(xs, c - reach)
         hi[b] = np.searchsorted(xs, c + reach, side="right")
@@ -157,20 +173,38 @@ def _plan_boxes(xs, ss, inv_h, origin, rho, zmax, lc, eps3, ids, b0, b1, lo, hi,
         terms[b] = 0 if z > zmax or p > MAX_TERMS else p
 
 
+@numba.njit(cache=True, nogil=True)
+def _columns(v, u, p, r, out):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """A key's columns besides its weight: its values ``v``, then ``u^l`` for ``l = 1 .. 2 r``,
+    then ``u^l v`` for ``l = 1 .. r`` (``u`` from the box's centre, in bandwidths)."""
+    for col in range(p):
+        out[col] = v[col]
+    ul = 1.0
+    for j in range(1, 2 * r + 1):
+        ul *= u
+        out[p + j - 1] = ul
+        if j <= r:
+            for col in range(p):
+                out[p + 2 * r + (j - 1) * p + col] = ul * v[col]
+    if out.size > p + 2 * r + r * p:  # the dummy column of a call without values
+        out[out.size - 1] = 0.0
+
+
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})  # reordered sums vectorise
-def _moments(xs, ss, vs, inv_h, origin, rho, ids, terms, task_box, task_lo, task_hi,  # type: ignore[no-untyped-def]
+def _moments(xs, ss, vs, inv_h, centres, terms, task_box, task_lo, task_hi, r,  # type: ignore[no-untyped-def]
              t0, t1, T):  # pragma: no cover - compiled
     """Tasks ``t0:t1``, each a range of one box's keys: their sums
-    ``T[t, k] = sum s e^(-u^2 / 2) u^k / k! (1, v)`` for ``k < terms[box]``."""
-    ncol = vs.shape[1]
+    ``T[t, k] = sum s e^(-u^2 / 2) u^k / k! g`` for ``k < terms[box]`` and the columns ``g`` of
+    :func:`_columns` (1, the values, and with moments ``u^l`` and ``u^l v``)."""
+    nv = vs.shape[1]
+    ncol = T.shape[2] - 1
     eu = np.empty(CHUNK)
     uu = np.empty(CHUNK)
     vv = np.empty((ncol, CHUNK))
-    width = 2.0 * rho / inv_h
     for task in range(t0, t1):
         b = task_box[task]
         p = terms[b]
-        c = origin + (ids[b] + 0.5) * width
+        c = centres[b]
         Tt = T[task]
         for k0 in range(task_lo[task], task_hi[task], CHUNK):
             nb = min(CHUNK, task_hi[task] - k0)
@@ -178,8 +212,7 @@ def _moments(xs, ss, vs, inv_h, origin, rho, ids, terms, task_box, task_lo, task
                 u = (xs[k0 + t] - c) * inv_h
                 uu[t] = u
                 eu[t] = ss[k0 + t] * exp_flushed(-0.5 * u * u)
-                for col in range(ncol):
-                    vv[col, t] = vs[k0 + t, col]
+                _columns(vs[k0 + t], u, nv, r, vv[:, t])
             v0 = vv[0]
             for k in range(p):  # T_k += sum e u^k / k! (1, v_0); then the powers move one step
                 step = 1.0 / (k + 1)
@@ -208,32 +241,32 @@ def _moments(xs, ss, vs, inv_h, origin, rho, ids, terms, task_box, task_lo, task
 
 
 @numba.njit(cache=True, nogil=True)
-def _evaluate(qs, xs, ss, vs, inv_h, origin, rho, kappa, qbox, ids, lo, hi, terms, T, tb0,  # type: ignore[no-untyped-def]
-              ex, off, i0, i1, out_w, out_v, ok):  # pragma: no cover - compiled
+def _evaluate(qs, xs, ss, vs, inv_h, centres, rho, kappa, qbox, lo, hi, terms, T, tb0, r,  # type: ignore[no-untyped-def]
+              ex, off, i0, i1, out, ok):  # pragma: no cover - compiled
     """Queries ``off + i0 : off + i1`` (sorted; ``qbox`` their box, whose sums are
-    ``T[box - tb0]``): the series in ``a``, the left-out key's share taken off, or the direct
-    sums of a far box."""
-    ncol = vs.shape[1]
-    width = 2.0 * rho / inv_h
+    ``T[box - tb0]``): the series in ``a`` of every column, the left-out key's share taken off,
+    then the moments about the query from the powers about the box's centre (binomially); a
+    query of a far box is left to the caller (``ok`` False)."""
+    p = vs.shape[1]
+    ncol = T.shape[2]
+    h = 1.0 / inv_h
+    S = np.empty(ncol)
+    g = np.empty(max(ncol - 1, 1))
     for i in range(off + i0, off + i1):
         b = qbox[i]
-        p = terms[b]
+        nt = terms[b]
         Tb = T[b - tb0]
-        if p == 0:  # far from the keys: the exact truncated sums take it (see _exact)
+        if nt == 0:  # far from the keys: the exact truncated sums take it (see _exact)
             ok[i] = False
             continue
-        c = origin + (ids[b] + 0.5) * width
+        c = centres[b]
         a = (qs[i] - c) * inv_h
         pref = math.exp(-0.5 * a * a)
-        w = Tb[p - 1, 0]
-        for k in range(p - 2, -1, -1):
-            w = w * a + Tb[k, 0]
-        out_w[i] = pref * w
         for col in range(ncol):
-            s = Tb[p - 1, col + 1]
-            for k in range(p - 2, -1, -1):
-                s = s * a + Tb[k, col + 1]
-            out_v[i, col] = pref * s
+            acc = Tb[nt - 1, col]
+            for k in range(nt - 2, -1, -1):
+                acc = acc * a + Tb[k, col]
+            S[col] = pref * acc
         e = ex[i]
         if e >= 0 and lo[b] <= e < hi[b]:  # the left-out key's share, as the box summed it
             u = (xs[e] - c) * inv_h
@@ -241,27 +274,50 @@ def _evaluate(qs, xs, ss, vs, inv_h, origin, rho, kappa, qbox, ids, lo, hi, term
             share = 0.0
             size = 0.0  # the share's terms in magnitude: what its rounding scales with
             ak = 1.0
-            for k in range(p):
+            for k in range(nt):
                 share += term * ak
                 size += abs(term * ak)
                 term *= u / (k + 1)
                 ak *= a
             share *= pref
-            out_w[i] -= share
-            for col in range(ncol):
-                out_v[i, col] -= share * vs[e, col]
-            if not pref * size <= kappa * out_w[i]:
+            _columns(vs[e], u, p, r, g)
+            S[0] -= share
+            for col in range(1, ncol):
+                S[col] -= share * g[col - 1]
+            if not pref * size * max(1.0, rho + abs(u)) ** (2 * r) <= kappa * S[0]:
                 ok[i] = False
-        if not out_w[i] > 0.0:
+        if not S[0] > 0.0:
             ok[i] = False
+        for col in range(1 + p):
+            out[i, col] = S[col]
+        hj = 1.0
+        for j in range(1, 2 * r + 1):  # sum w (u - a)^j = sum_l C(j, l) (-a)^(j - l) sum w u^l
+            hj *= h
+            mom = 0.0
+            binom = 1.0
+            for ell in range(j, -1, -1):  # l = j, j - 1, ..., 0; binom = C(j, l), (-a)^(j - l)
+                col = 0 if ell == 0 else p + ell
+                mom += binom * S[col]
+                binom *= -a * ell / (j - ell + 1)
+            out[i, p + j] = mom * hj
+            if j <= r:
+                for vc in range(p):
+                    mv = 0.0
+                    binom = 1.0
+                    for ell in range(j, -1, -1):
+                        col = 1 + vc if ell == 0 else 1 + p + 2 * r + (ell - 1) * p + vc
+                        mv += binom * S[col]
+                        binom *= -a * ell / (j - ell + 1)
+                    out[i, 1 + p + 2 * r + (j - 1) * p + vc] = mv * hj
 
 
-def _box_size(total: float, eps3: float) -> tuple[float, float]:
+def _box_size(total: float, eps3: float, jp: int = 0) -> tuple[float, float]:
     """The boxes' half-width and the largest ``Z`` a box may have: its rounding amplification
     ``e^(2 Z)`` times ``(MAX_TERMS / 2 + 8)`` ulps stays below ``eps3``; boxes are as wide as
-    that allows for a key next to them (at most :data:`RHO`)."""
+    that allows for a key next to them (at most :data:`RHO`), whose radius grows with the
+    moments' power ``jp``."""
     zmax = 0.5 * math.log(eps3 / ((MAX_TERMS / 2 + 8) * _ROUND))
-    radius = math.sqrt(2.0 * math.log(max(total, 1.0) / eps3))
+    radius = math.sqrt(_radius2(math.log(max(total, 1.0) / eps3), jp))
     return min(RHO, 0.9 * zmax / (radius + RHO)), zmax
 
 
@@ -279,19 +335,22 @@ def partials(
 ) -> Partials:
     """Partial sums of the Gaussian kernel in 1-D within ``tol`` (see the module's text).
 
-    ``moments`` must be 0 (plain pooling); ``tol`` at least :data:`MIN_TOL`.
+    ``moments`` up to :data:`MAX_DEGREE` (a local polynomial's degree); ``tol`` at least
+    :data:`MIN_TOL`.
 
     Raises
     ------
     ValueError
-        For a kernel other than the Gaussian or ``d != 1``, ``moments > 0``, or a ``tol``
-        outside ``[MIN_TOL, 0.1]``.
+        For a kernel other than the Gaussian or ``d != 1``, ``moments`` above
+        :data:`MAX_DEGREE`, or a ``tol`` outside ``[MIN_TOL, 0.1]``.
     """
     if not supports(kernel, keys.shape[1]):
         raise ValueError(f"backend='taylor' computes the Gaussian kernel in 1-D; got kernel={kernel.name!r} "
                          f"with d={keys.shape[1]}")
-    if moments:
-        raise ValueError(f"backend='taylor' computes plain pooling (moments=0); got moments={moments!r}")
+    r = as_moments(moments)
+    if r > MAX_DEGREE:
+        raise ValueError(f"backend='taylor' computes moments up to {MAX_DEGREE} (local polynomial degree); "
+                         f"got moments={moments!r}")
     if not (isinstance(tol, float | int) and MIN_TOL <= tol <= 0.1):
         raise ValueError(f"tol must be a number from {MIN_TOL:g} to 0.1 for backend='taylor'; got {tol!r}")
     dtype = values.dtype
@@ -302,7 +361,7 @@ def partials(
     key_col = keys[live, 0] if live.size < n else keys[:, 0]
     inv_h = 1.0 / float(bandwidth[0])
     eps3 = tol / 2.1 / 3.0
-    rho, zmax = _box_size(float(np.ldexp(sw[live], -scale_exp).sum()), eps3)
+    rho, zmax = _box_size(float(np.ldexp(sw[live], -scale_exp).sum()), eps3, 2 * r)
     origin = float(min(queries[:, 0].min(), key_col.min())) if m and live.size else 0.0
     with ThreadPoolExecutor(2) as sorter:  # the keys' sort and the queries' grouping side by side
         pending = sorter.submit(_by_box, queries[:, 0], origin, inv_h / (2 * rho))
@@ -317,35 +376,30 @@ def partials(
     if exclude is not None:
         position = np.full(n, -1, dtype=np.int64)  # original key -> sorted position (-1: dropped)
         position[order] = np.arange(order.size)
-        ex = position[np.asarray(exclude, dtype=np.int64)[qorder]]
+        wanted = np.asarray(exclude, dtype=np.int64)[qorder]
+        ex = np.where(wanted >= 0, position[wanted], -1)  # -1: nothing left out (never key n - 1)
     else:
         ex = np.full(m, -1, dtype=np.int64)
     lc = math.log(max(float(ss.sum()), 1e-300) / eps3)
     kappa = eps3 / (8.0 * (MAX_TERMS + 8) * _ROUND)
-    shift = np.zeros(m)  # the series' sums are relative to the weights' scale, 2^scale_exp
-    w = np.zeros(m)
-    val = np.zeros((m, p))
+    width = 1 + p + 2 * r + r * p
+    out = np.zeros((m, width))  # weight, values, moments, moments of the values (sorted queries)
     ok = np.ones(m, dtype=np.bool_)
     if xs.size and m:
-        _series(qs, xs, ss, vs, ex, inv_h, origin, (rho, zmax, lc, eps3, kappa), (w, val, ok))
+        _series(qs, xs, ss, vs, ex, inv_h, origin, (rho, zmax, lc, eps3, kappa), r, (out, ok))
     else:
         ok[:] = False
-    shift += scale_exp * math.log(2.0)
-    sorted_parts = (shift, w, val)
-    out = [np.empty_like(a) for a in sorted_parts]
-    for a, b in zip(out, sorted_parts, strict=True):
-        a[qorder] = b
-    shift, w, val = out
-    if not ok.all():  # the queries computed exactly instead, in their own order
-        good = np.empty_like(ok)
-        good[qorder] = ok
-        bad = np.flatnonzero(~good)
-        _exact(bad, queries, keys, values, kernel, bandwidth, sample_weight, exclude, shift, w, val)
-    if dtype == np.float32:
-        top = np.frexp(np.where(w > 0, w, 1.0))[1]
-        shift = shift + top * math.log(2.0)
-        w, val = np.ldexp(w, -top), np.ldexp(val, -top[:, None])
-    return Partials(shift.astype(dtype), w.astype(dtype), val.astype(dtype))
+    back = np.empty_like(out)
+    back[qorder] = out
+    good = np.empty_like(ok)
+    good[qorder] = ok
+    shift = np.full(m, scale_exp * math.log(2.0))  # the series' sums are relative to 2^scale_exp
+    if not good.all():  # the queries computed exactly instead, in their own order
+        _exact(np.flatnonzero(~good), queries, keys, values, kernel, bandwidth, sample_weight, exclude, r,
+               shift, back)
+    from .truncated import _assemble
+
+    return _assemble(shift, back, dtype, m, p, r)
 
 
 def _by_box(q: NDArray[np.floating], origin: float, per_unit: float) -> NDArray[np.int64]:
@@ -378,7 +432,8 @@ def _counting_order(ids, count):  # type: ignore[no-untyped-def]  # pragma: no c
 
 def _series(
     qs: NDArray[np.float64], xs: NDArray[np.float64], ss: NDArray[np.float64], vs: NDArray[np.float64],
-    ex: NDArray[np.int64], inv_h: float, origin: float, params: tuple[float, ...], outputs: tuple[Any, ...],
+    ex: NDArray[np.int64], inv_h: float, origin: float, params: tuple[float, ...], r: int,
+    outputs: tuple[Any, ...],
 ) -> None:
     """Sorted queries against sorted keys, in batches of boxes whose sums fit in :data:`BATCH`
     bytes: plan each box, sum its keys in ranges of at most :data:`SEGMENT` (so that a few wide
@@ -390,9 +445,13 @@ def _series(
     ids = qid[starts[:-1]]
     nbox = ids.size
     lo, hi, terms = np.zeros(nbox, np.int64), np.zeros(nbox, np.int64), np.zeros(nbox, np.int64)
-    run_ranges(_plan_boxes, (xs, ss, inv_h, origin, rho, zmax, lc, eps3, ids), nbox, (lo, hi, terms))
+    # every kernel reads the same rounded centres (an expression recomputed in each, where some are
+    # compiled with contraction, could round differently: a and u would then disagree by an ulp of c)
+    centres = origin + (ids + 0.5) * (2.0 * rho / inv_h)
+    run_ranges(_plan_boxes, (xs, ss, inv_h, centres, rho, zmax, lc, eps3, 2 * r), nbox, (lo, hi, terms))
     qbox = np.repeat(np.arange(nbox), np.diff(starts))
-    ncol = vs.shape[1] + 1
+    p = vs.shape[1]
+    ncol = 1 + max(1, p + 2 * r + r * p)  # the weight and every other column (one dummy at least)
     pmax = max(1, int(terms.max()))
     per_batch = max(1, BATCH // (8 * pmax * ncol * max(1, -(-int((hi - lo).max()) // SEGMENT))))
     for b0 in range(0, nbox, per_batch):
@@ -405,28 +464,31 @@ def _series(
         task_lo = lo[task_box] + within * SEGMENT
         task_hi = np.minimum(task_lo + SEGMENT, np.where(terms[task_box] > 0, hi[task_box], lo[task_box]))
         T = np.zeros((task_box.size, pmax, ncol))
-        run_ranges(_moments, (xs, ss, vs, inv_h, origin, rho, ids, terms, task_box, task_lo, task_hi),
+        run_ranges(_moments, (xs, ss, vs, inv_h, centres, terms, task_box, task_lo, task_hi, r),
                    task_box.size, (T,))
         box_T = np.add.reduceat(T, first, axis=0) if task_box.size > b1 - b0 else T
         q0, q1 = int(starts[b0]), int(starts[b1])
-        run_ranges(_evaluate, (qs, xs, ss, vs, inv_h, origin, rho, kappa, qbox, ids, lo, hi, terms,
-                               box_T, b0, ex, q0), q1 - q0, outputs)
+        run_ranges(_evaluate, (qs, xs, ss, vs, inv_h, centres, rho, kappa, qbox, lo, hi, terms,
+                               box_T, b0, r, ex, q0), q1 - q0, outputs)
 
 
 def _exact(
     rows: NDArray[np.int64], queries: NDArray[np.floating], keys: NDArray[np.floating],
     values: NDArray[np.floating], kernel: Kernel, bandwidth: NDArray[np.floating],
-    sample_weight: NDArray[np.floating] | None, exclude: NDArray[np.integer] | None,
-    shift: NDArray[np.float64], w: NDArray[np.float64], val: NDArray[np.float64],
+    sample_weight: NDArray[np.floating] | None, exclude: NDArray[np.integer] | None, r: int,
+    shift: NDArray[np.float64], out: NDArray[np.float64],
 ) -> None:
     """The exact partials of queries ``rows`` (in boxes far from every key, or whose left-out key
-    carried the sum), written in place: the truncated backend's, which visits only the keys
-    within each query's window."""
+    carried the sum), written in place into ``shift`` and the rows of ``out`` (weight, values,
+    moments): the truncated backend's, which visits only the keys within each query's window."""
     from . import truncated
 
     ex = None if exclude is None else np.asarray(exclude)[rows]
     parts = truncated.partials(
         queries[rows].astype(np.float64), keys.astype(np.float64), values.astype(np.float64), kernel=kernel,
         bandwidth=bandwidth.astype(np.float64),
-        sample_weight=None if sample_weight is None else sample_weight.astype(np.float64), exclude=ex)
-    shift[rows], w[rows], val[rows] = parts.shift, parts.weight, parts.value
+        sample_weight=None if sample_weight is None else sample_weight.astype(np.float64), exclude=ex,
+        moments=r)
+    shift[rows] = parts.shift
+    columns = [parts.weight, parts.value] + [x.reshape(rows.size, -1) for x in parts.moments]
+    out[rows] = np.column_stack(columns)

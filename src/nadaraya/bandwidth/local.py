@@ -73,8 +73,9 @@ class LocalObjective(_Objective):
         degree: int = 0,
         var_types: str | None = None,
         categorical_kernel: str = "classic",
+        tol: float | None = None,
     ) -> None:
-        super().__init__(X, Y, sw, kernel, method, backend, weight_exp)
+        super().__init__(X, Y, sw, kernel, method, backend, weight_exp, tol=tol)
         self.var_types = var_types or "c" * self.d
         self.cont = np.array([j for j, c in enumerate(self.var_types) if c == "c"], dtype=np.intp)
         self.catc = np.array([j for j, c in enumerate(self.var_types) if c != "c"], dtype=np.intp)
@@ -98,7 +99,7 @@ class LocalObjective(_Objective):
             cat = Categorical(
                 self.kinds, self.Xk, self.Xk, h[self.catc], self.levels, self.categorical_kernel
             )
-        return _fit.Job(call, cat, self.degree, self.cont, self.d)
+        return _fit.Job(call, cat, self.degree, self.cont, self.d, tol=self.tol)
 
     def _own(self, h: NDArray[np.float64]) -> NDArray[np.float64]:
         """Each point's own log weight, categorical factors included."""

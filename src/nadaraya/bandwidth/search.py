@@ -193,7 +193,7 @@ def select_bandwidth(
         ``lambda``, chosen jointly with the others (the guide's local-fits page).
     tol : float, optional
         The error allowed per leave-one-out pass (:func:`nadaraya.pool`): the Gaussian in 1-D
-        then searches on passes of the Taylor series where they pay. Exact for other fits.
+        searches on passes of the Taylor series where they pay (local fits too). Else exact.
 
     Returns
     -------
@@ -279,7 +279,7 @@ def _select_bandwidth(
     if degree:
         from .local import LocalObjective
 
-        obj: _Objective = LocalObjective(x, Y, sw, k, method, backend, w_exp, degree=degree)
+        obj: _Objective = LocalObjective(x, Y, sw, k, method, backend, w_exp, degree=degree, tol=tol)
     else:
         obj = _Objective(x, Y, sw, k, method, backend, w_exp, tol=tol)
     obj.progress = _PROGRESS.get()
