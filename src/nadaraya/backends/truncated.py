@@ -1,4 +1,4 @@
-"""The truncated backend: exact Gaussian sums in 1-D over only the keys that can change a float64 result.
+"""The truncated backend: exact Gaussian sums in 1-3 features over only the keys that can change the sum.
 
 The Gaussian weight of key ``i`` for query ``q`` is ``s_i exp(-u_i^2 / 2)`` with ``u_i = (q - k_i)
 / h`` and ``s_i`` its sample weight; in the log domain ``l_i = log s_i - u_i^2 / 2``. Let ``M`` be
@@ -8,7 +8,9 @@ the query's largest log weight. A key with ``l_i < M - L``, where
 
 weighs less than ``2^-60 / n`` of the largest term, so all such keys together weigh less than
 ``2^-60`` of it: they cannot change a float64 sum (whose rounding is ``2^-53`` of it), and they are
-skipped. That is still exact.
+skipped. That is still exact. In one feature the keys are sorted (below); in two and three
+they are sorted by the cells of a grid, and each query sums the rows of cells that meet its
+window's ball (``nadaraya.backends._truncated_grid``, with its own text).
 
 **The window.** Keys are sorted once (not when they already are; keys of zero weight are dropped
 first, they add nothing). For each query the nearest keys on each side (two on each side, the
@@ -109,7 +111,7 @@ _FASTMATH = {"reassoc", "contract"}
 
 def supports(kernel: Kernel, d: int) -> bool:
     """The Gaussian kernel in one to three features (sorted keys in one, a grid of cells in two
-    and three: :mod:`nadaraya.backends._truncated_grid`).
+    and three: ``nadaraya.backends._truncated_grid``).
 
     Examples
     --------
@@ -546,7 +548,7 @@ def pairs(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: 
     no moments); with more, the keys within ``sqrt(2 L) h`` of each query (the window's radius
     where the nearest key is close) counted in a sample of 8192 keys and scaled up, and at least
     one per query. O(n) at most, about 1 ms at a million keys. In 2 and 3 features:
-    :func:`nadaraya.backends._truncated_grid.pairs`.
+    ``nadaraya.backends._truncated_grid.pairs``.
 
     Parameters
     ----------
