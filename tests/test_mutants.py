@@ -1015,3 +1015,81 @@ def test_auto_in_2d_counts_the_pairs_of_the_queries_windows_with_each_bandwidth(
     near = w.sum(axis=1) > 1e-200  # the rest are far queries, recomputed by pool
     want = w[near] @ keys[:, 0] / w[near].sum(axis=1)
     np.testing.assert_allclose(parts.finalize()[near, 0], want, rtol=1e-12)
+
+
+# -- bandwidth criteria: score_bandwidth of local fits and mixed data against plain sums -------
+
+
+def _plain_fits(x, y, h, degree, kernel="gaussian", sw=None, loo=False):
+    """Local polynomial fits at each x_i (without its own point if ``loo``), and each point's
+    own weight in its fit, L_ii = [(D' W D)^-1]_00 w_i, by plain least squares in 1-D."""
+    n = len(x)
+    sw = np.ones(n) if sw is None else sw
+    fit, own = np.empty(n), np.empty(n)
+    for i in range(n):
+        w = REGISTRY[kernel].profile((x - x[i]) / h) * sw
+        if loo:
+            w[i] = 0.0
+        design = np.vander(x - x[i], degree + 1, increasing=True)
+        inv = np.linalg.inv(design.T @ (w[:, None] * design))
+        fit[i] = (inv @ design.T @ (w * y))[0]
+        own[i] = inv[0, 0] * w[i]
+    return fit, own
+
+
+@pytest.mark.parametrize("degree", [1, 2])
+def test_score_bandwidth_of_local_fits_is_the_plain_cv_and_aicc(degree):
+    from nadaraya.bandwidth import score_bandwidth
+
+    rng = np.random.default_rng(24)
+    x = np.sort(rng.uniform(0, 3, 40))
+    y = np.sin(2 * x) + 0.1 * rng.normal(size=40)
+    sw = rng.uniform(0.5, 2.0, 40)
+    loo, _ = _plain_fits(x, y, 0.8, degree, "epanechnikov", sw, loo=True)
+    cv = score_bandwidth(x, y, 0.8, degree=degree, kernel="epanechnikov", sample_weight=sw,
+                         backend="reference")
+    assert cv == pytest.approx(sw @ (y - loo) ** 2 / sw.sum(), rel=1e-9)
+    fit, own = _plain_fits(x, y, 0.5, degree)
+    n, tr = len(x), own.sum()
+    aicc = np.log(np.mean((y - fit) ** 2)) + (1 + tr / n) / (1 - (tr + 2) / n)
+    assert score_bandwidth(x, y, 0.5, degree=degree, method="aicc") == pytest.approx(aicc, rel=1e-9)
+    with pytest.raises(ValueError, match=r"^gradient=True is available for degree=0 with continuous columns"):
+        score_bandwidth(x, y, 0.5, degree=degree, gradient=True)
+    with pytest.raises(ValueError, match=r"^backend='nope' is not known"):
+        score_bandwidth(x, y, 0.5, degree=degree, backend="nope")
+
+
+def test_score_bandwidth_of_mixed_data_uses_the_categorical_kernel_asked_for():
+    from nadaraya.bandwidth import score_bandwidth
+
+    rng = np.random.default_rng(25)
+    x = np.column_stack([rng.uniform(0, 2, 30), rng.integers(0, 3, 30)])
+    y = x[:, 0] + 2 * x[:, 1] + 0.1 * rng.normal(size=30)
+    for ck in ("classic", "li-racine"):
+        kw = {} if ck == "classic" else {"categorical_kernel": ck}  # classic is the default
+        loo = _plain_mixed(x, x, y, 0.4, 0.3, ck, exclude=np.arange(30))
+        got = score_bandwidth(x, y, [0.4, 0.3], var_types="cu", **kw)
+        assert got == pytest.approx(np.mean((y - loo) ** 2), rel=1e-10)
+
+
+def test_score_bandwidth_needs_three_points_of_positive_weight():
+    from nadaraya.bandwidth import score_bandwidth
+
+    x = np.linspace(0, 1, 5)
+    for kw in ({}, {"degree": 1}):
+        with pytest.raises(ValueError, match=r"^bandwidth selection needs at least 3 samples \(with "
+                                             r"positive weight\); got n_samples = 2\. Pass a numeric "
+                                             r"bandwidth instead$"):
+            score_bandwidth(x, x, 0.5, sample_weight=[1.0, 0.0, 1.0, 0.0, 0.0], **kw)
+
+
+def test_curvature_records_its_stage():
+    from nadaraya.bandwidth.criteria import _Objective
+
+    x = np.linspace(0, 1, 20)
+    obj = _Objective(x[:, None], np.sin(x)[:, None], None, REGISTRY["gaussian"], "cv", "auto")
+    obj.at(np.array([0.3]))
+    obj.curvature(np.array([0.2]))
+    obj.curvature(np.array([0.25]))
+    assert obj.record()["stages"].tolist() == ["refine"] * 3
+    assert obj.n_passes == 3  # one pass each
