@@ -1093,3 +1093,23 @@ def test_curvature_records_its_stage():
     obj.curvature(np.array([0.25]))
     assert obj.record()["stages"].tolist() == ["refine"] * 3
     assert obj.n_passes == 3  # one pass each
+
+
+@pytest.mark.parametrize("method", ["cv", "aicc"])
+def test_curvature_third_derivative_is_the_slope_of_the_second(method):
+    # d3 against central differences of d2 (d2 of d1, d1 of the score) from the same pass at nearby
+    # bandwidths: accurate to about eps^2, far tighter than differences of the criterion
+    from nadaraya.bandwidth.criteria import _Objective
+
+    rng = np.random.default_rng(26)
+    x = rng.uniform(0, 2, (60, 2))
+    y = np.column_stack([np.sin(2 * x[:, 0]) + 0.2 * rng.normal(size=60), np.cos(3 * x[:, 1])])
+    sw = rng.uniform(0.3, 2.0, 60)
+    obj = _Objective(x, y, sw, REGISTRY["gaussian"], method, "auto")
+    eps = 1e-4
+    for h in (np.array([0.15, 0.3]), np.array([0.5, 0.4])):
+        _, d1, d2, d3 = obj.curvature(h)
+        lo, hi = obj.curvature(h * np.exp(-eps)), obj.curvature(h * np.exp(eps))
+        assert d1 == pytest.approx((hi[0] - lo[0]) / (2 * eps), rel=1e-6, abs=1e-8)
+        assert d2 == pytest.approx((hi[1] - lo[1]) / (2 * eps), rel=1e-6, abs=1e-9)
+        assert d3 == pytest.approx((hi[2] - lo[2]) / (2 * eps), rel=1e-6, abs=1e-9)
