@@ -32,7 +32,7 @@ __all__ = [
 
 #: the values ``backend=`` accepts
 BackendName = Literal[
-    "auto", "reference", "fused", "windowed", "dask", "laplace", "torch", "truncated", "taylor"
+    "auto", "reference", "fused", "windowed", "dask", "laplace", "torch", "truncated", "taylor", "binned"
 ]
 
 #: backend name -> (module, the extra that provides its dependencies, modules it needs)
@@ -45,6 +45,7 @@ _REGISTRY: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
     "torch": ("nadaraya.backends.torch_sums", "torch", ("torch",)),
     "truncated": ("nadaraya.backends.truncated", None, ()),
     "taylor": ("nadaraya.backends.taylor", None, ()),
+    "binned": ("nadaraya.backends.binned", None, ()),
 }
 
 #: the backend names, ``"auto"`` first
@@ -217,7 +218,8 @@ TAYLOR_NS = {"term": 0.16, "visit": 2.2, "point": 60.0}
 
 
 def choose_within(
-    kernel: Kernel, *, n: int, m: int, d: int, tol: float | None, span: float, moments: int = 0
+    kernel: Kernel, *, n: int, m: int, d: int, tol: float | None, span: float, moments: int = 0,
+    loo: bool = False,
 ) -> Choice | None:
     """The backend for a call that allows an error of ``tol`` (each prediction within
     ``tol * max|y|``), when a method faster than the exact sums meets it; ``None`` otherwise
@@ -225,7 +227,9 @@ def choose_within(
 
     ``span``: the extent of the queries and keys together, in bandwidths. The taylor backend
     (the Gaussian in 1-D, with the moments of local fits up to degree 2) is chosen when its
-    modelled cost is under half the exact loop's (:data:`EXACT_NS_PER_PAIR`, :data:`TAYLOR_NS`).
+    modelled cost is under half the exact loop's (:data:`EXACT_NS_PER_PAIR`, :data:`TAYLOR_NS`);
+    the binned backend (the logistic kernel in 1-D, plain pooling, not ``loo``) likewise
+    (:data:`BINNED_NS`), where its grid for ``tol`` fits in :data:`nadaraya.backends.binned.GRID_MAX`.
 
     Examples
     --------
@@ -235,7 +239,11 @@ def choose_within(
     >>> choose_within(kernel("gaussian"), n=300, m=300, d=1, tol=1e-10, span=50.0) is None
     True
     """
-    if tol is None or moments > 2 or d != 1 or kernel.name != "gaussian" or n * m < SMALL_PAIRS:
+    if tol is None or moments > 2 or d != 1 or n * m < SMALL_PAIRS:
+        return None
+    if kernel.name == "logistic" and not moments and not loo:
+        return _choose_binned(n, m, tol, span)
+    if kernel.name != "gaussian":
         return None
     from . import taylor
 
@@ -252,6 +260,33 @@ def choose_within(
         f"Gaussian kernel in 1-D with tol={tol:g}: Taylor series about boxes {2 * plan['rho']:.2g} "
         f"bandwidths wide, {plan['terms']} terms, keys beyond {plan['radius']:.1f} bandwidths dropped; "
         f"each prediction within tol * max|y|; about {exact / cost:.0f}x less work than the exact sums"))
+
+
+#: the binned backend's cost: nanoseconds per key or query binned or read, per grid point of its
+#: convolutions (the sums and their bound, weight and one value column), and the exact fused
+#: loop's per pair for the logistic kernel (a log1p per pair), on two cores (measured 2026-11)
+BINNED_NS = {"point": 100.0, "grid": 1600.0, "logistic_pair": 8.0}
+
+
+def _choose_binned(n: int, m: int, tol: float, span: float) -> Choice | None:
+    """The binned backend for the logistic kernel in 1-D, where its grid fits and pays."""
+    import math
+
+    from . import binned
+
+    if tol < 1e-12 or span <= 0:
+        return None
+    size = span / binned.grid_spacing(1.0, span, tol)
+    if size > binned.GRID_MAX:
+        return None
+    cost = (n + m) * BINNED_NS["point"] + size * BINNED_NS["grid"] * max(1.0, math.log2(size) / 20)
+    exact = n * m * BINNED_NS["logistic_pair"]
+    if cost > exact / 2:
+        return None
+    return Choice("binned", (
+        f"logistic kernel in 1-D with tol={tol:g}: linear binning on {size:.0f} grid points and FFT "
+        f"convolution; each prediction certified within tol * max|y| (else computed exactly); about "
+        f"{exact / cost:.0f}x less work than the exact sums"))
 
 
 #: nanoseconds per visited pair of the truncated backend, and per key or query sorted, on two cores
@@ -287,12 +322,13 @@ def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs
 
 def choose_for_data(
     kernel: Kernel, queries: NDArray[np.floating], keys: NDArray[np.floating],
-    bandwidth: NDArray[np.floating], *, moments: int = 0, tol: float | None = None,
+    bandwidth: NDArray[np.floating], *, moments: int = 0, tol: float | None = None, loo: bool = False,
 ) -> Choice | None:
-    """The data-aware part of ``backend="auto"``, for the Gaussian kernel in 1 to 3 features: the
-    Taylor series within ``tol`` (1-D, :func:`choose_within`), else the exact truncated sums
-    where the windows hold few of the pairs (:func:`choose_window`, from a sampled estimate);
-    ``None`` where neither pays (then :func:`choose` decides from the sizes alone).
+    """The data-aware part of ``backend="auto"``: within ``tol`` in 1-D, the Taylor series of the
+    Gaussian or the binned sums of the logistic kernel (:func:`choose_within`; ``loo``: the call
+    leaves keys out); else, for the Gaussian in 1 to 3 features, the exact truncated sums where
+    the windows hold few of the pairs (:func:`choose_window`, from a sampled estimate); ``None``
+    where none pays (then :func:`choose` decides from the sizes alone).
 
     Examples
     --------
@@ -307,7 +343,7 @@ def choose_for_data(
     True
     """
     m, n, d = queries.shape[0], keys.shape[0], keys.shape[1]
-    if kernel.name != "gaussian" or d > 3 or m * n < SMALL_PAIRS:
+    if kernel.name not in ("gaussian", "logistic") or d > 3 or m * n < SMALL_PAIRS:
         return None
     from . import truncated
 
@@ -315,9 +351,11 @@ def choose_for_data(
         points = (queries, keys)
         lo, hi = min(float(a.min()) for a in points), max(float(a.max()) for a in points)
         span = (hi - lo) / float(bandwidth[0])
-        fast = choose_within(kernel, n=n, m=m, d=1, tol=tol, span=span, moments=moments)
+        fast = choose_within(kernel, n=n, m=m, d=1, tol=tol, span=span, moments=moments, loo=loo)
         if fast is not None:
             return fast
+    if kernel.name != "gaussian":
+        return None
     pairs = truncated.pairs(queries, keys, bandwidth)
     return choose_window(kernel, n=n, m=m, d=d, moments=moments, pairs=pairs)
 
@@ -382,7 +420,7 @@ def compute(
 
     ``moments`` (a local polynomial degree) is passed on only when positive, so that a backend
     computes plain pooling exactly as it always did; ``device`` (a torch device, for
-    ``backend="torch"``) only when given; ``tol`` only to ``backend="taylor"`` and to
+    ``backend="torch"``) only when given; ``tol`` only to ``backend="taylor"``, ``"binned"`` and to
     ``backend="dask"`` (whose tasks choose within it; the others are exact, within any tolerance).
 
     Examples
@@ -406,5 +444,5 @@ def compute(
         exclude=exclude,
         **({"moments": moments} if moments else {}),
         **({"device": device} if device is not None else {}),
-        **({"tol": tol} if tol is not None and name in ("taylor", "dask") else {}),
+        **({"tol": tol} if tol is not None and name in ("taylor", "binned", "dask") else {}),
     )

@@ -210,7 +210,8 @@ def block(
         exclude = np.arange(m)
     choice = None
     if engine == "auto":
-        choice = backends.choose_for_data(kern, q, k, bandwidth, moments=moments, tol=tol)
+        choice = backends.choose_for_data(kern, q, k, bandwidth, moments=moments, tol=tol,
+                                          loo=exclude is not None)
     if choice is None:
         choice = backends.choose(kern, n=k.shape[0], m=m, d=k.shape[1], backend=engine)
     if choice.name in ("fused", "truncated", "taylor"):
