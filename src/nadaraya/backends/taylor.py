@@ -212,7 +212,11 @@ def _moments(xs, ss, vs, inv_h, centres, terms, task_box, task_lo, task_hi, r,  
                 u = (xs[k0 + t] - c) * inv_h
                 uu[t] = u
                 eu[t] = ss[k0 + t] * exp_flushed(-0.5 * u * u)
-                _columns(vs[k0 + t], u, nv, r, vv[:, t])
+                for col in range(nv):
+                    vv[col, t] = vs[k0 + t, col]
+            if ncol > nv:  # the moments' columns (see _columns), or the dummy column
+                for t in range(nb):
+                    _columns(vs[k0 + t], uu[t], nv, r, vv[:, t])
             v0 = vv[0]
             for k in range(p):  # T_k += sum e u^k / k! (1, v_0); then the powers move one step
                 step = 1.0 / (k + 1)
