@@ -1,4 +1,4 @@
-"""The distributed path on the fast sums: Dask tasks choose as one machine does, and merge within the bound."""
+"""The distributed path on the fast sums: Dask tasks choose as one machine does, merged within the bound."""
 
 from __future__ import annotations
 
@@ -77,3 +77,28 @@ def test_choose_for_data_is_what_pool_takes() -> None:
         _, choice = compute_partials(call, tol=tol)
         expect = backends.choose_for_data(get("gaussian"), call.queries, call.keys, call.bandwidth, tol=tol)
         assert choice.name == (expect.name if expect else backends.choose(get("gaussian"), n=3000, m=3000, d=2).name)
+
+
+def test_merged_partials_never_take_the_binned_certificate(
+    names: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The binned backend certifies each prediction of its own call, not each sum: Dask chunks
+    and the categories of mixed data, whose partials are merged, take an exact method instead
+    (its modelled cost is made tiny here, so that only that rule keeps it out)."""
+    monkeypatch.setitem(backends.BINNED_NS, "grid", 1e-3)
+    monkeypatch.setitem(backends.BINNED_NS, "point", 1e-3)
+    rng = np.random.default_rng(8)
+    x = rng.uniform(0, 5, 8000)
+    y = np.sin(x)
+    with dask_backend.options(chunks=2000):
+        got = nadaraya.pool(x[:2000], x, y, kernel="logistic", bandwidth=0.2, tol=1e-6, backend="dask")
+    assert "binned" not in names and names
+    names.clear()
+    one = nadaraya.pool(x[:2000], x, y, kernel="logistic", bandwidth=0.2, tol=1e-6)
+    assert names == ["binned"]
+    exact = nadaraya.pool(x[:2000], x, y, kernel="logistic", bandwidth=0.2, backend="reference")
+    assert np.abs(got - exact).max() <= 1e-12 and np.abs(one - exact).max() <= 1e-6
+    names.clear()
+    X = np.column_stack([x, rng.integers(0, 3, x.size)])
+    nadaraya.pool(X[:2000], X, y, kernel="logistic", bandwidth=[0.2, 0.3], var_types="cu", tol=1e-6)
+    assert "binned" not in names and names

@@ -188,7 +188,7 @@ def _group_partials(job: Job, idx: NDArray[np.intp], ex: NDArray[np.intp] | None
         call.queries, call.keys[idx], call.values[idx], call.one_d, call.kernel, call.bandwidth, sw
     )
     parts, choice = pooling.compute_partials(sub, exclude=ex, backend=backend, moments=job.degree,
-                                             device=job.device, tol=job.tol)
+                                             device=job.device, tol=job.tol, merged=job.cat is not None)
     if job.cat is not None and call.kernel.log_domain and choice.name != "reference":
         # the categorical factors are merged in the log domain after this: queries far from
         # this group get their exact partials (the fast backends may flush them) from the reference

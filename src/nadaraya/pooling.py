@@ -94,17 +94,18 @@ def _in_range(values: NDArray[np.floating]) -> tuple[NDArray[np.floating], int]:
 
 def compute_partials(
     call: Call, *, exclude: NDArray[np.integer] | None = None, backend: str = "auto", moments: int = 0,
-    device: str | None = None, tol: float | None = None,
+    device: str | None = None, tol: float | None = None, merged: bool = False,
 ) -> tuple[Partials, backends.Choice]:
     """The partial sums of a validated call on the chosen backend (with the moment sums of a
-    local polynomial of degree ``moments``; within ``tol`` where a faster method allows it)."""
+    local polynomial of degree ``moments``; within ``tol`` where a faster method allows it, by
+    a bound per sum when the partials will be ``merged`` with others)."""
     m, n, d, _ = call.shape
     if device is not None and backend == "auto":
         backend = "torch"  # a device names the torch backend
     choice = None
     if backend == "auto":
         choice = backends.choose_for_data(call.kernel, call.queries, call.keys, call.bandwidth,
-                                          moments=moments, tol=tol, loo=exclude is not None)
+                                          moments=moments, tol=tol, loo=exclude is not None, merged=merged)
     if choice is None:
         choice = backends.choose(call.kernel, n=n, m=m, d=d, backend=backend)
     parts = backends.compute(

@@ -228,7 +228,8 @@ def choose_within(
     ``span``: the extent of the queries and keys together, in bandwidths. The taylor backend
     (the Gaussian in 1-D, with the moments of local fits up to degree 2) is chosen when its
     modelled cost is under half the exact loop's (:data:`EXACT_NS_PER_PAIR`, :data:`TAYLOR_NS`);
-    the binned backend (the logistic kernel in 1-D, plain pooling, not ``loo``) likewise
+    the binned backend (the logistic kernel in 1-D, plain pooling; not with ``loo``, which also
+    stands for partials that will be merged, since its certificate is per prediction) likewise
     (:data:`BINNED_NS`), where its grid for ``tol`` fits in :data:`nadaraya.backends.binned.GRID_MAX`.
 
     Examples
@@ -323,12 +324,15 @@ def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs
 def choose_for_data(
     kernel: Kernel, queries: NDArray[np.floating], keys: NDArray[np.floating],
     bandwidth: NDArray[np.floating], *, moments: int = 0, tol: float | None = None, loo: bool = False,
+    merged: bool = False,
 ) -> Choice | None:
     """The data-aware part of ``backend="auto"``: within ``tol`` in 1-D, the Taylor series of the
     Gaussian or the binned sums of the logistic kernel (:func:`choose_within`; ``loo``: the call
-    leaves keys out); else, for the Gaussian in 1 to 3 features, the exact truncated sums where
-    the windows hold few of the pairs (:func:`choose_window`, from a sampled estimate); ``None``
-    where none pays (then :func:`choose` decides from the sizes alone).
+    leaves keys out; ``merged``: the partials will be merged with others, so only a method whose
+    bound holds per sum, not the binned certificate per prediction); else, for the Gaussian in 1
+    to 3 features, the exact truncated sums where the windows hold few of the pairs
+    (:func:`choose_window`, from a sampled estimate); ``None`` where none pays (then
+    :func:`choose` decides from the sizes alone).
 
     Examples
     --------
@@ -351,7 +355,7 @@ def choose_for_data(
         points = (queries, keys)
         lo, hi = min(float(a.min()) for a in points), max(float(a.max()) for a in points)
         span = (hi - lo) / float(bandwidth[0])
-        fast = choose_within(kernel, n=n, m=m, d=1, tol=tol, span=span, moments=moments, loo=loo)
+        fast = choose_within(kernel, n=n, m=m, d=1, tol=tol, span=span, moments=moments, loo=loo or merged)
         if fast is not None:
             return fast
     if kernel.name != "gaussian":

@@ -187,7 +187,9 @@ def block(
     ``moments``: the degree of a local polynomial whose moment sums the partials carry
     (:func:`nadaraya.backends.reference.moment_shapes`). With ``engine="auto"`` the block
     takes what ``auto`` takes on one machine for its data (:func:`nadaraya.backends.choose_for_data`:
-    the exact truncated sums, or within ``tol`` the Taylor series). Every sum of a Taylor block
+    the exact truncated sums, or within ``tol`` the Taylor series; never the binned sums, whose
+    certificate is per prediction of the block and would not survive the merge). Every sum of a
+    Taylor block
     is within ``eps`` times the block's weight times its largest ``|v|``, so the merged sums are
     within ``eps`` times the whole weight times the largest ``|v|``: the bound of one machine.
 
@@ -211,7 +213,7 @@ def block(
     choice = None
     if engine == "auto":
         choice = backends.choose_for_data(kern, q, k, bandwidth, moments=moments, tol=tol,
-                                          loo=exclude is not None)
+                                          loo=exclude is not None, merged=True)
     if choice is None:
         choice = backends.choose(kern, n=k.shape[0], m=m, d=k.shape[1], backend=engine)
     if choice.name in ("fused", "truncated", "taylor"):
