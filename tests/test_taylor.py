@@ -179,7 +179,8 @@ def test_tol_leaves_exact_methods_exact() -> None:
                                   nadaraya.pool(X, X, y, bandwidth=0.1))
     x = X[:, 0]
     logistic = {"bandwidth": 0.1, "degree": 1, "kernel": "logistic"}
-    np.testing.assert_array_equal(nadaraya.pool(x, x, y, tol=1e-6, **logistic), nadaraya.pool(x, x, y, **logistic))
+    np.testing.assert_array_equal(nadaraya.pool(x, x, y, tol=1e-6, **logistic),
+                                  nadaraya.pool(x, x, y, **logistic))
 
 
 # --- the exact truncated sums behind backend="auto" -------------------------------------------------
