@@ -291,7 +291,8 @@ def sums(
     if exclude is not None:
         position = np.full(n, -1, dtype=np.int64)
         position[kept[order]] = np.arange(kept.size)
-        ex = position[np.asarray(exclude, dtype=np.int64)[qorder]]
+        wanted = np.asarray(exclude, dtype=np.int64)[qorder]
+        ex = np.where(wanted >= 0, position[wanted], -1)  # -1: nothing left out (never key n - 1)
     ls_max = float(ls.max())
     vt = np.ascontiguousarray(np.asarray(values, dtype=f64)[kept[order]].T)
     qt, kt = np.ascontiguousarray(q[qorder].T), np.ascontiguousarray(k[order].T)
