@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import nadaraya
 from nadaraya import backends
@@ -124,3 +126,33 @@ def test_auto_takes_it_for_the_logistic_kernel_with_tol_only() -> None:
     fast = nadaraya.pool(x[:3000], x, y, kernel="logistic", bandwidth=0.01, tol=1e-6)
     exact = dense(x[:3000], x, y[:, None], "logistic", 0.01)[:, 0]
     assert np.abs(fast - exact).max() <= 1e-6 * np.abs(y).max()
+
+
+@given(
+    n=st.integers(1, 80),
+    m=st.integers(1, 30),
+    log_h=st.floats(-3.0, 1.0),
+    log_tol=st.floats(-10.0, -2.0),
+    seed=st.integers(0, 2**16),
+    kernel=st.sampled_from(["logistic", "gaussian"]),
+    weighted=st.booleans(),
+)
+@settings(max_examples=60, deadline=None)
+def test_random_problems_keep_the_bound(n, m, log_h, log_tol, seed, kernel, weighted):
+    """Clustered keys with duplicates, queries near and far, weights with zeros: every
+    prediction within tol * max|v| of the dense sums (grids capped at 2^16 points to stay
+    quick: finer ones are computed exactly, which the cap only shifts)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(binned, "GRID_MAX", 2**16)
+        _random_problem(n, m, log_h, log_tol, seed, kernel, weighted)
+
+
+def _random_problem(n, m, log_h, log_tol, seed, kernel, weighted):
+    rng = np.random.default_rng(seed)
+    x = rng.choice(rng.uniform(-2, 2, 4), n) + rng.normal(0, 0.1, n) * rng.integers(0, 2, n)
+    q = np.concatenate([x[: min(n, m)], rng.uniform(-4, 4, m)])
+    v = rng.normal(size=(n, 2)) * 10.0 ** rng.integers(-3, 4)
+    sw = rng.uniform(0, 2, n) * (rng.random(n) > 0.3) if weighted else None
+    if sw is not None and not (sw > 0).any():
+        sw[0] = 1.0
+    check(q, x, v, kernel, 10.0**log_h, 10.0**log_tol, sw=sw)
