@@ -1113,3 +1113,117 @@ def test_curvature_third_derivative_is_the_slope_of_the_second(method):
         assert d1 == pytest.approx((hi[0] - lo[0]) / (2 * eps), rel=1e-6, abs=1e-8)
         assert d2 == pytest.approx((hi[1] - lo[1]) / (2 * eps), rel=1e-6, abs=1e-9)
         assert d3 == pytest.approx((hi[2] - lo[2]) / (2 * eps), rel=1e-6, abs=1e-9)
+
+
+def _objective(x, y, sw=None, method="cv", weight_exp=0):
+    from nadaraya.bandwidth.criteria import _Objective
+
+    return _Objective(x, y, sw, REGISTRY["gaussian"], method, "auto", weight_exp)
+
+
+def test_aicc_of_weights_scaled_by_a_power_of_two_counts_their_true_sum():
+    # the search brings the weights to [0.5, 1) and says by how much (weight_exp): AICc's
+    # sample size is their true sum, so the score equals the one of the weights as given;
+    # a true sum beyond the float range makes AICc's 2 vanish, quietly
+    import warnings
+
+    from nadaraya.bandwidth import score_bandwidth
+
+    rng = np.random.default_rng(27)
+    x = rng.uniform(0, 2, (30, 1))
+    y = np.sin(2 * x) + 0.1 * rng.normal(size=(30, 1))
+    sw = rng.uniform(0.5, 1.0, 30)
+    h = np.array([0.3])
+    for e in (40, -40):
+        want = score_bandwidth(x, y, h, method="aicc", sample_weight=np.ldexp(sw, e))
+        assert _objective(x, y, sw, "aicc", e).at(h) == pytest.approx(want, rel=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        obj = _objective(x, y, sw, "aicc", 1100)
+        assert obj._two() == 0.0
+        assert np.isfinite(obj.at(h))
+
+
+def test_one_pass_criteria_record_each_bandwidth_and_count_each_pass():
+    rng = np.random.default_rng(28)
+    x = rng.uniform(0, 2, (40, 2))
+    y = np.column_stack([np.sin(2 * x[:, 0]), np.cos(x[:, 1])]) + 0.1 * rng.normal(size=(40, 2))
+    sw = rng.uniform(0.3, 2.0, 40)
+    for method in ("cv", "aicc"):
+        obj = _objective(x, y, sw, method)
+        h = np.array([0.3, 0.5])
+        levels = obj.levels(h, 3)
+        score, _ = obj.with_gradient(h)
+        obj.at(h)
+        assert obj.n_passes == 3
+        rec = obj.record()
+        assert rec["stages"].tolist() == ["grid"] * 3 + ["per_feature", "refine"]
+        # every pass gives the same criterion as the primitive's leave-one-out pass
+        want = [_objective(x, y, sw, method).at(h * 2.0 ** (-lev / 2)) for lev in range(3)]
+        np.testing.assert_allclose(levels, want, rtol=1e-10)
+        np.testing.assert_allclose(rec["scores"], [*want, want[0], want[0]], rtol=1e-10)
+        assert score == pytest.approx(want[0], rel=1e-10)
+
+
+@pytest.mark.parametrize("method", ["cv", "aicc"])
+def test_gradient_of_several_outputs_is_the_slope_of_the_criterion(method):
+    rng = np.random.default_rng(29)
+    x = rng.uniform(0, 2, (40, 2))
+    y = np.column_stack([np.sin(2 * x[:, 0]), np.cos(x[:, 1]), x[:, 0]]) + 0.1 * rng.normal(size=(40, 3))
+    sw = rng.uniform(0.3, 2.0, 40)
+    h = np.array([0.3, 0.5])
+    _, grad = _objective(x, y, sw, method).with_gradient(h)
+    eps = 1e-5
+    for k in range(2):
+        step = np.exp(eps * (np.arange(2) == k))
+        up, down = (_objective(x, y, sw, method).at(h * step**s) for s in (1, -1))
+        assert grad[k] == pytest.approx((up - down) / (2 * eps), rel=1e-6, abs=1e-10)
+
+
+def test_passes_after_a_change_of_bandwidth_equal_fresh_ones():
+    # the nearest neighbours found for one bandwidth are reused for the next: scaled along the
+    # same direction (exactly), or as a first guess in a new direction (the gradient pass; the
+    # others search again). Points 25 bandwidths apart, then 75: shifts near 300 and 2800, where
+    # a wrong shift overflows or underflows every weight (the scores are compared: the
+    # derivatives of so flat a criterion are rounding noise; AICc is inf there, every point
+    # fitting itself, so only its levels are compared)
+    x = np.column_stack([np.arange(12.0), np.arange(12.0) % 3 * 40.0])
+    y = np.sin(x[:, :1]) + x[:, 1:] / 40
+    h = np.array([0.04, 1.6])
+    for then in (h / 3, np.array([1.6, 0.04]), np.array([0.05, 0.05])):
+        for method in ("cv", "aicc"):
+            obj = _objective(x, y, None, method)
+            obj.levels(h, 2)
+            fresh = _objective(x, y, None, method)
+            np.testing.assert_allclose(obj.levels(then, 2), fresh.levels(then, 2), rtol=1e-9)
+        obj = _objective(x, y)
+        obj.with_gradient(h)
+        score, grad = obj.with_gradient(then)
+        fresh_score, fresh_grad = _objective(x, y).with_gradient(then)
+        assert score == pytest.approx(fresh_score, rel=1e-9)
+        assert np.isfinite(grad).all() and np.isfinite(fresh_grad).all()
+        obj = _objective(x, y)
+        obj.curvature(h)
+        assert obj.curvature(then)[0] == pytest.approx(_objective(x, y).curvature(then)[0], rel=1e-9)
+
+
+def test_reused_neighbours_that_would_underflow_every_weight_are_not_reused():
+    # four corners: in the first direction each point's nearest is across the first feature;
+    # in the second that neighbour's distance taken as the shift is far below the new nearest
+    # distance, so every weight would underflow: the pass must notice and search again. And a
+    # new direction close to the last (ratios 1.25 and 2.125) is still a new direction
+    x = np.array([[-30.0, -50.0], [30.0, -50.0], [-30.0, 50.0], [30.0, 50.0]])
+    y = np.array([[1.0], [2.0], [4.0], [3.0]])
+    x2 = np.column_stack([np.repeat([0.0, 10.0, 20.0], 2), np.tile([0.0, 2.5], 3)])
+    y2 = np.sin(x2[:, :1]) + x2[:, 1:]
+    for data, h1, h2 in (((x, y), [1.0, 1.0], [0.5, 2.0]), ((x2, y2), [0.04, 0.05], [0.04, 0.085])):
+        h1, h2 = np.array(h1), np.array(h2)
+        obj = _objective(*data)
+        obj.with_gradient(h1)
+        obj.levels(h1, 1)
+        score, grad = obj.with_gradient(h2)
+        fresh_score, fresh_grad = _objective(*data).with_gradient(h2)
+        assert score == pytest.approx(fresh_score, rel=1e-9)
+        np.testing.assert_allclose(grad, fresh_grad, rtol=1e-6, atol=1e-12)
+        obj.levels(h1, 1)
+        assert obj.levels(h2, 1)[0] == pytest.approx(_objective(*data).levels(h2, 1)[0], rel=1e-9)
