@@ -341,7 +341,8 @@ def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: 
              exclude: NDArray[np.integer] | None) -> Partials:
     """The grid's partials in 2 or 3 features (what :func:`nadaraya.backends.truncated.partials`
     returns there); its far queries from the exact fused backend."""
-    from .truncated import _assemble, log_ratio
+    from ._rows import assemble
+    from .truncated import log_ratio
 
     m, p = queries.shape[0], values.shape[1]
     n_kept = keys.shape[0] if sample_weight is None else int(np.count_nonzero(np.asarray(sample_weight) > 0))
@@ -359,4 +360,4 @@ def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: 
                               np.asarray(values, dtype=f64), kernel=kernel,
                               bandwidth=np.asarray(bandwidth, dtype=f64), sample_weight=sw, exclude=ex)
         shift[rows], out[rows, 0], out[rows, 1:] = part.shift, part.weight, part.value
-    return _assemble(shift, out, queries.dtype, m, p, 0)
+    return assemble(shift, out, queries.dtype, m, p, 0)

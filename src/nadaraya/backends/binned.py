@@ -152,9 +152,9 @@ def partials(
                                kernel=kernel, bandwidth=np.asarray(bandwidth, dtype=f64),
                                sample_weight=None if sample_weight is None else s)
         shift[rows], weight[rows], value[rows] = exact.shift, exact.weight, exact.value
-    from .truncated import _assemble
+    from ._rows import assemble
 
-    return _assemble(shift, np.column_stack([weight, value]), values.dtype, m, p, 0)
+    return assemble(shift, np.column_stack([weight, value]), values.dtype, m, p, 0)
 
 
 def _envelope(kernel: Kernel, r: NDArray[np.float64]) -> NDArray[np.float64]:

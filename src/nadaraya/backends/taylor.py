@@ -401,9 +401,9 @@ def partials(
     if not good.all():  # the queries computed exactly instead, in their own order
         _exact(np.flatnonzero(~good), queries, keys, values, kernel, bandwidth, sample_weight, exclude, r,
                shift, back)
-    from .truncated import _assemble
+    from ._rows import assemble
 
-    return _assemble(shift, back, dtype, m, p, r)
+    return assemble(shift, back, dtype, m, p, r)
 
 
 def _by_box(q: NDArray[np.floating], origin: float, per_unit: float) -> NDArray[np.int64]:

@@ -89,6 +89,7 @@ from .._validation import as_moments
 from ..kernels import Kernel
 from ..partials import Partials
 from . import _truncated_grid as _grid
+from ._rows import assemble
 from .laplace import SORT_QUERIES_ABOVE, _order, _sorted_exclude
 
 __all__ = ["BITS", "MAX_DEGREE", "SORT_QUERIES_ABOVE", "log_ratio", "pairs", "partials", "supports"]
@@ -327,6 +328,26 @@ def _part(ks, ls, vt, q, inv_h, t, s0, s1, r, buf, du, pw, acc):  # type: ignore
             acc[1 + c] += s
         if r == 0:
             continue
+        if r == 1:  # local linear: its three moment sums in one pass over the block's weights
+            m1 = 0.0
+            m2 = 0.0
+            mv = 0.0
+            for j in range(nb):
+                d = kb[j] - q
+                wd = buf[j] * d
+                m1 += wd
+                m2 += wd * d
+                mv += wd * v0[j]
+            acc[p + 1] += m1
+            acc[p + 2] += m2
+            acc[p + 3] += mv
+            for c in range(1, p):
+                vb = vt[c, k0:k0 + nb]
+                s = 0.0
+                for j in range(nb):
+                    s += buf[j] * (kb[j] - q) * vb[j]
+                acc[p + 3 + c] += s
+            continue
         for j in range(nb):
             du[j] = kb[j] - q
             pw[j] = buf[j]
@@ -510,29 +531,7 @@ def partials(
         out = back
         shift = np.empty_like(top)
         shift[st.order] = top
-    return _assemble(shift, out, dtype, m, p, r)
-
-
-def _assemble(shift: NDArray[np.float64], out: NDArray[np.float64], dtype: np.dtype, m: int, p: int, r: int
-              ) -> Partials:
-    """Partials from the rows (weight, values, moments), rounded to ``dtype`` with the weight's
-    binary exponent moved into the shift first."""
-    weight, rest = out[:, 0], out[:, 1:]
-    if dtype != np.float64:
-        mant, expo = np.frexp(weight)
-        shift = np.where(weight > 0, shift + expo * math.log(2.0), shift)
-        rest = np.ldexp(rest, -expo[:, None])
-        weight = mant
-        with np.errstate(over="ignore"):  # a far query's shift may pass float32's range: -inf
-            shift = shift.astype(dtype)
-        weight, rest = weight.astype(dtype), rest.astype(dtype)
-    value = rest[:, :p]
-    mom = rest[:, p:p + 2 * r]
-    mv = rest[:, p + 2 * r:]
-    extra = tuple(mom[:, j - 1].reshape((m,) + (1,) * j) for j in range(1, 2 * r + 1)) + tuple(
-        mv[:, (j - 1) * p:j * p].reshape((m,) + (1,) * j + (p,)) for j in range(1, r + 1))
-    return Partials(np.ascontiguousarray(shift), np.ascontiguousarray(weight), np.ascontiguousarray(value),
-                    tuple(np.ascontiguousarray(x) for x in extra))
+    return assemble(shift, out, dtype, m, p, r)
 
 
 #: queries and keys that :func:`pairs` samples

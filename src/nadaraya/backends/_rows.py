@@ -1,0 +1,43 @@
+"""Partial sums from rows computed in float64: weight, values, then the moments of a local fit."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..partials import Partials
+
+__all__ = ["assemble"]
+
+
+def assemble(shift: NDArray[np.float64], out: NDArray[np.float64], dtype: np.dtype, m: int, p: int, r: int
+             ) -> Partials:
+    """Partials from the rows ``out`` (weight, ``p`` values, ``2 r`` moments, ``r p`` moments of
+    the values) under ``shift``, rounded to ``dtype`` with the weight's binary exponent moved into
+    the shift first (so that a float32 weight never underflows).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> part = assemble(np.zeros(1), np.array([[2.0**-140, 2.0**-141]]), np.dtype(np.float32), 1, 1, 0)
+    >>> part.finalize().tolist(), part.weight.tolist()
+    ([[0.5]], [0.5])
+    """
+    weight, rest = out[:, 0], out[:, 1:]
+    if dtype != np.float64:
+        mant, expo = np.frexp(weight)
+        shift = np.where(weight > 0, shift + expo * math.log(2.0), shift)
+        rest = np.ldexp(rest, -expo[:, None])
+        weight = mant
+        with np.errstate(over="ignore"):  # a far query's shift may pass float32's range: -inf
+            shift = shift.astype(dtype)
+        weight, rest = weight.astype(dtype), rest.astype(dtype)
+    value = rest[:, :p]
+    mom = rest[:, p:p + 2 * r]
+    mv = rest[:, p + 2 * r:]
+    extra = tuple(mom[:, j - 1].reshape((m,) + (1,) * j) for j in range(1, 2 * r + 1)) + tuple(
+        mv[:, (j - 1) * p:j * p].reshape((m,) + (1,) * j + (p,)) for j in range(1, r + 1))
+    return Partials(np.ascontiguousarray(shift), np.ascontiguousarray(weight), np.ascontiguousarray(value),
+                    tuple(np.ascontiguousarray(x) for x in extra))
