@@ -1134,7 +1134,7 @@ def test_aicc_of_weights_scaled_by_a_power_of_two_counts_their_true_sum():
     y = np.sin(2 * x) + 0.1 * rng.normal(size=(30, 1))
     sw = rng.uniform(0.5, 1.0, 30)
     h = np.array([0.3])
-    for e in (40, -40):
+    for e in (2, 40, -40):
         want = score_bandwidth(x, y, h, method="aicc", sample_weight=np.ldexp(sw, e))
         assert _objective(x, y, sw, "aicc", e).at(h) == pytest.approx(want, rel=1e-12)
     with warnings.catch_warnings():
@@ -1162,6 +1162,8 @@ def test_one_pass_criteria_record_each_bandwidth_and_count_each_pass():
         want = [_objective(x, y, sw, method).at(h * 2.0 ** (-lev / 2)) for lev in range(3)]
         np.testing.assert_allclose(levels, want, rtol=1e-10)
         np.testing.assert_allclose(rec["scores"], [*want, want[0], want[0]], rtol=1e-10)
+        tried = [h * 2.0 ** (-lev / 2) for lev in range(3)] + [h, h]
+        np.testing.assert_allclose(rec["bandwidths"], tried, rtol=1e-15)
         assert score == pytest.approx(want[0], rel=1e-10)
 
 
@@ -1227,3 +1229,18 @@ def test_reused_neighbours_that_would_underflow_every_weight_are_not_reused():
         np.testing.assert_allclose(grad, fresh_grad, rtol=1e-6, atol=1e-12)
         obj.levels(h1, 1)
         assert obj.levels(h2, 1)[0] == pytest.approx(_objective(*data).levels(h2, 1)[0], rel=1e-9)
+
+
+def test_a_criterion_with_tol_takes_the_series_within_its_bound():
+    from nadaraya.bandwidth.criteria import _Objective
+
+    rng = np.random.default_rng(30)
+    x = np.sort(rng.uniform(0, 1, 1000))[:, None]
+    y = np.sin(3 * x) + 0.1 * rng.normal(size=(1000, 1))
+    h = np.array([0.001])
+    exact = _objective(x, y).at(h)
+    fast = _Objective(x, y, None, REGISTRY["gaussian"], "cv", "auto", tol=1e-2).at(h)
+    # each leave-one-out prediction within tol * max|y|: the mean squared residual moves by at
+    # most 2 tol max|y| sqrt(CV) + (tol max|y|)^2
+    bound = 1e-2 * np.abs(y).max()
+    assert 0 < abs(fast - exact) <= 2 * bound * math.sqrt(exact) + bound**2
