@@ -185,6 +185,18 @@ def _bound(qv, z, kt, ls, inv_h, starts, shape, side, skip, rings):  # type: ign
     return best
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _cell_range(z, radius, side, count):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The cells (along one feature, ``count`` of them) that meet ``[z - radius, z + radius]``."""
+    return max(math.floor((z - radius) / side), 0), min(math.floor((z + radius) / side), count - 1)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _gap(c, side, z):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The distance from ``z`` to cell ``c`` along one feature (0 inside it)."""
+    return max(c * side - z, z - (c + 1) * side, 0.0)
+
+
 @numba.njit(cache=True, nogil=True)
 def _sums(qt, zq, kt, ls, vt, inv_h, starts, shape, side, slack, ls_max, ex, rings, a, b, out, top, far):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Queries ``a:b``: their sums over the cells that meet their balls (``slack = log s_max + L``);
@@ -208,26 +220,19 @@ def _sums(qt, zq, kt, ls, vt, inv_h, starts, shape, side, slack, ls_max, ex, rin
         r2 = 2.0 * (slack - best)
         radius = math.sqrt(r2)
         acc[:] = 0.0
-        z2lo = max(math.floor((z[2] - radius) / side), 0) if d == 3 else 0
-        z2hi = min(math.floor((z[2] + radius) / side), shape[2] - 1) if d == 3 else 0
+        z2lo, z2hi = _cell_range(z[2], radius, side, shape[2]) if d == 3 else (0, 0)
         for c2 in range(z2lo, z2hi + 1):
-            g2 = 0.0
-            if d == 3:
-                g2 = max(c2 * side - z[2], z[2] - (c2 + 1) * side, 0.0)
+            g2 = _gap(c2, side, z[2]) if d == 3 else 0.0
             rem2 = r2 - g2 * g2
             if rem2 < 0.0:
                 continue
-            rad1 = math.sqrt(rem2)
-            c1lo = max(math.floor((z[1] - rad1) / side), 0)
-            c1hi = min(math.floor((z[1] + rad1) / side), shape[1] - 1)
+            c1lo, c1hi = _cell_range(z[1], math.sqrt(rem2), side, shape[1])
             for c1 in range(c1lo, c1hi + 1):
-                g1 = max(c1 * side - z[1], z[1] - (c1 + 1) * side, 0.0)
+                g1 = _gap(c1, side, z[1])
                 rem1 = rem2 - g1 * g1
                 if rem1 < 0.0:
                     continue
-                rad0 = math.sqrt(rem1)
-                c0lo = max(math.floor((z[0] - rad0) / side), 0)
-                c0hi = min(math.floor((z[0] + rad0) / side), shape[0] - 1)
+                c0lo, c0hi = _cell_range(z[0], math.sqrt(rem1), side, shape[0])
                 row = (c2 * shape[1] + c1) * shape[0]
                 s0, s1 = starts[row + c0lo], starts[row + c0hi + 1]
                 _slice(qv, kt, ls, vt, inv_h, s0, s1, ex[i], best, buf, acc)
