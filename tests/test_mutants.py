@@ -1149,22 +1149,42 @@ def test_one_pass_criteria_record_each_bandwidth_and_count_each_pass():
     x = rng.uniform(0, 2, (40, 2))
     y = np.column_stack([np.sin(2 * x[:, 0]), np.cos(x[:, 1])]) + 0.1 * rng.normal(size=(40, 2))
     sw = rng.uniform(0.3, 2.0, 40)
+    h = np.array([0.3, 0.5])
     for method in ("cv", "aicc"):
         obj = _objective(x, y, sw, method)
-        h = np.array([0.3, 0.5])
+        calls = []
+        obj.progress = lambda *a: calls.append(a)  # noqa: B023
+        first = obj.at(h)
         levels = obj.levels(h, 3)
         score, _ = obj.with_gradient(h)
         obj.at(h)
-        assert obj.n_passes == 3
+        assert obj.n_passes == 4  # one each
+        assert calls == [("refine", 1, 1), ("grid", 2, 2), ("grid", 3, 2), ("grid", 4, 2),
+                         ("per_feature", 5, 3), ("refine", 6, 4)]
         rec = obj.record()
-        assert rec["stages"].tolist() == ["grid"] * 3 + ["per_feature", "refine"]
+        assert rec["stages"].tolist() == ["refine", "grid", "grid", "grid", "per_feature", "refine"]
         # every pass gives the same criterion as the primitive's leave-one-out pass
         want = [_objective(x, y, sw, method).at(h * 2.0 ** (-lev / 2)) for lev in range(3)]
         np.testing.assert_allclose(levels, want, rtol=1e-10)
-        np.testing.assert_allclose(rec["scores"], [*want, want[0], want[0]], rtol=1e-10)
-        tried = [h * 2.0 ** (-lev / 2) for lev in range(3)] + [h, h]
-        np.testing.assert_allclose(rec["bandwidths"], tried, rtol=1e-15)
+        np.testing.assert_allclose(rec["scores"], [first, *want, want[0], want[0]], rtol=1e-10)
         assert score == pytest.approx(want[0], rel=1e-10)
+        tried = [h] + [h * 2.0 ** (-lev / 2) for lev in range(3)] + [h, h]
+        np.testing.assert_allclose(rec["bandwidths"], tried, rtol=1e-15)
+
+
+def test_aicc_is_inf_where_every_point_fits_itself():
+    # points 100 bandwidths apart: each point's own weight is all of it (H_ii = 1), the
+    # in-sample residuals vanish and log(sigma^2) would be -inf: AICc is inf (never chosen)
+    from nadaraya.bandwidth import score_bandwidth
+
+    x = np.arange(10.0)
+    y = np.sin(x)
+    assert score_bandwidth(x, y, 0.01, method="aicc") == math.inf
+    levels = _objective(x[:, None], y[:, None], None, "aicc").levels(np.array([0.01]), 2)
+    assert levels.tolist() == [math.inf] * 2
+    assert np.isfinite(score_bandwidth(x, y, 1.0, method="aicc"))
+    # a fit with no residual at all (zero values): sigma^2 = 0 at every bandwidth, inf as well
+    assert score_bandwidth(x, np.zeros(10), 1.0, method="aicc") == math.inf
 
 
 @pytest.mark.parametrize("method", ["cv", "aicc"])
