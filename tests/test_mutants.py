@@ -1264,3 +1264,88 @@ def test_a_criterion_with_tol_takes_the_series_within_its_bound():
     # most 2 tol max|y| sqrt(CV) + (tol max|y|)^2
     bound = 1e-2 * np.abs(y).max()
     assert 0 < abs(fast - exact) <= 2 * bound * math.sqrt(exact) + bound**2
+
+
+# -- bandwidth rules of thumb against the normal-reference formulas ------------------------------
+
+
+def _plain_scale(x, w=None):
+    """min(std, IQR / 1.349) per column: frequency weights, ddof 1, inverted-CDF quartiles."""
+    w = np.ones(len(x)) if w is None else np.asarray(w, float)
+    out = []
+    for col in x.T:
+        order = np.argsort(col)
+        c, cw = col[order], w[order]
+        cum = np.cumsum(cw) / cw.sum()
+        q25, q75 = c[np.searchsorted(cum, 0.25)], c[np.searchsorted(cum, 0.75)]
+        mean = cw @ c / cw.sum()
+        var = cw @ (c - mean) ** 2 / (cw.sum() - 1) if cw.sum() > 1 else 0.0
+        iqr = (q75 - q25) / 1.349
+        out.append(min(math.sqrt(var), iqr) if iqr > 0 else math.sqrt(var))
+    return np.array(out)
+
+
+def test_rules_of_thumb_are_the_normal_reference_formulas():
+    from nadaraya.bandwidth import rules
+
+    rng = np.random.default_rng(31)
+    x = rng.normal(size=(50, 3)) * [1.0, 3.0, 0.2]
+    x[:, 2] = np.round(x[:, 2], 1)  # ties
+    n, d = x.shape
+    a = _plain_scale(x)
+    np.testing.assert_allclose(rules.robust_scale(x), a, rtol=1e-14)
+    scott = n ** (-1 / (d + 4))
+    silverman = (n * (d + 2) / 4) ** (-1 / (d + 4))
+    np.testing.assert_allclose(rules.rule_of_thumb(x), a * scott, rtol=1e-14)  # scott by default
+    np.testing.assert_allclose(rules.rule_of_thumb(x, "silverman"), a * silverman, rtol=1e-14)
+    assert rules.silverman(float(n), d) == pytest.approx(silverman, rel=1e-15)
+    # another kernel: times the ratio of canonical bandwidths, (R(K) / mu2(K)^2)^(1/5)
+    ratio = 15 ** 0.2 / (1 / (2 * math.sqrt(math.pi))) ** 0.2
+    np.testing.assert_allclose(rules.rule_of_thumb(x, kernel="epanechnikov"), a * scott * ratio, rtol=1e-12)
+    assert rules.rule_factor("scott", 100.0, 1) == pytest.approx(100 ** -0.2, rel=1e-15)
+    assert rules.rule_factor("scott", 100.0, 1, "constant") == pytest.approx(100 ** -0.2, rel=1e-15)
+    with pytest.raises(ValueError) as err:
+        rules.rule_factor("nope", 100.0, 1)
+    assert str(err.value) == "method='nope' is not a rule of thumb; choose one of scott, silverman"
+    for f in (rules.rule_of_thumb, rules.robust_scale):
+        with pytest.raises(ValueError, match=r"^X contains NaN or inf"):
+            f([[0.0], [np.nan]])
+    # booleans are numbers: 0 and 1
+    b = np.array([[1, 0], [0, 1], [1, 1], [0, 0], [1, 0]], dtype=bool)
+    np.testing.assert_allclose(rules.robust_scale(b), rules.robust_scale(b.astype(float)), rtol=1e-15)
+    np.testing.assert_allclose(rules.rule_of_thumb(b), rules.rule_of_thumb(b.astype(float)), rtol=1e-15)
+
+
+def test_rules_of_thumb_take_sample_weights_as_frequencies():
+    from nadaraya.bandwidth import rules
+
+    rng = np.random.default_rng(32)
+    x = rng.normal(size=(20, 2))
+    w = rng.integers(1, 4, 20)
+    rep = np.repeat(x, w, axis=0)
+    for method in ("scott", "silverman"):
+        np.testing.assert_allclose(rules.rule_of_thumb(x, method, sample_weight=w.astype(float)),
+                                   rules.rule_of_thumb(rep, method), rtol=1e-12)
+    np.testing.assert_allclose(rules.robust_scale(x, w.astype(float)), _plain_scale(rep), rtol=1e-12)
+    # fractional weights: the weighted variance with sum(w) - 1, 0 where the weights sum to 1 or less
+    y = np.array([[0.0], [1.0], [3.0], [4.0]])
+    half = [0.5] * 4
+    np.testing.assert_allclose(rules.robust_scale(y, half), _plain_scale(y, half), rtol=1e-14)
+    flat = rules.robust_scale(y, [0.25, 0.25, 0.25, 0.25])
+    assert flat.tolist() == [0.0] and flat.dtype == np.float64
+    assert rules.robust_scale(y, [0.2, 0.2, 0.2, 0.1]).tolist() == [0.0]
+
+
+@pytest.mark.parametrize("e", [-600, -300, 300, 600])
+def test_robust_scale_commutes_with_powers_of_two_per_feature(e):
+    # features far from unit scale are brought near it by a power of two each, exactly
+    from nadaraya.bandwidth import rules
+
+    rng = np.random.default_rng(33)
+    x = rng.normal(size=(30, 2))
+    w = rng.uniform(0.5, 2.0, 30)
+    scaled = x * [2.0**e, 1.0]
+    want = rules.robust_scale(x, w) * [2.0**e, 1.0]
+    np.testing.assert_allclose(rules.robust_scale(scaled, w), want, rtol=1e-14)
+    np.testing.assert_allclose(rules.rule_of_thumb(scaled, sample_weight=w),
+                               rules.rule_of_thumb(x, sample_weight=w) * [2.0**e, 1.0], rtol=1e-14)
