@@ -1349,3 +1349,27 @@ def test_robust_scale_commutes_with_powers_of_two_per_feature(e):
     np.testing.assert_allclose(rules.robust_scale(scaled, w), want, rtol=1e-14)
     np.testing.assert_allclose(rules.rule_of_thumb(scaled, sample_weight=w),
                                rules.rule_of_thumb(x, sample_weight=w) * [2.0**e, 1.0], rtol=1e-14)
+
+
+def test_rules_of_thumb_on_ties_outliers_and_constant_features():
+    from nadaraya.bandwidth import rules
+
+    tied = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 5.0])  # IQR 0: the std alone
+    assert rules.robust_scale(tied).tolist() == pytest.approx(_plain_scale(tied[:, None]).tolist(), rel=1e-15)
+    assert rules.robust_scale(tied)[0] == pytest.approx(np.std(tied, ddof=1), rel=1e-15)
+    heavy = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 9.0, -9.0])  # IQR / 1.349 < std, both < 1
+    assert rules.robust_scale(heavy)[0] == pytest.approx(_plain_scale(heavy[:, None])[0], rel=1e-15)
+    assert rules.robust_scale(heavy)[0] < np.std(heavy, ddof=1)
+    assert rules.rule_of_thumb([[0.0], [1.0]]).shape == (1,)  # two rows are enough
+    with pytest.raises(ValueError) as err:
+        rules.rule_of_thumb([[1.0, 2.0], [1.0, 3.0], [1.0, 5.0]])
+    assert str(err.value) == (
+        "feature 0 has zero spread: it is constant (every value is 1.0), so no rule can choose its "
+        "bandwidth (scott and silverman scale with the spread, and cv and aicc score every bandwidth "
+        "of a constant feature alike); drop the feature, or pass a numeric bandwidth (a float or one "
+        "per feature)")
+    with pytest.raises(ValueError) as err:
+        rules.rule_of_thumb([[0.0], [1.0]], "nope")
+    assert str(err.value) == "method='nope' is not a rule of thumb; choose one of scott, silverman"
+    with pytest.raises(ValueError, match=r"^bandwidth='scott' needs at least 2 samples"):
+        rules.rule_of_thumb([[0.0]])
