@@ -247,3 +247,21 @@ def test_one_pass_source_names_every_feature() -> None:
         assert f"k_{f} = kt[f0 + {f}, k0 : k0 + nb]" in src and f"(q_{f} - k_{f}[j]) * h_{f}" in src
     assert "k_3" not in src
     compile(src, "<test>", "exec")
+
+
+def test_exp_flushed_inlined_with_reassociation() -> None:
+    """Inside the fused loops' fastmath flags the reduction may be reassociated: the relative
+    error grows with |x| as the module says, and every term stays within 2 ulp of e^0."""
+    from nadaraya.backends.fused import _FASTMATH_MAX
+
+    @numba.njit(fastmath=_FASTMATH_MAX)
+    def fast(x, out):  # type: ignore[no-untyped-def]
+        for i in range(x.size):
+            out[i] = exp_flushed(x[i])
+
+    x = np.linspace(np.nextafter(FLUSH, 0), 0.0, 1_000_001)
+    out = np.empty_like(x)
+    fast(x, out)
+    rel = np.abs(out / np.exp(x) - 1.0)
+    assert np.all(rel <= 4.5e-16 + 5e-17 * np.abs(x))
+    assert np.all(rel * np.exp(x) <= 4.5e-16)
