@@ -43,6 +43,7 @@ from numpy.typing import NDArray
 from .._jit import exp_flushed, run_ranges, threads_for
 from ..kernels import Kernel
 from ..partials import Partials
+from ._sorted import counting_order, sorted_exclude
 
 __all__ = ["CELLS_PER_KEY", "CELLS_PER_RADIUS", "FAR", "KEYS_PER_CELL", "MAX_D", "pairs", "partials", "sums"]
 
@@ -276,8 +277,6 @@ def sums(
     far = np.ones(m, dtype=np.bool_)
     if kept.size == 0 or m == 0:
         return top, out, far
-    from .taylor import _counting_order
-
     k = np.asarray(keys, dtype=f64)[kept]
     q = np.asarray(queries, dtype=f64)
     corner = np.minimum(k.min(axis=0), q.min(axis=0))
@@ -285,19 +284,14 @@ def sums(
     side, shape = _cell_side(span, kept.size, big_l)
     ncell = int(np.prod(shape))
     kid = _cell_ids((k - corner) * inv_h, side, shape)
-    order = _counting_order(kid, ncell)
+    order = counting_order(kid, ncell)
     starts = np.zeros(ncell + 1, dtype=np.int64)
     np.cumsum(np.bincount(kid, minlength=ncell), out=starts[1:])
     zq = (q - corner) * inv_h
-    qorder = _counting_order(_cell_ids(zq, side, shape), ncell)
+    qorder = counting_order(_cell_ids(zq, side, shape), ncell)
     ls = (np.zeros(kept.size) if sample_weight is None
           else np.log(np.asarray(sample_weight, dtype=f64)[kept][order]))
-    ex = np.full(m, -1, dtype=np.int64)
-    if exclude is not None:
-        position = np.full(n, -1, dtype=np.int64)
-        position[kept[order]] = np.arange(kept.size)
-        wanted = np.asarray(exclude, dtype=np.int64)[qorder]
-        ex = np.where(wanted >= 0, position[wanted], -1)  # -1: nothing left out (never key n - 1)
+    ex = sorted_exclude(exclude, n, kept[order], m)[qorder]
     ls_max = float(ls.max())
     vt = np.ascontiguousarray(np.asarray(values, dtype=f64)[kept[order]].T)
     qt, kt = np.ascontiguousarray(q[qorder].T), np.ascontiguousarray(k[order].T)

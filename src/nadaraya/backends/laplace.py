@@ -70,6 +70,7 @@ from numpy.typing import NDArray
 from .._validation import as_moments
 from ..kernels import Kernel
 from ..partials import Partials
+from ._sorted import sorted_exclude, sorted_order
 
 __all__ = ["MAX_DEGREE", "SORT_QUERIES_ABOVE", "partials", "supports"]
 
@@ -325,25 +326,6 @@ def _one_side(ks, terms, gaps, qs, last, ex, inv_h, r, p, binom):  # type: ignor
     return dist, out
 
 
-def _order(x: NDArray[np.float64]) -> NDArray[np.intp]:
-    """The indices that sort ``x`` (no sort when it already is)."""
-    if x.size < 2 or bool(np.all(x[1:] >= x[:-1])):
-        return np.arange(x.size)
-    return np.argsort(x)
-
-
-def _sorted_exclude(exclude: NDArray[np.integer] | None, n: int, kept: NDArray[np.intp], m: int
-                    ) -> NDArray[np.int64]:
-    """Each query's left-out key as a position among the sorted kept keys (-1 for none)."""
-    if exclude is None:
-        return np.full(m, -1, dtype=np.int64)
-    where = np.full(n, -1, dtype=np.int64)
-    where[kept] = np.arange(kept.size)
-    ex = np.asarray(exclude, dtype=np.int64)
-    inside = (ex >= 0) & (ex < n)
-    return np.where(inside, where[np.where(inside, ex, 0)], -1)
-
-
 def partials(
     queries: NDArray[np.floating],
     keys: NDArray[np.floating],
@@ -394,12 +376,12 @@ def partials(
     k = np.asarray(keys[:, 0], dtype=f64)
     log_scale = 0.0
     if sample_weight is None:
-        kept = _order(k)
+        kept = sorted_order(k)
         s = np.ones(kept.size)
     else:
         sw = np.asarray(sample_weight, dtype=f64)
         pos = np.nonzero(sw > 0)[0]
-        kept = pos[_order(k[pos])]
+        kept = pos[sorted_order(k[pos])]
         s = sw[kept]
         if s.size:
             top = int(np.frexp(s.max())[1])
@@ -413,11 +395,11 @@ def partials(
     binom = np.array([[math.comb(j, t) for t in range(nm)] for j in range(nm)], dtype=f64)
     # queries in sorted order (when the keys outgrow the caches): the running sums are then
     # read in order, not at random
-    qorder = _order(qs) if ne > SORT_QUERIES_ABOVE else None
+    qorder = sorted_order(qs) if ne > SORT_QUERIES_ABOVE else None
     if qorder is not None:
         qs = qs[qorder]
     last = np.searchsorted(ks, qs, side="right").astype(np.int64) - 1
-    ex = _sorted_exclude(exclude, n, kept, m)
+    ex = sorted_exclude(exclude, n, kept, m)
     if qorder is not None:
         ex = ex[qorder]
     x, fac = _gaps(ks, inv_h)

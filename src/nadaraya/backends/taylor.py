@@ -81,6 +81,7 @@ from .._jit import exp_flushed, run_ranges
 from .._validation import as_moments
 from ..kernels import Kernel
 from ..partials import Partials
+from ._sorted import counting_order, sorted_exclude
 from .truncated import _radius2
 
 __all__ = ["MAX_DEGREE", "MAX_TERMS", "MIN_TOL", "RHO", "partials", "plan", "supports"]
@@ -377,13 +378,7 @@ def partials(
     ss = np.ldexp(sw[order], -scale_exp)  # exact: the largest in [0.5, 1)
     vs = np.ascontiguousarray(values[order], dtype=np.float64)
     qs = np.ascontiguousarray(queries[qorder, 0], dtype=np.float64)
-    if exclude is not None:
-        position = np.full(n, -1, dtype=np.int64)  # original key -> sorted position (-1: dropped)
-        position[order] = np.arange(order.size)
-        wanted = np.asarray(exclude, dtype=np.int64)[qorder]
-        ex = np.where(wanted >= 0, position[wanted], -1)  # -1: nothing left out (never key n - 1)
-    else:
-        ex = np.full(m, -1, dtype=np.int64)
+    ex = sorted_exclude(exclude, n, order, m)[qorder]
     lc = math.log(max(float(ss.sum()), 1e-300) / eps3)
     kappa = eps3 / (8.0 * (MAX_TERMS + 8) * _ROUND)
     width = 1 + p + 2 * r + r * p
@@ -416,22 +411,7 @@ def _by_box(q: NDArray[np.floating], origin: float, per_unit: float) -> NDArray[
     if not top < 4 * q.size + 1024:
         return np.argsort(q)
     ids = np.floor((q.astype(np.float64) - origin) * per_unit).astype(np.int64)
-    return _counting_order(ids, int(ids.max()) + 1)
-
-
-@numba.njit(cache=True, nogil=True)
-def _counting_order(ids, count):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """The stable order of the integers ``ids`` in ``[0, count)``, by counting."""
-    start = np.zeros(count + 1, dtype=np.int64)
-    for i in range(ids.size):
-        start[ids[i] + 1] += 1
-    for b in range(count):
-        start[b + 1] += start[b]
-    out = np.empty(ids.size, dtype=np.int64)
-    for i in range(ids.size):
-        out[start[ids[i]]] = i
-        start[ids[i]] += 1
-    return out
+    return counting_order(ids, int(ids.max()) + 1)
 
 
 def _series(

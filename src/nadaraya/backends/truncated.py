@@ -90,7 +90,8 @@ from ..kernels import Kernel
 from ..partials import Partials
 from . import _truncated_grid as _grid
 from ._rows import assemble
-from .laplace import SORT_QUERIES_ABOVE, _order, _sorted_exclude
+from ._sorted import sorted_exclude, sorted_order
+from .laplace import SORT_QUERIES_ABOVE
 
 __all__ = ["BITS", "MAX_DEGREE", "SORT_QUERIES_ABOVE", "log_ratio", "pairs", "partials", "supports"]
 
@@ -403,13 +404,13 @@ class _Sorted:
         m, n = queries.shape[0], keys.shape[0]
         k = np.asarray(keys[:, 0], dtype=f64)
         if sample_weight is None:
-            kept = _order(k)
+            kept = sorted_order(k)
             self.ls = np.empty(0)
             self.ls_max = 0.0
         else:
             sw = np.asarray(sample_weight, dtype=f64)
             pos = np.nonzero(sw > 0)[0]
-            kept = pos[_order(k[pos])]
+            kept = pos[sorted_order(k[pos])]
             self.ls = np.ascontiguousarray(np.log(sw[kept]))
             self.ls_max = float(self.ls.max()) if kept.size else 0.0
         full = self.ls.size // _MAX_BLOCK * _MAX_BLOCK
@@ -418,7 +419,7 @@ class _Sorted:
         self.ks = np.ascontiguousarray(k[kept])
         self.vt = np.ascontiguousarray(np.asarray(values, dtype=f64)[kept].T)
         qs = np.asarray(queries[:, 0], dtype=f64)
-        ex = _sorted_exclude(exclude, n, kept, m)
+        ex = sorted_exclude(exclude, n, kept, m)
         # above this many keys, queries are visited in the order of their buckets (a radix sort of
         # 2^16 equal cells between the keys' 0.1 % quantiles): neighbours share windows in the cache
         self.order = None
