@@ -1373,3 +1373,12 @@ def test_rules_of_thumb_on_ties_outliers_and_constant_features():
     assert str(err.value) == "method='nope' is not a rule of thumb; choose one of scott, silverman"
     with pytest.raises(ValueError, match=r"^bandwidth='scott' needs at least 2 samples"):
         rules.rule_of_thumb([[0.0]])
+
+
+def test_a_constant_feature_without_its_values_is_named_alone():
+    # the Dask path checks the scale without the data's first row: the message names the feature
+    from nadaraya.bandwidth import rules
+
+    with pytest.raises(ValueError) as err:
+        rules.check_rule_input("scott", 3, np.array([1.0, 0.0]))
+    assert str(err.value).startswith("feature 1 has zero spread: it is constant, so no rule can choose")
