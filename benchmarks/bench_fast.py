@@ -20,6 +20,9 @@ Workloads, each timed in this run with its peer:
   data scaled by 1 / h (target: at least 2x where it finishes).
 - F5, CV bandwidth selection, 1-D Gaussian, n = 1e6 (the data of F1), ``tol=1e-8``: its time and
   leave-one-out passes (target: at most 10 s).
+- F6, the logistic kernel (no series, no exact fast method), the data of F1, ``tol=1e-6``:
+  ``pool`` (auto: the binned backend, each query certified or computed exactly; checked on 300
+  sampled queries) against the exact fused loop timed on 2000 queries and scaled to all of them.
 
     python benchmarks/bench_fast.py           # full sizes
     python benchmarks/bench_fast.py --quick   # n = m = 3e4, a smoke run
@@ -198,6 +201,22 @@ def f5(n: int) -> None:
         f"{'met' if took <= 10 else 'MISSED'}")
 
 
+def f6(n: int) -> None:
+    x, y, q = data(n)
+    nadaraya.pool(q[:1000], x[:20000], y[:20000], bandwidth=0.1, kernel="logistic", tol=1e-6)
+    nadaraya.pool(q[:10], x[:20000], y[:20000], bandwidth=0.1, kernel="logistic", backend="fused")
+    part = min(2000, q.size)
+    for h in (0.3, 0.01, 0.001):
+        name = f"F6 logistic h={h}"
+        ours, got = timed(lambda h=h: nadaraya.pool(q, x, y, bandwidth=h, kernel="logistic", tol=1e-6),
+                          repeat=3)
+        row(name, "nadaraya pool(tol=1e-6)", ours, checked(x, y, q, h, got, kernel="logistic", tol=1e-6))
+        some, _ = timed(lambda h=h: nadaraya.pool(q[:part], x, y, bandwidth=h, kernel="logistic",
+                                                  backend="fused"), repeat=1)
+        exact = some * q.size / part
+        row(name, f"exact fused, {part} queries, scaled", exact, f"ratio {exact / ours:.0f}x")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -211,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     f2_f3(n)
     f4(2 * 10**4 if args.quick else 2 * 10**5, timeout)
     f5(n)
+    f6(n)
     print(f"(bench_fast took {time.perf_counter() - start:.0f} s)")
     return 0
 

@@ -277,7 +277,7 @@ def _choose_binned(n: int, m: int, tol: float, span: float) -> Choice | None:
 
     if tol < 1e-12 or span <= 0:
         return None
-    size = span / binned.grid_spacing(1.0, span, tol)
+    size = span / binned.grid_spacing(1.0, span, tol, "logistic")
     if size > binned.GRID_MAX:
         return None
     cost = (n + m) * BINNED_NS["point"] + size * BINNED_NS["grid"] * max(1.0, math.log2(size) / 20)

@@ -20,8 +20,8 @@ columns with ``M``), read as the larger of the query's two grid points, which bo
 above. The FFT's rounding is bounded by ``8 log2(N) eps ||k||_2 sum_i s_i |g_i|`` for a
 convolution of length ``N`` with the sampled kernel ``k`` (Higham's bound, with a margin). The
 spacing ``delta`` is chosen before anything is computed, from ``tol`` alone
-(:func:`grid_spacing`: ``(delta / h)^2 / 4 = tol / 5``, so where ``M`` weighs like the kernel the
-bound stays near ``tol / 5`` of each sum); a grid of more than :data:`GRID_MAX` points is not
+(:func:`grid_spacing`: small enough that a query whose sum is one key at its own place is
+certified); a grid of more than :data:`GRID_MAX` points is not
 built (every query is then exact).
 
 **Every prediction within ``tol * max|v|``.** From ``|S_v / S_0 - (S_v + e_v) / (S_0 + e_0)|
@@ -63,6 +63,8 @@ __all__ = ["GRID_MAX", "SECOND_DERIVATIVE", "grid_spacing", "partials", "support
 #: ``max |K''(u)|`` of the kernels it serves (profiles as :mod:`nadaraya.kernels` defines them:
 #: ``exp(-u^2 / 2)``, largest at ``u = 0``; ``1 / (e^u + 2 + e^-u)``, ``1/8`` at ``u = 0``)
 SECOND_DERIVATIVE = {"gaussian": 1.0, "logistic": 0.125}
+#: ``M(0) / K(0)``: the bound's kernel over the kernel at the centre (see :func:`grid_spacing`)
+_CENTRE = {"gaussian": 2.0 * math.exp(-0.5), "logistic": 4.0}
 #: the most grid points (about 1 GiB of convolution buffers at two value columns)
 GRID_MAX = 2**23
 _EPS = 2.0**-52
@@ -86,18 +88,19 @@ def _profile(kernel: Kernel, u: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.exp(kernel.log_profile(u))  # type: ignore[misc]
 
 
-def grid_spacing(h: float, span: float, tol: float) -> float:
-    """The spacing ``delta`` of the grid for a bandwidth ``h`` over ``span``: ``(delta / h)^2 / 4``
-    a fifth of ``tol`` (each query's bound then stays within ``tol`` where its keys are dense
-    enough that ``max|K''|`` near them weighs like their weights). A grid of more than
-    :data:`GRID_MAX` points is not built: every query is then computed exactly.
+def grid_spacing(h: float, span: float, tol: float, kernel: str = "logistic") -> float:
+    """The spacing ``delta`` of the grid for a bandwidth ``h`` over ``span``: the bound of a
+    query whose sum is one key at its own place, ``(delta / h)^2 / 4 * M(0) / K(0)`` times
+    ``|v| + |f| <= 2 max|v|``, stays under ``0.9 tol max|v|`` (``M(0) / K(0)``: 4 for the logistic
+    kernel, ``2 e^-1/2`` for the Gaussian; where many keys share the sum the bound is smaller).
+    A grid of more than :data:`GRID_MAX` points is not built: every query is then exact.
 
     Examples
     --------
     >>> round(grid_spacing(0.1, 5.0, 1e-4) / 0.1, 5)
-    0.00894
+    0.00671
     """
-    return max(h * math.sqrt(4.0 * tol / 5.0), 1e-300)
+    return max(h * math.sqrt(1.8 * tol / _CENTRE[kernel]), 1e-300)
 
 
 def partials(
@@ -140,7 +143,7 @@ def partials(
     ok = np.zeros(m, dtype=np.bool_)
     lo = min(float(q.min()), float(x.min())) if m and x.size else 0.0
     span = max(float(q.max()), float(x.max())) - lo if m and x.size else 0.0
-    if m and x.size and span / grid_spacing(h, span, tol) < GRID_MAX:  # else every query is exact
+    if m and x.size and span / grid_spacing(h, span, tol, kernel.name) < GRID_MAX:  # else all exact
         vmax = np.abs(np.asarray(values, dtype=f64)).max(axis=0)
         _binned_sums(q, x, cols, vmax, kernel, h, float(tol), weight, value, ok)
     shift = np.zeros(m)
@@ -175,7 +178,7 @@ def _binned_sums(q: NDArray[np.float64], x: NDArray[np.float64], cols: NDArray[n
 
     lo = min(float(q.min()), float(x.min()))
     span = max(float(q.max()), float(x.max())) - lo
-    delta = grid_spacing(h, span, tol) if span > 0 else h
+    delta = grid_spacing(h, span, tol, kernel.name) if span > 0 else h
     size = int(span / delta) + 3
     pos = (x - lo) / delta
     j = np.minimum(np.floor(pos).astype(np.int64), size - 2)
