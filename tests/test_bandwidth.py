@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -480,3 +481,17 @@ def test_readme_gaussian_search_takes_three_passes_at_n_2000(method):
     # the bandwidth to the stated relative 1e-3: the criterion no lower 0.1 % either side
     h = res.bandwidth[0]
     assert res.score <= min(score_bandwidth(x, y, h * f, method=method) for f in (0.999, 1.001))
+
+
+def test_aicc_curvature_where_no_residual_is_left_is_an_infinite_score() -> None:
+    """At a bandwidth where every point is alone (h far below the spacing) the in-sample fit
+    interpolates, sigma^2 = 0 and AICc is undefined: the curvature pass says inf with no slope,
+    as the criterion does, instead of dividing by zero."""
+    from nadaraya.bandwidth.criteria import _Objective
+    from nadaraya.kernels import get
+
+    x = np.arange(10.0)[:, None]
+    obj = _Objective(x, np.sin(x), None, get("gaussian"), "aicc", "auto")
+    assert obj.curvature(np.array([0.01])) == (math.inf, 0.0, 0.0, 0.0)
+    score, d1, _, _ = obj.curvature(np.array([2.0]))
+    assert math.isfinite(score) and math.isfinite(d1)

@@ -381,6 +381,8 @@ class _Objective:
             d2 = float(2.0 * w @ (p1**2 - resid * p2).sum(axis=1))
             d3 = float(2.0 * w @ (3.0 * p1 * p2 - resid * p3).sum(axis=1))
             return score, d1, d2, d3
+        if not math.isfinite(score):  # AICc undefined (no residual left, or tr(H) too large): no slope
+            return score, 0.0, 0.0, 0.0
         # AICc = log sigma2 + g(tr), g(t) = (N + t) / (N - t - 2); H_ii = s_i / (s_i + S_i)
         # (unshifted S_i) is a function of L = log S_i, and the in-sample residual is
         # e = (1 - H_ii) r with r the leave-one-out residual
