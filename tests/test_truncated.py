@@ -377,3 +377,20 @@ def test_one_heavy_key_does_not_widen_every_window() -> None:
     pick = np.r_[0:50, n - 50:n]
     want, size = (_run("reference", k[pick], k, x, h, sw) for x in (v, np.abs(v)))
     _compare(_run("truncated", k, k, v, h, sw)[pick], want, size, 1.0)
+
+
+def test_argsort_spread_sorts_like_numpy() -> None:
+    """The bucket sort the backends use for spread keys gives the sorted values of np.sort, and
+    falls back to it for clustered, heavy-tailed or non-finite data."""
+    from nadaraya.backends._sorted import argsort_spread, sorted_order
+
+    rng = np.random.default_rng(21)
+    cases = [rng.uniform(0, 5, 50000), rng.normal(size=50000), rng.standard_cauchy(50000),
+             np.repeat(rng.uniform(size=500), 100),
+             np.concatenate([rng.uniform(size=9000), [np.inf, -1e300]]),
+             np.sort(rng.uniform(size=8000)), rng.uniform(size=100)]
+    for x in cases:
+        order = argsort_spread(x)
+        assert np.array_equal(np.sort(order), np.arange(x.size))
+        assert np.array_equal(x[order], np.sort(x))
+        assert np.array_equal(x[sorted_order(x)], np.sort(x))

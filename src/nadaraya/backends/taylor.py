@@ -81,7 +81,7 @@ from .._jit import exp_flushed, run_ranges
 from .._validation import as_moments
 from ..kernels import Kernel
 from ..partials import Partials
-from ._sorted import counting_order, sorted_exclude
+from ._sorted import counting_order, sorted_exclude, sorted_order
 from .truncated import _radius2
 
 __all__ = ["MAX_DEGREE", "MAX_TERMS", "MIN_TOL", "RHO", "partials", "plan", "supports"]
@@ -370,7 +370,7 @@ def partials(
     origin = float(min(queries[:, 0].min(), key_col.min())) if m and live.size else 0.0
     with ThreadPoolExecutor(2) as sorter:  # the keys' sort and the queries' grouping side by side
         pending = sorter.submit(_by_box, queries[:, 0], origin, inv_h / (2 * rho))
-        order = np.argsort(key_col)
+        order = sorted_order(np.asarray(key_col, dtype=np.float64))
         qorder = pending.result()
     if live.size < n:
         order = live[order]
