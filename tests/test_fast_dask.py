@@ -103,3 +103,11 @@ def test_merged_partials_never_take_the_binned_certificate(
     X = np.column_stack([x, rng.integers(0, 3, x.size)])
     nadaraya.pool(X[:2000], X, y, kernel="logistic", bandwidth=[0.2, 0.3], var_types="cu", tol=1e-6)
     assert "binned" not in names and names
+
+
+def test_an_unknown_engine_is_refused_at_the_call_not_at_compute() -> None:
+    x = np.linspace(0.0, 1.0, 20)
+    with pytest.raises(ValueError, match=r"backend='nope' is not known"):
+        nadaraya.pool(x, da.from_array(x, chunks=10), x, backend="nope")
+    with pytest.raises(ValueError, match=r"backend='nope' is not known"):
+        nadaraya.loo_pool(da.from_array(x, chunks=10), x, backend="nope")

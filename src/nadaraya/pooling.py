@@ -253,6 +253,8 @@ def _lazy_pool(
     from ._dask_pool import pool as lazy_pool
 
     engine = None if backend in ("auto", "dask") else backend
+    if engine is not None:
+        backends.get(engine)  # an unknown or missing engine is refused now, not when computed
     extra = {} if degree == 0 and var_types is None else dict(
         degree=degree, var_types=var_types, categorical_kernel=categorical_kernel)
     return lazy_pool(queries, keys, values, kernel=kernel, bandwidth=bandwidth, empty=empty,
