@@ -149,17 +149,16 @@ def _slice(qv, kt, ls, vt, inv_h, s0, s1, skip, base, buf, acc):  # type: ignore
 
 
 @numba.njit(cache=True, nogil=True)
-def _bound(qv, z, kt, ls, inv_h, starts, shape, side, skip, rings):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _bound(qv, z, kt, ls, inv_h, starts, shape, side, skip, rings, cell, lo, hi):  # type: ignore[no-untyped-def]  # pragma: no cover
     """A lower bound of the query's largest log weight: the best of the first keys of its own cell,
     else of the smallest cube of cells around it holding a key; ``-inf`` when none within ``rings``."""
     d = kt.shape[0]
-    cell = np.zeros(3, dtype=np.int64)
     for j in range(d):
         cell[j] = min(max(int(z[j] / side), 0), shape[j] - 1)
     best = -np.inf
     for r in range(rings + 1):
-        lo = np.zeros(3, dtype=np.int64)
-        hi = np.zeros(3, dtype=np.int64)
+        lo[:] = 0
+        hi[:] = 0
         for j in range(3):
             if j < d:
                 lo[j] = max(cell[j] - r, 0)
@@ -208,13 +207,16 @@ def _sums(qt, zq, kt, ls, vt, inv_h, starts, shape, side, slack, ls_max, ex, rin
     acc = np.empty(1 + p)
     qv = np.empty(d)
     z = np.empty(3)
+    cell = np.zeros(3, dtype=np.int64)  # _bound's scratch, allocated once per range of queries
+    lo = np.zeros(3, dtype=np.int64)
+    hi = np.zeros(3, dtype=np.int64)
     for i in range(a, b):
         for j in range(d):
             qv[j] = qt[j, i]
         z[:] = 0.0
         for j in range(d):
             z[j] = zq[i, j]
-        best = _bound(qv, z, kt, ls, inv_h, starts, shape, side, ex[i], rings)
+        best = _bound(qv, z, kt, ls, inv_h, starts, shape, side, ex[i], rings, cell, lo, hi)
         if not best > -np.inf or ls_max - best > 0.5 * FAR * FAR:
             far[i] = True
             continue
