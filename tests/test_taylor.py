@@ -368,3 +368,37 @@ def test_exclude_minus_one_leaves_nothing_out() -> None:
     got = taylor.partials(q, x, v, kernel=kernel("gaussian"), bandwidth=h, tol=1e-10, exclude=ex)
     exact = reference.partials(q, x, v, kernel=kernel("gaussian"), bandwidth=np.array([0.01]), exclude=ex)
     assert np.all(np.abs(got.finalize() - exact.finalize()) <= 1e-10)
+
+
+def test_standard_errors_ride_on_the_series_within_tol(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``predict(return_std=True)`` with ``tol``: both passes (the weights and the squared weights)
+    take the series, and each standard error of a local-constant fit is within ``tol`` of the
+    exact one, relative, on every query (the variance ``sum w^2 sigma^2 / (sum w)^2`` is a ratio of
+    two positive sums, each within ``tol / 2.1`` of itself)."""
+    rng = np.random.default_rng(11)
+    n, tol = 20000, 1e-6
+    x = rng.uniform(0, 5, (n, 1))
+    y = 2 * np.sin(x[:, 0]) + x[:, 0] + rng.normal(0, 0.3 + 0.2 * x[:, 0], n)
+    sw = rng.uniform(0.5, 2.0, n)
+    q = np.vstack([rng.uniform(-0.5, 5.5, (3000, 1)), [[40.0]]])  # and one far query
+    calls = []
+    real = taylor.partials
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs["bandwidth"][0])
+        return real(*args, **kwargs)
+
+    fast = nadaraya.NadarayaWatson(bandwidth=0.02, tol=tol).fit(x, y, sample_weight=sw)
+    exact = nadaraya.NadarayaWatson(bandwidth=0.02).fit(x, y, sample_weight=sw)
+    exact_mean, exact_std = exact.predict(q, return_std=True)
+    monkeypatch.setattr(taylor, "partials", counted)
+    mean, std = fast.predict(q, return_std=True)
+    assert np.isclose(calls, [0.02, 0.02 / np.sqrt(2)]).all()  # the weights, then the squared weights
+    assert np.abs(mean - exact_mean).max() <= tol * np.abs(y).max()
+    assert np.all(np.abs(std - exact_std) <= tol * exact_std)
+    # local linear: the bound is on the moment sums; the errors stay small on well-posed systems
+    fast1 = nadaraya.NadarayaWatson(bandwidth=0.05, degree=1, tol=1e-10).fit(x, y)
+    exact1 = nadaraya.NadarayaWatson(bandwidth=0.05, degree=1).fit(x, y)
+    inside = q[:-1]
+    s1, e1 = fast1.predict(inside, return_std=True)[1], exact1.predict(inside, return_std=True)[1]
+    assert np.all(np.abs(s1 - e1) <= 1e-6 * e1)

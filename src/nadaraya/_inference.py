@@ -18,6 +18,7 @@ bandwidth chosen by least-squares cross-validation, read at the training points.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -196,10 +197,11 @@ def predict_std(
     tr = training(model)
     sigma2 = noise_variance(model, variance)
     job = model._job(X, tr.X, tr.Y, tr.sw)
+    job.tol = None if slopes else model.tol  # both passes (first and squared weights) within tol
     if degree is not None:
-        job = _fit.Job(job.call, job.cat, degree, job.cont, job.d)
+        job = dataclasses.replace(job, degree=degree)
     if slopes and job.degree == 0:
-        parts = _fit.partials(_fit.Job(job.call, job.cat, 1, job.cont, job.d), None, _backend(model))
+        parts = _fit.partials(dataclasses.replace(job, degree=1), None, _backend(model))
     else:
         parts = _fit.partials(job, None, _backend(model))
     # a row of sample weight s stands for s observations (or has variance sigma^2 / s): each

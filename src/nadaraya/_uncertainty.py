@@ -71,7 +71,7 @@ def _second_pass(job: _fit.Job, sigma2: NDArray[np.float64], backend: str, momen
         values=np.zeros((call.keys.shape[0], 1), dtype=call.values.dtype),
         value_exp=0,
     )
-    sq = _fit.Job(sq_call, job.cat, moments, job.cont, job.d)
+    sq = dataclasses.replace(job, call=sq_call, degree=moments)  # the job's device and tol
     engine = backend if kernel is call.kernel else "reference"
     parts = _fit.partials(sq, None, engine, log_factor_power=2.0)
     parts.shift = parts.shift - math.log(scale)

@@ -77,8 +77,11 @@ default "cv"
         The error allowed in the sums, as for :func:`nadaraya.pool`: ``predict`` and the
         ``"cv"``/``"aicc"`` search may take a faster method whose every prediction is within
         ``tol * max|y|`` of the exact one (today the Gaussian kernel in 1-D; with ``degree``
-        1 or 2 the bound is on the moment sums, see :func:`nadaraya.pool`). ``None``
-        (default): exact. Standard errors, bands and gradients stay exact.
+        1 or 2 the bound is on the moment sums, see :func:`nadaraya.pool`). The standard
+        errors of ``predict(..., return_std=True)`` (and of the asymptotic bands) take the same sums
+        for both of their passes (the weights and the squared weights): for ``degree=0`` each
+        standard error is then within ``tol`` of the exact one, relative. ``None`` (default):
+        exact. The noise variance's estimate, the bootstrap's replicates and gradients stay exact.
     degree : int, default 0
         The degree of the local polynomial fitted around each query by weighted least
         squares on the continuous columns: 0 is Nadaraya-Watson (local constant), 1 local
@@ -336,7 +339,7 @@ default "cv"
         """Predictions at validated NumPy queries from NumPy training data."""
         if not self._plain():
             job = self._job(X, keys, values, sample_weight)
-            job.tol = self.tol  # predictions only: standard errors, bands and gradients stay exact
+            job.tol = self.tol
             return _fit.pool(job, self.empty, backend=self.backend)
         call = prepare(X, keys, values, kernel=self.kernel, bandwidth=self.bandwidth_,
                        sample_weight=sample_weight)
