@@ -1382,3 +1382,291 @@ def test_a_constant_feature_without_its_values_is_named_alone():
     with pytest.raises(ValueError) as err:
         rules.check_rule_input("scott", 3, np.array([1.0, 0.0]))
     assert str(err.value).startswith("feature 1 has zero spread: it is constant, so no rule can choose")
+
+
+# -- the one-dimensional minimisers (bandwidth/optimise.py) -----------------------------------
+
+_GOLDEN_PLAIN = (3.0 - math.sqrt(5.0)) / 2.0
+
+
+class _Counted:
+    """A function of one variable that records where it was called."""
+
+    def __init__(self, f):
+        self.f, self.xs = f, []
+
+    def __call__(self, x):
+        self.xs.append(x)
+        return self.f(x)
+
+
+def _cosh_at(centre: float, scale: float):
+    """``scale * cosh(x - centre)`` with its first three derivatives: minimum at ``centre``."""
+
+    def f(x):
+        c, s = math.cosh(x - centre), math.sinh(x - centre)
+        return scale * c, scale * s, scale * c, scale * s
+
+    return f
+
+
+def _skewed(x):
+    """``x - 2 sqrt(x)`` (minimum -1 at 1) with its derivatives; Halley's denominator
+    ``2 f''^2 - f' f'''`` is negative left of 1/9."""
+    r = math.sqrt(x)
+    return x - 2.0 * r, 1.0 - 1.0 / r, 0.5 / (r * x), -0.75 / (r * x * x)
+
+
+_HALLEY_CASES = [  # (f, its minimiser, bracket)
+    (_cosh_at(0.3, 1.0), 0.3, (-1.0, 0.0, 1.0)),
+    (_cosh_at(0.3, 0.01), 0.3, (-1.0, 0.0, 1.0)),  # slopes below 1
+    (_cosh_at(-2.7, 100.0), -2.7, (-4.0, -3.0, 2.0)),
+    (_cosh_at(1.9, 1.0), 1.9, (-3.0, 1.5, 2.0)),
+    (_skewed, 1.0, (0.001, 0.7, 6.0)),
+    (_skewed, 1.0, (1e-4, 2.0, 50.0)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_HALLEY_CASES)))
+def test_halley_finds_the_minimiser_within_tol_and_reports_what_it_evaluated(case):
+    from nadaraya.bandwidth.optimise import halley
+
+    f, x_star, xs = _HALLEY_CASES[case]
+    fs = tuple(f(x)[0] for x in xs)
+    tol = 1e-6
+    g = _Counted(f)
+    x, fx, ok = halley(g, xs, fs, tol)
+    assert ok
+    assert abs(x - x_star) <= 2 * tol
+    # the best point seen, its own value: the minimum over b and every evaluation
+    seen = {xs[1]: fs[1], **{v: f(v)[0] for v in g.xs}}
+    assert fx == min(seen.values()) and seen[x] == fx
+    assert all(xs[0] < v < xs[2] for v in g.xs)
+    assert 1 <= len(g.xs) <= 12  # cubic steps, or halvings of the bracket
+
+
+def test_halley_starts_at_the_vertex_and_keeps_the_brackets_value_of_b():
+    from nadaraya.bandwidth.optimise import halley
+
+    f = _cosh_at(1.3, 1.0)
+    xs = (0.0, 1.0, 2.0)
+    a, b, c = (f(x)[0] for x in xs)
+    vertex = 1.0 - 0.5 * (1.0 * (b - c) - 1.0 * (b - a)) / (1.0 * (b - c) + 1.0 * (b - a))  # plain
+    g = _Counted(f)
+    halley(g, xs, (a, b, c), 1e-6)
+    assert g.xs[0] == pytest.approx(vertex, abs=1e-15)
+    # b's value as given counts as seen: a lower given value is kept against every evaluation
+    g = _Counted(f)
+    x, fx, ok = halley(g, xs, (a, 0.5, c), 1e-6)
+    assert (x, fx, ok) == (1.0, 0.5, True) and min(f(v)[0] for v in g.xs) > 0.5
+
+
+def test_halley_at_the_exact_minimum_stops_after_one_evaluation():
+    from nadaraya.bandwidth.optimise import halley
+
+    f = _cosh_at(0.5, 1.0)
+    xs = (0.0, 0.5, 1.0)  # symmetric: the vertex is 0.5, where the slope is exactly 0
+    g = _Counted(f)
+    assert halley(g, xs, tuple(f(x)[0] for x in xs), 1e-6) == (0.5, 1.0, True)
+    assert g.xs == [0.5]
+
+
+@pytest.mark.parametrize("tol", [2**-10, 1.5 * 2**-10])
+def test_halley_on_a_flat_function_halves_the_bracket_and_converges(tol):
+    """Slope and curvature exactly 0 (a criterion that no bandwidth changes): no Halley or
+    Newton step exists, so the bracket halves towards the descent side until it is at most
+    2 tol wide."""
+    from nadaraya.bandwidth.optimise import halley
+
+    g = _Counted(lambda x: (1.0, 0.0, 0.0, 0.0))
+    x, fx, ok = halley(g, (0.0, 0.5, 1.0), (1.0, 1.0, 1.0), tol)
+    assert ok and fx == 1.0 and x == 0.5
+    # the collinear bracket has no vertex: b first (then a = b: a slope of 0 is not positive),
+    # then the midpoints towards c, 1 - 2^-k, until c - a = 2^-k <= 2 tol
+    k_last = next(k for k in range(1, 60) if 2.0**-k <= 2 * tol)
+    assert g.xs == [1.0 - 2.0**-k for k in range(1, k_last + 1)]
+
+
+def test_halley_and_brent_stop_after_their_default_budgets():
+    """With ``tol = 0`` neither can stop on the tolerance: Halley evaluates 30 points, Brent 40,
+    and both say they did not converge."""
+    from nadaraya.bandwidth.optimise import brent, halley
+
+    concave = _Counted(lambda x: (-x * x, -2.0 * x, -2.0, 0.0))  # no minimum: halvings only
+    x, fx, ok = halley(concave, (-1.0, 0.25, 1.0), (0.0, -0.0625, 0.0), 0.0)
+    assert not ok and len(concave.xs) == 30
+    f = _cosh_at(0.3, 1.0)
+    g = _Counted(lambda x: f(x)[0])
+    xs = (-1.0, 0.0, 1.0)
+    x, fx, ok = brent(g, xs, tuple(f(v)[0] for v in xs), 0.0)
+    assert not ok and len(g.xs) == 40
+    assert abs(x - 0.3) < 1e-6 and fx == min(f(v)[0] for v in g.xs)
+
+
+def _v_shape(x):
+    return abs(x - 0.3) + 0.1 * (x - 0.3) ** 2
+
+
+_BRENT_CASES = [  # (f, its minimiser, bracket, tol)
+    (lambda x: _cosh_at(0.3, 1.0)(x)[0], 0.3, (-1.0, 0.0, 1.0), 1e-6),
+    (lambda x: _cosh_at(-2.7, 100.0)(x)[0], -2.7, (-4.0, -3.0, 2.0), 1e-3),
+    (_v_shape, 0.3, (-1.0, 0.0, 1.0), 1e-3),
+    (_v_shape, 0.3, (-1.0, 0.0, 1.0), 1e-6),
+    (_v_shape, 0.3, (0.1, 0.35, 5.0), 1e-6),
+    (lambda x: _skewed(x)[0], 1.0, (1e-4, 2.0, 50.0), 1e-3),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_BRENT_CASES)))
+def test_brent_finds_the_minimiser_within_tol(case):
+    from nadaraya.bandwidth.optimise import brent
+
+    f, x_star, xs, tol = _BRENT_CASES[case]
+    fs = tuple(f(x) for x in xs)
+    g = _Counted(f)
+    x, fx, ok = brent(g, xs, fs, tol)
+    assert ok
+    assert abs(x - x_star) <= tol * (1 + 1e-9)
+    seen = {xs[1]: fs[1], **{v: f(v) for v in g.xs}}
+    assert fx == min(seen.values()) and seen[x] == fx
+    assert all(math.isfinite(v) and xs[0] < v < xs[2] for v in g.xs)
+    assert len(g.xs) <= 40
+
+
+def test_brent_takes_a_last_parabola_step_in_the_final_bracket():
+    """The bracket 2 tol wide: one more evaluation, at the parabola's vertex, kept when lower."""
+    from nadaraya.bandwidth.optimise import brent
+
+    f = _Counted(lambda x: math.cosh(x - 0.3))
+    xs = (0.25, 0.25 + 2**-5, 0.25 + 2**-4)  # c - a = 2 tol exactly
+    fs = tuple(math.cosh(x - 0.3) for x in xs)
+    x, fx, ok = brent(f, xs, fs, 2**-5)
+    a, b, c = xs
+    fa, fb, fc = fs
+    vertex = b - 0.5 * ((b - a) ** 2 * (fb - fc) - (b - c) ** 2 * (fb - fa)) / (
+        (b - a) * (fb - fc) - (b - c) * (fb - fa)
+    )
+    assert f.xs == [vertex] and ok
+    assert (x, fx) == (vertex, math.cosh(vertex - 0.3)) and fx < fb
+    # a collinear final bracket has no vertex: nothing is evaluated, b is returned
+    line = _Counted(lambda x: x)
+    assert brent(line, (0.0, 0.5, 1.0), (1.0, 1.0, 1.0), 0.5) == (0.5, 1.0, True)
+    assert line.xs == []
+    # a bracket 3 tol wide is narrowed before the last step
+    g = _Counted(lambda x: math.cosh(x - 0.3))
+    xs = (0.25, 0.25 + 1.5 * 2**-5, 0.25 + 3 * 2**-5)
+    x, fx, ok = brent(g, xs, tuple(math.cosh(x - 0.3) for x in xs), 2**-5)
+    assert ok and len(g.xs) > 1 and abs(x - 0.3) <= 2**-5
+
+
+@pytest.mark.parametrize(
+    ("xs", "left_inf", "right"),
+    [
+        ((0.0, 0.25, 2.0), True, True),  # a's value infinite, the right side larger
+        ((1.0, 1.25, 3.0), True, True),  # right side larger, though smaller than b + a
+        ((-2.0, 1.75, 2.0), False, False),  # c's value infinite, the left side larger
+        ((0.0, 2.0, 2.5), False, False),
+    ],
+)
+def test_brent_golden_step_into_the_larger_side_where_the_vertex_is_undefined(xs, left_inf, right):
+    """An infinite score at an end of the bracket (a compact kernel's CV where windows are
+    empty) leaves no parabola: the step is golden section into the larger side."""
+    from nadaraya.bandwidth.optimise import brent
+
+    a, b, c = xs
+    x_star = b + 0.1 * (c - b) if right else b - 0.1 * (b - a)
+
+    def f(x):
+        if (left_inf and x <= a) or (not left_inf and x >= c):
+            return math.inf
+        return math.cosh(x - x_star)
+
+    fs = (math.inf if left_inf else f(a), f(b), f(c) if left_inf else math.inf)
+    g = _Counted(f)
+    x, fx, ok = brent(g, xs, fs, 1e-6)
+    first = b + _GOLDEN_PLAIN * (c - b) if right else b - _GOLDEN_PLAIN * (b - a)
+    assert g.xs[0] == pytest.approx(first, rel=1e-15)
+    assert ok and abs(x - x_star) <= 1e-6 and fx == f(x)
+    assert all(a < v < c for v in g.xs)
+
+
+@pytest.mark.parametrize("right", [True, False])
+def test_brent_probes_tol_beside_b_on_the_larger_side_when_the_vertex_is_that_close(right):
+    """A vertex within tol of b is replaced by a probe tol away from b on the larger side of
+    the bracket, so that the bracket shrinks on both sides."""
+    from nadaraya.bandwidth.optimise import brent
+
+    tol, b = 2**-10, 0.5
+    xs = (0.0, b, 1.25) if right else (-0.25, b, 1.0)
+    fs = tuple((x - b - 2**-12) ** 2 for x in xs)  # a parabola with its vertex 2^-12 right of b
+    f = _Counted(lambda x: (x - b - 2**-12) ** 2 + 0.5 * (x - b) ** 4)
+    brent(f, xs, fs, tol)
+    assert f.xs[0] == (b + tol if right else b - tol)
+
+
+def _level_bracket(s0: float, s1: float, s2: float, sign: float = 1.0):
+    """``1 + P(sign x)`` with ``P = (x^3 - x)(s0 + s1 x + s2 x^2)``: the same value 1 at -1, 0 and 1
+    (a collinear bracket: Halley starts at b = 0), below 1 on one side of 0 (there the minimum),
+    and at 0 the slope ``-sign s0``, curvature ``-2 s1``, third derivative ``6 sign (s0 - s2)``.
+    Returns the function with its derivatives and its minimiser (the plain root of P')."""
+    p = np.polynomial.Polynomial([0.0, -s0, -s1, s0 - s2, s1, s2])
+    if sign < 0:
+        p = np.polynomial.Polynomial(p.coef * [1, -1, 1, -1, 1, -1])
+    d1, d2, d3 = p.deriv(1), p.deriv(2), p.deriv(3)
+
+    def f(x):
+        return 1.0 + float(p(x)), float(d1(x)), float(d2(x)), float(d3(x))  # Python floats, as math
+
+    roots = [r.real for r in d1.roots() if abs(r.imag) < 1e-12 and -1 < r.real < 1 and d2(r.real) > 0]
+    return f, min(roots, key=p)
+
+
+@pytest.mark.parametrize(
+    ("coef", "sign", "second"),
+    [
+        ((1.0, -1.5, 4.0), 1.0, 1 / 3),  # 2 f''^2 = f' f''' at 0: no Halley step, Newton's 1/3
+        ((1.0, -1.5, 3.5), 1.0, 1 / 3),  # Halley's step 2 leaves the bracket: Newton's
+        ((1.0, -1.5, 3.0), 1.0, 1 / 3),  # Halley's step lands on c = 1 exactly: Newton's
+        ((1.0, -1.5, 3.0), -1.0, -1 / 3),  # ... on a = -1 exactly
+        ((1.0, -0.5, 2.0), 1.0, 0.5),  # Newton's step lands on c exactly: the midpoint
+        ((1.0, -0.5, 2.0), -1.0, -0.5),  # ... on a
+    ],
+)
+def test_halley_falls_back_to_newton_then_to_the_midpoint(coef, sign, second):
+    """From b, Halley's step where the curvature is positive, the step is downhill and stays
+    strictly inside the bracket; else Newton's where it stays strictly inside; else the
+    midpoint towards the descent side. Then on to the minimiser, within tol."""
+    from nadaraya.bandwidth.optimise import halley
+
+    f, x_star = _level_bracket(*coef, sign)
+    g = _Counted(f)
+    x, fx, ok = halley(g, (-1.0, 0.0, 1.0), (1.0, 1.0, 1.0), 1e-6)
+    assert g.xs[:2] == [0.0, second]
+    assert ok and abs(x - x_star) <= 2e-6 and fx == min(f(v)[0] for v in g.xs)
+    assert all(-1.0 < v < 1.0 for v in g.xs)
+
+
+def test_halley_takes_a_step_exactly_tol_long():
+    """It stops on a step shorter than tol: Newton's step 1/3 with tol = 1/3 is still taken."""
+    from nadaraya.bandwidth.optimise import halley
+
+    f, _ = _level_bracket(1.0, -1.5, 4.0)
+    g = _Counted(f)
+    halley(g, (-1.0, 0.0, 1.0), (1.0, 1.0, 1.0), 1.0 / 3.0)
+    assert g.xs[:2] == [0.0, 1.0 / 3.0]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="brent stalls: after probing b + tol and b - tol the bracket is 2 tol wide plus a "
+    "rounding error, so it probes b + tol (= c) again until its 40 evaluations are spent and "
+    "reports no convergence (seen in 28 of 48 compact-kernel searches); see docs/testing.md",
+)
+def test_brent_does_not_stall_on_a_bracket_rounded_wider_than_2_tol():
+    from nadaraya.bandwidth.optimise import brent
+
+    g = _Counted(lambda x: math.cosh(x - 0.3))
+    xs = (-1.0, 0.0, 1.0)
+    x, _, ok = brent(g, xs, tuple(math.cosh(v - 0.3) for v in xs), 1e-3)
+    assert abs(x - 0.3) <= 1e-3
+    assert ok and len(set(g.xs)) == len(g.xs) <= 12  # never the same point twice
