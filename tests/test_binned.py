@@ -14,8 +14,13 @@ from nadaraya.kernels import get
 
 
 def dense(q, x, v, kernel, h, sw=None):
-    """Predictions from plain log-domain sums over every key."""
-    lw = get(kernel).log_profile((q[:, None] - x[None, :]) / h)
+    """Predictions from plain log-domain sums over every key (1-D arrays, or (m, 2) and (n, 2) with
+    one bandwidth per feature: the product kernel's log weight is the sum over features)."""
+    if q.ndim == 2:
+        prof = get(kernel).log_profile
+        lw = sum(prof((q[:, None, k] - x[None, :, k]) / h[k]) for k in range(q.shape[1]))
+    else:
+        lw = get(kernel).log_profile((q[:, None] - x[None, :]) / h)
     if sw is not None:
         with np.errstate(divide="ignore"):  # zero weights: log weight -inf
             lw = lw + np.log(sw)[None, :]
@@ -59,10 +64,15 @@ def test_most_queries_amid_the_keys_are_served_by_the_grid() -> None:
     x = rng.uniform(0, 5, 20000)
     v = np.sin(x)[:, None]
     q = rng.uniform(0.5, 4.5, 5000)
-    cols = np.column_stack([np.ones(x.size), v])
-    w, val, ok = np.zeros(q.size), np.zeros((q.size, 1)), np.zeros(q.size, dtype=bool)
-    binned._binned_sums(q, x, cols, np.abs(v).max(axis=0), get("logistic"), 0.01, 1e-6, w, val, ok)
-    assert ok.mean() > 0.99
+    assert served(q[:, None], x[:, None], v, "logistic", np.array([0.01]), 1e-6) > 0.99
+
+
+def served(q, x, v, kernel, h, tol):
+    """The share of the queries that the grid's bound certifies."""
+    cols = np.column_stack([np.ones(x.shape[0]), v])
+    w, val, ok = np.zeros(q.shape[0]), np.zeros((q.shape[0], v.shape[1])), np.zeros(q.shape[0], dtype=bool)
+    binned._binned_sums(q, x, cols, np.abs(v).max(axis=0), get(kernel), h, tol, w, val, ok)
+    return ok.mean()
 
 
 def test_float32_in_float32_out() -> None:
@@ -88,6 +98,11 @@ def test_second_derivative_bounds_hold() -> None:
         assert second.max() >= binned.SECOND_DERIVATIVE[name] * (1 - 1e-3)  # the constant is tight
         env = binned._envelope(get(name), np.abs(mid))
         assert np.all(second <= env * (1 + 1e-6) + 1e-12)
+        assert np.all(np.diff(env[mid >= 0]) <= 1e-300)  # decreasing in |u| (up to subnormal rounding)
+        # the rounding margin needs M >= K and M >= |K'| too
+        assert np.all(k[1:-1] <= env * (1 + 1e-12))
+        first = np.abs(k[2:] - k[:-2]) / (2 * step)
+        assert np.all(first <= env * (1 + 1e-6) + 1e-12)
 
 
 def test_bad_input_names_the_argument() -> None:
@@ -95,8 +110,12 @@ def test_bad_input_names_the_argument() -> None:
     k = get("logistic")
     with pytest.raises(ValueError, match=r"backend='binned'.*'epanechnikov'"):
         binned.partials(x, x, x, kernel=get("epanechnikov"), bandwidth=np.ones(1))
-    with pytest.raises(ValueError, match=r"backend='binned'.*d=2"):
-        binned.partials(np.c_[x, x], np.c_[x, x], x, kernel=k, bandwidth=np.ones(2))
+    with pytest.raises(ValueError, match=r"backend='binned'.*1 or 2 features.*d=3"):
+        binned.partials(np.c_[x, x, x], np.c_[x, x, x], x, kernel=k, bandwidth=np.ones(3))
+    with pytest.raises(ValueError, match="no moments"):
+        binned.partials(np.c_[x, x], np.c_[x, x], x, kernel=k, bandwidth=np.ones(2), moments=1)
+    with pytest.raises(ValueError, match="no leave-one-out"):
+        binned.partials(np.c_[x, x], np.c_[x, x], x, kernel=k, bandwidth=np.ones(2), exclude=np.arange(50))
     with pytest.raises(ValueError, match="no leave-one-out"):
         binned.partials(x, x, x, kernel=k, bandwidth=np.ones(1), exclude=np.arange(50))
     with pytest.raises(ValueError, match="no moments"):

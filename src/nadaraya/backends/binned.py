@@ -1,39 +1,69 @@
-"""The binned backend: 1-D sums within a stated tolerance by linear binning and an FFT convolution.
+"""The binned backend: sums in 1 or 2 features within a stated tolerance, by linear binning and FFT.
 
-**How.** On a grid of spacing ``delta`` over the queries and keys, each key's weight (times each
-value) is split linearly between its two grid points; the binned sums are convolved with the
-kernel sampled at the grid's offsets (by FFT); each query reads its sums by linear interpolation
-between its two grid points (KDEpy's FFTKDE and R's KernSmooth bin the same way, without a
-bound). O(n + m + G log G) for a grid of ``G`` points, whatever the bandwidth.
+**The guarantee.** For every query and every value column ``c``, the prediction ``f_c(q)`` is
+within ``tol * max_i |v_ic|`` of the exact Nadaraya-Watson prediction (the mathematically exact
+sums of the given keys, values and weights). A query whose certificate (below) does not show
+that is computed exactly by the fused backend, with its own shift. The grid only decides how
+many queries it serves; the bound holds on every one.
 
-**The bound.** Binning replaces a key's term ``K((q - x) / h)`` by the linear interpolation of
-``y -> K((q - y) / h)`` between its grid points, within ``(delta / h)^2 / 8`` times ``|K''|``
-somewhere between them; interpolating the sums between the query's two grid points errs by the
-same amount per key. The kernel is sampled over the whole grid (nothing is cut). So each sum
-``S_g = sum_i s_i K_i g_i`` is within
+**How.** In units of each feature's bandwidth (``u_k = x_k / h_k``), a grid of spacing
+``a`` per feature (the same number of bandwidths for each, :func:`grid_spacing`) covers the keys
+and the queries that lie within :data:`REACH` bandwidths of the keys' box. Each key's weight
+``s_i`` (times each value) is split linearly (bilinearly in 2-D) between the ``2^d`` corners of
+its cell; the binned sums are convolved (``scipy.signal.fftconvolve``) with the product kernel
+``K(o_1) ... K(o_d)`` sampled at every offset of the grid (nothing is cut); each query reads its
+sums by linear (bilinear) interpolation between the corners of its cell. Queries outside the
+grid are computed exactly. O(n + m + G log G) for ``G`` grid points, whatever the bandwidth
+(KDEpy's FFTKDE and R's KernSmooth bin the same way, without a bound).
 
-    ``E_g(q) = (delta / h)^2 / 4 * sum_i s_i |g_i| M((q - x_i) / h) + (FFT rounding)``
+**The bound, per key.** The grid's value of one key's term is the tensor-product linear
+interpolation of ``F(x, q) = prod_k K(q_k - x_k)`` in the 2 d variables (key and query
+coordinates) at the corners of their cells. Linear interpolation ``I`` is a convex combination,
+so writing ``F - I_1 ... I_2d F`` as ``(F - I_1 F) + I_1 (F - I_2 F) + ...``, each step errs by at
+most ``a^2 / 8`` times the second derivative of ``F`` along its variable, whose other
+variables are the true coordinates or corners of their cells. Along key or query coordinate
+``k`` that derivative is ``K''(u_k) prod_{j != k} K(u_j)``, taken where every ``u_j`` is within
+``2 a`` of the true ``u_j = q_j - x_j`` (the key and the query each move by ``a`` at most). With
+``M`` a bound of ``|K''|`` decreasing in ``|u|`` (:func:`_envelope`) and ``K`` decreasing in
+``|u|`` (both kernels), the error of one key's term is at most
 
-of the exact one, ``M(u)`` a decreasing bound of ``|K''|`` over every point within ``3 delta /
-h`` of ``u`` (``_envelope``). That sum is itself a binned convolution (of the ``|g|``
-columns with ``M``), read as the larger of the query's two grid points, which bounds it from
-above. The FFT's rounding is bounded by ``8 log2(N) eps ||k||_2 sum_i s_i |g_i|`` for a
-convolution of length ``N`` with the sampled kernel ``k`` (Higham's bound, with a margin). The
-spacing ``delta`` is chosen before anything is computed, from ``tol`` alone
-(:func:`grid_spacing`: small enough that a query whose sum is one key at its own place is
-certified); a grid of more than :data:`GRID_MAX` points is not
-built (every query is then exact).
+    ``sum_k a^2 / 4 * M(|u_k| - 2 a) prod_{j != k} K(|u_j| - 2 a)``   (arguments below 0 read as 0)
 
-**Every prediction within ``tol * max|v|``.** From ``|S_v / S_0 - (S_v + e_v) / (S_0 + e_0)|
-<= (E_v + |f| E_0) / (S_0 - E_0)`` each query's error is bounded after the fact; a query whose
-bound is above ``tol * max|v|`` (sparse regions, far queries, where ``S_0`` is small) is
-computed exactly by the fused backend instead. The guarantee holds on every query; the grid only
-decides how many queries it serves.
+In 2-D: ``a^2 / 4 (M(|u_1| - 2a) K(|u_2| - 2a) + K(|u_1| - 2a) M(|u_2| - 2a))``, the envelopes of
+``|K_xx|`` and ``|K_yy|`` near the pair (``(dx^2 / 8) |K_xx| + (dy^2 / 8) |K_yy|`` for the key's
+binning and as much for the query's interpolation).
 
-Kernels: those twice differentiable with a known ``max|K''|`` (:data:`SECOND_DERIVATIVE`) that
-have no faster exact or series method in 1-D: ``auto`` offers it for the logistic kernel
-with ``tol``; the Gaussian (for comparison with the Taylor series) when named. Plain pooling
-only (no moments, no leave-one-out).
+**Summed over keys, on the grid.** The bound's kernel ``B(o) = sum_k a^2 / 4 M(|o_k| - 4a)
+prod_{j != k} K(|o_j| - 4a)`` at a grid offset ``o`` is at least that per-key bound for every pair
+of corners the key and the query use (their offset is within ``2a`` of ``u`` per feature, and
+both functions decrease). So the error of each sum ``S_g = sum_i s_i K_i g_i`` (``g = 1`` or a
+value column) is at most the binned convolution of ``|s g|`` with ``B``, read as the largest of
+the query's corners: the grid computes it by a second FFT. Added to it:
+
+- the FFT's rounding, ``8 log2(N) eps ||k||_2 sum_i |s_i g_i|`` for each of the two convolutions
+  of ``N`` padded points with sampled kernel ``k`` (Higham's bound, with a margin);
+- the rounding of the binned sums (at most ``c`` terms per grid point: ``c eps`` of the sum of
+  their absolute values, carried through the convolution with ``K <= 1``) and of the keys' and
+  queries' positions in the grid (each off by at most ``4 (P + 2) eps`` cells for ``P`` points
+  per feature, so a pair's ``u_k`` moves by ``D = 8 (P + 2) eps a`` and its term by at most ``D``
+  times ``|K'(u_k)| prod_{j != k} K(u_j)``). Since ``M >= K`` and ``M >= |K'|``, ``B`` is at least
+  ``d a^2 / 4 prod_k K`` and each of its ``d`` parts is ``a^2 / 4`` times a bound of that
+  derivative, so both are covered by multiplying the bound by ``1 + 4 c eps / (d a^2) +
+  4 D / a^2`` (plus ``2 c eps + 1e-9`` for the bound's own rounding).
+
+**Every prediction within ``tol * max|v|``.** With ``E_g`` those bounds, ``|S_v / S_0 - (S_v +
+e_v) / (S_0 + e_0)| <= (E_v + |f| E_0) / (S_0 - E_0)`` bounds each query's error after the fact;
+a query whose bound is above ``tol * max|v|`` in any column (sparse regions, far queries, where
+``S_0`` is small) is computed exactly instead. The spacing ``a`` is chosen from ``tol`` and ``d``
+alone (:func:`grid_spacing`: a query whose sum is one key at its own place is certified); a grid
+of more than :data:`GRID_MAX` points (times ``3^(d - 1)``: the padded FFT's extra size in 2-D) is
+not built, and every query is then exact.
+
+Kernels: the Gaussian and the logistic, in 1 or 2 features. Both are product kernels here
+(:mod:`nadaraya.kernels`), ``K(u) = prod_k K(u_k)``, which the argument above needs; both
+profiles decrease in ``|u|``, and ``|K''|`` has a decreasing envelope ``M`` with ``M >= K``,
+``M >= |K'|``. ``auto`` offers it for the logistic kernel with ``tol``; the Gaussian (for
+comparison with its series) when named. Plain pooling only (no moments, no leave-one-out).
 
 Examples
 --------
@@ -50,7 +80,9 @@ True
 
 from __future__ import annotations
 
+import itertools
 import math
+from functools import reduce
 
 import numpy as np
 from numpy.typing import NDArray
@@ -58,28 +90,32 @@ from numpy.typing import NDArray
 from ..kernels import Kernel
 from ..partials import Partials
 
-__all__ = ["GRID_MAX", "SECOND_DERIVATIVE", "grid_spacing", "partials", "supports"]
+__all__ = ["GRID_MAX", "REACH", "SECOND_DERIVATIVE", "grid_points", "grid_spacing", "partials", "supports"]
 
 #: ``max |K''(u)|`` of the kernels it serves (profiles as :mod:`nadaraya.kernels` defines them:
 #: ``exp(-u^2 / 2)``, largest at ``u = 0``; ``1 / (e^u + 2 + e^-u)``, ``1/8`` at ``u = 0``)
 SECOND_DERIVATIVE = {"gaussian": 1.0, "logistic": 0.125}
 #: ``M(0) / K(0)``: the bound's kernel over the kernel at the centre (see :func:`grid_spacing`)
-_CENTRE = {"gaussian": 2.0 * math.exp(-0.5), "logistic": 4.0}
-#: the most grid points (about 1 GiB of convolution buffers at two value columns)
+_CENTRE = {"gaussian": 2.0 * math.exp(-0.5), "logistic": 1.0}
+#: the most grid points in 1-D (about 1 GiB of convolution buffers at two value columns); in
+#: 2-D, ``GRID_MAX / 3`` (each feature's padded FFT is 3 times its points)
 GRID_MAX = 2**23
+#: how far beyond the keys' extent, in bandwidths per feature, the grid reaches for queries;
+#: queries beyond it are computed exactly
+REACH = 8.0
 _EPS = 2.0**-52
 
 
 def supports(kernel: Kernel, d: int) -> bool:
-    """Twice-differentiable kernels with a known ``max|K''|`` in one feature.
+    """The Gaussian and logistic kernels in one or two features.
 
     Examples
     --------
     >>> from nadaraya.kernels import get
-    >>> supports(get("logistic"), 1), supports(get("logistic"), 2), supports(get("epanechnikov"), 1)
+    >>> supports(get("logistic"), 2), supports(get("logistic"), 3), supports(get("epanechnikov"), 1)
     (True, False, False)
     """
-    return kernel.name in SECOND_DERIVATIVE and d == 1
+    return kernel.name in SECOND_DERIVATIVE and d in (1, 2)
 
 
 def _profile(kernel: Kernel, u: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -88,19 +124,58 @@ def _profile(kernel: Kernel, u: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.exp(kernel.log_profile(u))  # type: ignore[misc]
 
 
-def grid_spacing(h: float, span: float, tol: float, kernel: str = "logistic") -> float:
-    """The spacing ``delta`` of the grid for a bandwidth ``h`` over ``span``: the bound of a
-    query whose sum is one key at its own place, ``(delta / h)^2 / 4 * M(0) / K(0)`` times
-    ``|v| + |f| <= 2 max|v|``, stays under ``0.9 tol max|v|`` (``M(0) / K(0)``: 4 for the logistic
-    kernel, ``2 e^-1/2`` for the Gaussian; where many keys share the sum the bound is smaller).
-    A grid of more than :data:`GRID_MAX` points is not built: every query is then exact.
+def grid_spacing(h: float, span: float, tol: float, kernel: str = "logistic", d: int = 1) -> float:
+    """The spacing ``h a`` of the grid along a feature of bandwidth ``h``, in ``d`` features: the
+    bound of a query whose sum is one key at its own place, ``d a^2 / 4 * M(0) / K(0)`` times
+    ``|v| + |f| <= 2 max|v|``, stays under ``0.9 tol max|v|`` (``M(0) / K(0)``: 1 for the logistic
+    kernel, ``2 e^-1/2`` for the Gaussian), and so does that of a query whose keys are anywhere,
+    for the logistic kernel: there the bound's kernel, ``4 a`` closer per feature, is at most
+    ``e^(4 d a)`` times ``d a^2 / 4`` the kernel (``log K`` has slope ``-1`` at least), so ``a``
+    is also divided by ``e^(2 d a)``. ``span`` is not used (kept for existing callers).
 
     Examples
     --------
-    >>> round(grid_spacing(0.1, 5.0, 1e-4) / 0.1, 5)
-    0.00671
+    >>> round(grid_spacing(0.1, 5.0, 1e-4) / 0.1, 5), round(grid_spacing(0.1, 5.0, 1e-4, d=2) / 0.1, 5)
+    (0.01306, 0.00913)
     """
-    return max(h * math.sqrt(1.8 * tol / _CENTRE[kernel]), 1e-300)
+    a = math.sqrt(1.8 * tol / (d * _CENTRE[kernel]))
+    return max(h * a * math.exp(-2.0 * d * a), 1e-300)
+
+
+def _layout(q: NDArray[np.float64], x: NDArray[np.float64], h: NDArray[np.float64], step: float
+            ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per feature, the grid's first point (in the data's units) and its number of points (a float,
+    possibly huge): the keys' extent, widened to the queries' up to :data:`REACH` bandwidths."""
+    d = x.shape[1]
+    lo, points = np.empty(d), np.empty(d)
+    for k in range(d):
+        xlo, xhi = float(x[:, k].min()), float(x[:, k].max())
+        start = max(min(float(q[:, k].min()), xlo), xlo - REACH * float(h[k]))
+        stop = min(max(float(q[:, k].max()), xhi), xhi + REACH * float(h[k]))
+        lo[k], points[k] = start, (stop - start) / (float(h[k]) * step) + 3.0
+    return lo, points
+
+
+def grid_points(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: NDArray[np.floating],
+                tol: float, kernel: str = "logistic") -> tuple[float, bool]:
+    """The grid's number of points for such a call, and whether it is built (within
+    :data:`GRID_MAX`; else every query is computed exactly). The cost of the binned sums is
+    about this many points times their log, for both convolutions, plus the keys and queries.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.random.default_rng(0).uniform(0, 1, (1000, 2))
+    >>> points, built = grid_points(x, x, np.array([0.1, 0.1]), 1e-3)  # 10 by 10 bandwidths
+    >>> 1e5 < points < 2e5, built
+    (True, True)
+    """
+    d = keys.shape[1]
+    step = grid_spacing(1.0, 0.0, tol, kernel, d)
+    f64 = np.float64
+    _, points = _layout(np.asarray(queries, f64), np.asarray(keys, f64), np.asarray(bandwidth, f64), step)
+    total = float(np.prod(points))
+    return total, total * 3.0 ** (d - 1) <= GRID_MAX
 
 
 def partials(
@@ -115,18 +190,19 @@ def partials(
     moments: int = 0,
     tol: float = 1e-6,
 ) -> Partials:
-    """Partial sums in 1-D within ``tol``: every prediction within ``tol * max|v|`` (see the
-    module's text).
+    """Partial sums in 1 or 2 features within ``tol``: every prediction within ``tol * max|v|``
+    of the exact one, per value column, on every query (see the module's text).
 
     Raises
     ------
     ValueError
-        For a kernel it does not serve or ``d != 1``, ``moments``, ``exclude``, or a ``tol``
-        outside ``[1e-12, 0.1]``.
+        For a kernel it does not serve or ``d`` not 1 or 2, ``moments``, ``exclude``, or a
+        ``tol`` outside ``[1e-12, 0.1]``.
     """
-    if not supports(kernel, keys.shape[1]):
-        raise ValueError(f"backend='binned' computes the {sorted(SECOND_DERIVATIVE)} kernels in 1-D; got "
-                         f"kernel={kernel.name!r} with d={keys.shape[1]}")
+    d = keys.shape[1]
+    if not supports(kernel, d):
+        raise ValueError(f"backend='binned' computes the {sorted(SECOND_DERIVATIVE)} kernels in 1 or 2 "
+                         f"features; got kernel={kernel.name!r} with d={d}")
     if moments or exclude is not None:
         raise ValueError("backend='binned' computes plain pooling: no moments (degree 0) and no "
                          "leave-one-out (exclude); use backend='auto'")
@@ -134,16 +210,14 @@ def partials(
         raise ValueError(f"tol must be a number from 1e-12 to 0.1 for backend='binned'; got {tol!r}")
     f64 = np.float64
     m, p = queries.shape[0], values.shape[1]
-    q = np.asarray(queries[:, 0], dtype=f64)
-    x = np.asarray(keys[:, 0], dtype=f64)
-    s = np.ones(x.size) if sample_weight is None else np.asarray(sample_weight, dtype=f64)
+    q = np.asarray(queries, dtype=f64)
+    x = np.asarray(keys, dtype=f64)
+    s = np.ones(x.shape[0]) if sample_weight is None else np.asarray(sample_weight, dtype=f64)
     cols = np.column_stack([s, s[:, None] * np.asarray(values, dtype=f64)])  # weight, then values
-    h = float(bandwidth[0])
+    h = np.asarray(bandwidth, dtype=f64)
     weight, value = np.zeros(m), np.zeros((m, p))
     ok = np.zeros(m, dtype=np.bool_)
-    lo = min(float(q.min()), float(x.min())) if m and x.size else 0.0
-    span = max(float(q.max()), float(x.max())) - lo if m and x.size else 0.0
-    if m and x.size and span / grid_spacing(h, span, tol, kernel.name) < GRID_MAX:  # else all exact
+    if m and x.shape[0] and grid_points(q, x, h, float(tol), kernel.name)[1]:  # else all exact
         vmax = np.abs(np.asarray(values, dtype=f64)).max(axis=0)
         _binned_sums(q, x, cols, vmax, kernel, h, float(tol), weight, value, ok)
     shift = np.zeros(m)
@@ -152,8 +226,7 @@ def partials(
 
         rows = np.flatnonzero(~ok)
         exact = fused.partials(queries[rows].astype(f64), keys.astype(f64), np.asarray(values, dtype=f64),
-                               kernel=kernel, bandwidth=np.asarray(bandwidth, dtype=f64),
-                               sample_weight=None if sample_weight is None else s)
+                               kernel=kernel, bandwidth=h, sample_weight=None if sample_weight is None else s)
         shift[rows], weight[rows], value[rows] = exact.shift, exact.weight, exact.value
     from ._rows import assemble
 
@@ -161,54 +234,83 @@ def partials(
 
 
 def _envelope(kernel: Kernel, r: NDArray[np.float64]) -> NDArray[np.float64]:
-    """A decreasing bound of ``|K''(u)|`` over ``|u| >= r``: ``sup (u^2 + 1) e^(-u^2 / 2)`` for the
-    Gaussian (``|K''| = |u^2 - 1| e^(-u^2 / 2)``), ``e^-r`` for the logistic (``|K''| = K |1 - 6 K|
-    <= K <= e^-|u|``)."""
+    """A decreasing bound ``M(r)`` of ``|K''(u)|`` over ``|u| >= r``, with ``M >= K`` and
+    ``M >= |K'|``: ``sup (u^2 + 1) e^(-u^2 / 2)`` for the Gaussian (``|K''| = |u^2 - 1| e^(-u^2 / 2)``,
+    ``|K'| = |u| e^(-u^2 / 2)``); the logistic profile itself for the logistic (with ``s`` the
+    sigmoid, ``K = s (1 - s) <= 1/4``, ``K' = K (1 - 2 s)`` and ``K'' = K (1 - 6 K)``, both at most
+    ``K`` in size)."""
     if kernel.name == "gaussian":
         rr = np.maximum(r, 1.0)
         return (rr * rr + 1.0) * np.exp(-0.5 * rr * rr)
-    return np.exp(-r)
+    return _profile(kernel, r)
+
+
+def _corners(pos: NDArray[np.float64], shape: tuple[int, ...]
+             ) -> list[tuple[NDArray[np.int64], NDArray[np.float64]]]:
+    """For points at grid positions ``pos`` (k, d): each of the ``2^d`` corners of their cells as
+    (flat index, interpolation weight)."""
+    d = pos.shape[1]
+    j = np.clip(np.floor(pos).astype(np.int64), 0, np.array(shape) - 2)
+    t = pos - j
+    out = []
+    for corner in itertools.product((0, 1), repeat=d):
+        idx = np.ravel_multi_index(tuple(j[:, k] + corner[k] for k in range(d)), shape)
+        w = reduce(np.multiply, [t[:, k] if corner[k] else 1.0 - t[:, k] for k in range(d)])
+        out.append((idx, w))
+    return out
 
 
 def _binned_sums(q: NDArray[np.float64], x: NDArray[np.float64], cols: NDArray[np.float64],
-                 vmax: NDArray[np.float64], kernel: Kernel, h: float, tol: float, weight: NDArray[np.float64],
-                 value: NDArray[np.float64], ok: NDArray[np.bool_]) -> None:
-    """The grid's sums at the queries, and which of them its bound certifies (in place)."""
+                 vmax: NDArray[np.float64], kernel: Kernel, h: NDArray[np.float64], tol: float,
+                 weight: NDArray[np.float64], value: NDArray[np.float64], ok: NDArray[np.bool_]) -> None:
+    """The grid's sums at the queries ``q`` (m, d) over the keys ``x`` (n, d), and which of them its
+    bound certifies (in place; the rest are left for the exact sums)."""
     from scipy.signal import fftconvolve
 
-    lo = min(float(q.min()), float(x.min()))
-    span = max(float(q.max()), float(x.max())) - lo
-    delta = grid_spacing(h, span, tol, kernel.name) if span > 0 else h
-    size = int(span / delta) + 3
-    pos = (x - lo) / delta
-    j = np.minimum(np.floor(pos).astype(np.int64), size - 2)
-    t = pos - j
-    grid = np.zeros((size, 2 * cols.shape[1]))  # the columns, then their absolute values
-    for c in range(cols.shape[1]):
-        for k, col in ((c, cols[:, c]), (cols.shape[1] + c, np.abs(cols[:, c]))):
-            grid[:, k] = np.bincount(j, col * (1.0 - t), minlength=size) + np.bincount(j + 1, col * t,
-                                                                                        minlength=size)
-    offsets = np.arange(-(size - 1), size) * (delta / h)  # the whole grid: no tail to cut
-    kern = _profile(kernel, offsets)
-    # the bound's kernel: |K''| over every point within 3 delta of the offset (a key's binning
-    # moves it by delta at most, the query's two grid points are within delta of it)
-    bound_kern = _envelope(kernel, np.maximum(np.abs(offsets) - 3.0 * delta / h, 0.0))
-    ncol = cols.shape[1]
-    sums_grid = fftconvolve(grid[:, :ncol], kern[:, None], mode="same", axes=0)
-    abs_grid = fftconvolve(grid[:, ncol:], bound_kern[:, None], mode="same", axes=0)
-    qpos = (q - lo) / delta
-    qj = np.minimum(np.floor(qpos).astype(np.int64), size - 2)
-    qt = (qpos - qj)[:, None]
-    sums = sums_grid[qj] * (1.0 - qt) + sums_grid[qj + 1] * qt
-    local = np.maximum(abs_grid[qj], abs_grid[qj + 1])  # sum |g| max|K''| near each key, from above
+    d, ncol = x.shape[1], cols.shape[1]
+    a = grid_spacing(1.0, 0.0, tol, kernel.name, d)  # the spacing, in bandwidths
+    lo, points = _layout(q, x, h, a)
+    shape = tuple(int(s) for s in points)
+    size = math.prod(shape)
+    scale = h * a
+    kpos, qpos = (x - lo) / scale, (q - lo) / scale
+    inside = np.all((qpos >= 0.0) & (qpos <= np.array(shape) - 1.0), axis=1)
+    grid = np.zeros((size, 2 * ncol))  # the columns, then their absolute values
+    corners = _corners(kpos, shape)
+    for idx, w in corners:
+        for c in range(ncol):
+            grid[:, c] += np.bincount(idx, cols[:, c] * w, minlength=size)
+            grid[:, ncol + c] += np.bincount(idx, np.abs(cols[:, c]) * w, minlength=size)
+    crowd = 2**d * int(np.bincount(corners[0][0]).max()) + 2**d + 8  # terms per grid point, and margin
+    del corners
+    offsets = [np.arange(-(s - 1), s) * a for s in shape]  # the whole grid: no tail to cut
+    near = [np.maximum(np.abs(o) - 4.0 * a, 0.0) for o in offsets]
+    kern = reduce(np.multiply.outer, [_profile(kernel, o) for o in offsets])
+    far_k = [_profile(kernel, r) for r in near]
+    far_m = [_envelope(kernel, r) for r in near]
+    bound_kern = sum(a * a / 4.0 * reduce(np.multiply.outer, [far_m[j] if j == k else far_k[j]
+                                                               for j in range(d)]) for k in range(d))
+    axes = tuple(range(d))
+    cube = grid.reshape((*shape, 2 * ncol))
+    sums_grid = fftconvolve(cube[..., :ncol], kern[..., None], mode="same", axes=axes).reshape(size, -1)
+    abs_grid = fftconvolve(cube[..., ncol:], bound_kern[..., None], mode="same", axes=axes).reshape(size, -1)
+    del grid, cube
+    qpos = np.clip(qpos, 0.0, np.array(shape) - 1.0)
+    sums, local = np.zeros((q.shape[0], ncol)), np.full((q.shape[0], ncol), -np.inf)
+    for idx, w in _corners(qpos, shape):
+        sums += sums_grid[idx] * w[:, None]
+        local = np.maximum(local, abs_grid[idx])  # the bound's sum at one corner, any of them
     total = np.abs(cols).sum(axis=0)
-    nfft = 2.0 * (size + kern.size)
-    fft = 8.0 * math.log2(nfft) * _EPS * (float(np.sqrt((kern * kern).sum())) * total
-                                          + float(np.sqrt((bound_kern * bound_kern).sum())) * total)
-    err = (delta / h) ** 2 / 4.0 * (local * (1.0 + 1e-9) + fft) + fft  # E_g per query and column
+    nfft = math.prod(3 * s for s in shape)
+    fft_k = 8.0 * math.log2(nfft) * _EPS * float(np.sqrt((kern * kern).sum())) * total
+    fft_b = 8.0 * math.log2(nfft) * _EPS * float(np.sqrt((bound_kern * bound_kern).sum())) * total
+    # the binned sums' rounding and the positions' (see the module's text), relative to the bound
+    rounding = (1e-9 + 2.0 * crowd * _EPS + 4.0 * crowd * _EPS / (d * a * a)
+                + 32.0 * (max(shape) + 2) * _EPS / a)
+    err = (np.maximum(local, 0.0) + fft_b) * (1.0 + rounding) + fft_k  # E_g per query and column
     weight[:] = sums[:, 0]
     value[:] = sums[:, 1:]
     with np.errstate(divide="ignore", invalid="ignore"):
         f = value / weight[:, None]
         bound = (err[:, 1:] + np.abs(f) * err[:, :1]) / (weight - err[:, 0])[:, None]
-    ok[:] = (weight - err[:, 0] > 0) & np.all(bound <= tol * vmax, axis=1)
+    ok[:] = inside & (weight - err[:, 0] > 0) & np.all(bound <= tol * vmax, axis=1)
