@@ -39,7 +39,8 @@ def check(q, x, v, kernel, h, tol, sw=None):
 @pytest.mark.parametrize("kernel", ["logistic", "gaussian"])
 @pytest.mark.parametrize("h", [5e-6, 1e-3, 0.05, 1.0, 5e3])  # 1e-6 to 1e3 times the keys' range
 @pytest.mark.parametrize("tol", [1e-3, 1e-6, 1e-10])
-def test_every_prediction_is_within_tol(kernel: str, h: float, tol: float) -> None:
+def test_every_prediction_is_within_tol(kernel: str, h: float, tol: float, monkeypatch) -> None:
+    monkeypatch.setattr(binned, "GRID_MAX", 2**20)  # finer grids are computed exactly: quick tests
     rng = np.random.default_rng(int(h * 1e6) % 1000 + int(-np.log10(tol)))
     x = rng.uniform(0, 5, 3000)
     v = np.column_stack([2 * np.sin(x) + x + rng.normal(0, 0.5, x.size), rng.normal(size=x.size)])
@@ -68,7 +69,8 @@ def test_most_queries_amid_the_keys_are_served_by_the_grid() -> None:
 
 
 def served(q, x, v, kernel, h, tol):
-    """The share of the queries that the grid's bound certifies."""
+    """The share of the queries that the grid's bound certifies (on a grid partials would build)."""
+    assert binned.grid_points(q, x, h, tol, kernel)[1]
     cols = np.column_stack([np.ones(x.shape[0]), v])
     w, val, ok = np.zeros(q.shape[0]), np.zeros((q.shape[0], v.shape[1])), np.zeros(q.shape[0], dtype=bool)
     binned._binned_sums(q, x, cols, np.abs(v).max(axis=0), get(kernel), h, tol, w, val, ok)
@@ -175,3 +177,149 @@ def _random_problem(n, m, log_h, log_tol, seed, kernel, weighted):
     if sw is not None and not (sw > 0).any():
         sw[0] = 1.0
     check(q, x, v, kernel, 10.0**log_h, 10.0**log_tol, sw=sw)
+
+
+# ---------------------------------------------------------------------------------------------
+# two features: a product kernel, one bandwidth per feature
+
+
+def check2(q, x, v, kernel, h, tol, sw=None):
+    """binned.partials in 2-D against the dense product-kernel sums: every query within tol * max|v|."""
+    part = binned.partials(q, x, v, kernel=get(kernel), bandwidth=np.asarray(h, float), tol=tol,
+                           sample_weight=sw)
+    err = np.abs(part.finalize() - dense(q, x, v, kernel, np.asarray(h, float), sw))
+    scale = np.abs(v).max(axis=0)
+    assert np.all(err <= tol * scale), float((err / scale).max() / tol)
+    return part
+
+
+def plane(rng, n):
+    """Keys on [0, 1] x [0, 3] and two value columns of different sizes."""
+    x = rng.uniform(0, 1, (n, 2)) * [1.0, 3.0]
+    v = np.column_stack([2 * np.sin(5 * x[:, 0]) + x[:, 1] + rng.normal(0, 0.3, n),
+                         1e-3 * rng.normal(size=n)])
+    return x, v
+
+
+@pytest.mark.parametrize("kernel", ["logistic", "gaussian"])
+@pytest.mark.parametrize("scale", [1e-6, 0.03, 0.2, 1.0, 1e3])  # bandwidths in units of the keys' range
+@pytest.mark.parametrize("tol", [1e-2, 1e-4, 1e-9])
+def test_2d_every_prediction_is_within_tol(kernel: str, scale: float, tol: float, monkeypatch) -> None:
+    monkeypatch.setattr(binned, "GRID_MAX", 2**19)
+    rng = np.random.default_rng(int(-np.log10(scale) * 7 - np.log10(tol)) % 2**16)
+    x, v = plane(rng, 600)
+    h = scale * np.array([1.0, 3.0]) * [0.5, 2.0]  # one bandwidth per feature, not in the ratio of the ranges
+    q = np.vstack([rng.uniform(-0.3, 1.3, (300, 2)) * [1.0, 3.0], x[:50], [[40.0, -7.0], [0.5, 1e4]]])
+    check2(q, x, v, kernel, h, tol)
+
+
+def test_2d_grid_serves_most_queries_amid_the_keys() -> None:
+    """Where the keys are dense the certificate holds for (nearly) every query, and these tests are not
+    only exercising the exact fallback."""
+    rng = np.random.default_rng(11)
+    x, v = plane(rng, 4000)
+    q = rng.uniform(0.1, 0.9, (500, 2)) * [1.0, 3.0]
+    h = np.array([0.1, 0.4])
+    assert binned.grid_points(q, x, h, 1e-3)[1]
+    assert served(q, x, v, "logistic", h, 1e-3) > 0.99
+    assert served(q, x, v, "gaussian", h, 1e-3) > 0.8  # its envelope is looser away from the centre
+    check2(q, x, v, "logistic", h, 1e-3)
+
+
+def test_2d_features_on_very_different_scales() -> None:
+    """Per-feature bandwidths: the grid is in units of each feature's bandwidth, so a feature 1e6
+    times wider with a bandwidth 1e6 times wider gives the same grid and the same predictions."""
+    rng = np.random.default_rng(12)
+    x, v = plane(rng, 1500)
+    q = rng.uniform(0, 1, (200, 2)) * [1.0, 3.0]
+    h = np.array([0.1, 0.3])
+    base = check2(q, x, v, "logistic", h, 1e-3).finalize()
+    stretch = np.array([1e-3, 1e3])
+    wide = check2(q * stretch, x * stretch, v, "logistic", h * stretch, 1e-3).finalize()
+    assert served(q * stretch, x * stretch, v, "logistic", h * stretch, 1e-3) > 0.9
+    assert np.all(np.abs(wide - base) <= 2e-3 * np.abs(v).max(axis=0))
+
+
+def test_2d_awkward_sizes_duplicates_weights_and_heavy_tails() -> None:
+    rng = np.random.default_rng(13)
+    k = get("logistic")
+    one = np.array([[0.3, -0.2]])
+    part = binned.partials(one, one, np.array([[2.5]]), kernel=k, bandwidth=np.array([0.1, 0.1]), tol=1e-6)
+    assert part.finalize()[0, 0] == pytest.approx(2.5, abs=1e-6 * 2.5)
+    # a constant feature (the grid is 3 points wide along it), keys repeated, queries on the keys
+    x = np.column_stack([np.repeat(rng.uniform(0, 1, 150), 4), np.full(600, 2.0)])
+    v = np.cos(4 * x[:, :1])
+    check2(np.vstack([x[::7], [[0.5, 2.3], [0.5, 1.0]]]), x, v, "logistic", [0.05, 0.5], 1e-5)
+    check2(x[:1], x, v, "gaussian", [0.05, 0.5], 1e-5)
+    # clustered keys with weights (zeros among them), and keys from a Cauchy distribution
+    x = np.vstack([rng.normal(0, 0.05, (400, 2)), rng.normal(1, 0.02, (400, 2)),
+                   rng.standard_cauchy((200, 2))])
+    v = np.column_stack([x[:, 0] ** 2 - x[:, 1], np.sign(x[:, 0])])
+    sw = rng.uniform(0.1, 5.0, x.shape[0])
+    sw[::9] = 0.0
+    q = np.vstack([x[::4], rng.standard_cauchy((200, 2))])
+    for h in ([0.01, 0.02], [0.3, 0.1]):
+        check2(q, x, v, "logistic", h, 1e-4, sw=sw)
+        check2(q, x, v, "gaussian", h, 1e-4, sw=sw)
+    core = np.abs(x).max(axis=1) < 3  # without the Cauchy tails the grid is small: the bound serves
+    assert served(x[core][::4], x[core], v[core], "logistic", np.array([1.0, 0.5]), 1e-3) > 0.9
+
+
+def test_2d_float32_in_float32_out() -> None:
+    rng = np.random.default_rng(14)
+    x, v = plane(rng, 1500)
+    x, v = x.astype(np.float32), v[:, :1].astype(np.float32)
+    part = binned.partials(x, x, v, kernel=get("logistic"), bandwidth=np.array([0.1, 0.3], np.float32),
+                           tol=1e-3)
+    assert part.weight.dtype == np.float32
+    exact = dense(x.astype(float), x.astype(float), v.astype(float), "logistic", np.array([0.1, 0.3]))
+    assert np.abs(part.finalize() - exact).max() <= 1e-3 * np.abs(v).max() + 1e-6
+
+
+def test_2d_grid_points_and_its_cap(monkeypatch) -> None:
+    """The grid's size is (its extent in bandwidths / the spacing + 3) per feature; a grid over the cap
+    (GRID_MAX / 3 in 2-D) is not built and every query is then exact; queries far from the keys do
+    not widen it beyond REACH bandwidths."""
+    x = np.array([[0.0, 0.0], [1.0, 2.0]])
+    h = np.array([0.1, 0.5])
+    a = binned.grid_spacing(1.0, 0.0, 1e-4, "logistic", d=2)
+    points, built = binned.grid_points(x, x, h, 1e-4)
+    assert points == pytest.approx((10 / a + 3) * (4 / a + 3))
+    assert built
+    far = np.array([[-1e9, 1e9]])
+    assert binned.grid_points(np.vstack([x, far]), x, h, 1e-4)[0] == pytest.approx(
+        ((10 + binned.REACH) / a + 3) * ((4 + binned.REACH) / a + 3))
+    monkeypatch.setattr(binned, "GRID_MAX", int(points * 3) - 1)
+    assert not binned.grid_points(x, x, h, 1e-4)[1]
+    v = np.array([[1.0], [3.0]])
+    exact = binned.partials(x, x, v, kernel=get("logistic"), bandwidth=h, tol=1e-4)
+    assert np.abs(exact.finalize() - dense(x, x, v, "logistic", h)).max() <= 1e-14
+    # the spacing: sqrt(2) finer in 2-D than in 1-D (the bound sums over the features)
+    spacing = [binned.grid_spacing(1.0, 0.0, 1e-6, "gaussian", d=d) for d in (1, 2)]
+    assert spacing[1] == pytest.approx(spacing[0] / np.sqrt(2), rel=1e-2)
+
+
+@given(
+    n=st.integers(1, 60),
+    m=st.integers(1, 20),
+    log_h=st.tuples(st.floats(-2.0, 1.0), st.floats(-2.0, 1.0)),
+    log_tol=st.floats(-10.0, -2.0),
+    seed=st.integers(0, 2**16),
+    kernel=st.sampled_from(["logistic", "gaussian"]),
+    weighted=st.booleans(),
+)
+@settings(max_examples=50, deadline=None)
+def test_2d_random_problems_keep_the_bound(n, m, log_h, log_tol, seed, kernel, weighted):
+    """Clustered keys with duplicates, queries near and far, weights with zeros, per-feature
+    bandwidths: every prediction within tol * max|v| (grids capped at 2^15 points to stay quick)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(binned, "GRID_MAX", 2**15)
+        rng = np.random.default_rng(seed)
+        centres = rng.uniform(-2, 2, (3, 2))
+        x = centres[rng.integers(0, 3, n)] + rng.normal(0, 0.1, (n, 2)) * rng.integers(0, 2, (n, 1))
+        q = np.vstack([x[: min(n, m)], rng.uniform(-4, 4, (m, 2))])
+        v = rng.normal(size=(n, 2)) * 10.0 ** rng.integers(-3, 4)
+        sw = rng.uniform(0, 2, n) * (rng.random(n) > 0.3) if weighted else None
+        if sw is not None and not (sw > 0).any():
+            sw[0] = 1.0
+        check2(q, x, v, kernel, 10.0 ** np.array(log_h), 10.0**log_tol, sw=sw)
