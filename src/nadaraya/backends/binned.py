@@ -283,13 +283,15 @@ def _binned_sums(q: NDArray[np.float64], x: NDArray[np.float64], cols: NDArray[n
             grid[:, ncol + c] += np.bincount(idx, np.abs(cols[:, c]) * w, minlength=size)
     crowd = 2**d * int(np.bincount(corners[0][0]).max()) + 2**d + 8  # terms per grid point, and margin
     del corners
-    offsets = [np.arange(-(s - 1), s) * a for s in shape]  # the whole grid: no tail to cut
+    offsets = [np.arange(-(s - 1), s, dtype=np.float64) * a for s in shape]  # the whole grid: no tail to cut
     near = [np.maximum(np.abs(o) - 4.0 * a, 0.0) for o in offsets]
     kern = reduce(np.multiply.outer, [_profile(kernel, o) for o in offsets])
     far_k = [_profile(kernel, r) for r in near]
     far_m = [_envelope(kernel, r) for r in near]
-    bound_kern = sum(a * a / 4.0 * reduce(np.multiply.outer, [far_m[j] if j == k else far_k[j]
-                                                               for j in range(d)]) for k in range(d))
+    bound_kern: NDArray[np.float64] = np.zeros(kern.shape)
+    for k in range(d):
+        factors = [far_m[j] if j == k else far_k[j] for j in range(d)]  # |K''| along k, K along the others
+        bound_kern += a * a / 4.0 * reduce(np.multiply.outer, factors)
     axes = tuple(range(d))
     cube = grid.reshape((*shape, 2 * ncol))
     sums_grid = fftconvolve(cube[..., :ncol], kern[..., None], mode="same", axes=axes).reshape(size, -1)
