@@ -213,6 +213,32 @@ def test_2d_every_prediction_is_within_tol(kernel: str, scale: float, tol: float
     check2(q, x, v, kernel, h, tol)
 
 
+@pytest.mark.parametrize("kernel", ["logistic", "gaussian"])
+@pytest.mark.parametrize("d", [1, 2])
+def test_each_sum_within_its_bound_which_is_nearly_attained(kernel: str, d: int) -> None:
+    """The derivation itself, before any prediction: each grid sum (weight, and values of both signs)
+    is within its bound E of the exact sum on every query on the grid; and for one key, with the query
+    anywhere in its cell, the error reaches over a third of E (so a bound loose by a factor, or the
+    factor 1/4 or the 2-D sum over features dropped, would show here)."""
+    rng = np.random.default_rng(20 + d)
+    prof = get(kernel).log_profile
+    worst = 0.0
+    for trial in range(12):
+        one = trial < 8
+        x = rng.uniform(0, 1, (1 if one else 300, d))
+        cols = np.column_stack([np.ones(x.shape[0]), rng.normal(size=x.shape[0]) * (3.0 if one else 1.0)])
+        h = np.full(d, 0.3) * rng.uniform(1.0, 2.0, d)
+        q = rng.uniform(-0.5, 1.5, (300, d))
+        tol = 10.0 ** rng.uniform(-3.5, -2) if d == 2 else 10.0 ** rng.uniform(-8, -2)
+        sums, err, inside = binned._grid_sums(q, x, cols, get(kernel), h, tol)
+        exact = np.exp(sum(prof((q[:, None, k] - x[None, :, k]) / h[k]) for k in range(d))) @ cols
+        ratio = (np.abs(sums - exact) / err)[inside]
+        assert inside.mean() > 0.5 and np.all(ratio <= 1.0), float(ratio.max())
+        if one:
+            worst = max(worst, float(ratio.max()))
+    assert worst > 0.35
+
+
 def test_2d_grid_serves_most_queries_amid_the_keys() -> None:
     """Where the keys are dense the certificate holds for (nearly) every query, and these tests are not
     only exercising the exact fallback."""

@@ -265,6 +265,20 @@ def _binned_sums(q: NDArray[np.float64], x: NDArray[np.float64], cols: NDArray[n
                  weight: NDArray[np.float64], value: NDArray[np.float64], ok: NDArray[np.bool_]) -> None:
     """The grid's sums at the queries ``q`` (m, d) over the keys ``x`` (n, d), and which of them its
     bound certifies (in place; the rest are left for the exact sums)."""
+    sums, err, inside = _grid_sums(q, x, cols, kernel, h, tol)
+    weight[:] = sums[:, 0]
+    value[:] = sums[:, 1:]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = value / weight[:, None]
+        bound = (err[:, 1:] + np.abs(f) * err[:, :1]) / (weight - err[:, 0])[:, None]
+    ok[:] = inside & (weight - err[:, 0] > 0) & np.all(bound <= tol * vmax, axis=1)
+
+
+def _grid_sums(q: NDArray[np.float64], x: NDArray[np.float64], cols: NDArray[np.float64], kernel: Kernel,
+               h: NDArray[np.float64], tol: float
+               ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """The sums ``sum_i K_i cols_i`` from the grid at the queries ``q`` (m, d) over the keys ``x``
+    (n, d), the bound ``E`` of each one's error (m, columns), and which queries lie on the grid."""
     from scipy.signal import fftconvolve
 
     d, ncol = x.shape[1], cols.shape[1]
@@ -310,9 +324,4 @@ def _binned_sums(q: NDArray[np.float64], x: NDArray[np.float64], cols: NDArray[n
     rounding = (1e-9 + 2.0 * crowd * _EPS + 4.0 * crowd * _EPS / (d * a * a)
                 + 32.0 * (max(shape) + 2) * _EPS / a)
     err = (np.maximum(local, 0.0) + fft_b) * (1.0 + rounding) + fft_k  # E_g per query and column
-    weight[:] = sums[:, 0]
-    value[:] = sums[:, 1:]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        f = value / weight[:, None]
-        bound = (err[:, 1:] + np.abs(f) * err[:, :1]) / (weight - err[:, 0])[:, None]
-    ok[:] = inside & (weight - err[:, 0] > 0) & np.all(bound <= tol * vmax, axis=1)
+    return sums, err, inside
