@@ -260,6 +260,34 @@ def _corners(pos: NDArray[np.float64], shape: tuple[int, ...]
     return out
 
 
+def _convolve(cols: NDArray[np.float64], keys_at: list[tuple[NDArray[np.int64], NDArray[np.float64]]],
+              queries_at: list[tuple[NDArray[np.int64], NDArray[np.float64]]], shape: tuple[int, ...],
+              kern: NDArray[np.float64], bound_kern: NDArray[np.float64]
+              ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The columns binned at the keys' corners and convolved with the kernel, read at the queries'
+    corners by interpolation; their absolute values convolved with the bound's kernel, read as the
+    largest corner."""
+    from scipy.signal import fftconvolve
+
+    size, ncol = math.prod(shape), cols.shape[1]
+    grid = np.zeros((size, 2 * ncol))  # the columns, then their absolute values
+    for idx, w in keys_at:
+        for c in range(ncol):
+            grid[:, c] += np.bincount(idx, cols[:, c] * w, minlength=size)
+            grid[:, ncol + c] += np.bincount(idx, np.abs(cols[:, c]) * w, minlength=size)
+    axes = tuple(range(len(shape)))
+    cube = grid.reshape((*shape, 2 * ncol))
+    sums_grid = fftconvolve(cube[..., :ncol], kern[..., None], mode="same", axes=axes).reshape(size, -1)
+    abs_grid = fftconvolve(cube[..., ncol:], bound_kern[..., None], mode="same", axes=axes).reshape(size, -1)
+    del grid, cube
+    m = queries_at[0][0].size
+    sums, local = np.zeros((m, ncol)), np.full((m, ncol), -np.inf)
+    for idx, w in queries_at:
+        sums += sums_grid[idx] * w[:, None]
+        local = np.maximum(local, abs_grid[idx])  # the bound's sum at one corner, any of them
+    return sums, local
+
+
 def _binned_sums(q: NDArray[np.float64], x: NDArray[np.float64], cols: NDArray[np.float64],
                  vmax: NDArray[np.float64], kernel: Kernel, h: NDArray[np.float64], tol: float,
                  weight: NDArray[np.float64], value: NDArray[np.float64], ok: NDArray[np.bool_]) -> None:
@@ -279,8 +307,6 @@ def _grid_sums(q: NDArray[np.float64], x: NDArray[np.float64], cols: NDArray[np.
                ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
     """The sums ``sum_i K_i cols_i`` from the grid at the queries ``q`` (m, d) over the keys ``x``
     (n, d), the bound ``E`` of each one's error (m, columns), and which queries lie on the grid."""
-    from scipy.signal import fftconvolve
-
     d, ncol = x.shape[1], cols.shape[1]
     a = grid_spacing(1.0, 0.0, tol, kernel.name, d)  # the spacing, in bandwidths
     lo, points = _layout(q, x, h, a)
@@ -289,14 +315,9 @@ def _grid_sums(q: NDArray[np.float64], x: NDArray[np.float64], cols: NDArray[np.
     scale = h * a
     kpos, qpos = (x - lo) / scale, (q - lo) / scale
     inside = np.all((qpos >= 0.0) & (qpos <= np.array(shape) - 1.0), axis=1)
-    grid = np.zeros((size, 2 * ncol))  # the columns, then their absolute values
-    corners = _corners(kpos, shape)
-    for idx, w in corners:
-        for c in range(ncol):
-            grid[:, c] += np.bincount(idx, cols[:, c] * w, minlength=size)
-            grid[:, ncol + c] += np.bincount(idx, np.abs(cols[:, c]) * w, minlength=size)
-    crowd = 2**d * int(np.bincount(corners[0][0]).max()) + 2**d + 8  # terms per grid point, and margin
-    del corners
+    keys_at = _corners(kpos, shape)
+    crowd = 2**d * int(np.bincount(keys_at[0][0]).max()) + 2**d + 8  # terms per grid point, and margin
+    queries_at = _corners(np.clip(qpos, 0.0, np.array(shape) - 1.0), shape)
     offsets = [np.arange(-(s - 1), s, dtype=np.float64) * a for s in shape]  # the whole grid: no tail to cut
     near = [np.maximum(np.abs(o) - 4.0 * a, 0.0) for o in offsets]
     kern = reduce(np.multiply.outer, [_profile(kernel, o) for o in offsets])
@@ -306,16 +327,11 @@ def _grid_sums(q: NDArray[np.float64], x: NDArray[np.float64], cols: NDArray[np.
     for k in range(d):
         factors = [far_m[j] if j == k else far_k[j] for j in range(d)]  # |K''| along k, K along the others
         bound_kern += a * a / 4.0 * reduce(np.multiply.outer, factors)
-    axes = tuple(range(d))
-    cube = grid.reshape((*shape, 2 * ncol))
-    sums_grid = fftconvolve(cube[..., :ncol], kern[..., None], mode="same", axes=axes).reshape(size, -1)
-    abs_grid = fftconvolve(cube[..., ncol:], bound_kern[..., None], mode="same", axes=axes).reshape(size, -1)
-    del grid, cube
-    qpos = np.clip(qpos, 0.0, np.array(shape) - 1.0)
-    sums, local = np.zeros((q.shape[0], ncol)), np.full((q.shape[0], ncol), -np.inf)
-    for idx, w in _corners(qpos, shape):
-        sums += sums_grid[idx] * w[:, None]
-        local = np.maximum(local, abs_grid[idx])  # the bound's sum at one corner, any of them
+    sums, local = np.zeros((q.shape[0], ncol)), np.zeros((q.shape[0], ncol))
+    group = max(1, 6 * GRID_MAX // (size * 3**d))  # columns per pass: about 1 GiB of buffers at most
+    for first in range(0, ncol, group):
+        part = slice(first, min(first + group, ncol))
+        sums[:, part], local[:, part] = _convolve(cols[:, part], keys_at, queries_at, shape, kern, bound_kern)
     total = np.abs(cols).sum(axis=0)
     nfft = math.prod(3 * s for s in shape)
     fft_k = 8.0 * math.log2(nfft) * _EPS * float(np.sqrt((kern * kern).sum())) * total
