@@ -53,17 +53,19 @@ the query's corners: the grid computes it by a second FFT. Added to it:
 
 **Every prediction within ``tol * max|v|``.** With ``E_g`` those bounds, ``|S_v / S_0 - (S_v +
 e_v) / (S_0 + e_0)| <= (E_v + |f| E_0) / (S_0 - E_0)`` bounds each query's error after the fact;
-a query whose bound is above ``tol * max|v|`` in any column (sparse regions, far queries, where
-``S_0`` is small) is computed exactly instead. The spacing ``a`` is chosen from ``tol`` and ``d``
-alone (:func:`grid_spacing`: a query whose sum is one key at its own place is certified); a grid
-of more than :data:`GRID_MAX` points (times ``3^(d - 1)``: the padded FFT's extra size in 2-D) is
-not built, and every query is then exact.
+a query whose bound (plus ``4 eps |f|`` for the division's rounding) is above ``tol * max|v|`` in
+any column (sparse regions, far queries, where ``S_0`` is small) is computed exactly instead.
+The spacing ``a`` is chosen from ``tol`` and ``d`` alone (:func:`grid_spacing`: a query whose
+sum is one key at its own place is certified); a grid of more than :data:`GRID_MAX` points
+(times ``3^(d - 1)``: the padded FFT's extra size in 2-D) is not built, and every query is
+then exact.
 
 Kernels: the Gaussian and the logistic, in 1 or 2 features. Both are product kernels here
 (:mod:`nadaraya.kernels`), ``K(u) = prod_k K(u_k)``, which the argument above needs; both
 profiles decrease in ``|u|``, and ``|K''|`` has a decreasing envelope ``M`` with ``M >= K``,
-``M >= |K'|``. ``auto`` offers it for the logistic kernel with ``tol``; the Gaussian (for
-comparison with its series) when named. Plain pooling only (no moments, no leave-one-out).
+``M >= |K'|``. ``auto`` offers it for the logistic kernel with ``tol`` in 1-D; in 2-D, and for
+the Gaussian (for comparison with its series), it is used when named. Plain pooling only (no
+moments, no leave-one-out).
 
 Examples
 --------
@@ -299,7 +301,7 @@ def _binned_sums(q: NDArray[np.float64], x: NDArray[np.float64], cols: NDArray[n
     with np.errstate(divide="ignore", invalid="ignore"):
         f = value / weight[:, None]
         bound = (err[:, 1:] + np.abs(f) * err[:, :1]) / (weight - err[:, 0])[:, None]
-    ok[:] = inside & (weight - err[:, 0] > 0) & np.all(bound <= tol * vmax, axis=1)
+    ok[:] = inside & (weight - err[:, 0] > 0) & np.all(bound + 4.0 * _EPS * np.abs(f) <= tol * vmax, axis=1)
 
 
 def _grid_sums(q: NDArray[np.float64], x: NDArray[np.float64], cols: NDArray[np.float64], kernel: Kernel,
