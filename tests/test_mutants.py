@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import tracemalloc
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -1670,3 +1671,221 @@ def test_brent_does_not_stall_on_a_bracket_rounded_wider_than_2_tol():
     x, _, ok = brent(g, xs, tuple(math.cosh(v - 0.3) for v in xs), 1e-3)
     assert abs(x - 0.3) <= 1e-3
     assert ok and len(set(g.xs)) == len(g.xs) <= 12  # never the same point twice
+
+
+# -- the bandwidth search (bandwidth/search.py) -----------------------------------------------
+
+_SMALLER_NOTE = (
+    "; a smaller bandwidth fits the noise or, for a compact kernel, leaves points with no neighbour in "
+    "their window"
+)
+
+
+def _plain_loo_cv(X, y, h, kernel):
+    """Leave-one-out CV of the product-kernel average, written out: inf where a point has no
+    neighbour in its window."""
+    u = (X[:, None, :] - X[None, :, :]) / h
+    if kernel == "gaussian":
+        w = np.exp(-0.5 * (u**2).sum(axis=2))
+    else:  # epanechnikov
+        w = np.prod(np.where(np.abs(u) <= 1, 0.75 * (1 - u**2), 0.0), axis=2)
+    np.fill_diagonal(w, 0.0)
+    total = w.sum(axis=1)
+    if (total == 0).any():
+        return math.inf
+    return float(np.mean((y - w @ y / total) ** 2))
+
+
+def _plain_linf_floor(X, direction):
+    """The largest L-inf distance from a point to its nearest other one, in units of
+    ``direction``: the narrowest window with a neighbour for every point."""
+    z = X / direction
+    d = np.abs(z[:, None, :] - z[None, :, :]).max(axis=2)
+    np.fill_diagonal(d, np.inf)
+    return float(d.min(axis=1).max())
+
+
+def _grid_of(res):
+    grid = res.search["stages"] == "grid"
+    return res.search["bandwidths"][grid, 0], res.search["scores"][grid]
+
+
+def _quiet_select(*args, **kwargs):
+    from nadaraya.bandwidth import BandwidthWarning, select_bandwidth
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = select_bandwidth(*args, **kwargs)
+    assert all(issubclass(w.category, BandwidthWarning) for w in caught), [str(w.message) for w in caught]
+    return res, [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize(("kernel", "how", "seed"), [("gaussian", "Halley", 0), ("epanechnikov", "Brent", 0),
+                                                     ("epanechnikov", "Brent", 2)])
+def test_search_refines_from_the_vertex_of_the_grids_best_three(kernel, how, seed):
+    """The best grid point and its two neighbours are the first bracket (in log h): the first
+    refinement step is the vertex of their parabola, the method is named in the message, and the
+    result is the best bandwidth the search evaluated, scored by the plain criterion."""
+    rng = np.random.default_rng(seed)
+    x = np.sort(rng.uniform(0, 5, 40))
+    y = np.sin(3 * x) + rng.normal(0, 0.002 * seed, 40) if seed else np.sin(x) + rng.normal(0, 0.3, 40)
+    res, caught = _quiet_select(x, y, kernel=kernel)
+    ts, scores = _grid_of(res)
+    best = int(np.argmin(scores))
+    assert 0 < best < ts.size - 1 and not caught
+    assert seed != 2 or best == ts.size - 2  # the bracket's low end is the grid's last point
+    a, b, c = np.log(ts[best + 1]), np.log(ts[best]), np.log(ts[best - 1])
+    fa, fb, fc = scores[best + 1], scores[best], scores[best - 1]
+    vertex = b - 0.5 * ((b - a) ** 2 * (fb - fc) - (b - c) ** 2 * (fb - fa)) / (
+        (b - a) * (fb - fc) - (b - c) * (fb - fa)
+    )
+    first = res.search["bandwidths"][res.search["stages"] == "refine"][0, 0]
+    assert first == pytest.approx(math.exp(vertex), rel=1e-12)
+    assert res.message == f"grid of {ts.size} and {how} on log h"
+    assert res.score == res.search["scores"].min() <= scores[best]
+    assert res.bandwidth[0] == res.search["bandwidths"][np.argmin(res.search["scores"]), 0]
+    assert res.score == pytest.approx(_plain_loo_cv(x[:, None], y, res.bandwidth, kernel), rel=1e-10)
+
+
+@pytest.mark.parametrize("seed", [None, 1])
+def test_search_at_the_floor_refines_by_bounded_brent_towards_the_next_grid_point(seed):
+    """A compact kernel's grid stops at the floor (every point keeps a neighbour); where the
+    best grid point is that floor, scipy's bounded Brent (xatol 1e-3 on log h) runs between it and
+    the next grid point: the same steps as that minimiser on the plain criterion, and the
+    note of the lower bound where it stays there."""
+    from scipy.optimize import minimize_scalar
+
+    if seed is None:
+        x = np.linspace(0, 1, 30)
+        y = x**2  # no noise: the smallest window fits best
+    else:
+        rng = np.random.default_rng(seed)
+        x = np.sort(rng.uniform(0, 5, 40))
+        y = np.sin(3 * x) + rng.normal(0, 0.002, 40)
+    res, caught = _quiet_select(x, y, kernel="epanechnikov")
+    ts, scores = _grid_of(res)
+    assert int(np.argmin(scores)) == ts.size - 1
+    assert ts[-1] == pytest.approx(_plain_linf_floor(x[:, None], 1.0) * (1 + 1e-9), rel=1e-12)
+    assert res.bounds[0, 0] == ts[-1]
+    plain = []
+
+    def plain_cv(lt):
+        plain.append(math.exp(lt))
+        return _plain_loo_cv(x[:, None], y, math.exp(lt), "epanechnikov")
+
+    want = minimize_scalar(plain_cv, bounds=(math.log(ts[-1]), math.log(ts[-2])), method="bounded",
+                           options={"xatol": 1e-3})
+    refine = res.search["bandwidths"][res.search["stages"] == "refine"][:, 0]
+    np.testing.assert_allclose(refine, plain, rtol=1e-9)
+    assert res.converged and res.message == f"grid of {ts.size} and bounded Brent on log h"
+    if want.fun < scores[-1]:
+        assert seed is not None and not caught
+        assert res.bandwidth[0] == pytest.approx(math.exp(want.x), rel=1e-9)
+        assert res.score == pytest.approx(want.fun, rel=1e-9)
+    else:
+        assert seed is None and res.bandwidth[0] == ts[-1] and res.score == scores[-1]
+        h = f"{res.bandwidth[0]:.6g}"
+        assert caught == [f"cv: the selected bandwidth of feature 0, {h}, is on the lower bound {h} of the "
+                          f"search{_SMALLER_NOTE}"]
+
+
+def test_search_at_the_top_of_the_grid_tries_the_smoothed_out_bandwidth():
+    """Noise alone: the best grid point is the largest; one more pass at 100 times the range
+    (the bandwidth that smooths the feature out) is kept when no worse, without a warning."""
+    rng = np.random.default_rng(0)
+    x = np.sort(rng.uniform(0, 5, 40))
+    y = rng.normal(size=40)
+    res, caught = _quiet_select(x, y)
+    ts, scores = _grid_of(res)
+    assert int(np.argmin(scores)) == 0 and not caught
+    assert res.message == f"grid of {ts.size} and bounded Brent, then smoothed out on log h"
+    assert res.bandwidth[0] == pytest.approx(100 * np.ptp(x), rel=1e-12) and res.smoothed_out.all()
+    assert res.bounds[0, 1] == res.bandwidth[0] and res.bounds[0, 0] == ts[-1]
+    assert res.score == pytest.approx(_plain_loo_cv(x[:, None], y, res.bandwidth, "gaussian"), rel=1e-10)
+
+
+def test_search_in_two_features_at_the_floor_names_the_search_and_uses_linf_distances():
+    """In 2-D the windows are boxes: the floor is the L-inf distance to the nearest other point
+    (here smaller than the Euclidean one), and a scalar search's note names the search."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(0, 1, (30, 2))
+    y = X[:, 0] + X[:, 1]
+    res, caught = _quiet_select(X, y, kernel="epanechnikov")
+    ts, _ = _grid_of(res)
+    floor = _plain_linf_floor(X, 1.0)
+    assert ts[-1] == pytest.approx(floor * (1 + 1e-9), rel=1e-12)
+    assert res.bandwidth[0] == ts[-1]  # no noise: the smallest window fits best
+    h = f"{ts[-1]:.6g}"
+    assert caught == [f"cv: the selected bandwidth of the search, {h}, is on the lower bound {h} of the "
+                      f"search{_SMALLER_NOTE}"]
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
+def test_per_feature_search_bounds_and_its_lower_bound_note(kernel):
+    """Per feature, L-BFGS-B searches between Scott's rule times 2^-6 (raised to the floor, in
+    each feature's units of the rule, for a compact kernel) and the larger of the rule times 2^5
+    and 100 times the feature's range; a feature left on its lower bound is named in the note."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (40, 2))
+    y = np.sin(6 * X[:, 0]) + X[:, 1]
+    res, caught = _quiet_select(X, y, kernel=kernel, per_feature=True)
+    rot = res.rule_of_thumb
+    lower = rot * 2.0**-6
+    if kernel != "gaussian":
+        direction = rot / math.exp(np.mean(np.log(rot)))
+        lower = np.maximum(lower, _plain_linf_floor(X, direction) * (1 + 1e-9) * direction)
+    upper = np.maximum(rot * 2.0**5, 100.0 * np.ptp(X, axis=0))
+    np.testing.assert_allclose(res.bounds, np.stack([lower, upper], axis=1), rtol=1e-12)
+    notes = [
+        f"cv: the selected bandwidth of feature {j}, {res.bandwidth[j]:.6g}, is on the lower bound "
+        f"{lower[j]:.6g} of the search{_SMALLER_NOTE}"
+        for j in range(2)
+        if abs(math.log(res.bandwidth[j] / lower[j])) < 1e-6
+    ]
+    assert caught == (["; ".join(notes)] if notes else [])
+    assert kernel == "gaussian" or notes  # the compact kernel's feature 0 sits on its floor
+
+
+def test_per_feature_search_tries_useful_features_smoothed_out_once():
+    """Each feature is tried at its upper bound before L-BFGS-B; after it, only features whose
+    bandwidth has grown past their range are tried again: two useful features, two such passes."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (40, 2))
+    y = np.sin(6 * X[:, 0]) + np.cos(5 * X[:, 1]) + rng.normal(0, 0.1, 40)
+    res, _ = _quiet_select(X, y, per_feature=True)
+    assert (res.bandwidth < np.ptp(X, axis=0)).all()
+    at_upper = np.isclose(res.search["bandwidths"], res.bounds[:, 1], rtol=1e-12)
+    assert at_upper.any(axis=1).sum() == 2 and (at_upper.sum(axis=0) == 1).all()
+
+
+@pytest.mark.parametrize("method", ["cv", "aicc"])
+@pytest.mark.parametrize("e", [-700, -300, 300, 600])
+def test_search_on_y_scaled_by_a_power_of_two_scales_the_score_back(method, e):
+    """Outside the safe range y is brought to unit scale by a power of two, searched, and the
+    scores put back: CV times 4^e (inf or 0 quietly where beyond float64's range), AICc plus
+    e log 4; the bandwidths are those of the unscaled data (y is brought to its own unit scale, so
+    to rounding)."""
+    rng = np.random.default_rng(0)
+    x = np.sort(rng.uniform(0, 5, 40))
+    y = np.sin(x) + rng.normal(0, 0.3, 40)
+    base, _ = _quiet_select(x, y, method=method)
+    from nadaraya.bandwidth import select_bandwidth
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = select_bandwidth(x, np.ldexp(y, e), method=method)
+    np.testing.assert_allclose(got.bandwidth, base.bandwidth, rtol=1e-9)
+    np.testing.assert_allclose(got.search["bandwidths"], base.search["bandwidths"], rtol=1e-9)
+    scores = np.append(base.search["scores"], base.score)
+    if method == "cv":
+
+        def times_4e(s):
+            try:
+                return float(Fraction(s) * Fraction(4) ** e)
+            except OverflowError:
+                return math.inf
+
+        want = [times_4e(s) for s in scores]
+    else:
+        want = scores + 2.0 * e * math.log(2.0)
+    np.testing.assert_allclose(np.append(got.search["scores"], got.score), want, rtol=1e-9)
