@@ -149,6 +149,25 @@ def test_auto_takes_it_for_the_logistic_kernel_with_tol_only() -> None:
     assert np.abs(fast - exact).max() <= 1e-6 * np.abs(y).max()
 
 
+def test_auto_takes_the_2d_grid_for_the_logistic_kernel_where_it_pays() -> None:
+    """In 2-D the grid pays at loose tolerances over a few bandwidths: auto takes it there (and
+    the bound holds on the sampled queries); not at 1e-6, not for leave-one-out or partials to be
+    merged, not for small problems."""
+    rng = np.random.default_rng(16)
+    x = rng.uniform(0, 5, (20000, 2))
+    y = np.sin(x[:, 0]) * x[:, 1] + rng.normal(0, 0.2, 20000)
+    h, g = np.array([0.5, 0.5]), get("logistic")
+    choice = backends.choose_for_data(g, x, x, h, tol=1e-3)
+    assert choice is not None and choice.name == "binned" and "2-D" in choice.reason
+    assert backends.choose_for_data(g, x, x, h, tol=1e-6) is None
+    assert backends.choose_for_data(g, x, x, h, tol=1e-3, loo=True) is None
+    assert backends.choose_for_data(g, x, x, h, tol=1e-3, merged=True) is None
+    assert backends.choose_for_data(g, x[:300], x[:300], h, tol=1e-3) is None
+    fast = nadaraya.pool(x, x, y, kernel="logistic", bandwidth=h, tol=1e-3)
+    exact = dense(x[:2000], x, y[:, None], "logistic", h)[:, 0]
+    assert np.abs(fast[:2000] - exact).max() <= 1e-3 * np.abs(y).max()
+
+
 @given(
     n=st.integers(1, 80),
     m=st.integers(1, 30),

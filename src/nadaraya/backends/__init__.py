@@ -264,9 +264,10 @@ def choose_within(
 
 
 #: the binned backend's cost: nanoseconds per key or query binned or read, per grid point of its
-#: convolutions (the sums and their bound, weight and one value column), and the exact fused
-#: loop's per pair for the logistic kernel (a log1p per pair), on two cores (measured 2026-11)
-BINNED_NS = {"point": 100.0, "grid": 1600.0, "logistic_pair": 8.0}
+#: convolutions in 1-D and in 2-D (the sums and their bound, weight and one value column), and the
+#: exact fused loop's per pair and feature for the logistic kernel (a log1p each), on two cores
+#: (measured 2026-11)
+BINNED_NS = {"point": 100.0, "grid": 1600.0, "grid2": 4400.0, "logistic_pair": 8.0}
 
 
 def _choose_binned(n: int, m: int, tol: float, span: float) -> Choice | None:
@@ -287,6 +288,31 @@ def _choose_binned(n: int, m: int, tol: float, span: float) -> Choice | None:
     return Choice("binned", (
         f"logistic kernel in 1-D with tol={tol:g}: linear binning on {size:.0f} grid points and FFT "
         f"convolution; each prediction certified within tol * max|y| (else computed exactly); about "
+        f"{exact / cost:.0f}x less work than the exact sums"))
+
+
+def _choose_binned_2d(queries: NDArray[np.floating], keys: NDArray[np.floating],
+                      bandwidth: NDArray[np.floating], tol: float) -> Choice | None:
+    """The binned backend for the logistic kernel in 2-D, where its grid is built and pays
+    (:data:`BINNED_NS`: per grid point of the 2-D convolutions, and the exact loop's per pair,
+    a ``log1p`` per feature)."""
+    import math
+
+    from . import binned
+
+    if tol < 1e-12:
+        return None
+    m, n = queries.shape[0], keys.shape[0]
+    points, built = binned.grid_points(queries, keys, bandwidth, tol, "logistic")
+    if not built:
+        return None
+    cost = (n + m) * BINNED_NS["point"] + points * BINNED_NS["grid2"] * max(1.0, math.log2(9 * points) / 20)
+    exact = n * m * 2 * BINNED_NS["logistic_pair"]
+    if cost > exact / 2:
+        return None
+    return Choice("binned", (
+        f"logistic kernel in 2-D with tol={tol:g}: bilinear binning on {points:.0f} grid points and a 2-D "
+        f"FFT convolution; each prediction certified within tol * max|y| (else computed exactly); about "
         f"{exact / cost:.0f}x less work than the exact sums"))
 
 
@@ -358,6 +384,8 @@ def choose_for_data(
         fast = choose_within(kernel, n=n, m=m, d=1, tol=tol, span=span, moments=moments, loo=loo or merged)
         if fast is not None:
             return fast
+    if tol is not None and d == 2 and kernel.name == "logistic" and not moments and not (loo or merged):
+        return _choose_binned_2d(queries, keys, bandwidth, tol)
     if kernel.name != "gaussian":
         return None
     pairs = truncated.pairs(queries, keys, bandwidth)

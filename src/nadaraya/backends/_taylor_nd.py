@@ -17,8 +17,9 @@ total degree below ``p``: the box's queries share the sums
 ``T_alpha = sum_i s_i v_i exp(-r_i^2 / 2) u_i^alpha / alpha!`` over its keys, and each query costs
 one polynomial in ``a``. Per box, before its sums:
 
-1. a lower bound ``W_0 <= W`` for every query of the box: ``s_j exp(-(r_j + A)^2 / 2)`` for the
-   best of the keys read in the nearest cells that hold any;
+1. a lower bound ``W_0 <= W`` for every query of the box: the sum of ``s_j exp(-(r_j + A)^2 /
+   2)`` over the keys read (the first few of each cell) in the nearest cells that hold any and
+   the ring of cells around them;
 2. keys farther than ``R`` from the centre are dropped, ``(R - A)^2 = 2 log(S / (eps3 W_0))``
    (``S = sum_i s_i``, ``eps3 = eps / 3``): each weighs at most ``s_i exp(-(R - A)^2 / 2)``, all
    together at most ``eps3 W``;
@@ -74,7 +75,7 @@ NS = {"term": 0.12, "visit": 6.0, "query_term": 0.5, "pair": 0.55}
 _FIRST = 32
 #: cells searched outward from a box for its lower bound, at most (beyond: the exact sums)
 _RINGS = 8
-_CHUNK = 64
+_CHUNK = 128
 _ROUND = 2.0**-53
 
 
@@ -142,6 +143,7 @@ def _plan(kt, ls, starts, shape, side, centres, big_a, log_s, log_eps3, nq, max_
         for j in range(d):
             cz[j] = min(max(int(z[j] / side), 0), shape[j] - 1)
         best = -np.inf
+        total = 0.0
         found = -1
         for ring in range(_RINGS + 1):
             if found >= 0 and ring > found + 1:
@@ -161,15 +163,18 @@ def _plan(kt, ls, starts, shape, side, centres, big_a, log_s, log_eps3, nq, max_
                                 du = kt[j, k] - z[j]
                                 r2 += du * du
                             lw = ls[k] - 0.5 * (math.sqrt(r2) + big_a) ** 2
-                            if lw > best:
+                            if lw > best:  # a sum of exp(lw), as exp(best) total
+                                total = total * math.exp(best - lw) + 1.0 if best > -np.inf else 1.0
                                 best = lw
+                            else:
+                                total += math.exp(lw - best)
                             if found < 0:
                                 found = ring
         radius[bi] = 0.0
         terms[bi] = 0
         if not best > -600.0:
             continue
-        log_ratio = log_s - log_eps3 - best
+        log_ratio = log_s - log_eps3 - (best + math.log(total))
         rad = big_a + math.sqrt(2.0 * log_ratio)
         p = _power(-log_ratio, big_a, rad, max_power)
         if p > max_power or counts[min(p, max_power)] > max_terms:
@@ -205,9 +210,10 @@ def _boxes(kt, ss, vt, starts, shape, side, centres, radius, terms, counts, pare
     d = kt.shape[0]
     p_cols = vt.shape[0]
     tmax = counts[counts.size - 1]
-    acc = np.zeros((tmax, 1 + p_cols))
+    ncol = 2 * ((2 + p_cols) // 2)  # the weight and the values, and a dummy to make pairs
+    acc = np.zeros((tmax, ncol))
     mono = np.empty((tmax, _CHUNK))
-    e = np.empty((1 + p_cols, _CHUNK))
+    e = np.zeros((ncol, _CHUNK))
     u = np.empty((3, _CHUNK))
     z = np.zeros(3)
     ma = np.empty(tmax)
@@ -261,16 +267,31 @@ def _boxes(kt, ss, vt, starts, shape, side, centres, radius, terms, counts, pare
                             e[1 + c, kk] = w * vt[c, k0 + kk]
                     for kk in range(cnt):
                         mono[0, kk] = 1.0
-                    for t in range(1, t_n):
-                        pt, dt, it = parent[t], dim[t], inv[t]
+                    for c in range(1 + p_cols):
+                        s = 0.0
                         for kk in range(cnt):
-                            mono[t, kk] = mono[pt, kk] * u[dt, kk] * it
-                    for t in range(t_n):
-                        for c in range(1 + p_cols):
-                            s = 0.0
+                            s += e[c, kk]
+                        acc[0, c] += s
+                    for t in range(1, t_n):  # the columns in pairs, the first pair with the powers
+                        pt, dt, it = parent[t], dim[t], inv[t]
+                        a0 = 0.0
+                        a1 = 0.0
+                        for kk in range(cnt):
+                            mv = mono[pt, kk] * u[dt, kk] * it
+                            mono[t, kk] = mv
+                            a0 += mv * e[0, kk]
+                            a1 += mv * e[1, kk]
+                        acc[t, 0] += a0
+                        acc[t, 1] += a1
+                        for c in range(2, ncol, 2):  # ncol is even: a last dummy column of zeros
+                            a0 = 0.0
+                            a1 = 0.0
                             for kk in range(cnt):
-                                s += mono[t, kk] * e[c, kk]
-                            acc[t, c] += s
+                                mv = mono[t, kk]
+                                a0 += mv * e[c, kk]
+                                a1 += mv * e[c + 1, kk]
+                            acc[t, c] += a0
+                            acc[t, c + 1] += a1
         low *= math.exp(-0.5 * big_a * big_a)
         if not (2 * terms[bi] + 8) * _ROUND * amp <= eps3 * low:
             for qi in range(q0, q1):

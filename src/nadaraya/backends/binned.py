@@ -63,9 +63,10 @@ then exact.
 Kernels: the Gaussian and the logistic, in 1 or 2 features. Both are product kernels here
 (:mod:`nadaraya.kernels`), ``K(u) = prod_k K(u_k)``, which the argument above needs; both
 profiles decrease in ``|u|``, and ``|K''|`` has a decreasing envelope ``M`` with ``M >= K``,
-``M >= |K'|``. ``auto`` offers it for the logistic kernel with ``tol`` in 1-D; in 2-D, and for
-the Gaussian (for comparison with its series), it is used when named. Plain pooling only (no
-moments, no leave-one-out).
+``M >= |K'|``. ``auto`` offers it for the logistic kernel with ``tol`` in 1 and 2 features,
+where its grid is built and its modelled cost is under half the exact sums'; the Gaussian (for
+comparison with its series) is used when named. Plain pooling only (no moments, no
+leave-one-out).
 
 Examples
 --------
