@@ -264,3 +264,16 @@ def test_pool_with_tol_in_two_features_takes_the_series_and_holds() -> None:
     fast = nadaraya.pool(q, x, y, bandwidth=[1.5, 2.0], tol=1e-10)
     exact = nadaraya.pool(q[:3000], x, y, bandwidth=[1.5, 2.0], backend="reference")
     assert np.abs(fast[:3000] - exact).max() <= 1e-10 * np.abs(y).max()
+
+
+@pytest.mark.parametrize("rho", _taylor_nd.RHO)
+@pytest.mark.parametrize("d", [2, 3])
+def test_every_box_width_it_may_choose_keeps_the_bound(rho: float, d: int) -> None:
+    """Wider boxes take more terms and amplify the series' rounding (``e^(A r)``); each width the
+    cost model may pick keeps every prediction within tol, and boxes it cannot certify are exact."""
+    q, x, v, sw = _case("clustered" if d == 3 else "uniform", 1500, 2000, d, seed=int(rho * 100) + d)
+    h = np.full(d, 2.0)
+    got = _taylor_nd.partials(q, x, v, kernel=GAUSS, bandwidth=h, sample_weight=sw, tol=1e-11, rho=rho)
+    exact = reference.partials(q, x, v, kernel=GAUSS, bandwidth=h, sample_weight=sw)
+    scale = 1e-11 * np.abs(v[sw > 0]).max(axis=0)
+    assert np.all(np.abs(got.finalize() - exact.finalize()) <= scale)

@@ -96,10 +96,11 @@ _POOL_LOCK = threading.Lock()
 _CHUNKS = 4
 
 
-def run_ranges(task: Any, args: tuple[Any, ...], m: int, outputs: tuple[Any, ...]) -> None:
+def run_ranges(task: Any, args: tuple[Any, ...], m: int, outputs: tuple[Any, ...], grain: int = 64) -> None:
     """Run ``task(*args, a, b, *outputs)`` over contiguous ranges ``a:b`` of ``range(m)`` on
     ``numba.get_num_threads()`` threads (one shared pool; the bandwidth passes and the
-    windowed backend use it too).
+    windowed backend use it too), at least ``grain`` items per thread (1 for items that are
+    each a lot of work).
 
     The jitted task releases the GIL (``nogil=True``), so Python threads run it on all cores,
     with no ``prange`` (and none of numba's parallel compilation). Ranges must write disjoint
@@ -116,7 +117,7 @@ def run_ranges(task: Any, args: tuple[Any, ...], m: int, outputs: tuple[Any, ...
     True
     """
     global _POOL
-    threads = max(1, min(numba.get_num_threads(), -(-m // 64)))
+    threads = max(1, min(numba.get_num_threads(), -(-m // grain)))
     if threads == 1:
         task(*args, 0, m, *outputs)
         return

@@ -405,13 +405,13 @@ def _choose_series(queries: NDArray[np.floating], keys: NDArray[np.floating], ba
     if tol < taylor.MIN_TOL:
         return None
     m, n, d = queries.shape[0], keys.shape[0], keys.shape[1]
-    cost, terms = _taylor_nd.estimate(queries, keys, bandwidth, tol, pairs)
+    cost, terms, rho = _taylor_nd.estimate(queries, keys, bandwidth, tol, pairs)
     exact = min(pairs * TRUNCATED_NS["pair"] + (n + m) * TRUNCATED_NS["point"], n * m * EXACT_NS_PER_PAIR)
     if not cost < exact / 2:
         return None
     return Choice("taylor", (
         f"Gaussian kernel in d={d} with tol={tol:g}: Taylor series about boxes "
-        f"{2 * _taylor_nd.RHO[d]:.2g} bandwidths wide, about {terms} terms, in the boxes where it pays "
+        f"{2 * rho:.2g} bandwidths wide, about {terms} terms, in the boxes where it pays "
         f"(exact sums elsewhere); each prediction within tol * max|y|; about {exact / cost:.0f}x less work "
         "than the exact sums"))
 

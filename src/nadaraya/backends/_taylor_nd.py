@@ -7,7 +7,8 @@ one, ``eps = tol / 2.1`` and ``W = sum_i s_i w_i``, so every prediction is withi
 every backend; a box whose rounding could come near the bound is computed exactly instead.
 
 **How.** In units of the bandwidth of each feature, the queries are cut into cubic boxes of
-half-width ``rho`` per feature (:data:`RHO`), so a query is at most ``A = rho sqrt(d)`` from its
+half-width ``rho`` per feature (one of :data:`RHO`, the cheapest by the cost model: wide boxes
+need more terms, narrow ones more boxes), so a query is at most ``A = rho sqrt(d)`` from its
 box's centre. For a query at ``a`` and a key at ``u`` from the centre (``r = |u|``),
 
     exp(-|a - u|^2 / 2) = exp(-|a|^2 / 2) exp(-r^2 / 2) sum_alpha a^alpha u^alpha / alpha!,
@@ -61,8 +62,8 @@ from ._truncated_grid import _cell_ids, _cell_range, _cell_side, _gap
 
 __all__ = ["MAX_POWER", "MAX_TERMS", "NS", "RHO", "multi_indices", "partials", "plan"]
 
-#: the boxes' half-width per feature, in bandwidths, by the number of features
-RHO = {2: 0.3, 3: 0.25}
+#: the boxes' half-widths per feature, in bandwidths, that a call chooses from
+RHO = (0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8)
 #: the highest total degree (plus one) a box's series takes
 MAX_POWER = 40
 #: the most terms a box's series takes
@@ -314,7 +315,7 @@ def _boxes(kt, ss, vt, starts, shape, side, centres, radius, terms, counts, pare
             ok[qi] = out[qi, 0] > 0.0
 
 
-def _setup(queries, keys, sample_weight, bandwidth, tol):  # type: ignore[no-untyped-def]
+def _setup(queries, keys, sample_weight, bandwidth, tol, rho):  # type: ignore[no-untyped-def]
     """The scaled points, the key grid and the query boxes shared by :func:`partials` and :func:`plan`."""
     f64 = np.float64
     n, d = keys.shape
@@ -336,7 +337,6 @@ def _setup(queries, keys, sample_weight, bandwidth, tol):  # type: ignore[no-unt
     order = counting_order(kid, ncell)
     starts = np.zeros(ncell + 1, dtype=np.int64)
     np.cumsum(np.bincount(kid, minlength=ncell), out=starts[1:])
-    rho = RHO[d]
     box = np.floor(zq / (2.0 * rho)).astype(np.int64)
     ids, qbox = np.unique(box, axis=0, return_inverse=True)
     qbox = qbox.reshape(-1)
@@ -362,9 +362,10 @@ def _planned(g, d):  # type: ignore[no-untyped-def]
 
 
 def plan(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: NDArray[np.floating],
-         tol: float) -> dict[str, float]:
-    """What the series would do for these points: the boxes, the share of queries in boxes that
-    take the series (the others: exact sums), their mean terms and drop radius.
+         tol: float, rho: float | None = None) -> dict[str, float]:
+    """What the series would do for these points: the boxes' half-width (``rho``, or the one
+    :func:`estimate` picks), the boxes, the share of queries in boxes that take the series (the
+    others: exact sums), their mean terms and drop radius.
 
     Examples
     --------
@@ -375,21 +376,23 @@ def plan(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: N
     True
     """
     d = keys.shape[1]
-    g = _setup(queries, keys, None, bandwidth, tol)
+    rho = estimate(queries, keys, bandwidth, tol)[2] if rho is None else rho
+    g = _setup(queries, keys, None, bandwidth, tol, rho)
     radius, terms = _planned(g, d)
     nq = np.diff(g["qstart"])
     on = terms > 0
     counts = multi_indices(d, MAX_POWER)[3]
-    return {"boxes": float(on.size), "series": float(nq[on].sum() / max(nq.sum(), 1)),
+    return {"rho": rho, "boxes": float(on.size), "series": float(nq[on].sum() / max(nq.sum(), 1)),
             "terms": float(counts[terms[on]].mean()) if on.any() else 0.0,
             "radius": float(radius[on].mean()) if on.any() else 0.0}
 
 
 def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: NDArray[np.floating], *,
              kernel: Kernel, bandwidth: NDArray[np.floating], sample_weight: NDArray[np.floating] | None,
-             tol: float) -> Partials:
+             tol: float, rho: float | None = None) -> Partials:
     """The series' partials in 2 or 3 features (plain sums: no moments, no left-out keys; the
-    caller checks); the queries of boxes left to the exact sums from the exact grid."""
+    caller checks), boxes of half-width ``rho`` (or the one :func:`estimate` picks); the queries
+    of boxes left to the exact sums from the exact grid."""
     from . import _truncated_grid
     from ._rows import assemble
 
@@ -398,7 +401,8 @@ def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: 
     shift = np.zeros(m)
     good = np.zeros(m, dtype=np.bool_)
     if m and (sample_weight is None or np.any(np.asarray(sample_weight) > 0)):
-        g = _setup(queries, keys, sample_weight, bandwidth, tol)
+        rho = estimate(queries, keys, bandwidth, tol)[2] if rho is None else rho
+        g = _setup(queries, keys, sample_weight, bandwidth, tol, rho)
         radius, terms = _planned(g, d)
         parent, dim, inv, counts = multi_indices(d, max(1, int(terms.max())))
         vt = np.ascontiguousarray(np.asarray(values, dtype=np.float64)[g["live"][g["order"]]].T)
@@ -407,7 +411,7 @@ def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: 
         s_out, half_a2, ok = np.zeros((m, 1 + p)), np.zeros(m), np.zeros(m, dtype=np.bool_)
         run_ranges(_boxes, (g["kt"], g["ss"], vt, g["starts"], g["shape"], g["side"], g["centres"], radius,
                             terms, counts, parent, dim, inv, g["big_a"], g["eps3"], qt, g["qstart"]),
-                   g["centres"].shape[0], (s_out, half_a2, ok))
+                   g["centres"].shape[0], (s_out, half_a2, ok), grain=1)
         out[qo], good[qo] = s_out, ok
         shift[qo] = g["scale_exp"] * math.log(2.0) - half_a2
     if not good.all():
@@ -422,30 +426,39 @@ def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: 
 
 
 def estimate(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: NDArray[np.floating],
-             tol: float, pairs: float) -> tuple[float, int]:
-    """The modelled cost of the series (nanoseconds, :data:`NS`) and its terms for unit sample
-    weights, from the queries' extent and ``pairs``, the (query, key) pairs within the truncated
-    sums' radius (:func:`nadaraya.backends.truncated.pairs`): about the keys a box reaches.
+             tol: float, pairs: float | None = None) -> tuple[float, int, float]:
+    """The modelled cost of the series (nanoseconds, :data:`NS`), its terms and the boxes'
+    half-width for unit sample weights: the cheapest of :data:`RHO`, from the queries' extent and
+    ``pairs``, the (query, key) pairs within the truncated sums' radius
+    (:func:`nadaraya.backends.truncated.pairs`, estimated here if not given): about the keys a
+    box reaches.
 
     Examples
     --------
     >>> import numpy as np
     >>> x = np.random.default_rng(0).uniform(0, 5, (1000, 2))
-    >>> ns, terms = estimate(x, x, np.array([1.0, 1.0]), 1e-10, 1e6)
-    >>> 100 < terms < 400
+    >>> ns, terms, rho = estimate(x, x, np.array([1.0, 1.0]), 1e-10, 1e6)
+    >>> 100 < terms < 600 and rho in RHO
     True
     """
     m, n, d = queries.shape[0], keys.shape[0], keys.shape[1]
-    rho = RHO[d]
-    big_a = rho * math.sqrt(d)
+    if pairs is None:
+        from .truncated import pairs as count
+
+        pairs = count(queries, keys, bandwidth)
     q = np.asarray(queries, dtype=np.float64) / np.asarray(bandwidth, dtype=np.float64)
-    extent = np.floor((q.max(axis=0) - q.min(axis=0)) / (2 * rho)) + 1
-    boxes = min(float(m), float(np.prod(extent)))
-    log_ratio = math.log(max(n, 1) * 2.1 * 3.0 / tol) + 0.5 * big_a * big_a
-    p = _power(-log_ratio, big_a, big_a + math.sqrt(2.0 * log_ratio), MAX_POWER)
-    terms = _n_terms(d, p)
-    if p > MAX_POWER or terms > MAX_TERMS:
-        return math.inf, terms
+    span = q.max(axis=0) - q.min(axis=0) if m else np.zeros(d)
     per_box = min(float(n), pairs / max(m, 1))
-    cost = boxes * per_box * (2 * terms * NS["term"] + NS["visit"]) + m * terms * NS["query_term"]
-    return cost + (n + m) * 60.0, terms
+    best = (math.inf, 0, RHO[0])
+    for rho in RHO:
+        big_a = rho * math.sqrt(d)
+        boxes = min(float(m), float(np.prod(np.floor(span / (2 * rho)) + 1)))
+        log_ratio = math.log(max(n, 1) * 2.1 * 3.0 / tol) + 0.5 * big_a * big_a
+        p = _power(-log_ratio, big_a, big_a + math.sqrt(2.0 * log_ratio), MAX_POWER)
+        terms = _n_terms(d, p)
+        if p > MAX_POWER or terms > MAX_TERMS:
+            continue
+        cost = boxes * per_box * (2 * terms * NS["term"] + NS["visit"]) + m * terms * NS["query_term"]
+        if cost + (n + m) * 60.0 < best[0]:
+            best = (cost + (n + m) * 60.0, terms, rho)
+    return best
