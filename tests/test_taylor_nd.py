@@ -277,3 +277,14 @@ def test_every_box_width_it_may_choose_keeps_the_bound(rho: float, d: int) -> No
     exact = reference.partials(q, x, v, kernel=GAUSS, bandwidth=h, sample_weight=sw)
     scale = 1e-11 * np.abs(v[sw > 0]).max(axis=0)
     assert np.all(np.abs(got.finalize() - exact.finalize()) <= scale)
+
+
+def test_explain_with_the_data_says_the_series_or_the_truncated_sums() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 5, (60000, 2))
+    wide = backends.explain("gaussian", n=60000, m=60000, d=2, bandwidth=1.0, tol=1e-10, queries=x, keys=x)
+    assert wide.startswith("taylor: Gaussian kernel in d=2 with tol=1e-10") and "terms" in wide
+    narrow = backends.explain("gaussian", n=60000, m=60000, d=2, bandwidth=0.01, tol=1e-10, queries=x, keys=x)
+    assert narrow.startswith("truncated: ")
+    sizes_only = backends.explain("gaussian", n=60000, m=60000, d=2, bandwidth=1.0, tol=1e-10)
+    assert sizes_only.split(":")[0] in ("fused", "reference")

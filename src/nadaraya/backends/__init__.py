@@ -425,6 +425,8 @@ def explain(
     bandwidth: float | NDArray[np.floating] | None = None,
     tol: float | None = None,
     span: float | None = None,
+    queries: NDArray[np.floating] | None = None,
+    keys: NDArray[np.floating] | None = None,
 ) -> str:
     """Say which backend ``backend="auto"`` would use for such a call, and why.
 
@@ -434,12 +436,16 @@ def explain(
     n, m, d : int
         Keys, queries and features.
     bandwidth : float or ndarray, optional
-        Accepted for existing calls; the exact choice does not depend on it.
+        With ``queries`` and ``keys`` (below); the choice from the sizes alone does not depend on it.
     tol : float, optional
         The error allowed (see :func:`nadaraya.pool`); with ``span`` it may pick a faster
         method (:func:`choose_within`).
     span : float, optional
         The extent of the queries and keys together, in bandwidths (with ``tol``).
+    queries, keys : ndarray, optional
+        The points themselves, ``(m, d)`` and ``(n, d)``, with ``bandwidth``: then the choice
+        that looks at the data (:func:`choose_for_data`: the truncated sums, the series or the
+        binned sums in 2-3 features) is said too.
 
     Examples
     --------
@@ -450,10 +456,21 @@ def explain(
     True
     >>> explain("gaussian", n=10**6, m=10**6, tol=1e-10, span=5000.0).split(":")[0]
     'taylor'
+    >>> import numpy as np
+    >>> x = np.random.default_rng(0).uniform(0, 5, (50000, 2))
+    >>> explain("gaussian", n=50000, m=50000, d=2, bandwidth=np.array([1.0, 1.0]), tol=1e-10,
+    ...         queries=x, keys=x).split(":")[0]
+    'taylor'
     """
     from ..kernels import get as get_kernel
 
     k = get_kernel(kernel)
+    if queries is not None and keys is not None and bandwidth is not None:
+        h = np.broadcast_to(np.asarray(bandwidth, dtype=np.float64), (np.shape(keys)[1],))
+        fast = choose_for_data(k, np.asarray(queries, dtype=np.float64), np.asarray(keys, dtype=np.float64),
+                               h, tol=tol)
+        if fast is not None:
+            return str(fast)
     fast = None if span is None else choose_within(k, n=n, m=m, d=d, tol=tol, span=span)
     return str(fast if fast is not None else choose(k, n=n, m=m, d=d))
 
