@@ -495,3 +495,28 @@ def test_aicc_curvature_where_no_residual_is_left_is_an_infinite_score() -> None
     assert obj.curvature(np.array([0.01])) == (math.inf, 0.0, 0.0, 0.0)
     score, d1, _, _ = obj.curvature(np.array([2.0]))
     assert math.isfinite(score) and math.isfinite(d1)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_the_gradient_pass_scores_points_far_apart_as_the_criterion_does(d: int) -> None:
+    """Points hundreds of bandwidths from their nearest neighbour (the leave-one-out weights are
+    exp(-500000) before the shift): the gradient pass once counted each point's own, left-out
+    term as an overflow, scored inf and returned 0/0 predictions. CV against the plain
+    log-domain leave-one-out softmax written out here; AICc is inf there (no residual left: every
+    fitted value is its own), with no slope and no warning."""
+    rng = np.random.default_rng(d)
+    x = np.column_stack([np.arange(6.0) * 10.0] + [rng.uniform(0, 1, 6) for _ in range(d - 1)])
+    y = np.array([1.0, 2.0, 0.5, 3.0, -1.0, 0.25])
+    h = np.full(d, 0.01)
+    lw = -0.5 * ((((x[:, None, :] - x[None, :, :]) / h) ** 2).sum(axis=2))
+    np.fill_diagonal(lw, -np.inf)
+    w = np.exp(lw - lw.max(axis=1, keepdims=True))
+    plain = float(np.mean((y - w @ y / w.sum(axis=1)) ** 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        score, grad = score_bandwidth(x, y, h, method="cv", gradient=True)
+        assert score == pytest.approx(plain, rel=1e-9) and np.isfinite(grad).all()
+        assert score_bandwidth(x, y, h, method="cv") == pytest.approx(plain, rel=1e-12)
+        score, grad = score_bandwidth(x, y, h, method="aicc", gradient=True)
+        assert score == math.inf and np.array_equal(grad, np.zeros(d))
+        assert score_bandwidth(x, y, h, method="aicc") == math.inf

@@ -82,7 +82,7 @@ def gradient_tile(nf, zt, i, j0, m, c, s, sy, S, T, A, B):
         {terms}
         x = {total} - c
         w = exp_flushed(-x) if (x < CUT and j != jm) else 0.0
-        over += 1.0 if x < -OVER else 0.0
+        over += 1.0 if (x < -OVER and j != jm) else 0.0  # the own term (distance 0) is left out
         a = w * ss[j]
         b = w * ys[j]
         s0 += a

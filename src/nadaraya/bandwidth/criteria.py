@@ -326,6 +326,8 @@ class _Objective:
         score = self.criterion(pred, rho)
         if self.method == "cv":
             grad = -2.0 * np.einsum("i,ip,ikp->k", self.s, resid, dpred) / (self.total * p)
+        elif not math.isfinite(score):  # AICc undefined (no residual left, or tr(H) too large): no slope
+            grad = np.zeros(self.d)
         else:
             from scipy.special import expit
 
