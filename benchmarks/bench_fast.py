@@ -18,6 +18,11 @@ Workloads, each timed in this run with its peer:
   ``nadaraya.pool(..., tol=1e-10)`` (auto: the exact truncated sums over a grid of cells, or the
   exact fused loop; checked on 300 sampled queries) against pyfigtree at epsilon 1e-10 on the
   data scaled by 1 / h (target: at least 2x where it finishes).
+- F7, 2-D, n = m = 2e5, keys and queries U(0, 5)^2, values sin x1 + sin x2 + N(0, 0.1^2): the
+  Gaussian at h = (0.5, 0.5) and (1.0, 1.5) with ``tol=1e-10`` (auto: the series about boxes of
+  queries) against pyfigtree at epsilon 1e-10 and against the exact sums (``tol=None``, timed on
+  20 000 queries and scaled); the logistic kernel at h = (0.5, 0.5) with ``tol=1e-3`` (auto: the
+  2-D binned sums) against the exact fused loop (timed on 2000 queries and scaled).
 - F5, CV bandwidth selection, 1-D Gaussian, n = 1e6 (the data of F1), ``tol=1e-8``: its time and
   leave-one-out passes (target: at most 10 s).
 - F6, the logistic kernel (no series, no exact fast method), the data of F1, ``tol=1e-6``:
@@ -26,6 +31,7 @@ Workloads, each timed in this run with its peer:
 
     python benchmarks/bench_fast.py           # full sizes
     python benchmarks/bench_fast.py --quick   # n = m = 3e4, a smoke run
+    python benchmarks/bench_fast.py --only F7 # some workloads
 """
 
 from __future__ import annotations
@@ -57,13 +63,13 @@ np.save(sys.argv[4], np.asarray(g).reshape(2, -1)[0] / np.asarray(g).reshape(2, 
 """
 
 
-FIGTREE_3D = """
+FIGTREE_ND = """
 import sys, time, numpy as np, pyfigtree
 n, seed = int(sys.argv[1]), int(sys.argv[3])
 h = np.array([float(v) for v in sys.argv[2].split(",")])
 rng = np.random.default_rng(seed)
-x = rng.uniform(0, 5, (n, 3)); y = np.sin(x).sum(axis=1) + rng.normal(0, 0.1, n)
-q = rng.uniform(0, 5, (n, 3))
+x = rng.uniform(0, 5, (n, h.size)); y = np.sin(x).sum(axis=1) + rng.normal(0, 0.1, n)
+q = rng.uniform(0, 5, (n, h.size))
 w = np.ascontiguousarray(np.vstack([y, np.ones(n)]))
 t = time.perf_counter()
 g = pyfigtree.figtree(x / h, q / h, w, bandwidth=np.sqrt(2), epsilon=1e-10)
@@ -180,7 +186,7 @@ def f4(n: int, timeout: float) -> None:
         ours, got = timed(lambda hh=hh: nadaraya.pool(q, x, y, bandwidth=hh, tol=1e-10), repeat=1)
         row(name, "nadaraya pool(tol=1e-10)", ours, checked(x, y, q, hh, got, tol=1e-10)
             + f"; auto took {how} ({pairs / n:.0f} keys per query in its windows, estimated)")
-        fig, fig_out = figtree(n, ",".join(map(str, h)), timeout, FIGTREE_3D)
+        fig, fig_out = figtree(n, ",".join(map(str, h)), timeout, FIGTREE_ND)
         if fig is None:
             row(name, "pyfigtree eps=1e-10", math.nan, f"did not finish in {timeout:.0f} s: ratio > "
                 f"{timeout / ours:.0f}x (target >= 2x)")
@@ -188,6 +194,44 @@ def f4(n: int, timeout: float) -> None:
             assert fig_out is not None
             row(name, "pyfigtree eps=1e-10", fig, checked(x, y, q, hh, fig_out)
                 + f"; ratio {fig / ours:.1f}x (target >= 2x)")
+
+
+def f7(n: int, timeout: float) -> None:
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 5, (n, 2))
+    y = np.sin(x).sum(axis=1) + rng.normal(0, 0.1, n)
+    q = rng.uniform(0, 5, (n, 2))
+    nadaraya.pool(q[:3000], x[:5000], y[:5000], bandwidth=[2.0, 2.0], tol=1e-10)  # compiled code loaded
+    part = min(20000, n)
+    for h in ((0.5, 0.5), (1.0, 1.5)):
+        name = f"F7 2-D h={','.join(map(str, h))}"
+        hh = np.array(h)
+        how = nadaraya.backends.choose_for_data(get("gaussian"), q, x, hh, tol=1e-10)
+        ours, got = timed(lambda hh=hh: nadaraya.pool(q, x, y, bandwidth=hh, tol=1e-10), repeat=1)
+        row(name, "nadaraya pool(tol=1e-10)", ours, checked(x, y, q, hh, got, tol=1e-10)
+            + f"; auto took {how.name if how else 'fused'}")
+        some, _ = timed(lambda hh=hh: nadaraya.pool(q[:part], x, y, bandwidth=hh), repeat=1)
+        exact = some * n / part
+        row(name, f"exact (tol=None), {part} queries, scaled", exact, f"ratio {exact / ours:.1f}x")
+        fig, fig_out = figtree(n, ",".join(map(str, h)), timeout, FIGTREE_ND)
+        if fig is None:
+            row(name, "pyfigtree eps=1e-10", math.nan, f"did not finish in {timeout:.0f} s: ratio > "
+                f"{timeout / ours:.0f}x")
+        else:
+            assert fig_out is not None
+            row(name, "pyfigtree eps=1e-10", fig,
+                checked(x, y, q, hh, fig_out) + f"; ratio {fig / ours:.1f}x")
+    hh = np.array([0.5, 0.5])
+    name = "F7 2-D logistic h=0.5,0.5"
+    nadaraya.pool(q[:10], x[:2000], y[:2000], bandwidth=hh, kernel="logistic", backend="fused")
+    how = nadaraya.backends.choose_for_data(get("logistic"), q, x, hh, tol=1e-3)
+    ours, got = timed(lambda: nadaraya.pool(q, x, y, bandwidth=hh, kernel="logistic", tol=1e-3), repeat=1)
+    row(name, "nadaraya pool(tol=1e-3)", ours, checked(x, y, q, hh, got, kernel="logistic", tol=1e-3)
+        + f"; auto took {how.name if how else 'fused'}")
+    part = min(2000, n)
+    some, _ = timed(lambda: nadaraya.pool(q[:part], x, y, bandwidth=hh, kernel="logistic", backend="fused"),
+                    repeat=1)
+    row(name, f"exact fused, {part} queries, scaled", some * n / part, f"ratio {some * n / part / ours:.0f}x")
 
 
 def f5(n: int) -> None:
@@ -221,16 +265,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--figtree-timeout", type=float, default=None)
+    parser.add_argument("--only", nargs="+", default=None, help="some workloads: --only F4 F7 (F2 runs F3)")
     args = parser.parse_args(argv)
     n = 3 * 10**4 if args.quick else 10**6
     timeout = args.figtree_timeout or (60.0 if args.quick else 600.0)
     print(f"{'workload':<28}{'implementation':<36}{'seconds':>10}", flush=True)
     start = time.perf_counter()
-    f1(n, timeout)
-    f2_f3(n)
-    f4(2 * 10**4 if args.quick else 2 * 10**5, timeout)
-    f5(n)
-    f6(n)
+    small = 2 * 10**4 if args.quick else 2 * 10**5
+    runs = {"F1": lambda: f1(n, timeout), "F2": lambda: f2_f3(n), "F4": lambda: f4(small, timeout),
+            "F7": lambda: f7(small, timeout), "F5": lambda: f5(n), "F6": lambda: f6(n)}
+    for name, run in runs.items():
+        if args.only is None or name in args.only:
+            run()
     print(f"(bench_fast took {time.perf_counter() - start:.0f} s)")
     return 0
 
