@@ -148,12 +148,40 @@ def test_far_queries_get_the_log_domain_answer() -> None:
     assert np.abs(got[:-2] - exact).max() <= 1e-10 * np.abs(v).max()
 
 
-def test_leave_one_out_is_exact_and_moments_are_refused() -> None:
-    _, x, v, sw = _case("uniform", 800, 1, 2, seed=4)
-    got = nadaraya.loo_pool(x, v, bandwidth=1.0, sample_weight=sw, backend="taylor", tol=1e-10)
-    exact = nadaraya.loo_pool(x, v, bandwidth=1.0, sample_weight=sw, backend="reference")
-    finite = np.isfinite(exact).all(axis=1)
-    assert np.abs(got[finite] - exact[finite]).max() <= 1e-13 * np.abs(v).max()
+@pytest.mark.parametrize("kind", ["uniform", "clustered", "duplicates"])
+@pytest.mark.parametrize(("d", "h"), [(2, 1.5), (2, 6.0), (3, 20.0), (2, 0.05)])
+def test_leave_one_out_within_tol(kind: str, d: int, h: float) -> None:
+    """Each point without its own key (other keys at the same place stay), against the
+    reference's masked sums, in units of tol * max|v| on every point; where the point's own key
+    would carry its box's sum the point is exact. The series must run for the wide bandwidths."""
+    _, x, v, sw = _case(kind, 3000, 1, d, seed=d * 7 + int(h))
+    bw = np.full(d, h)
+    if kind == "uniform" and h >= 6:
+        assert _taylor_nd.plan(x, x, bw, 1e-10)["series"] > 0.5
+    got = nadaraya.loo_pool(x, v, bandwidth=bw, sample_weight=sw, backend="taylor", tol=1e-10)
+    exact = nadaraya.loo_pool(x, v, bandwidth=bw, sample_weight=sw, backend="reference")
+    finite = np.isfinite(exact).all(axis=1)  # a key alone with weight 0 elsewhere: NaN in both
+    np.testing.assert_array_equal(np.isfinite(got).all(axis=1), finite)
+    scale = 1e-10 * np.abs(v[sw > 0]).max(axis=0)
+    assert np.all(np.abs(got[finite] - exact[finite]) <= scale)
+
+
+def test_leave_one_out_subtracts_the_own_key_exactly_enough_at_a_loose_tolerance() -> None:
+    """At tol = 1e-4 the series differs from the exact sums, and the left-out key's share is
+    really subtracted: the answer is far from the sums with the key kept."""
+    rng = np.random.default_rng(30)
+    x = rng.uniform(0, 5, (4000, 2))
+    v = np.sin(x[:, 0]) + rng.normal(0, 1.0, 4000)
+    h = np.array([3.0, 3.0])
+    got = nadaraya.loo_pool(x, v, bandwidth=h, backend="taylor", tol=1e-4)
+    kept = nadaraya.pool(x, x, v, bandwidth=h, backend="reference")
+    exact = nadaraya.loo_pool(x, v, bandwidth=h, backend="reference")
+    assert np.all(np.abs(got - exact) <= 1e-4 * np.abs(v).max())
+    assert np.abs(got - kept).max() > 1e3 * np.abs(got - exact).max()
+
+
+def test_moments_and_more_features_are_refused_by_name() -> None:
+    _, x, v, _ = _case("uniform", 800, 1, 2, seed=4)
     with pytest.raises(ValueError, match=r"none in 2 features; got moments=1"):
         taylor.partials(x, x, v, kernel=GAUSS, bandwidth=np.ones(2), moments=1, tol=1e-10)
     with pytest.raises(ValueError, match=r"1 to 3 features; got kernel='gaussian' with d=4"):
@@ -248,8 +276,9 @@ def test_auto_takes_the_series_only_where_it_pays() -> None:
     assert narrow is not None and narrow.name == "truncated"
     exact = backends.choose_for_data(GAUSS, x, x, np.array([1.0, 1.0]))
     assert exact is None or exact.name != "taylor"
-    assert backends.choose_for_data(GAUSS, x, x, np.array([1.0, 1.0]), tol=1e-10, loo=True) is None or \
-        backends.choose_for_data(GAUSS, x, x, np.array([1.0, 1.0]), tol=1e-10, loo=True).name != "taylor"
+    loo = backends.choose_for_data(GAUSS, x, x, np.array([1.0, 1.0]), tol=1e-10, loo=True)
+    assert loo is not None and loo.name == "taylor"
+    assert backends.choose_for_data(GAUSS, x, x, np.array([1.0, 1.0]), tol=1e-10, moments=1) is None
 
 
 def test_pool_with_tol_in_two_features_takes_the_series_and_holds() -> None:

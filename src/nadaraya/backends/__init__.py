@@ -389,7 +389,7 @@ def choose_for_data(
     if kernel.name != "gaussian":
         return None
     pairs = truncated.pairs(queries, keys, bandwidth)
-    if tol is not None and d > 1 and not moments and not loo:
+    if tol is not None and d > 1 and not moments:
         series = _choose_series(queries, keys, bandwidth, tol, pairs)
         if series is not None:
             return series

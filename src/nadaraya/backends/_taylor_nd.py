@@ -41,6 +41,11 @@ pays where many queries share a box): they go to the exact truncated sums over a
 (:mod:`nadaraya.backends._truncated_grid`), where a far query keeps its nearest key, as
 everywhere.
 
+**Leave-one-out** (``exclude``): the lower bound ``W_0`` leaves out its largest term (a query
+may leave out any one key), and each query subtracts its own key's share of the series (one
+more polynomial, in ``u``); where twice the box's rounding bound passes ``eps3`` times what
+remains of ``W_1``, the query is computed exactly instead.
+
 Cost: sorting the keys by cell and the queries by box, then for every box ``T (2 + p)``
 multiply-adds per key within ``R`` (``T = C(p - 1 + d, d)`` terms) and ``T (1 + p)`` per query.
 """
@@ -57,7 +62,7 @@ from numpy.typing import NDArray
 from .._jit import run_ranges
 from ..kernels import Kernel
 from ..partials import Partials
-from ._sorted import counting_order
+from ._sorted import counting_order, sorted_exclude
 from ._truncated_grid import _cell_ids, _cell_range, _cell_side, _gap
 
 __all__ = ["MAX_POWER", "MAX_TERMS", "NS", "RHO", "multi_indices", "partials", "plan"]
@@ -133,7 +138,7 @@ def _power(log_target, big_a, radius, max_power):  # type: ignore[no-untyped-def
 
 @numba.njit(cache=True, nogil=True)
 def _plan(kt, ls, starts, shape, side, centres, big_a, log_s, log_eps3, nq, max_power, max_terms, counts,
-          ns, a, b, radius, terms):  # type: ignore[no-untyped-def]  # pragma: no cover
+          ns, loo, a, b, radius, terms):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Boxes ``a:b``: the drop radius and the terms of each (0: its queries are summed exactly)."""
     d = kt.shape[0]
     z = np.zeros(3)
@@ -173,7 +178,9 @@ def _plan(kt, ls, starts, shape, side, centres, big_a, log_s, log_eps3, nq, max_
                                 found = ring
         radius[bi] = 0.0
         terms[bi] = 0
-        if not best > -600.0:
+        if loo:  # a query may leave out any one key: the largest term of the bound
+            total -= 1.0
+        if not (best > -600.0 and total > 1e-300):
             continue
         log_ratio = log_s - log_eps3 - (best + math.log(total))
         rad = big_a + math.sqrt(2.0 * log_ratio)
@@ -205,9 +212,11 @@ def _plan(kt, ls, starts, shape, side, centres, big_a, log_s, log_eps3, nq, max_
 
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def _boxes(kt, ss, vt, starts, shape, side, centres, radius, terms, counts, parent, dim, inv, big_a, eps3,
-           qt, qstart, a, b, out, half_a2, ok):  # type: ignore[no-untyped-def]  # pragma: no cover
+           qt, qstart, ex, a, b, out, half_a2, ok):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Boxes ``a:b``: the series sums over their keys, then their queries' polynomials (queries
-    sorted by box, ``qstart``); ``ok`` false where the box is left to the exact sums."""
+    sorted by box, ``qstart``), less the series' share of each query's left-out key ``ex``
+    (its place among the sorted keys, -1: none); ``ok`` false where the query is left to the
+    exact sums (its box, or its own rounding check)."""
     d = kt.shape[0]
     p_cols = vt.shape[0]
     tmax = counts[counts.size - 1]
@@ -218,7 +227,9 @@ def _boxes(kt, ss, vt, starts, shape, side, centres, radius, terms, counts, pare
     u = np.empty((3, _CHUNK))
     z = np.zeros(3)
     ma = np.empty(tmax)
+    mu = np.empty(tmax)
     av = np.empty(3)
+    uv = np.empty(3)
     for bi in range(a, b):
         q0, q1 = qstart[bi], qstart[bi + 1]
         if terms[bi] == 0:
@@ -294,7 +305,8 @@ def _boxes(kt, ss, vt, starts, shape, side, centres, radius, terms, counts, pare
                             acc[t, c] += a0
                             acc[t, c + 1] += a1
         low *= math.exp(-0.5 * big_a * big_a)
-        if not (2 * terms[bi] + 8) * _ROUND * amp <= eps3 * low:
+        rounding = (2 * terms[bi] + 8) * _ROUND * amp
+        if not rounding <= eps3 * low:
             for qi in range(q0, q1):
                 ok[qi] = False
             continue
@@ -312,6 +324,33 @@ def _boxes(kt, ss, vt, starts, shape, side, centres, radius, terms, counts, pare
                     s += ma[t] * acc[t, c]
                 out[qi, c] = s
             half_a2[qi] = 0.5 * a2
+            ok[qi] = out[qi, 0] > 0.0
+            k = ex[qi]
+            if k < 0:
+                continue
+            r2 = 0.0
+            for j in range(d):
+                uv[j] = kt[j, k] - z[j]
+                r2 += uv[j] * uv[j]
+            if r2 > rad2:  # dropped from the box's sums already
+                continue
+            r = math.sqrt(r2)
+            # the rest weighs at least low less the key's own share of it, and the key's series
+            # is rounded twice (in the sums and here)
+            rest = low - ss[k] * math.exp(-0.5 * (r + big_a) ** 2)
+            if not 2.0 * rounding <= eps3 * rest:
+                ok[qi] = False
+                continue
+            mu[0] = 1.0
+            for t in range(1, t_n):
+                mu[t] = mu[parent[t]] * uv[dim[t]] * inv[t]
+            own = 0.0
+            for t in range(t_n):
+                own += ma[t] * mu[t]
+            own *= ss[k] * math.exp(-0.5 * r2)
+            out[qi, 0] -= own
+            for c in range(p_cols):
+                out[qi, 1 + c] -= own * vt[c, k]
             ok[qi] = out[qi, 0] > 0.0
 
 
@@ -349,14 +388,14 @@ def _setup(queries, keys, sample_weight, bandwidth, tol, rho):  # type: ignore[n
                 big_a=rho * math.sqrt(d), log_s=log_s, eps3=eps3, scale_exp=scale_exp)
 
 
-def _planned(g, d):  # type: ignore[no-untyped-def]
-    """Each box's drop radius and terms (0: exact)."""
+def _planned(g, d, loo=False):  # type: ignore[no-untyped-def]
+    """Each box's drop radius and terms (0: exact); ``loo``: queries leave a key out."""
     nbox = g["centres"].shape[0]
     radius, terms = np.zeros(nbox), np.zeros(nbox, dtype=np.int64)
     counts = multi_indices(d, MAX_POWER)[3]
     ns = np.array([NS["term"], NS["visit"], NS["query_term"], NS["pair"]])
     args = (g["kt"], np.log(g["ss"]), g["starts"], g["shape"], g["side"], g["centres"], g["big_a"],
-            g["log_s"], math.log(g["eps3"]), np.diff(g["qstart"]), MAX_POWER, MAX_TERMS, counts, ns)
+            g["log_s"], math.log(g["eps3"]), np.diff(g["qstart"]), MAX_POWER, MAX_TERMS, counts, ns, loo)
     run_ranges(_plan, args, nbox, (radius, terms))
     return radius, terms
 
@@ -389,10 +428,11 @@ def plan(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: N
 
 def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: NDArray[np.floating], *,
              kernel: Kernel, bandwidth: NDArray[np.floating], sample_weight: NDArray[np.floating] | None,
-             tol: float, rho: float | None = None) -> Partials:
-    """The series' partials in 2 or 3 features (plain sums: no moments, no left-out keys; the
-    caller checks), boxes of half-width ``rho`` (or the one :func:`estimate` picks); the queries
-    of boxes left to the exact sums from the exact grid."""
+             tol: float, exclude: NDArray[np.integer] | None = None, rho: float | None = None) -> Partials:
+    """The series' partials in 2 or 3 features (no moments: the caller checks), each query's
+    left-out key ``exclude`` (-1: none) subtracted, boxes of half-width ``rho`` (or the one
+    :func:`estimate` picks); the queries of boxes left to the exact sums, and those whose own
+    key's share could not be certified, from the exact grid."""
     from . import _truncated_grid
     from ._rows import assemble
 
@@ -403,14 +443,15 @@ def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: 
     if m and (sample_weight is None or np.any(np.asarray(sample_weight) > 0)):
         rho = estimate(queries, keys, bandwidth, tol)[2] if rho is None else rho
         g = _setup(queries, keys, sample_weight, bandwidth, tol, rho)
-        radius, terms = _planned(g, d)
+        radius, terms = _planned(g, d, exclude is not None)
         parent, dim, inv, counts = multi_indices(d, max(1, int(terms.max())))
         vt = np.ascontiguousarray(np.asarray(values, dtype=np.float64)[g["live"][g["order"]]].T)
         qo = g["qorder"]
         qt = np.ascontiguousarray(g["zq"][qo].T)
+        ex = sorted_exclude(exclude, keys.shape[0], g["live"][g["order"]], m)[qo]
         s_out, half_a2, ok = np.zeros((m, 1 + p)), np.zeros(m), np.zeros(m, dtype=np.bool_)
         run_ranges(_boxes, (g["kt"], g["ss"], vt, g["starts"], g["shape"], g["side"], g["centres"], radius,
-                            terms, counts, parent, dim, inv, g["big_a"], g["eps3"], qt, g["qstart"]),
+                            terms, counts, parent, dim, inv, g["big_a"], g["eps3"], qt, g["qstart"], ex),
                    g["centres"].shape[0], (s_out, half_a2, ok), grain=1)
         out[qo], good[qo] = s_out, ok
         shift[qo] = g["scale_exp"] * math.log(2.0) - half_a2
@@ -420,7 +461,8 @@ def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: 
         part = _truncated_grid.partials(
             np.asarray(queries, dtype=f64)[rows], np.asarray(keys, dtype=f64), np.asarray(values, dtype=f64),
             kernel, np.asarray(bandwidth, dtype=f64),
-            None if sample_weight is None else np.asarray(sample_weight, dtype=f64), None)
+            None if sample_weight is None else np.asarray(sample_weight, dtype=f64),
+            None if exclude is None else np.asarray(exclude)[rows])
         shift[rows], out[rows, 0], out[rows, 1:] = part.shift, part.weight, part.value.reshape(rows.size, p)
     return assemble(shift, out, values.dtype, m, p, 0)
 

@@ -344,8 +344,7 @@ def partials(
     features :mod:`nadaraya.backends._taylor_nd`, the same guarantee).
 
     ``moments`` up to :data:`MAX_DEGREE` (a local polynomial's degree) in 1-D, none in 2 and 3
-    features; ``tol`` at least :data:`MIN_TOL`. In 2 and 3 features a call that leaves keys out
-    (``exclude``) is summed exactly (the truncated grid).
+    features; ``tol`` at least :data:`MIN_TOL`.
 
     Raises
     ------
@@ -364,12 +363,10 @@ def partials(
     if not (isinstance(tol, float | int) and MIN_TOL <= tol <= 0.1):
         raise ValueError(f"tol must be a number from {MIN_TOL:g} to 0.1 for backend='taylor'; got {tol!r}")
     if d > 1:
-        from . import _taylor_nd, _truncated_grid
+        from . import _taylor_nd
 
-        if exclude is not None:
-            return _truncated_grid.partials(queries, keys, values, kernel, bandwidth, sample_weight, exclude)
         return _taylor_nd.partials(queries, keys, values, kernel=kernel, bandwidth=bandwidth,
-                                   sample_weight=sample_weight, tol=float(tol))
+                                   sample_weight=sample_weight, tol=float(tol), exclude=exclude)
     dtype = values.dtype
     m, n, p = queries.shape[0], keys.shape[0], values.shape[1]
     sw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
