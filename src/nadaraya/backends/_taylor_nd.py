@@ -46,8 +46,9 @@ may leave out any one key), and each query subtracts its own key's share of the 
 more polynomial, in ``u``); where twice the box's rounding bound passes ``eps3`` times what
 remains of ``W_1``, the query is computed exactly instead.
 
-Cost: sorting the keys by cell and the queries by box, then for every box ``T (2 + p)``
-multiply-adds per key within ``R`` (``T = C(p - 1 + d, d)`` terms) and ``T (1 + p)`` per query.
+Cost: sorting the keys by cell and the queries by box, then for every box about ``T (2 + c)``
+multiply-adds per key within ``R`` (``T = C(p - 1 + d, d)`` terms, ``c`` value columns) and
+``T (1 + c)`` per query.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ from ..partials import Partials
 from ._sorted import counting_order, sorted_exclude
 from ._truncated_grid import _cell_ids, _cell_range, _cell_side, _gap
 
-__all__ = ["MAX_POWER", "MAX_TERMS", "NS", "RHO", "multi_indices", "partials", "plan"]
+__all__ = ["MAX_POWER", "MAX_TERMS", "NS", "RHO", "estimate", "multi_indices", "partials", "plan"]
 
 #: the boxes' half-widths per feature, in bandwidths, that a call chooses from
 RHO = (0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8)
