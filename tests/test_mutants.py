@@ -1889,3 +1889,39 @@ def test_search_on_y_scaled_by_a_power_of_two_scales_the_score_back(method, e):
     else:
         want = scores + 2.0 * e * math.log(2.0)
     np.testing.assert_allclose(np.append(got.search["scores"], got.score), want, rtol=1e-9)
+
+
+def _plain_softmax_loo_cv(x, y, h):
+    """Leave-one-out CV of the Gaussian average, each point's weights normalised by their largest
+    in the log domain (so points hundreds of bandwidths apart still get their nearest's value)."""
+    u2 = (((x[:, None, :] - x[None, :, :]) / h) ** 2).sum(axis=2) / 2
+    np.fill_diagonal(u2, np.inf)
+    w = np.exp(-(u2 - u2.min(axis=1, keepdims=True)))
+    return float(np.mean((y - w @ y / w.sum(axis=1, keepdims=True)) ** 2))
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        # a mirror pair and a point off their line: each point's old neighbour is its mirror
+        # (or, for the third, a point at right angles), so a first-guess shift |z_i + z_j|^2 is 0
+        # for the pair, below every squared distance (all >= 2e4): their weights all underflow
+        [[100.0, -100.0], [-100.0, 100.0], [400.0, 400.0]],
+        # three points on a line at 45 degrees: each difference to the old neighbour is (a, -a),
+        # so a first guess summing cubes is 0 for every point, again underflowing all weights
+        [[100.0, -100.0], [-100.0, 100.0], [250.0, -250.0]],
+    ],
+)
+def test_a_new_directions_first_guess_shift_keeps_every_points_nearest_weight(x):
+    """The gradient pass in a new direction takes each point's old nearest neighbour's squared
+    distance as its shift: that neighbour then weighs exactly 1, so no point's weights can all
+    underflow (and where a shift overflows some weight the pass is redone exactly). The score
+    equals the plain leave-one-out CV, computed with each point's weights normalised."""
+    x = np.array(x)
+    y = np.array([[0.0], [1.0], [3.0]])
+    h1, h2 = np.array([1.0, 1.5]), np.array([1.0, 1.0])
+    obj = _objective(x, y)
+    obj.with_gradient(h1)  # the nearest neighbours of the first direction
+    score, grad = obj.with_gradient(h2)
+    assert score == pytest.approx(_plain_softmax_loo_cv(x, y, h2), rel=1e-9)
+    assert np.isfinite(grad).all()
