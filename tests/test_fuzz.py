@@ -532,11 +532,10 @@ def test_per_feature_score_is_at_the_bandwidth() -> None:
     assert sel.score == pytest.approx(ref, rel=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the Gaussian gradient pass (bandwidth/_gradient.py) scores "
-                   "0.0904970 where the exact CV is 0.0919328 at h = [0.0806, 551]: its borrowed shifts "
-                   "misjudge rows whose weights are all near the flush limit; select_bandwidth now reports "
-                   "the exact score at the bandwidth it returns, but the search still follows the pass")
 def test_gradient_pass_score_is_the_exact_cv() -> None:
+    """Found by hypothesis: at h = [0.0806, 551] the gradient pass scored 0.0904970 where the
+    exact CV is 0.0919328 (an xfail until 924f1a8, which stopped the pass from counting each
+    point's own, left-out term as an overflow)."""
     from nadaraya.bandwidth.criteria import _Objective
     from nadaraya.kernels import get
 
