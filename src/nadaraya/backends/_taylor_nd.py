@@ -64,7 +64,7 @@ from .._jit import run_ranges
 from ..kernels import Kernel
 from ..partials import Partials
 from ._sorted import counting_order, sorted_exclude
-from ._truncated_grid import _cell_ids, _cell_range, _cell_side, _gap
+from ._truncated_grid import _cell_ids, _cell_side, ball_slices
 
 __all__ = ["MAX_POWER", "MAX_TERMS", "NS", "RHO", "estimate", "multi_indices", "partials", "plan"]
 
@@ -143,6 +143,7 @@ def _plan(kt, ls, starts, shape, side, centres, big_a, log_s, log_eps3, nq, max_
     """Boxes ``a:b``: the drop radius and the terms of each (0: its queries are summed exactly)."""
     d = kt.shape[0]
     z = np.zeros(3)
+    slices = np.empty((shape[1] * (shape[2] if d == 3 else 1), 2), dtype=np.int64)
     for bi in range(a, b):
         for j in range(d):
             z[j] = centres[bi, j]
@@ -190,21 +191,8 @@ def _plan(kt, ls, starts, shape, side, centres, big_a, log_s, log_eps3, nq, max_
             continue
         t = counts[p]
         keys = 0  # the keys in the cells that meet the ball: the cost model's count
-        z2lo, z2hi = _cell_range(z[2], rad, side, shape[2]) if d == 3 else (0, 0)
-        for c2 in range(z2lo, z2hi + 1):
-            g2 = _gap(c2, side, z[2]) if d == 3 else 0.0
-            rem2 = rad * rad - g2 * g2
-            if rem2 < 0.0:
-                continue
-            c1lo, c1hi = _cell_range(z[1], math.sqrt(rem2), side, shape[1])
-            for c1 in range(c1lo, c1hi + 1):
-                g1 = _gap(c1, side, z[1])
-                rem1 = rem2 - g1 * g1
-                if rem1 < 0.0:
-                    continue
-                c0lo, c0hi = _cell_range(z[0], math.sqrt(rem1), side, shape[0])
-                row = (c2 * shape[1] + c1) * shape[0]
-                keys += starts[row + c0hi + 1] - starts[row + c0lo]
+        for k in range(ball_slices(z, rad, side, shape, starts, d, slices)):
+            keys += slices[k, 1] - slices[k, 0]
         series = keys * (t * ns[0] + ns[1]) + nq[bi] * t * ns[2]
         if series < nq[bi] * keys * ns[3]:
             radius[bi] = rad
@@ -231,6 +219,7 @@ def _boxes(kt, ss, vt, starts, shape, side, centres, radius, terms, counts, pare
     mu = np.empty(tmax)
     av = np.empty(3)
     uv = np.empty(3)
+    slices = np.empty((shape[1] * (shape[2] if d == 3 else 1), 2), dtype=np.int64)
     for bi in range(a, b):
         q0, q1 = qstart[bi], qstart[bi + 1]
         if terms[bi] == 0:
@@ -245,66 +234,53 @@ def _boxes(kt, ss, vt, starts, shape, side, centres, radius, terms, counts, pare
         acc[:t_n, :] = 0.0
         amp = 0.0
         low = 0.0
-        z2lo, z2hi = _cell_range(z[2], rad, side, shape[2]) if d == 3 else (0, 0)
-        for c2 in range(z2lo, z2hi + 1):
-            g2 = _gap(c2, side, z[2]) if d == 3 else 0.0
-            rem2 = rad2 - g2 * g2
-            if rem2 < 0.0:
-                continue
-            c1lo, c1hi = _cell_range(z[1], math.sqrt(rem2), side, shape[1])
-            for c1 in range(c1lo, c1hi + 1):
-                g1 = _gap(c1, side, z[1])
-                rem1 = rem2 - g1 * g1
-                if rem1 < 0.0:
-                    continue
-                c0lo, c0hi = _cell_range(z[0], math.sqrt(rem1), side, shape[0])
-                row = (c2 * shape[1] + c1) * shape[0]
-                s0, s1 = starts[row + c0lo], starts[row + c0hi + 1]
-                for k0 in range(s0, s1, _CHUNK):
-                    cnt = min(_CHUNK, s1 - k0)
+        for sl in range(ball_slices(z, rad, side, shape, starts, d, slices)):
+            s0, s1 = slices[sl, 0], slices[sl, 1]
+            for k0 in range(s0, s1, _CHUNK):
+                cnt = min(_CHUNK, s1 - k0)
+                for kk in range(cnt):
+                    r2 = 0.0
+                    for j in range(d):
+                        du = kt[j, k0 + kk] - z[j]
+                        u[j, kk] = du
+                        r2 += du * du
+                    w = 0.0
+                    if r2 <= rad2:
+                        r = math.sqrt(r2)
+                        w = ss[k0 + kk] * math.exp(-0.5 * r2)
+                        grow = math.exp(big_a * r)
+                        amp += w * grow
+                        low += w / grow
+                    e[0, kk] = w
+                    for c in range(p_cols):
+                        e[1 + c, kk] = w * vt[c, k0 + kk]
+                for kk in range(cnt):
+                    mono[0, kk] = 1.0
+                for c in range(1 + p_cols):
+                    s = 0.0
                     for kk in range(cnt):
-                        r2 = 0.0
-                        for j in range(d):
-                            du = kt[j, k0 + kk] - z[j]
-                            u[j, kk] = du
-                            r2 += du * du
-                        w = 0.0
-                        if r2 <= rad2:
-                            r = math.sqrt(r2)
-                            w = ss[k0 + kk] * math.exp(-0.5 * r2)
-                            grow = math.exp(big_a * r)
-                            amp += w * grow
-                            low += w / grow
-                        e[0, kk] = w
-                        for c in range(p_cols):
-                            e[1 + c, kk] = w * vt[c, k0 + kk]
+                        s += e[c, kk]
+                    acc[0, c] += s
+                for t in range(1, t_n):  # the columns in pairs, the first pair with the powers
+                    pt, dt, it = parent[t], dim[t], inv[t]
+                    a0 = 0.0
+                    a1 = 0.0
                     for kk in range(cnt):
-                        mono[0, kk] = 1.0
-                    for c in range(1 + p_cols):
-                        s = 0.0
-                        for kk in range(cnt):
-                            s += e[c, kk]
-                        acc[0, c] += s
-                    for t in range(1, t_n):  # the columns in pairs, the first pair with the powers
-                        pt, dt, it = parent[t], dim[t], inv[t]
+                        mv = mono[pt, kk] * u[dt, kk] * it
+                        mono[t, kk] = mv
+                        a0 += mv * e[0, kk]
+                        a1 += mv * e[1, kk]
+                    acc[t, 0] += a0
+                    acc[t, 1] += a1
+                    for c in range(2, ncol, 2):  # ncol is even: a last dummy column of zeros
                         a0 = 0.0
                         a1 = 0.0
                         for kk in range(cnt):
-                            mv = mono[pt, kk] * u[dt, kk] * it
-                            mono[t, kk] = mv
-                            a0 += mv * e[0, kk]
-                            a1 += mv * e[1, kk]
-                        acc[t, 0] += a0
-                        acc[t, 1] += a1
-                        for c in range(2, ncol, 2):  # ncol is even: a last dummy column of zeros
-                            a0 = 0.0
-                            a1 = 0.0
-                            for kk in range(cnt):
-                                mv = mono[t, kk]
-                                a0 += mv * e[c, kk]
-                                a1 += mv * e[c + 1, kk]
-                            acc[t, c] += a0
-                            acc[t, c + 1] += a1
+                            mv = mono[t, kk]
+                            a0 += mv * e[c, kk]
+                            a1 += mv * e[c + 1, kk]
+                        acc[t, c] += a0
+                        acc[t, c + 1] += a1
         low *= math.exp(-0.5 * big_a * big_a)
         rounding = (2 * terms[bi] + 8) * _ROUND * amp
         if not rounding <= eps3 * low:

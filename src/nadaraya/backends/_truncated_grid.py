@@ -197,6 +197,33 @@ def _gap(c, side, z):  # type: ignore[no-untyped-def]  # pragma: no cover - comp
     return max(c * side - z, z - (c + 1) * side, 0.0)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def ball_slices(z, radius, side, shape, starts, d, slices):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The slices of the sorted keys (``slices[:k]``, start and stop) for the rows of cells that
+    meet the ball of ``radius`` about ``z`` (grid units, ``x`` fastest), each row cut to the
+    ball's ``x`` range; returns ``k``. ``slices`` holds a row per row of cells at least."""
+    r2 = radius * radius
+    k = 0
+    z2lo, z2hi = _cell_range(z[2], radius, side, shape[2]) if d == 3 else (0, 0)
+    for c2 in range(z2lo, z2hi + 1):
+        g2 = _gap(c2, side, z[2]) if d == 3 else 0.0
+        rem2 = r2 - g2 * g2
+        if rem2 < 0.0:
+            continue
+        c1lo, c1hi = _cell_range(z[1], math.sqrt(rem2), side, shape[1])
+        for c1 in range(c1lo, c1hi + 1):
+            g1 = _gap(c1, side, z[1])
+            rem1 = rem2 - g1 * g1
+            if rem1 < 0.0:
+                continue
+            c0lo, c0hi = _cell_range(z[0], math.sqrt(rem1), side, shape[0])
+            row = (c2 * shape[1] + c1) * shape[0]
+            slices[k, 0] = starts[row + c0lo]
+            slices[k, 1] = starts[row + c0hi + 1]
+            k += 1
+    return k
+
+
 @numba.njit(cache=True, nogil=True)
 def _sums(qt, zq, kt, ls, vt, inv_h, starts, shape, side, slack, ls_max, ex, rings, a, b, out, top, far):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Queries ``a:b``: their sums over the cells that meet their balls (``slack = log s_max + L``);
@@ -210,6 +237,7 @@ def _sums(qt, zq, kt, ls, vt, inv_h, starts, shape, side, slack, ls_max, ex, rin
     cell = np.zeros(3, dtype=np.int64)  # _bound's scratch, allocated once per range of queries
     lo = np.zeros(3, dtype=np.int64)
     hi = np.zeros(3, dtype=np.int64)
+    slices = np.empty((shape[1] * (shape[2] if d == 3 else 1), 2), dtype=np.int64)
     for i in range(a, b):
         for j in range(d):
             qv[j] = qt[j, i]
@@ -220,25 +248,10 @@ def _sums(qt, zq, kt, ls, vt, inv_h, starts, shape, side, slack, ls_max, ex, rin
         if not best > -np.inf or ls_max - best > 0.5 * FAR * FAR:
             far[i] = True
             continue
-        r2 = 2.0 * (slack - best)
-        radius = math.sqrt(r2)
+        radius = math.sqrt(2.0 * (slack - best))
         acc[:] = 0.0
-        z2lo, z2hi = _cell_range(z[2], radius, side, shape[2]) if d == 3 else (0, 0)
-        for c2 in range(z2lo, z2hi + 1):
-            g2 = _gap(c2, side, z[2]) if d == 3 else 0.0
-            rem2 = r2 - g2 * g2
-            if rem2 < 0.0:
-                continue
-            c1lo, c1hi = _cell_range(z[1], math.sqrt(rem2), side, shape[1])
-            for c1 in range(c1lo, c1hi + 1):
-                g1 = _gap(c1, side, z[1])
-                rem1 = rem2 - g1 * g1
-                if rem1 < 0.0:
-                    continue
-                c0lo, c0hi = _cell_range(z[0], math.sqrt(rem1), side, shape[0])
-                row = (c2 * shape[1] + c1) * shape[0]
-                s0, s1 = starts[row + c0lo], starts[row + c0hi + 1]
-                _slice(qv, kt, ls, vt, inv_h, s0, s1, ex[i], best, buf, acc)
+        for k in range(ball_slices(z, radius, side, shape, starts, d, slices)):
+            _slice(qv, kt, ls, vt, inv_h, slices[k, 0], slices[k, 1], ex[i], best, buf, acc)
         w = acc[0]
         e = math.frexp(w)[1] if w > 1.0 else 0  # 2^(e-1) <= w < 2^e: w * 2^-e is exact
         scale = 2.0 ** (-e)
