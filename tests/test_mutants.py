@@ -1657,12 +1657,6 @@ def test_halley_takes_a_step_exactly_tol_long():
     assert g.xs[:2] == [0.0, 1.0 / 3.0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="brent stalls: after probing b + tol and b - tol the bracket is 2 tol wide plus a "
-    "rounding error, so it probes b + tol (= c) again until its 40 evaluations are spent and "
-    "reports no convergence (seen in 28 of 48 compact-kernel searches); see docs/testing.md",
-)
 def test_brent_does_not_stall_on_a_bracket_rounded_wider_than_2_tol():
     from nadaraya.bandwidth.optimise import brent
 

@@ -91,26 +91,28 @@ def brent(
     parabola through the three points, safeguarded by a golden-section step into the larger
     side when the vertex falls outside the bracket, and kept ``tol`` inside its ends; a vertex
     within ``tol`` of ``b`` is replaced by a probe ``tol`` away from ``b`` on the larger side,
-    so that the bracket shrinks on both sides. Stops when ``c - a <= 2 tol``: the minimiser
-    is then within ``tol`` of ``b`` (for a function unimodal on the bracket); a last parabola
-    step inside that bracket is kept when it scores lower. Returns ``(x, f(x), converged)``.
+    so that the bracket shrinks on both sides. Stops when ``c - a <= 2 tol``, or when that
+    probe would land on an end of the bracket (after probes on both sides, rounding can leave the
+    bracket a few ulps wider than ``2 tol``): the minimiser is then within ``tol`` of ``b`` (for
+    a function unimodal on the bracket); a last parabola step inside that bracket is kept when it
+    scores lower. Returns ``(x, f(x), converged)``.
     """
     (a, b, c), (fa, fb, fc) = xs, fs
     for _ in range(max_eval):
-        if c - a <= 2.0 * tol:
+        x = parabola_vertex((a, b, c), (fa, fb, fc))
+        right = (c - b) >= (b - a)
+        probe = a < x < c and abs(x - b) < tol
+        if c - a <= 2.0 * tol or (probe and not a < (b + tol if right else b - tol) < c):
             # one last parabola step inside the final bracket: the score to (nearly) its
             # minimum, not only the bandwidth to tol
-            x = parabola_vertex((a, b, c), (fa, fb, fc))
             if a < x < c and x != b:
                 fx = f(x)
                 if fx < fb:
                     return x, fx, True
             return b, fb, True
-        x = parabola_vertex((a, b, c), (fa, fb, fc))
-        right = (c - b) >= (b - a)
         if not a < x < c:
             x = b + _GOLDEN * (c - b) if right else b - _GOLDEN * (b - a)
-        elif abs(x - b) < tol:
+        elif probe:
             x = b + tol if right else b - tol
         else:
             x = min(max(x, a + tol), c - tol)
