@@ -1960,3 +1960,88 @@ def test_select_bandwidth_passes_every_option_on_and_warns_once():
     with pytest.warns(BandwidthWarning, match="feature 0") as caught:
         select_bandwidth(X2, np.sin(6 * X2[:, 0]) + X2[:, 1], kernel="epanechnikov", per_feature=True)
     assert len(caught) == 1
+
+
+@pytest.mark.parametrize("per_feature", [False, True])
+def test_constant_y_returns_scotts_rule_as_the_whole_result(per_feature):
+    """Every column of y constant (at different values): no search, Scott's rule (its geometric
+    mean for a scalar bandwidth), one grid pass recorded, bounds [h, h], converged, the warning
+    and the message whole."""
+    from nadaraya.bandwidth import rule_of_thumb
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(0, 1, (25, 2)) * [1.0, 8.0]
+    Y = np.column_stack([np.full(25, 2.5), np.full(25, -1.0)])
+    res, caught = _quiet_select(X, Y, per_feature=per_feature)
+    rot = rule_of_thumb(X, "scott")
+    h = rot if per_feature else np.full(2, np.exp(np.mean(np.log(rot))))
+    np.testing.assert_allclose(res.bandwidth, h, rtol=1e-12)
+    np.testing.assert_array_equal(res.bounds, np.column_stack([res.bandwidth, res.bandwidth]))
+    assert res.converged is True and res.message == "constant y: rule of thumb"
+    assert list(res.search["stages"]) == ["grid"] and abs(res.score) < 1e-28
+    assert caught == ["y is constant, so every bandwidth fits it exactly and cv cannot choose; "
+                      "returning Scott's rule of thumb"]
+
+
+def test_constant_kernel_search_smooths_every_feature_out():
+    """Average pooling ignores the bandwidth: the search ends smoothed out in every feature, as
+    a boolean array of one entry per feature."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (20, 2))
+    res, _ = _quiet_select(X, X[:, 0] + rng.normal(0, 0.1, 20), kernel="constant")
+    assert res.smoothed_out.dtype == np.bool_ and res.smoothed_out.shape == (2,) and res.smoothed_out.all()
+
+
+@pytest.mark.parametrize(("per_feature", "degree"), [(False, 0), (True, 0), (False, 1)])
+def test_search_grid_steps_from_scotts_rule_past_three_ranges(per_feature, degree):
+    """The grid runs along h = t * rot / geo (per feature; 1 for a scalar search) in steps of
+    sqrt 2 (2 for local fits, each of whose points costs a pass), from at least 2^5 times geo
+    (Scott's rule's geometric mean) up to the first step past 3 times the widest reach (range
+    over direction): an outlier makes the reach hundreds of rules, so the reach sets the top."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(0, 1, (30, 2))
+    X[0, 0] = 60.0  # the IQR keeps Scott's rule small; the range is 60
+    y = np.sin(4 * X[:, 1]) + rng.normal(0, 0.1, 30)
+    res, _ = _quiet_select(X, y, per_feature=per_feature, degree=degree)
+    grid = res.search["stages"] == "grid"
+    hs = res.search["bandwidths"][grid]
+    rot = res.rule_of_thumb
+    geo = float(np.exp(np.mean(np.log(rot))))
+    direction = rot / geo if per_feature else np.ones(2)
+    ts = hs[:, 0] / direction[0]
+    np.testing.assert_allclose(hs, ts[:, None] * direction, rtol=1e-12)
+    step = 2.0 if degree else math.sqrt(2.0)
+    np.testing.assert_allclose(ts[:-1] / ts[1:], step, rtol=1e-12)
+    reach = np.max(np.ptp(X, axis=0) / direction)
+    k = math.ceil(2 * math.log2(3 * reach / geo))
+    assert k > 10  # the reach, not the 2^5 minimum, sets the top here
+    assert ts[0] == pytest.approx(geo * 2.0 ** (k / 2), rel=1e-12)
+
+
+def test_per_feature_search_records_its_steps_as_per_feature():
+    """A compact kernel's per-feature search records the grid and then only "per_feature"
+    passes (its L-BFGS-B steps and the smoothing-out trials)."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (40, 2))
+    y = np.sin(6 * X[:, 0]) + np.cos(5 * X[:, 1]) + rng.normal(0, 0.1, 40)
+    res, _ = _quiet_select(X, y, kernel="epanechnikov", per_feature=True)
+    stages = list(res.search["stages"])
+    n_grid = stages.count("grid")
+    assert stages[:n_grid] == ["grid"] * n_grid
+    assert stages[n_grid:] == ["per_feature"] * (len(stages) - n_grid)
+    assert len(stages) > n_grid + 4
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
+def test_per_feature_search_is_the_same_for_y_times_1024(kernel):
+    """L-BFGS-B runs on the criterion divided by the best grid score (and its gradient by the
+    same): y times 2^10 multiplies every CV exactly by 2^20 and leaves the steps as they were,
+    so the bandwidths agree."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (40, 2))
+    y = np.sin(6 * X[:, 0]) + np.cos(5 * X[:, 1]) + rng.normal(0, 0.1, 40)
+    res, _ = _quiet_select(X, y, kernel=kernel, per_feature=True)
+    big, _ = _quiet_select(X, 1024.0 * y, kernel=kernel, per_feature=True)
+    np.testing.assert_allclose(big.bandwidth, res.bandwidth, rtol=1e-9)
+    assert big.score == pytest.approx(2.0**20 * res.score, rel=1e-9)
+    assert big.converged and res.converged
