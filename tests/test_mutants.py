@@ -1798,11 +1798,13 @@ def test_search_at_the_top_of_the_grid_tries_the_smoothed_out_bandwidth():
     assert res.score == pytest.approx(_plain_loo_cv(x[:, None], y, res.bandwidth, "gaussian"), rel=1e-10)
 
 
-def test_search_in_two_features_at_the_floor_names_the_search_and_uses_linf_distances():
+@pytest.mark.parametrize("scale", [1.0, 2.0**-300])
+def test_search_in_two_features_at_the_floor_names_the_search_and_uses_linf_distances(scale):
     """In 2-D the windows are boxes: the floor is the L-inf distance to the nearest other point
-    (here smaller than the Euclidean one), and a scalar search's note names the search."""
+    (here smaller than the Euclidean one), and a scalar search's note names the search, in the
+    units of X (also where X is scaled into range by a power of two)."""
     rng = np.random.default_rng(3)
-    X = rng.uniform(0, 1, (30, 2))
+    X = rng.uniform(0, 1, (30, 2)) * scale
     y = X[:, 0] + X[:, 1]
     res, caught = _quiet_select(X, y, kernel="epanechnikov")
     ts, _ = _grid_of(res)
@@ -1814,14 +1816,17 @@ def test_search_in_two_features_at_the_floor_names_the_search_and_uses_linf_dist
                       f"search{_SMALLER_NOTE}"]
 
 
+@pytest.mark.parametrize("scale", [1.0, 2.0**-300])
 @pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
-def test_per_feature_search_bounds_and_its_lower_bound_note(kernel):
+def test_per_feature_search_bounds_and_its_lower_bound_note(kernel, scale):
     """Per feature, L-BFGS-B searches between Scott's rule times 2^-6 (raised to the floor, in
     each feature's units of the rule, for a compact kernel) and the larger of the rule times 2^5
-    and 100 times the feature's range; a feature left on its lower bound is named in the note."""
+    and 100 times the feature's range; a feature left on its lower bound is named in the note,
+    in the units of X (also where X is scaled into range by a power of two)."""
     rng = np.random.default_rng(0)
     X = rng.uniform(0, 1, (40, 2))
     y = np.sin(6 * X[:, 0]) + X[:, 1]
+    X = X * scale
     res, caught = _quiet_select(X, y, kernel=kernel, per_feature=True)
     rot = res.rule_of_thumb
     lower = rot * 2.0**-6
@@ -2045,3 +2050,49 @@ def test_per_feature_search_is_the_same_for_y_times_1024(kernel):
     np.testing.assert_allclose(big.bandwidth, res.bandwidth, rtol=1e-9)
     assert big.score == pytest.approx(2.0**20 * res.score, rel=1e-9)
     assert big.converged and res.converged
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
+def test_per_feature_search_returns_its_best_evaluation_and_says_how(kernel):
+    """The per-feature result is the best bandwidth it evaluated (L-BFGS-B's end kept when it
+    improves on the start), its score the plain leave-one-out CV there, and its message names
+    the grid and L-BFGS-B's own message."""
+    rng = np.random.default_rng(4)
+    X = rng.uniform(0, 1, (40, 2))
+    y = np.sin(6 * X[:, 0]) + np.cos(5 * X[:, 1]) + rng.normal(0, 0.1, 40)
+    res, _ = _quiet_select(X, y, kernel=kernel, per_feature=True)
+    assert res.score == pytest.approx(float(np.min(res.search["scores"])), rel=1e-9)
+    assert res.score == pytest.approx(_plain_loo_cv(X, y, res.bandwidth, kernel), rel=1e-9)
+    n_grid = int(np.sum(res.search["stages"] == "grid"))
+    assert res.message.startswith(f"grid of {n_grid}, L-BFGS-B: CONVERGENCE")
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
+def test_per_feature_search_in_one_feature_is_the_scalar_search(kernel):
+    """With one feature there is nothing to weigh between features: per_feature=True runs the
+    scalar search (the grid, then Halley or Brent), with the same result."""
+    rng = np.random.default_rng(2)
+    x = np.sort(rng.uniform(0, 5, 40))
+    y = np.sin(x) + rng.normal(0, 0.2, 40)
+    one, _ = _quiet_select(x, y, kernel=kernel)
+    per, _ = _quiet_select(x, y, kernel=kernel, per_feature=True)
+    assert per.message == one.message and "L-BFGS-B" not in per.message
+    np.testing.assert_allclose(per.bandwidth, one.bandwidth, rtol=1e-12)
+
+
+def test_per_feature_search_where_the_best_grid_cv_is_zero():
+    """Two clusters far apart, y constant within each: the boxcar kernel's leave-one-out fits
+    (averages of equal weights) are exact at small bandwidths, so the best grid CV is exactly 0;
+    the search still ends finite, quietly, at a CV of 0 (L-BFGS-B then runs on the criterion
+    itself, not divided by 0)."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.uniform(0, 1, (15, 2)), rng.uniform(0, 1, (15, 2)) + np.array([20.0, 30.0])])
+    y = np.repeat([1.0, 3.0], 15)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        res, _ = _quiet_select(X, y, kernel="boxcar", per_feature=True)
+    grid = res.search["scores"][res.search["stages"] == "grid"]
+    assert grid.min() == 0.0 and res.score == 0.0 and np.isfinite(res.bandwidth).all()
+    inside = (np.abs(X[:, None, :] - X[None, :, :]) <= res.bandwidth).all(axis=2)
+    np.fill_diagonal(inside, False)
+    assert all((y[row] == y[i]).all() and row.any() for i, row in enumerate(inside))
