@@ -2096,3 +2096,42 @@ def test_per_feature_search_where_the_best_grid_cv_is_zero():
     inside = (np.abs(X[:, None, :] - X[None, :, :]) <= res.bandwidth).all(axis=2)
     np.fill_diagonal(inside, False)
     assert all((y[row] == y[i]).all() and row.any() for i, row in enumerate(inside))
+
+
+def test_search_refuses_data_whose_aicc_is_infinite_on_the_whole_grid():
+    """Three points: tr(H) + 2 >= n at every bandwidth, so AICc is past its pole everywhere; the
+    refusal names the method and says why."""
+    from nadaraya.bandwidth import select_bandwidth
+
+    with pytest.raises(ValueError) as err:
+        select_bandwidth(np.array([0.0, 1.0, 2.5]), np.array([0.0, 1.0, 0.3]), method="aicc")
+    assert str(err.value) == "aicc is infinite at every bandwidth on the grid; the data are degenerate"
+
+
+def test_scalar_search_bounds_are_the_grids_ends_and_the_smoothed_out_pass_is_a_refinement():
+    """An interior minimum: the bounds are the grid's smallest and largest bandwidths. At the top
+    of the grid the extra pass at 100 ranges is recorded as a refinement step, and becomes the
+    upper bound."""
+    rng = np.random.default_rng(2)
+    x = np.sort(rng.uniform(0, 5, 40))
+    res, _ = _quiet_select(x, np.sin(x) + rng.normal(0, 0.2, 40))
+    ts, scores = _grid_of(res)
+    assert 0 < int(np.argmin(scores)) < ts.size - 1
+    np.testing.assert_array_equal(res.bounds, [[ts[-1], ts[0]]])
+    x = np.sort(rng.uniform(0, 5, 40))
+    res, _ = _quiet_select(x, rng.normal(size=40))
+    ts, scores = _grid_of(res)
+    assert int(np.argmin(scores)) == 0
+    last = len(res.search["stages"]) - 1
+    assert res.search["stages"][last] == "refine" and res.search["bandwidths"][last, 0] == res.bounds[0, 1]
+
+
+def test_per_feature_search_with_both_features_on_their_floor_warns_once_with_both_notes():
+    """Two features left on their lower bounds: one warning, the two notes joined by "; "."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(0, 1, (30, 2))
+    res, caught = _quiet_select(X, np.sin(6 * X[:, 0]) + np.sin(6 * X[:, 1]), kernel="epanechnikov",
+                                per_feature=True)
+    notes = [f"cv: the selected bandwidth of feature {j}, {res.bandwidth[j]:.6g}, is on the lower bound "
+             f"{res.bounds[j, 0]:.6g} of the search{_SMALLER_NOTE}" for j in range(2)]
+    assert caught == ["; ".join(notes)]
