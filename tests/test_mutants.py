@@ -2135,3 +2135,29 @@ def test_per_feature_search_with_both_features_on_their_floor_warns_once_with_bo
     notes = [f"cv: the selected bandwidth of feature {j}, {res.bandwidth[j]:.6g}, is on the lower bound "
              f"{res.bounds[j, 0]:.6g} of the search{_SMALLER_NOTE}" for j in range(2)]
     assert caught == ["; ".join(notes)]
+
+
+@pytest.mark.parametrize(("method", "degree", "var_types"),
+                         [("cv", 0, None), ("aicc", 0, None), ("aicc", 1, None), ("cv", 0, "cu")])
+def test_select_bandwidth_uses_the_sample_weights_at_any_scale(method, degree, var_types):
+    """Sample weights reach Scott's rule, the criterion (plain, local and mixed) and AICc's
+    weight sum: the selection's score is score_bandwidth's with the same weights, and weights
+    times 2^300 (scaled into range inside) score as score_bandwidth scores them."""
+    from nadaraya.bandwidth import rule_of_thumb, score_bandwidth
+
+    rng = np.random.default_rng(5)
+    x = np.sort(rng.uniform(0, 5, 40))
+    y = np.sin(x) + rng.normal(0, 0.2, 40)
+    sw = rng.uniform(0.1, 3.0, 40)
+    X = x if var_types is None else np.column_stack([x, rng.integers(0, 3, 40)])
+    if var_types is not None:
+        y = y + X[:, 1]
+    kw = dict(method=method, degree=degree, var_types=var_types)
+    res, _ = _quiet_select(X, y, sample_weight=sw, **kw)
+    assert res.score == pytest.approx(score_bandwidth(X, y, res.bandwidth, sample_weight=sw, **kw), rel=1e-9)
+    assert res.score != pytest.approx(score_bandwidth(X, y, res.bandwidth, **kw), rel=1e-6)
+    if var_types is None:
+        np.testing.assert_allclose(res.rule_of_thumb, rule_of_thumb(x, sample_weight=sw), rtol=1e-12)
+    big, _ = _quiet_select(X, y, sample_weight=sw * 2.0**300, **kw)
+    want = score_bandwidth(X, y, big.bandwidth, sample_weight=sw * 2.0**300, **kw)
+    assert big.score == pytest.approx(want, rel=1e-9)
