@@ -2161,3 +2161,13 @@ def test_select_bandwidth_uses_the_sample_weights_at_any_scale(method, degree, v
     big, _ = _quiet_select(X, y, sample_weight=sw * 2.0**300, **kw)
     want = score_bandwidth(X, y, big.bandwidth, sample_weight=sw * 2.0**300, **kw)
     assert big.score == pytest.approx(want, rel=1e-9)
+
+
+def test_mixed_search_reports_its_progress():
+    """With categorical features the search (select_mixed) reports each pass to progress= too."""
+    rng = np.random.default_rng(0)
+    X = np.column_stack([np.sort(rng.uniform(0, 5, 30)), rng.integers(0, 3, 30)])
+    y = np.sin(X[:, 0]) + X[:, 1] + rng.normal(0, 0.3, 30)
+    calls = []
+    res, _ = _quiet_select(X, y, var_types="cu", progress=lambda *a: calls.append(a))
+    assert len(calls) == len(res.search["stages"]) > 0
