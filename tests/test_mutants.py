@@ -2171,3 +2171,25 @@ def test_mixed_search_reports_its_progress():
     calls = []
     res, _ = _quiet_select(X, y, var_types="cu", progress=lambda *a: calls.append(a))
     assert len(calls) == len(res.search["stages"]) > 0
+
+
+def test_select_bandwidth_passes_tol_to_every_criterion(monkeypatch):
+    """`tol` reaches the plain and local CV and AICc passes: the series runs, with the tolerance
+    asked for (dropping it would run the exact sums: the same answer, slower)."""
+    from nadaraya.backends import taylor
+
+    rng = np.random.default_rng(40)
+    x = rng.uniform(0, 5, 4000)
+    y = np.sin(2 * x) + rng.normal(0, 0.3, x.size)
+    calls = []
+    real = taylor.partials
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs.get("tol"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(taylor, "partials", counted)
+    for kw in ({}, {"degree": 1}, {"method": "aicc"}, {"method": "aicc", "degree": 1}):
+        calls.clear()
+        nadaraya.select_bandwidth(x, y, tol=1e-6, **kw)
+        assert calls and set(calls) == {1e-6}, kw
