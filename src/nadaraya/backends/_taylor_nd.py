@@ -64,7 +64,7 @@ from .._jit import run_ranges
 from ..kernels import Kernel
 from ..partials import Partials
 from ._sorted import counting_order, sorted_exclude
-from ._truncated_grid import _cell_ids, _cell_side, ball_slices
+from ._truncated_grid import ball_slices, key_cells
 
 __all__ = ["MAX_POWER", "MAX_TERMS", "NS", "RHO", "estimate", "multi_indices", "partials", "plan"]
 
@@ -120,6 +120,11 @@ def multi_indices(
             np.array(count[:p + 1], dtype=np.int64))
 
 
+def _third(tol: float) -> float:
+    """``eps3``: a third of the error each sum may carry, ``eps = tol / 2.1`` (module text)."""
+    return tol / 2.1 / 3.0
+
+
 def _n_terms(d: int, p: int) -> int:
     return math.comb(p - 1 + d, d) if p > 0 else 0
 
@@ -143,11 +148,11 @@ def _plan(kt, ls, starts, shape, side, centres, big_a, log_s, log_eps3, nq, max_
     """Boxes ``a:b``: the drop radius and the terms of each (0: its queries are summed exactly)."""
     d = kt.shape[0]
     z = np.zeros(3)
+    cz = np.zeros(3, dtype=np.int64)
     slices = np.empty((shape[1] * (shape[2] if d == 3 else 1), 2), dtype=np.int64)
     for bi in range(a, b):
         for j in range(d):
             z[j] = centres[bi, j]
-        cz = np.zeros(3, dtype=np.int64)
         for j in range(d):
             cz[j] = min(max(int(z[j] / side), 0), shape[j] - 1)
         best = -np.inf
@@ -345,14 +350,9 @@ def _setup(queries, keys, sample_weight, bandwidth, tol, rho):  # type: ignore[n
     span = np.maximum(zk.max(axis=0), zq.max(axis=0))
     scale_exp = int(np.frexp(sw[live].max())[1])
     ss = np.ldexp(sw[live], -scale_exp)  # exact: the largest in [0.5, 1)
-    eps3 = tol / 2.1 / 3.0
+    eps3 = _third(tol)
     log_s = math.log(float(ss.sum()))
-    side, shape = _cell_side(span, live.size, log_s - math.log(eps3))
-    ncell = int(np.prod(shape))
-    kid = _cell_ids(zk, side, shape)
-    order = counting_order(kid, ncell)
-    starts = np.zeros(ncell + 1, dtype=np.int64)
-    np.cumsum(np.bincount(kid, minlength=ncell), out=starts[1:])
+    side, shape, order, starts = key_cells(zk, span, log_s - math.log(eps3))
     box = np.floor(zq / (2.0 * rho)).astype(np.int64)
     ids, qbox = np.unique(box, axis=0, return_inverse=True)
     qbox = qbox.reshape(-1)
@@ -472,7 +472,7 @@ def estimate(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidt
     for rho in RHO:
         big_a = rho * math.sqrt(d)
         boxes = min(float(m), float(np.prod(np.floor(span / (2 * rho)) + 1)))
-        log_ratio = math.log(max(n, 1) * 2.1 * 3.0 / tol) + 0.5 * big_a * big_a
+        log_ratio = math.log(max(n, 1) / _third(tol)) + 0.5 * big_a * big_a
         p = _power(-log_ratio, big_a, big_a + math.sqrt(2.0 * log_ratio), MAX_POWER)
         terms = _n_terms(d, p)
         if p > MAX_POWER or terms > MAX_TERMS:

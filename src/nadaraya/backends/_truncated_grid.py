@@ -45,7 +45,8 @@ from ..kernels import Kernel
 from ..partials import Partials
 from ._sorted import counting_order, sorted_exclude
 
-__all__ = ["CELLS_PER_KEY", "CELLS_PER_RADIUS", "FAR", "KEYS_PER_CELL", "MAX_D", "pairs", "partials", "sums"]
+__all__ = ["CELLS_PER_KEY", "CELLS_PER_RADIUS", "FAR", "KEYS_PER_CELL", "MAX_D", "ball_slices", "key_cells",
+           "pairs", "partials", "sums"]
 
 #: the most features the grid serves
 MAX_D = 3
@@ -77,6 +78,20 @@ def _cell_side(span: NDArray[np.float64], n: int, big_l: float) -> tuple[float, 
         if float(np.prod(shape.astype(np.float64))) <= limit:
             return side, shape
         side *= 1.25
+
+
+def key_cells(
+    zk: NDArray[np.float64], span: NDArray[np.float64], big_l: float
+) -> tuple[float, NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]:
+    """The grid for keys ``zk`` (bandwidth units from the grid's corner) in a box ``span`` wide:
+    the cells' side and shape (``_cell_side``), the keys' order by cell (a counting sort)
+    and where each cell's keys start in that order (``starts[c]:starts[c + 1]``)."""
+    side, shape = _cell_side(span, zk.shape[0], big_l)
+    ncell = int(np.prod(shape))
+    kid = _cell_ids(zk, side, shape)
+    starts = np.zeros(ncell + 1, dtype=np.int64)
+    np.cumsum(np.bincount(kid, minlength=ncell), out=starts[1:])
+    return side, shape, counting_order(kid, ncell), starts
 
 
 @numba.njit(cache=True, nogil=True)
@@ -296,12 +311,8 @@ def sums(
     q = np.asarray(queries, dtype=f64)
     corner = np.minimum(k.min(axis=0), q.min(axis=0))
     span = (np.maximum(k.max(axis=0), q.max(axis=0)) - corner) * inv_h
-    side, shape = _cell_side(span, kept.size, big_l)
+    side, shape, order, starts = key_cells((k - corner) * inv_h, span, big_l)
     ncell = int(np.prod(shape))
-    kid = _cell_ids((k - corner) * inv_h, side, shape)
-    order = counting_order(kid, ncell)
-    starts = np.zeros(ncell + 1, dtype=np.int64)
-    np.cumsum(np.bincount(kid, minlength=ncell), out=starts[1:])
     zq = (q - corner) * inv_h
     qorder = counting_order(_cell_ids(zq, side, shape), ncell)
     ls = (np.zeros(kept.size) if sample_weight is None
