@@ -1667,6 +1667,23 @@ def test_brent_does_not_stall_on_a_bracket_rounded_wider_than_2_tol():
     assert ok and len(set(g.xs)) == len(g.xs) <= 12  # never the same point twice
 
 
+def test_brent_does_not_stall_when_the_probe_beside_b_rounds_onto_the_bracket_s_left_end():
+    from nadaraya.bandwidth.optimise import brent
+
+    # the left side is the larger, but b - tol rounds onto a: a probe there would be a again
+    a, b, c, tol = -0.6235733701610537, -0.36876586265455785, -0.113958355148062, 0.25480750750649583
+    assert b - a > tol and c - a > 2 * tol and c - b < b - a and b - tol == a
+    seen = []
+
+    def f(x):
+        seen.append(x)
+        return (x - b) ** 2
+
+    x, fx, ok = brent(f, (a, b, c), (f(a), f(b), f(c)), tol)
+    assert (x, fx, ok) == (b, 0.0, True)
+    assert len(seen) == 3  # the bracket's three values only: it stops at once
+
+
 # -- the bandwidth search (bandwidth/search.py) -----------------------------------------------
 
 _SMALLER_NOTE = (
