@@ -180,10 +180,10 @@ def test_leave_one_out_subtracts_the_own_key_exactly_enough_at_a_loose_tolerance
     assert np.abs(got - kept).max() > 1e3 * np.abs(got - exact).max()
 
 
-def test_moments_and_more_features_are_refused_by_name() -> None:
+def test_higher_moments_and_more_features_are_refused_by_name() -> None:
     _, x, v, _ = _case("uniform", 800, 1, 2, seed=4)
-    with pytest.raises(ValueError, match=r"none in 2 features; got moments=1"):
-        taylor.partials(x, x, v, kernel=GAUSS, bandwidth=np.ones(2), moments=1, tol=1e-10)
+    with pytest.raises(ValueError, match=r"moments up to 2 \(local polynomial degree\); got moments=3"):
+        taylor.partials(x, x, v, kernel=GAUSS, bandwidth=np.ones(2), moments=3, tol=1e-10)
     with pytest.raises(ValueError, match=r"1 to 3 features; got kernel='gaussian' with d=4"):
         z4 = np.zeros((2, 4))
         taylor.partials(z4, z4, np.ones((2, 1)), kernel=GAUSS, bandwidth=np.ones(4), tol=1e-10)
@@ -278,7 +278,7 @@ def test_auto_takes_the_series_only_where_it_pays() -> None:
     assert exact is None or exact.name != "taylor"
     loo = backends.choose_for_data(GAUSS, x, x, np.array([1.0, 1.0]), tol=1e-10, loo=True)
     assert loo is not None and loo.name == "taylor"
-    assert backends.choose_for_data(GAUSS, x, x, np.array([1.0, 1.0]), tol=1e-10, moments=1) is None
+    assert backends.choose_for_data(GAUSS, x, x, np.array([1.0, 1.0]), tol=1e-10, moments=3) is None
 
 
 def test_pool_with_tol_in_two_features_takes_the_series_and_holds() -> None:

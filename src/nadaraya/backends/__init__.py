@@ -389,24 +389,29 @@ def choose_for_data(
     if kernel.name != "gaussian":
         return None
     pairs = truncated.pairs(queries, keys, bandwidth)
-    if tol is not None and d > 1 and not moments:
-        series = _choose_series(queries, keys, bandwidth, tol, pairs)
+    if tol is not None and d > 1:
+        series = _choose_series(queries, keys, bandwidth, tol, pairs, moments)
         if series is not None:
             return series
     return choose_window(kernel, n=n, m=m, d=d, moments=moments, pairs=pairs)
 
 
 def _choose_series(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: NDArray[np.floating],
-                   tol: float, pairs: float) -> Choice | None:
+                   tol: float, pairs: float, moments: int = 0) -> Choice | None:
     """The taylor backend in 2 or 3 features where its modelled cost is under half the cheaper
-    exact method's (the truncated sums over ``pairs``, or every pair)."""
+    exact method's (the truncated sums over ``pairs``, or every pair; with the moments of a local
+    fit, every pair)."""
     from . import _taylor_nd, taylor
 
-    if tol < taylor.MIN_TOL:
+    if tol < taylor.MIN_TOL or moments > taylor.MAX_DEGREE:
         return None
     m, n, d = queries.shape[0], keys.shape[0], keys.shape[1]
-    cost, terms, rho = _taylor_nd.estimate(queries, keys, bandwidth, tol, pairs)
-    exact = min(pairs * TRUNCATED_NS["pair"] + (n + m) * TRUNCATED_NS["point"], n * m * EXACT_NS_PER_PAIR)
+    cost, terms, rho = _taylor_nd.estimate(queries, keys, bandwidth, tol, pairs, moments)
+    # the fused loop's moments cost about 1x, 1.2x and 6x its plain pairs (degree 0, 1, 2; measured
+    # in 2 and 3 features, 2026-11)
+    exact = n * m * EXACT_NS_PER_PAIR * (1.0, 1.2, 6.0)[moments]
+    if not moments:
+        exact = min(pairs * TRUNCATED_NS["pair"] + (n + m) * TRUNCATED_NS["point"], exact)
     if not cost < exact / 2:
         return None
     return Choice("taylor", (

@@ -12,10 +12,12 @@ from ..partials import Partials
 __all__ = ["assemble"]
 
 
-def assemble(shift: NDArray[np.float64], out: NDArray[np.float64], dtype: np.dtype, m: int, p: int, r: int
-             ) -> Partials:
-    """Partials from the rows ``out`` (weight, ``p`` values, ``2 r`` moments, ``r p`` moments of
-    the values) under ``shift``, rounded to ``dtype`` with the weight's binary exponent moved into
+def assemble(shift: NDArray[np.float64], out: NDArray[np.float64], dtype: np.dtype, m: int, p: int, r: int,
+             d: int = 1) -> Partials:
+    """Partials from the rows ``out`` (weight, ``p`` values, then the moments of a local fit of
+    degree ``r`` in ``d`` features, each flattened, in the order of
+    :func:`nadaraya.backends.reference.moment_shapes`: ``2 r`` and ``r p`` columns in 1-D) under
+    ``shift``, rounded to ``dtype`` with the weight's binary exponent moved into
     the shift first (so that a float32 weight never underflows).
 
     Examples
@@ -35,9 +37,11 @@ def assemble(shift: NDArray[np.float64], out: NDArray[np.float64], dtype: np.dty
             shift = shift.astype(dtype)
         weight, rest = weight.astype(dtype), rest.astype(dtype)
     value = rest[:, :p]
-    mom = rest[:, p:p + 2 * r]
-    mv = rest[:, p + 2 * r:]
-    extra = tuple(mom[:, j - 1].reshape((m,) + (1,) * j) for j in range(1, 2 * r + 1)) + tuple(
-        mv[:, (j - 1) * p:j * p].reshape((m,) + (1,) * j + (p,)) for j in range(1, r + 1))
+    shapes = [(d,) * j for j in range(1, 2 * r + 1)] + [(d,) * j + (p,) for j in range(1, r + 1)]
+    extra, at = [], p
+    for shape in shapes:
+        size = math.prod(shape)
+        extra.append(rest[:, at:at + size].reshape((m, *shape)))
+        at += size
     return Partials(np.ascontiguousarray(shift), np.ascontiguousarray(weight), np.ascontiguousarray(value),
                     tuple(np.ascontiguousarray(x) for x in extra))

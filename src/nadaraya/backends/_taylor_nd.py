@@ -41,6 +41,20 @@ pays where many queries share a box): they go to the exact truncated sums over a
 (:mod:`nadaraya.backends._truncated_grid`), where a far query keeps its nearest key, as
 everywhere.
 
+**Moments** (``moments = r``, the sums of a local polynomial fit): each key also carries the
+columns ``u^beta`` (every multi-index up to ``2 r``) and ``u^beta v`` (up to ``r``), ``u`` from the
+box's centre, summed by the same series; :mod:`nadaraya.backends._moment_shift` moves them to
+each query binomially and lays them out as tensors. With ``j = 2 r``, ``p`` is the fewest terms
+with ``S max_{r <= R} g_p(r) max(1, r)^j <= eps3 W_0`` (``|u^beta| <= max(1, r)^j``), the drop
+radius grows until ``exp(-(R - A)^2 / 2) (R + A)^j <= eps3 W_0 / S`` (a dropped key's
+``|x - q|^gamma``, in bandwidths, is at most ``(r + A)^j``), and the rounding check weighs each
+key's share by ``max(1, r)^j``. So each moment sum ``sum_i s_i w_i (x_i - q)^gamma g_i`` (``g`` = 1
+or a value column, ``|gamma| = k``) is within ``tol (1 + rho)^k h^gamma max|g| W`` of the exact
+one (the move to the query multiplies the centre's bound by ``prod_k (1 + |a_k|)^gamma_k``,
+``|a_k| <= rho``). A local fit's prediction then moves by that error times its local system's
+conditioning: the bound is on the sums, as in 1-D. A query left to the exact sums takes the
+fused loop's moments.
+
 **Leave-one-out** (``exclude``): the lower bound ``W_0`` leaves out its largest term (a query
 may leave out any one key), and each query subtracts its own key's share of the series (one
 more polynomial, in ``u``); where twice the box's rounding bound passes ``eps3`` times what
@@ -63,8 +77,11 @@ from numpy.typing import NDArray
 from .._jit import run_ranges
 from ..kernels import Kernel
 from ..partials import Partials
+from ._moment_shift import about_queries
+from ._rows import assemble
 from ._sorted import counting_order, sorted_exclude
 from ._truncated_grid import ball_slices, key_cells
+from .reference import moment_shapes
 
 __all__ = ["MAX_POWER", "MAX_TERMS", "NS", "RHO", "estimate", "multi_indices", "partials", "plan"]
 
@@ -130,22 +147,48 @@ def _n_terms(d: int, p: int) -> int:
 
 
 @numba.njit(cache=True, nogil=True)
-def _power(log_target, big_a, radius, max_power):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """The fewest terms ``p`` with ``log max_{r <= radius} g_p(r) <= log_target`` (module text);
-    ``max_power + 1``: none."""
+def _log_g(p, jp, big_a, radius):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``log max_{r <= radius} g_p(r) r^jp`` (module text): the maximum of this unimodal function
+    is at ``r = (A + sqrt(A^2 + 4 (p + jp))) / 2`` or at ``radius``."""
+    r = min(0.5 * (big_a + math.sqrt(big_a * big_a + 4.0 * (p + jp))), radius)
+    over = max(r - big_a, 0.0)
+    return (-0.5 * over * over + p * math.log(max(big_a * r, 1e-300)) - math.lgamma(p + 1.0)
+            + jp * math.log(max(r, 1e-300)))
+
+
+@numba.njit(cache=True, nogil=True)
+def _power(log_target, big_a, radius, max_power, jp=0):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The fewest terms ``p`` with ``log max_{r <= radius} g_p(r) max(1, r)^jp <= log_target``
+    (module text; ``jp``: the moments' highest power); ``max_power + 1``: none."""
     for p in range(1, max_power + 1):
-        r = min(0.5 * (big_a + math.sqrt(big_a * big_a + 4.0 * p)), radius)
-        over = max(r - big_a, 0.0)
-        log_g = -0.5 * over * over + p * math.log(max(big_a * r, 1e-300)) - math.lgamma(p + 1.0)
+        log_g = _log_g(p, 0, big_a, radius)
+        if jp:  # max(1, r)^jp: r^jp where r >= 1, 1 below
+            log_g = max(log_g, _log_g(p, jp, big_a, radius))
         if log_g <= log_target:
             return p
     return max_power + 1
 
 
 @numba.njit(cache=True, nogil=True)
+def _drop_radius(log_ratio, big_a, jp):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The drop radius ``R``: a key beyond it weighs at most ``exp(-(r - A)^2 / 2) (r + A)^jp``,
+    decreasing in ``r`` there, and at most ``exp(-log_ratio)`` (module text)."""
+    rad = big_a + math.sqrt(2.0 * log_ratio)
+    for _ in range(60 if jp else 0):  # R = A + sqrt(2 (log_ratio + jp log(R + A))): rises to its fixed point
+        grown = max(big_a + math.sqrt(2.0 * (log_ratio + jp * math.log(rad + big_a))),
+                    math.sqrt(big_a * big_a + jp))
+        if grown <= rad * (1.0 + 1e-12):
+            break
+        rad = grown
+    return rad * (1.0 + 1e-9) if jp else rad
+
+
+@numba.njit(cache=True, nogil=True)
 def _plan(kt, ls, starts, shape, side, centres, big_a, log_s, log_eps3, nq, max_power, max_terms, counts,
-          ns, loo, a, b, radius, terms):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Boxes ``a:b``: the drop radius and the terms of each (0: its queries are summed exactly)."""
+          ns, loo, jp, cols, exact_keys, a, b, radius, terms):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Boxes ``a:b``: the drop radius and the terms of each (0: its queries are summed exactly);
+    ``jp``: the moments' highest power, ``cols``: the columns summed, ``exact_keys``: the keys
+    each query's exact sums visit (0: those in the cells that meet its box's ball)."""
     d = kt.shape[0]
     z = np.zeros(3)
     cz = np.zeros(3, dtype=np.int64)
@@ -190,38 +233,46 @@ def _plan(kt, ls, starts, shape, side, centres, big_a, log_s, log_eps3, nq, max_
         if not (best > -600.0 and total > 1e-300):
             continue
         log_ratio = log_s - log_eps3 - (best + math.log(total))
-        rad = big_a + math.sqrt(2.0 * log_ratio)
-        p = _power(-log_ratio, big_a, rad, max_power)
+        rad = _drop_radius(log_ratio, big_a, jp)
+        p = _power(-log_ratio, big_a, rad, max_power, jp)
         if p > max_power or counts[min(p, max_power)] > max_terms:
             continue
         t = counts[p]
         keys = 0  # the keys in the cells that meet the ball: the cost model's count
         for k in range(ball_slices(z, rad, side, shape, starts, d, slices)):
             keys += slices[k, 1] - slices[k, 0]
-        series = keys * (t * ns[0] + ns[1]) + nq[bi] * t * ns[2]
-        if series < nq[bi] * keys * ns[3]:
+        series = keys * (t * ns[0] * cols / 2 + ns[1]) + nq[bi] * t * ns[2] * cols / 2
+        if series < nq[bi] * (exact_keys if exact_keys > 0 else keys) * ns[3] * cols / 2:
             radius[bi] = rad
             terms[bi] = p
 
 
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def _boxes(kt, ss, vt, starts, shape, side, centres, radius, terms, counts, parent, dim, inv, big_a, eps3,
-           qt, qstart, ex, a, b, out, half_a2, ok):  # type: ignore[no-untyped-def]  # pragma: no cover
+           qt, qstart, ex, cb, cv, jp, a, b, out, half_a2, ok):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Boxes ``a:b``: the series sums over their keys, then their queries' polynomials (queries
     sorted by box, ``qstart``), less the series' share of each query's left-out key ``ex``
     (its place among the sorted keys, -1: none); ``ok`` false where the query is left to the
-    exact sums (its box, or its own rounding check)."""
+    exact sums (its box, or its own rounding check). Column ``c`` sums ``u^beta`` (monomial
+    ``cb[c]``) times value ``cv[c]`` (-1: none, -2: a dummy column of zeros); ``jp``: the
+    highest power of the moments."""
     d = kt.shape[0]
-    p_cols = vt.shape[0]
+    ncol = 2 * (cb.size // 2)  # even: the columns are summed in pairs
+    nout = out.shape[1]
+    nmono = cb.max() + 1
+    n_w = 0  # the weight's columns come first (cv = -1)
+    while n_w < ncol and cv[n_w] == -1:
+        n_w += 1
     tmax = counts[counts.size - 1]
-    ncol = 2 * ((2 + p_cols) // 2)  # the weight and the values, and a dummy to make pairs
     acc = np.zeros((tmax, ncol))
     mono = np.empty((tmax, _CHUNK))
+    cm = np.empty((nmono, _CHUNK))
     e = np.zeros((ncol, _CHUNK))
     u = np.empty((3, _CHUNK))
     z = np.zeros(3)
     ma = np.empty(tmax)
     mu = np.empty(tmax)
+    mk = np.empty(nmono)
     av = np.empty(3)
     uv = np.empty(3)
     slices = np.empty((shape[1] * (shape[2] if d == 3 else 1), 2), dtype=np.int64)
@@ -254,14 +305,18 @@ def _boxes(kt, ss, vt, starts, shape, side, centres, radius, terms, counts, pare
                         r = math.sqrt(r2)
                         w = ss[k0 + kk] * math.exp(-0.5 * r2)
                         grow = math.exp(big_a * r)
-                        amp += w * grow
+                        amp += w * grow * (max(r, 1.0) ** jp if jp else 1.0)
                         low += w / grow
-                    e[0, kk] = w
-                    for c in range(p_cols):
-                        e[1 + c, kk] = w * vt[c, k0 + kk]
+                    cm[0, kk] = 1.0
+                    for t in range(1, nmono):
+                        cm[t, kk] = cm[parent[t], kk] * u[dim[t], kk]
+                    for c in range(n_w):  # the weight's columns, then the values' (the dummy stays 0)
+                        e[c, kk] = w * cm[c, kk]
+                    for c in range(n_w, nout):
+                        e[c, kk] = w * cm[cb[c], kk] * vt[cv[c], k0 + kk]
                 for kk in range(cnt):
                     mono[0, kk] = 1.0
-                for c in range(1 + p_cols):
+                for c in range(ncol):
                     s = 0.0
                     for kk in range(cnt):
                         s += e[c, kk]
@@ -277,7 +332,7 @@ def _boxes(kt, ss, vt, starts, shape, side, centres, radius, terms, counts, pare
                         a1 += mv * e[1, kk]
                     acc[t, 0] += a0
                     acc[t, 1] += a1
-                    for c in range(2, ncol, 2):  # ncol is even: a last dummy column of zeros
+                    for c in range(2, ncol, 2):
                         a0 = 0.0
                         a1 = 0.0
                         for kk in range(cnt):
@@ -300,7 +355,7 @@ def _boxes(kt, ss, vt, starts, shape, side, centres, radius, terms, counts, pare
             ma[0] = 1.0
             for t in range(1, t_n):
                 ma[t] = ma[parent[t]] * av[dim[t]]
-            for c in range(1 + p_cols):
+            for c in range(nout):
                 s = 0.0
                 for t in range(t_n):
                     s += ma[t] * acc[t, c]
@@ -330,9 +385,12 @@ def _boxes(kt, ss, vt, starts, shape, side, centres, radius, terms, counts, pare
             for t in range(t_n):
                 own += ma[t] * mu[t]
             own *= ss[k] * math.exp(-0.5 * r2)
-            out[qi, 0] -= own
-            for c in range(p_cols):
-                out[qi, 1 + c] -= own * vt[c, k]
+            mk[0] = 1.0
+            for t in range(1, nmono):
+                mk[t] = mk[parent[t]] * uv[dim[t]]
+            for c in range(nout):
+                g = cv[c]
+                out[qi, c] -= own * mk[cb[c]] * (vt[g, k] if g >= 0 else 1.0)
             ok[qi] = out[qi, 0] > 0.0
 
 
@@ -361,18 +419,21 @@ def _setup(queries, keys, sample_weight, bandwidth, tol, rho):  # type: ignore[n
     np.cumsum(np.bincount(qbox, minlength=ids.shape[0]), out=qstart[1:])
     centres = np.ascontiguousarray((ids + 0.5) * (2.0 * rho))
     return dict(live=live, order=order, kt=np.ascontiguousarray(zk[order].T), ss=ss[order], starts=starts,
-                shape=shape, side=side, zq=zq, qorder=qorder, qstart=qstart, centres=centres,
+                shape=shape, side=side, zq=zq, qorder=qorder, qstart=qstart, centres=centres, qbox=qbox,
                 big_a=rho * math.sqrt(d), log_s=log_s, eps3=eps3, scale_exp=scale_exp)
 
 
-def _planned(g, d, loo=False):  # type: ignore[no-untyped-def]
-    """Each box's drop radius and terms (0: exact); ``loo``: queries leave a key out."""
+def _planned(g, d, loo=False, jp=0, cols=2, exact_keys=0.0):  # type: ignore[no-untyped-def]
+    """Each box's drop radius and terms (0: exact); ``loo``: queries leave a key out; ``jp``,
+    ``cols``, ``exact_keys``: the moments' highest power, the columns and the keys an exact query
+    visits (0: those near it), as in :func:`_plan`."""
     nbox = g["centres"].shape[0]
     radius, terms = np.zeros(nbox), np.zeros(nbox, dtype=np.int64)
     counts = multi_indices(d, MAX_POWER)[3]
     ns = np.array([NS["term"], NS["visit"], NS["query_term"], NS["pair"]])
     args = (g["kt"], np.log(g["ss"]), g["starts"], g["shape"], g["side"], g["centres"], g["big_a"],
-            g["log_s"], math.log(g["eps3"]), np.diff(g["qstart"]), MAX_POWER, MAX_TERMS, counts, ns, loo)
+            g["log_s"], math.log(g["eps3"]), np.diff(g["qstart"]), MAX_POWER, MAX_TERMS, counts, ns, loo, jp,
+            float(cols), float(exact_keys))
     run_ranges(_plan, args, nbox, (radius, terms))
     return radius, terms
 
@@ -405,52 +466,83 @@ def plan(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: N
 
 def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: NDArray[np.floating], *,
              kernel: Kernel, bandwidth: NDArray[np.floating], sample_weight: NDArray[np.floating] | None,
-             tol: float, exclude: NDArray[np.integer] | None = None, rho: float | None = None) -> Partials:
-    """The series' partials in 2 or 3 features (no moments: the caller checks), each query's
-    left-out key ``exclude`` (-1: none) subtracted, boxes of half-width ``rho`` (or the one
-    :func:`estimate` picks); the queries of boxes left to the exact sums, and those whose own
-    key's share could not be certified, from the exact grid."""
-    from . import _truncated_grid
-    from ._rows import assemble
-
+             tol: float, exclude: NDArray[np.integer] | None = None, rho: float | None = None,
+             moments: int = 0) -> Partials:
+    """The series' partials in 2 or 3 features, with the moments of a local polynomial of degree
+    ``moments`` (the caller checks it), each query's left-out key ``exclude`` (-1: none)
+    subtracted, boxes of half-width ``rho`` (or the one :func:`estimate` picks); the queries of
+    boxes left to the exact sums, and those whose own key's share could not be certified, from
+    the exact grid (with moments: the exact fused loop)."""
     m, d, p = queries.shape[0], keys.shape[1], values.shape[1]
-    out = np.zeros((m, 1 + p))
+    r, jp = moments, 2 * moments
+    n_w, n_v = (int(c) for c in multi_indices(d, jp + 1)[3][[jp + 1, r + 1]])
+    cb = list(range(n_w)) + [b for b in range(n_v) for _ in range(p)]
+    cv = [-1] * n_w + [c for _ in range(n_v) for c in range(p)]
+    nout = len(cb)
+    if nout % 2:  # the columns are summed in pairs: a dummy column of zeros
+        cb, cv = [*cb, 0], [*cv, -2]
+    out = np.zeros((m, nout))
     shift = np.zeros(m)
     good = np.zeros(m, dtype=np.bool_)
     if m and (sample_weight is None or np.any(np.asarray(sample_weight) > 0)):
         rho = estimate(queries, keys, bandwidth, tol)[2] if rho is None else rho
         g = _setup(queries, keys, sample_weight, bandwidth, tol, rho)
-        radius, terms = _planned(g, d, exclude is not None)
-        parent, dim, inv, counts = multi_indices(d, max(1, int(terms.max())))
+        radius, terms = _planned(g, d, exclude is not None, jp, len(cb), keys.shape[0] if r else 0)
+        parent, dim, inv, counts = multi_indices(d, max(jp + 1, int(terms.max())))
         vt = np.ascontiguousarray(np.asarray(values, dtype=np.float64)[g["live"][g["order"]]].T)
         qo = g["qorder"]
         qt = np.ascontiguousarray(g["zq"][qo].T)
         ex = sorted_exclude(exclude, keys.shape[0], g["live"][g["order"]], m)[qo]
-        s_out, half_a2, ok = np.zeros((m, 1 + p)), np.zeros(m), np.zeros(m, dtype=np.bool_)
+        s_out, half_a2, ok = np.zeros((m, nout)), np.zeros(m), np.zeros(m, dtype=np.bool_)
         run_ranges(_boxes, (g["kt"], g["ss"], vt, g["starts"], g["shape"], g["side"], g["centres"], radius,
-                            terms, counts, parent, dim, inv, g["big_a"], g["eps3"], qt, g["qstart"], ex),
+                            terms, counts, parent, dim, inv, g["big_a"], g["eps3"], qt, g["qstart"], ex,
+                            np.array(cb, dtype=np.int64), np.array(cv, dtype=np.int64), jp),
                    g["centres"].shape[0], (s_out, half_a2, ok), grain=1)
         out[qo], good[qo] = s_out, ok
         shift[qo] = g["scale_exp"] * math.log(2.0) - half_a2
+        if r:
+            offset = g["zq"] - g["centres"][g["qbox"]]
+            tensors = about_queries(out[:, :n_w], out[:, n_w:].reshape(m, n_v, p), offset,
+                                    np.asarray(bandwidth, dtype=np.float64), r)
+            flat = [x.reshape(m, -1) for x in tensors]
+            out = np.concatenate([out[:, :1], out[:, n_w:n_w + p], *flat], axis=1)
+    elif r:  # no key weighs: every query is exact (and empty)
+        out = np.zeros((m, 1 + p + sum(math.prod(s) for s in moment_shapes(r, d, p))))
     if not good.all():
-        rows = np.flatnonzero(~good)
-        f64 = np.float64
-        part = _truncated_grid.partials(
-            np.asarray(queries, dtype=f64)[rows], np.asarray(keys, dtype=f64), np.asarray(values, dtype=f64),
-            kernel, np.asarray(bandwidth, dtype=f64),
-            None if sample_weight is None else np.asarray(sample_weight, dtype=f64),
-            None if exclude is None else np.asarray(exclude)[rows])
-        shift[rows], out[rows, 0], out[rows, 1:] = part.shift, part.weight, part.value.reshape(rows.size, p)
-    return assemble(shift, out, values.dtype, m, p, 0)
+        _exact(np.flatnonzero(~good), queries, keys, values, kernel, bandwidth, sample_weight, exclude, r,
+               shift, out)
+    return assemble(shift, out, values.dtype, m, p, r, d)
+
+
+def _exact(rows, queries, keys, values, kernel, bandwidth, sample_weight, exclude, r, shift,  # type: ignore[no-untyped-def]
+           out):
+    """The exact sums of the queries ``rows`` into ``shift`` and ``out``: the truncated grid's, or
+    with moments (``r``) the fused loop's."""
+    from . import _truncated_grid, fused
+
+    f64 = np.float64
+    q, x, v = (np.asarray(a, dtype=f64) for a in (queries[rows], keys, values))
+    h = np.asarray(bandwidth, dtype=f64)
+    sw = None if sample_weight is None else np.asarray(sample_weight, dtype=f64)
+    ex = None if exclude is None else np.asarray(exclude)[rows]
+    if r:
+        part = fused.partials(q, x, v, kernel=kernel, bandwidth=h, sample_weight=sw, exclude=ex, moments=r)
+    else:
+        part = _truncated_grid.partials(q, x, v, kernel, h, sw, ex)
+    shift[rows] = part.shift
+    out[rows] = np.concatenate([part.weight[:, None], part.value.reshape(rows.size, -1)]
+                               + [s.reshape(rows.size, -1) for s in part.moments], axis=1)
 
 
 def estimate(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: NDArray[np.floating],
-             tol: float, pairs: float | None = None) -> tuple[float, int, float]:
+             tol: float, pairs: float | None = None, moments: int = 0, p: int = 1
+             ) -> tuple[float, int, float]:
     """The modelled cost of the series (nanoseconds, :data:`NS`), its terms and the boxes'
     half-width for unit sample weights: the cheapest of :data:`RHO`, from the queries' extent and
     ``pairs``, the (query, key) pairs within the truncated sums' radius
     (:func:`nadaraya.backends.truncated.pairs`, estimated here if not given): about the keys a
-    box reaches.
+    box reaches; with the moments of a local polynomial of degree ``moments`` and ``p`` value
+    columns.
 
     Examples
     --------
@@ -468,16 +560,19 @@ def estimate(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidt
     q = np.asarray(queries, dtype=np.float64) / np.asarray(bandwidth, dtype=np.float64)
     span = q.max(axis=0) - q.min(axis=0) if m else np.zeros(d)
     per_box = min(float(n), pairs / max(m, 1))
+    jp = 2 * moments
+    cols = math.comb(jp + d, d) + p * math.comb(moments + d, d)
     best = (math.inf, 0, RHO[0])
     for rho in RHO:
         big_a = rho * math.sqrt(d)
         boxes = min(float(m), float(np.prod(np.floor(span / (2 * rho)) + 1)))
         log_ratio = math.log(max(n, 1) / _third(tol)) + 0.5 * big_a * big_a
-        p = _power(-log_ratio, big_a, big_a + math.sqrt(2.0 * log_ratio), MAX_POWER)
-        terms = _n_terms(d, p)
-        if p > MAX_POWER or terms > MAX_TERMS:
+        power = _power(-log_ratio, big_a, _drop_radius(log_ratio, big_a, jp), MAX_POWER, jp)
+        terms = _n_terms(d, power)
+        if power > MAX_POWER or terms > MAX_TERMS:
             continue
-        cost = boxes * per_box * (2 * terms * NS["term"] + NS["visit"]) + m * terms * NS["query_term"]
+        cost = (boxes * per_box * (cols * terms * NS["term"] + NS["visit"])
+                + m * terms * NS["query_term"] * cols / 2)
         if cost + (n + m) * 60.0 < best[0]:
             best = (cost + (n + m) * 60.0, terms, rho)
     return best

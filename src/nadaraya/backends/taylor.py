@@ -343,30 +343,30 @@ def partials(
     """Partial sums of the Gaussian kernel within ``tol`` (see the module's text; in 2 and 3
     features :mod:`nadaraya.backends._taylor_nd`, the same guarantee).
 
-    ``moments`` up to :data:`MAX_DEGREE` (a local polynomial's degree) in 1-D, none in 2 and 3
-    features; ``tol`` at least :data:`MIN_TOL`.
+    ``moments`` up to :data:`MAX_DEGREE` (a local polynomial's degree); ``tol`` at least
+    :data:`MIN_TOL`.
 
     Raises
     ------
     ValueError
         For a kernel other than the Gaussian or ``d`` above 3, ``moments`` above
-        :data:`MAX_DEGREE` (or any in 2 and 3 features), or a ``tol`` outside ``[MIN_TOL, 0.1]``.
+        :data:`MAX_DEGREE`, or a ``tol`` outside ``[MIN_TOL, 0.1]``.
     """
     d = keys.shape[1]
     if not supports(kernel, d):
         raise ValueError(f"backend='taylor' computes the Gaussian kernel in 1 to 3 features; got "
                          f"kernel={kernel.name!r} with d={d}")
     r = as_moments(moments)
-    if r > (MAX_DEGREE if d == 1 else 0):
-        raise ValueError(f"backend='taylor' computes moments up to {MAX_DEGREE} (local polynomial degree) in "
-                         f"1-D and none in {d} features; got moments={moments!r}")
+    if r > MAX_DEGREE:
+        raise ValueError(f"backend='taylor' computes moments up to {MAX_DEGREE} (local polynomial degree); "
+                         f"got moments={moments!r}")
     if not (isinstance(tol, float | int) and MIN_TOL <= tol <= 0.1):
         raise ValueError(f"tol must be a number from {MIN_TOL:g} to 0.1 for backend='taylor'; got {tol!r}")
     if d > 1:
         from . import _taylor_nd
 
         return _taylor_nd.partials(queries, keys, values, kernel=kernel, bandwidth=bandwidth,
-                                   sample_weight=sample_weight, tol=float(tol), exclude=exclude)
+                                   sample_weight=sample_weight, tol=float(tol), exclude=exclude, moments=r)
     dtype = values.dtype
     m, n, p = queries.shape[0], keys.shape[0], values.shape[1]
     sw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
