@@ -23,6 +23,10 @@ Workloads, each timed in this run with its peer:
   queries) against pyfigtree at epsilon 1e-10 and against the exact sums (``tol=None``, timed on
   20 000 queries and scaled); the logistic kernel at h = (0.5, 0.5) with ``tol=1e-3`` (auto: the
   2-D binned sums) against the exact fused loop (timed on 2000 queries and scaled).
+- F8, local linear fits in 2-D, the data of F7 at the same bandwidths, ``degree=1``,
+  ``tol=1e-8`` (auto: the series carries the fits' moment sums) against the exact sums
+  (``tol=None``: the fused loop's moments, timed on 5000 queries and scaled); the error on 300
+  sampled queries against the reference fit, in units of ``max|y|`` (the bound is on the sums).
 - F5, CV bandwidth selection, 1-D Gaussian, n = 1e6 (the data of F1), ``tol=1e-8``: its time and
   leave-one-out passes (target: at most 10 s).
 - F6, the logistic kernel (no series, no exact fast method), the data of F1, ``tol=1e-6``:
@@ -94,11 +98,11 @@ def sort_time(x: np.ndarray) -> float:
 
 
 def checked(x: np.ndarray, y: np.ndarray, q: np.ndarray, h: float | np.ndarray, got: np.ndarray,
-            kernel: str = "gaussian", tol: float = 0.0) -> str:
+            kernel: str = "gaussian", tol: float = 0.0, degree: int = 0) -> str:
     """The largest error over 300 sampled queries against the exact reference sums, in units of
     max|y| (and whether it is within ``tol``)."""
     idx = np.random.default_rng(1).choice(q.shape[0], 300, replace=False)
-    exact = nadaraya.pool(q[idx], x, y, bandwidth=h, kernel=kernel, backend="reference")
+    exact = nadaraya.pool(q[idx], x, y, bandwidth=h, kernel=kernel, backend="reference", degree=degree)
     err = float(np.abs(got[idx] - exact).max() / np.abs(y).max())
     return f"max error {err:.1e} max|y|" + (f" ({'within' if err <= tol else 'ABOVE'} tol)" if tol else "")
 
@@ -235,6 +239,27 @@ def f7(n: int, timeout: float) -> None:
     row(name, f"exact fused, {part} queries, scaled", some * n / part, f"ratio {some * n / part / ours:.0f}x")
 
 
+def f8(n: int) -> None:
+    """Local linear fits in 2-D within tol: the series carries their moments."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 5, (n, 2))
+    y = np.sin(x).sum(axis=1) + rng.normal(0, 0.1, n)
+    q = rng.uniform(0, 5, (n, 2))
+    nadaraya.pool(q[:3000], x[:5000], y[:5000], bandwidth=[2.0, 2.0], degree=1, tol=1e-8)
+    nadaraya.pool(q[:10], x[:5000], y[:5000], bandwidth=[2.0, 2.0], degree=1, backend="fused")
+    part = min(5000, n)
+    for h in ((0.5, 0.5), (1.0, 1.5)):
+        name = f"F8 2-D local linear h={','.join(map(str, h))}"
+        hh = np.array(h)
+        how = nadaraya.backends.choose_for_data(get("gaussian"), q, x, hh, tol=1e-8, moments=1)
+        ours, got = timed(lambda hh=hh: nadaraya.pool(q, x, y, bandwidth=hh, degree=1, tol=1e-8), repeat=1)
+        row(name, "nadaraya pool(degree=1, tol=1e-8)", ours,
+            checked(x, y, q, hh, got, degree=1) + f"; auto took {how.name if how else 'fused'}")
+        some, _ = timed(lambda hh=hh: nadaraya.pool(q[:part], x, y, bandwidth=hh, degree=1), repeat=1)
+        exact = some * n / part
+        row(name, f"exact (tol=None), {part} queries, scaled", exact, f"ratio {exact / ours:.1f}x")
+
+
 def f5(n: int) -> None:
     x, y, _ = data(n)
     nadaraya.select_bandwidth(x[:20000], y[:20000], tol=1e-8)  # compiled code loaded
@@ -274,7 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     small = 2 * 10**4 if args.quick else 2 * 10**5
     runs = {"F1": lambda: f1(n, timeout), "F2": lambda: f2_f3(n), "F4": lambda: f4(small, timeout),
-            "F7": lambda: f7(small, timeout), "F5": lambda: f5(n), "F6": lambda: f6(n)}
+            "F7": lambda: f7(small, timeout), "F8": lambda: f8(small), "F5": lambda: f5(n),
+            "F6": lambda: f6(n)}
     for name, run in runs.items():
         if args.only is None or name in args.only:
             run()
