@@ -485,7 +485,7 @@ def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: 
     shift = np.zeros(m)
     good = np.zeros(m, dtype=np.bool_)
     if m and (sample_weight is None or np.any(np.asarray(sample_weight) > 0)):
-        rho = estimate(queries, keys, bandwidth, tol)[2] if rho is None else rho
+        rho = estimate(queries, keys, bandwidth, tol, moments=r, p=p)[2] if rho is None else rho
         g = _setup(queries, keys, sample_weight, bandwidth, tol, rho)
         radius, terms = _planned(g, d, exclude is not None, jp, len(cb), keys.shape[0] if r else 0)
         parent, dim, inv, counts = multi_indices(d, max(jp + 1, int(terms.max())))
