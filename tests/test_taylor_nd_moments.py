@@ -141,6 +141,7 @@ def test_auto_takes_the_series_for_local_fits_where_it_pays() -> None:
     for degree in (1, 2):
         wide = backends.choose_for_data(GAUSS, x, x, np.array([1.0, 1.0]), tol=1e-8, moments=degree)
         assert wide is not None and wide.name == "taylor"
+        assert f"the moment sums of a degree-{degree} local fit within their stated bound" in wide.reason
     # narrow windows: the series would need a box per query (the exact loop, or no choice here)
     narrow = backends.choose_for_data(GAUSS, x, x, np.array([0.01, 0.01]), tol=1e-8, moments=1)
     assert narrow is None or narrow.name != "taylor"

@@ -417,8 +417,10 @@ def _choose_series(queries: NDArray[np.floating], keys: NDArray[np.floating], ba
     return Choice("taylor", (
         f"Gaussian kernel in d={d} with tol={tol:g}: Taylor series about boxes "
         f"{2 * rho:.2g} bandwidths wide, about {terms} terms, in the boxes where it pays "
-        f"(exact sums elsewhere); each prediction within tol * max|y|; about {exact / cost:.0f}x less work "
-        "than the exact sums"))
+        f"(exact sums elsewhere); "
+        + ("each prediction within tol * max|y|" if not moments else
+           f"the moment sums of a degree-{moments} local fit within their stated bound")
+        + f"; about {exact / cost:.0f}x less work than the exact sums"))
 
 
 def explain(
