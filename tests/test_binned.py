@@ -142,8 +142,13 @@ def test_auto_takes_it_for_the_logistic_kernel_with_tol_only() -> None:
     y = np.sin(x) + rng.normal(0, 0.2, x.size)
     from nadaraya.pooling import compute_partials, prepare
 
-    _, picked = compute_partials(prepare(x, x, y, kernel="logistic", bandwidth=0.01), tol=1e-6)
+    call = prepare(x, x, y, kernel="logistic", bandwidth=0.01)
+    _, picked = compute_partials(call, tol=1e-6)
     assert picked.name == "binned"
+    # the same call leaving keys out, or with a local fit's moments, is not offered the grid
+    _, loo = compute_partials(call, tol=1e-6, exclude=np.arange(x.size))
+    _, local = compute_partials(call, tol=1e-6, moments=1)
+    assert loo.name != "binned" and local.name != "binned"
     fast = nadaraya.pool(x[:3000], x, y, kernel="logistic", bandwidth=0.01, tol=1e-6)
     exact = dense(x[:3000], x, y[:, None], "logistic", 0.01)[:, 0]
     assert np.abs(fast - exact).max() <= 1e-6 * np.abs(y).max()

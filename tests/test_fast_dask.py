@@ -51,9 +51,21 @@ def test_lazy_dask_input_takes_the_fast_sums_within_tol(names: list[str]) -> Non
     got = lazy.compute()
     assert "taylor" in names
     assert np.all(np.abs(got - exact) <= 1e-10 * np.abs(y).max())
+    names.clear()
     loo = nadaraya.loo_pool(da.from_array(x, chunks=(2000, 1)), y, bandwidth=0.002, tol=1e-10).compute()
+    assert "taylor" in names  # tol reaches the leave-one-out tasks too
     loo_exact = nadaraya.loo_pool(x, y, bandwidth=0.002, backend="reference")
     assert np.all(np.abs(loo - loo_exact) <= 1e-10 * np.abs(y).max())
+
+
+def test_lazy_dask_input_runs_the_backend_named_in_every_task(names: list[str]) -> None:
+    x, y, q = data(3000, seed=2)
+    lazy_x = da.from_array(x, chunks=(1000, 1))
+    got = nadaraya.pool(q, lazy_x, y, bandwidth=0.3, backend="reference").compute()
+    loo = nadaraya.loo_pool(lazy_x, y, bandwidth=0.3, backend="reference").compute()
+    assert names and set(names) == {"reference"}  # not what auto would take (fused or truncated)
+    np.testing.assert_allclose(got, nadaraya.pool(q, x, y, bandwidth=0.3), rtol=1e-12)
+    np.testing.assert_allclose(loo, nadaraya.loo_pool(x, y, bandwidth=0.3), rtol=1e-12)
 
 
 @pytest.mark.parametrize("d", [1, 2, 3])
