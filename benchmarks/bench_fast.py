@@ -229,6 +229,7 @@ def f7(n: int, timeout: float) -> None:
     hh = np.array([0.5, 0.5])
     name = "F7 2-D logistic h=0.5,0.5"
     nadaraya.pool(q[:10], x[:2000], y[:2000], bandwidth=hh, kernel="logistic", backend="fused")
+    nadaraya.pool(q[:3000], x[:3000], y[:3000], bandwidth=hh, kernel="logistic", backend="binned", tol=1e-3)
     how = nadaraya.backends.choose_for_data(get("logistic"), q, x, hh, tol=1e-3)
     ours, got = timed(lambda: nadaraya.pool(q, x, y, bandwidth=hh, kernel="logistic", tol=1e-3), repeat=1)
     row(name, "nadaraya pool(tol=1e-3)", ours, checked(x, y, q, hh, got, kernel="logistic", tol=1e-3)

@@ -253,16 +253,22 @@ def _boxes(kt, ss, vt, starts, shape, side, centres, radius, terms, counts, pare
     """Boxes ``a:b``: the series sums over their keys, then their queries' polynomials (queries
     sorted by box, ``qstart``), less the series' share of each query's left-out key ``ex``
     (its place among the sorted keys, -1: none); ``ok`` false where the query is left to the
-    exact sums (its box, or its own rounding check). Column ``c`` sums ``u^beta`` (monomial
-    ``cb[c]``) times value ``cv[c]`` (-1: none, -2: a dummy column of zeros); ``jp``: the
-    highest power of the moments."""
+    exact sums (its box, or its own rounding check). With moments, column ``c`` sums ``u^beta``
+    (monomial ``cb[c]``) times value ``cv[c]`` (-1: none, -2: a dummy column of zeros); ``jp``:
+    the highest power of the moments. ``cb`` None: plain pooling, the weight and the values
+    (numba compiles that variant on its own, without the moments' indirections)."""
     d = kt.shape[0]
-    ncol = 2 * (cb.size // 2)  # even: the columns are summed in pairs
     nout = out.shape[1]
-    nmono = cb.max() + 1
-    n_w = 0  # the weight's columns come first (cv = -1)
-    while n_w < ncol and cv[n_w] == -1:
-        n_w += 1
+    if cb is None:
+        ncol = 2 * ((1 + nout) // 2)  # the columns are summed in pairs: a last dummy of zeros
+        nmono = 1
+        n_w = 1
+    else:
+        ncol = 2 * (cb.size // 2)
+        nmono = cb.max() + 1
+        n_w = 0  # the weight's columns come first (cv = -1)
+        while n_w < ncol and cv[n_w] == -1:
+            n_w += 1
     tmax = counts[counts.size - 1]
     acc = np.zeros((tmax, ncol))
     mono = np.empty((tmax, _CHUNK))
@@ -307,13 +313,18 @@ def _boxes(kt, ss, vt, starts, shape, side, centres, radius, terms, counts, pare
                         grow = math.exp(big_a * r)
                         amp += w * grow * (max(r, 1.0) ** jp if jp else 1.0)
                         low += w / grow
-                    cm[0, kk] = 1.0
-                    for t in range(1, nmono):
-                        cm[t, kk] = cm[parent[t], kk] * u[dim[t], kk]
-                    for c in range(n_w):  # the weight's columns, then the values' (the dummy stays 0)
-                        e[c, kk] = w * cm[c, kk]
-                    for c in range(n_w, nout):
-                        e[c, kk] = w * cm[cb[c], kk] * vt[cv[c], k0 + kk]
+                    if cb is None:
+                        e[0, kk] = w
+                        for c in range(1, nout):
+                            e[c, kk] = w * vt[c - 1, k0 + kk]
+                    else:
+                        cm[0, kk] = 1.0
+                        for t in range(1, nmono):
+                            cm[t, kk] = cm[parent[t], kk] * u[dim[t], kk]
+                        for c in range(n_w):  # the weight's columns, then the values' (the dummy stays 0)
+                            e[c, kk] = w * cm[c, kk]
+                        for c in range(n_w, nout):
+                            e[c, kk] = w * cm[cb[c], kk] * vt[cv[c], k0 + kk]
                 for kk in range(cnt):
                     mono[0, kk] = 1.0
                 for c in range(ncol):
@@ -385,12 +396,17 @@ def _boxes(kt, ss, vt, starts, shape, side, centres, radius, terms, counts, pare
             for t in range(t_n):
                 own += ma[t] * mu[t]
             own *= ss[k] * math.exp(-0.5 * r2)
-            mk[0] = 1.0
-            for t in range(1, nmono):
-                mk[t] = mk[parent[t]] * uv[dim[t]]
-            for c in range(nout):
-                g = cv[c]
-                out[qi, c] -= own * mk[cb[c]] * (vt[g, k] if g >= 0 else 1.0)
+            if cb is None:
+                out[qi, 0] -= own
+                for c in range(1, nout):
+                    out[qi, c] -= own * vt[c - 1, k]
+            else:
+                mk[0] = 1.0
+                for t in range(1, nmono):
+                    mk[t] = mk[parent[t]] * uv[dim[t]]
+                for c in range(nout):
+                    g = cv[c]
+                    out[qi, c] -= own * mk[cb[c]] * (vt[g, k] if g >= 0 else 1.0)
             ok[qi] = out[qi, 0] > 0.0
 
 
@@ -496,7 +512,8 @@ def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: 
         s_out, half_a2, ok = np.zeros((m, nout)), np.zeros(m), np.zeros(m, dtype=np.bool_)
         run_ranges(_boxes, (g["kt"], g["ss"], vt, g["starts"], g["shape"], g["side"], g["centres"], radius,
                             terms, counts, parent, dim, inv, g["big_a"], g["eps3"], qt, g["qstart"], ex,
-                            np.array(cb, dtype=np.int64), np.array(cv, dtype=np.int64), jp),
+                            np.array(cb, dtype=np.int64) if r else None,
+                            np.array(cv, dtype=np.int64) if r else None, jp),
                    g["centres"].shape[0], (s_out, half_a2, ok), grain=1)
         out[qo], good[qo] = s_out, ok
         shift[qo] = g["scale_exp"] * math.log(2.0) - half_a2
