@@ -19,31 +19,43 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["about_queries", "alphas"]
+__all__ = ["about_queries", "alphas", "tree"]
 
 
-@functools.lru_cache(maxsize=32)
+@functools.lru_cache(maxsize=64)
+def tree(d: int, degree: int) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...], tuple[int, ...]]:
+    """The multi-indices of ``d`` features with total degree up to ``degree``, by degree, each
+    one more in feature ``dim`` than its ``parent`` (an earlier one), the features from the
+    parent's last on: the order of :func:`nadaraya.backends._taylor_nd.multi_indices`.
+
+    Examples
+    --------
+    >>> tree(2, 2)
+    (((0, 0), (1, 0), (0, 1), (2, 0), (1, 1), (0, 2)), (-1, 0, 0, 1, 1, 2), (0, 0, 1, 0, 1, 1))
+    """
+    out, parent, dim, start = [(0,) * d], [-1], [0], 0
+    for _ in range(degree):
+        end = len(out)
+        for i in range(start, end):
+            for k in range(dim[i], d):
+                a = list(out[i])
+                a[k] += 1
+                out.append(tuple(a))
+                parent.append(i)
+                dim.append(k)
+        start = end
+    return tuple(out), tuple(parent), tuple(dim)
+
+
 def alphas(d: int, degree: int) -> tuple[tuple[int, ...], ...]:
-    """The multi-indices of ``d`` features with total degree up to ``degree``, in the order of
-    :func:`nadaraya.backends._taylor_nd.multi_indices` (by degree; each one more in a feature
-    from its parent, the features from the parent's last on).
+    """The multi-indices of :func:`tree`.
 
     Examples
     --------
     >>> alphas(2, 2)
     ((0, 0), (1, 0), (0, 1), (2, 0), (1, 1), (0, 2))
     """
-    out, last, start = [(0,) * d], [0], 0
-    for _ in range(degree):
-        end = len(out)
-        for i in range(start, end):
-            for k in range(last[i], d):
-                a = list(out[i])
-                a[k] += 1
-                out.append(tuple(a))
-                last.append(k)
-        start = end
-    return tuple(out)
+    return tree(d, degree)[0]
 
 
 def _shifted(sums: NDArray[np.float64], a: NDArray[np.float64], d: int, degree: int) -> NDArray[np.float64]:

@@ -77,7 +77,7 @@ from numpy.typing import NDArray
 from .._jit import run_ranges
 from ..kernels import Kernel
 from ..partials import Partials
-from ._moment_shift import about_queries
+from ._moment_shift import about_queries, tree
 from ._rows import assemble
 from ._sorted import counting_order, sorted_exclude
 from ._truncated_grid import ball_slices, key_cells
@@ -118,23 +118,11 @@ def multi_indices(
     >>> parent.tolist(), dim.tolist(), inv.tolist(), count.tolist()
     ([-1, 0, 0, 1, 1, 2], [0, 0, 1, 0, 1, 1], [1.0, 1.0, 1.0, 0.5, 1.0, 0.5], [0, 1, 3, 6])
     """
-    alphas, parent, dim, inv, last = [(0,) * d], [-1], [0], [1.0], [0]
-    count, start = [0, 1], 0
-    for _ in range(1, p):
-        end = len(alphas)
-        for i in range(start, end):
-            for k in range(last[i], d):
-                a = list(alphas[i])
-                a[k] += 1
-                alphas.append(tuple(a))
-                parent.append(i)
-                dim.append(k)
-                inv.append(1.0 / a[k])
-                last.append(k)
-        start = end
-        count.append(len(alphas))
+    alphas, parent, dim = tree(d, max(p - 1, 0))
+    inv = [1.0] + [1.0 / a[k] for a, k in zip(alphas[1:], dim[1:], strict=True)]
+    count = [0] + [sum(1 for a in alphas if sum(a) < g) for g in range(1, p + 1)]
     return (np.array(parent, dtype=np.int64), np.array(dim, dtype=np.int64), np.array(inv),
-            np.array(count[:p + 1], dtype=np.int64))
+            np.array(count, dtype=np.int64))
 
 
 def _third(tol: float) -> float:
