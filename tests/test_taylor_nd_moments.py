@@ -195,3 +195,17 @@ def test_float32_zero_weights_and_no_queries_keep_their_shapes(series_everywhere
     assert not none.weight.any() and not any(s.any() for s in none.moments)
     empty = _taylor_nd.partials(q[:0], x, v, kernel=GAUSS, bandwidth=h, sample_weight=sw, tol=1e-8, moments=1)
     assert [s.shape for s in empty.moments] == [(0, *s) for s in reference.moment_shapes(1, 2, 2)]
+
+
+def test_local_linear_selection_with_tol_picks_what_the_exact_search_picks(series_calls) -> None:
+    """Item 5's promise for local fits in two features: a search with ``tol=1e-8`` (its passes at
+    wide bandwidths on the series) picks a bandwidth whose exact CV is within 1e-6 of the exact
+    search's best."""
+    from nadaraya.bandwidth import score_bandwidth
+
+    x, y = _plane_data(10000, 11)
+    fast = nadaraya.select_bandwidth(x, y, degree=1, tol=1e-8)
+    assert 1 in series_calls
+    exact = nadaraya.select_bandwidth(x, y, degree=1)
+    rescored = score_bandwidth(x, y, fast.bandwidth, degree=1)
+    assert rescored <= exact.score * (1 + 1e-6)
