@@ -231,18 +231,36 @@ def test_multi_indices_are_each_monomial_once_with_its_factorial(d: int, p: int)
 
 
 @pytest.mark.parametrize(("big_a", "radius"), [(0.42, 9.0), (0.43, 3.0), (0.3, 12.0)])
-def test_the_terms_bound_the_remainder_at_every_radius(big_a: float, radius: float) -> None:
-    """``p`` from :func:`_power` bounds ``exp(-(r - A)_+^2 / 2) (A r)^p / p!`` on a fine grid of
-    ``r`` up to the radius, and ``p - 1`` does not."""
+@pytest.mark.parametrize("jp", [0, 2, 4])
+def test_the_terms_bound_the_remainder_at_every_radius(big_a: float, radius: float, jp: int) -> None:
+    """``p`` from :func:`_power` bounds ``exp(-(r - A)_+^2 / 2) (A r)^p / p! max(1, r)^jp`` (a
+    key's remainder times its largest moment monomial) on a fine grid of ``r`` up to the
+    radius, and ``p - 1`` does not."""
     r = np.linspace(1e-6, radius, 20001)
 
     def worst(p: int) -> float:
         log_g = -0.5 * np.maximum(r - big_a, 0) ** 2 + p * np.log(big_a * r) - math.lgamma(p + 1)
-        return float(log_g.max())
+        return float((log_g + jp * np.log(np.maximum(r, 1.0))).max())
 
     for log_target in (-10.0, -25.0, -40.0):
-        p = _taylor_nd._power(log_target, big_a, radius, 60)
+        p = _taylor_nd._power(log_target, big_a, radius, 60, jp)
         assert worst(p) <= log_target + 1e-9 < worst(p - 1) + 1e-9 or p == 1
+
+
+@pytest.mark.parametrize("big_a", [0.28, 0.85, 1.39])
+@pytest.mark.parametrize("jp", [0, 2, 4])
+def test_keys_beyond_the_drop_radius_weigh_under_the_target_with_their_moments(big_a: float, jp: int) -> None:
+    """Beyond ``R`` from :func:`_drop_radius`, ``exp(-(r - A)^2 / 2) (r + A)^jp`` (a dropped key's
+    weight at a query of the box times its largest moment monomial) stays under
+    ``exp(-log_ratio)`` on a fine grid of ``r`` out to ``R + 30``."""
+    for log_ratio in (5.0, 20.0, 45.0):
+        rad = _taylor_nd._drop_radius(log_ratio, big_a, jp)
+        r = np.linspace(rad, rad + 30.0, 30001)
+        log_w = -0.5 * (r - big_a) ** 2 + jp * np.log(r + big_a)
+        assert log_w.max() <= -log_ratio + 1e-9
+        if jp:  # and not far beyond what it needs: within a tenth of a bandwidth
+            tight = np.linspace(rad - 0.1, rad, 101)
+            assert (-0.5 * (tight - big_a) ** 2 + jp * np.log(tight + big_a)).max() > -log_ratio
 
 
 def test_the_series_reproduces_dense_sums_in_one_box() -> None:

@@ -19,7 +19,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["about_queries", "alphas", "tree"]
+__all__ = ["about_queries", "tree"]
 
 
 @functools.lru_cache(maxsize=64)
@@ -47,20 +47,9 @@ def tree(d: int, degree: int) -> tuple[tuple[tuple[int, ...], ...], tuple[int, .
     return tuple(out), tuple(parent), tuple(dim)
 
 
-def alphas(d: int, degree: int) -> tuple[tuple[int, ...], ...]:
-    """The multi-indices of :func:`tree`.
-
-    Examples
-    --------
-    >>> alphas(2, 2)
-    ((0, 0), (1, 0), (0, 1), (2, 0), (1, 1), (0, 2))
-    """
-    return tree(d, degree)[0]
-
-
 def _shifted(sums: NDArray[np.float64], a: NDArray[np.float64], d: int, degree: int) -> NDArray[np.float64]:
     """``sums[:, beta, ...]`` about the centre to the same about the queries at ``a`` (m, d)."""
-    index = {al: i for i, al in enumerate(alphas(d, degree))}
+    index = {al: i for i, al in enumerate(tree(d, degree)[0])}
     powers = [[np.ones(a.shape[0])] for _ in range(d)]
     for k in range(d):
         for _ in range(degree):
@@ -79,7 +68,7 @@ def about_queries(weighted: NDArray[np.float64], valued: NDArray[np.float64], a:
                   bandwidth: NDArray[np.float64], degree: int) -> list[NDArray[np.float64]]:
     """The moment tensors of a local fit of ``degree`` about each query, in the order of
     :func:`nadaraya.backends.reference.moment_shapes`, from the sums about the box centres:
-    ``weighted`` (m, T) over the multi-indices up to ``2 degree`` (:func:`alphas`) and ``valued``
+    ``weighted`` (m, T) over the multi-indices up to ``2 degree`` (:func:`tree`) and ``valued``
     (m, V, p) over those up to ``degree``; ``a`` (m, d): each query's offset from its box's
     centre, in bandwidths.
 
@@ -87,7 +76,7 @@ def about_queries(weighted: NDArray[np.float64], valued: NDArray[np.float64], a:
     --------
     >>> import numpy as np
     >>> u = np.array([[0.5, -1.0], [2.0, 0.25]])  # two keys about a centre, unit weights
-    >>> mono = np.array([[np.prod(x ** np.array(al)) for al in alphas(2, 2)] for x in u])
+    >>> mono = np.array([[np.prod(x ** np.array(al)) for al in tree(2, 2)[0]] for x in u])
     >>> a = np.array([[0.1, 0.2]])
     >>> tensors = about_queries(mono.sum(0)[None], (mono[:, :3].sum(0))[None, :, None], a, np.ones(2), 1)
     >>> np.allclose(tensors[1][0], sum(np.outer(x - a[0], x - a[0]) for x in u))
@@ -96,7 +85,7 @@ def about_queries(weighted: NDArray[np.float64], valued: NDArray[np.float64], a:
     m, d = a.shape
     weighted = _shifted(weighted, a, d, 2 * degree)
     valued = _shifted(valued, a, d, degree)
-    index = {al: i for i, al in enumerate(alphas(d, 2 * degree))}
+    index = {al: i for i, al in enumerate(tree(d, 2 * degree)[0])}
     h = np.asarray(bandwidth, dtype=np.float64)
     tensors = []
     for source, top in ((weighted, 2 * degree), (valued, degree)):
