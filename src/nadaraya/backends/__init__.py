@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import math
 from dataclasses import dataclass
 from typing import Literal, Protocol, cast, runtime_checkable
 
@@ -272,8 +273,6 @@ BINNED_NS = {"point": 100.0, "grid": 1600.0, "grid2": 4400.0, "logistic_pair": 8
 
 def _choose_binned(n: int, m: int, tol: float, span: float) -> Choice | None:
     """The binned backend for the logistic kernel in 1-D, where its grid fits and pays."""
-    import math
-
     from . import binned
 
     if tol < 1e-12 or span <= 0:
@@ -296,8 +295,6 @@ def _choose_binned_2d(queries: NDArray[np.floating], keys: NDArray[np.floating],
     """The binned backend for the logistic kernel in 2-D, where its grid is built and pays
     (:data:`BINNED_NS`: per grid point of the 2-D convolutions, and the exact loop's per pair,
     a ``log1p`` per feature)."""
-    import math
-
     from . import binned
 
     if tol < 1e-12:
