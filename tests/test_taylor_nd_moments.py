@@ -25,13 +25,13 @@ def series_everywhere(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     returns the list to which each call's exact rows are counted."""
     monkeypatch.setitem(_taylor_nd.NS, "pair", 1e9)
     exact_rows: list[int] = []
-    inner = _taylor_nd._exact
+    inner = _taylor_nd.exact_rows
 
     def counted(rows, *args):  # type: ignore[no-untyped-def]
         exact_rows.append(rows.size)
         return inner(rows, *args)
 
-    monkeypatch.setattr(_taylor_nd, "_exact", counted)
+    monkeypatch.setattr(_taylor_nd, "exact_rows", counted)
     return exact_rows
 
 

@@ -78,7 +78,7 @@ from .._jit import run_ranges
 from ..kernels import Kernel
 from ..partials import Partials
 from ._moment_shift import about_queries, tree
-from ._rows import assemble
+from ._rows import assemble, exact_rows
 from ._sorted import counting_order, sorted_exclude
 from ._truncated_grid import ball_slices, key_cells
 from .reference import moment_shapes
@@ -514,29 +514,9 @@ def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: 
     elif r:  # no key weighs: every query is exact (and empty)
         out = np.zeros((m, 1 + p + sum(math.prod(s) for s in moment_shapes(r, d, p))))
     if not good.all():
-        _exact(np.flatnonzero(~good), queries, keys, values, kernel, bandwidth, sample_weight, exclude, r,
-               shift, out)
+        exact_rows(np.flatnonzero(~good), queries, keys, values, kernel, bandwidth, sample_weight, exclude, r,
+                   shift, out)
     return assemble(shift, out, values.dtype, m, p, r, d)
-
-
-def _exact(rows, queries, keys, values, kernel, bandwidth, sample_weight, exclude, r, shift,  # type: ignore[no-untyped-def]
-           out):
-    """The exact sums of the queries ``rows`` into ``shift`` and ``out``: the truncated grid's, or
-    with moments (``r``) the fused loop's."""
-    from . import _truncated_grid, fused
-
-    f64 = np.float64
-    q, x, v = (np.asarray(a, dtype=f64) for a in (queries[rows], keys, values))
-    h = np.asarray(bandwidth, dtype=f64)
-    sw = None if sample_weight is None else np.asarray(sample_weight, dtype=f64)
-    ex = None if exclude is None else np.asarray(exclude)[rows]
-    if r:
-        part = fused.partials(q, x, v, kernel=kernel, bandwidth=h, sample_weight=sw, exclude=ex, moments=r)
-    else:
-        part = _truncated_grid.partials(q, x, v, kernel, h, sw, ex)
-    shift[rows] = part.shift
-    out[rows] = np.concatenate([part.weight[:, None], part.value.reshape(rows.size, -1)]
-                               + [s.reshape(rows.size, -1) for s in part.moments], axis=1)
 
 
 def estimate(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: NDArray[np.floating],

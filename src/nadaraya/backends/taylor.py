@@ -81,6 +81,7 @@ from .._jit import exp_flushed, run_ranges
 from .._validation import as_moments
 from ..kernels import Kernel
 from ..partials import Partials
+from ._rows import assemble, exact_rows
 from ._sorted import counting_order, sorted_exclude, sorted_order
 from .truncated import _radius2
 
@@ -263,7 +264,7 @@ def _evaluate(qs, xs, ss, vs, inv_h, centres, rho, kappa, qbox, lo, hi, terms, T
         b = qbox[i]
         nt = terms[b]
         Tb = T[b - tb0]
-        if nt == 0:  # far from the keys: the exact truncated sums take it (see _exact)
+        if nt == 0:  # far from the keys: the exact truncated sums take it (see _rows.exact_rows)
             ok[i] = False
             continue
         c = centres[b]
@@ -403,10 +404,8 @@ def partials(
     good[qorder] = ok
     shift = np.full(m, scale_exp * math.log(2.0))  # the series' sums are relative to 2^scale_exp
     if not good.all():  # the queries computed exactly instead, in their own order
-        _exact(np.flatnonzero(~good), queries, keys, values, kernel, bandwidth, sample_weight, exclude, r,
-               shift, back)
-    from ._rows import assemble
-
+        exact_rows(np.flatnonzero(~good), queries, keys, values, kernel, bandwidth, sample_weight, exclude, r,
+                   shift, back)
     return assemble(shift, back, dtype, m, p, r)
 
 
@@ -463,25 +462,3 @@ def _series(
         q0, q1 = int(starts[b0]), int(starts[b1])
         run_ranges(_evaluate, (qs, xs, ss, vs, inv_h, centres, rho, kappa, qbox, lo, hi, terms,
                                box_T, b0, r, ex, q0), q1 - q0, outputs)
-
-
-def _exact(
-    rows: NDArray[np.int64], queries: NDArray[np.floating], keys: NDArray[np.floating],
-    values: NDArray[np.floating], kernel: Kernel, bandwidth: NDArray[np.floating],
-    sample_weight: NDArray[np.floating] | None, exclude: NDArray[np.integer] | None, r: int,
-    shift: NDArray[np.float64], out: NDArray[np.float64],
-) -> None:
-    """The exact partials of queries ``rows`` (in boxes far from every key, or whose left-out key
-    carried the sum), written in place into ``shift`` and the rows of ``out`` (weight, values,
-    moments): the truncated backend's, which visits only the keys within each query's window."""
-    from . import truncated
-
-    ex = None if exclude is None else np.asarray(exclude)[rows]
-    parts = truncated.partials(
-        queries[rows].astype(np.float64), keys.astype(np.float64), values.astype(np.float64), kernel=kernel,
-        bandwidth=bandwidth.astype(np.float64),
-        sample_weight=None if sample_weight is None else sample_weight.astype(np.float64), exclude=ex,
-        moments=r)
-    shift[rows] = parts.shift
-    columns = [parts.weight, parts.value] + [x.reshape(rows.size, -1) for x in parts.moments]
-    out[rows] = np.column_stack(columns)
