@@ -270,8 +270,10 @@ def test_windows_are_truncated_for_a_small_bandwidth_and_pairs_estimates_them() 
         expect = 2.0 * math.sqrt(2.0 * truncated.log_ratio(n)) * h * n / 5.0 * m
         assert 0.8 * expect < visited < 1.3 * expect
         assert visited < 0.1 * n * m
-        est = truncated.pairs(q, k, h)
+        est = truncated.pairs(q, k, h, moments=1)  # with moments there are no cells: the windows
         assert 0.5 * visited < est < 2.0 * visited
+        # dense cells (60 keys each at h = 0.01) are worth fewer pairs; 6 keys (h = 0.001) are not
+        assert (truncated.pairs(q, k, h) < 0.5 * est) == (h == 1e-2)
     # and the sums over these windows are the reference's on a sample of the queries
     v = np.sin(3 * k)
     got = _run("truncated", q, k, v, 1e-3)

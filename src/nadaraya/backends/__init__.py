@@ -340,7 +340,8 @@ def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs
     where = "the sorted keys" if d == 1 else "the cells of a grid that meet"
     return Choice("truncated", (
         f"Gaussian kernel in d={d}: exact sums over {where} each query's window "
-        f"(about {pairs / max(m, 1):.0f} of {n} keys per query; the keys left out weigh under 2^-60 "
+        f"(about {pairs / max(m, 1):.0f} of {n} keys per query, or their work where dense cells share "
+        f"a series exact to 2^-60 of each term; the keys left out weigh under 2^-60 "
         f"of its largest term together); about {exact / cost:.0f}x less work than all pairs"))
 
 
@@ -366,7 +367,10 @@ def choose_for_data(
     'truncated'
     >>> choose_for_data(kernel("gaussian"), x, x, np.array([0.001]), tol=1e-8).name
     'taylor'
-    >>> choose_for_data(kernel("gaussian"), x, x, np.array([10.0])) is None
+    >>> choose_for_data(kernel("gaussian"), x, x, np.array([10.0])).name  # dense cells, one series
+    'truncated'
+    >>> x2 = np.random.default_rng(0).uniform(0, 5, (20000, 2))
+    >>> choose_for_data(kernel("gaussian"), x2, x2, np.array([10.0, 10.0])) is None
     True
     """
     m, n, d = queries.shape[0], keys.shape[0], keys.shape[1]
@@ -385,7 +389,7 @@ def choose_for_data(
         return _choose_binned_2d(queries, keys, bandwidth, tol)
     if kernel.name != "gaussian":
         return None
-    pairs = truncated.pairs(queries, keys, bandwidth)
+    pairs = truncated.pairs(queries, keys, bandwidth, moments)
     if tol is not None and d > 1:
         series = _choose_series(queries, keys, bandwidth, tol, pairs, moments)
         if series is not None:

@@ -1,0 +1,292 @@
+"""Exact 1-D Gaussian sums over cells: a pair of dense cells shares one series, short enough to be exact.
+
+The truncated backend (:mod:`nadaraya.backends.truncated`) sums each query's window key by key:
+one exponential per pair, 4 000 pairs per query at a million keys on ``[0, 5]`` and ``h = 0.001``.
+Where keys and queries are dense this module does the same sums with far fewer exponentials.
+
+**Cells.** Keys (sorted) and queries fall into cells of width ``c = RHO h`` on one grid. For a
+query ``q`` in cell ``Q`` (centre ``c_Q``) and a key ``x`` in cell ``B`` (centre ``c_B``), with
+``a = (q - c_Q) / h``, ``b = (x - c_B) / h``, ``e = (q - c_B) / h`` and ``D = (c_Q - c_B) / h``,
+
+    ``-(q - x)^2 / 2h^2 = -e^2 / 2 + (D b - b^2 / 2) + a b``,
+
+so the weight is ``exp(-e^2 / 2) exp(D b - b^2 / 2) exp(a b)``: a factor of the query, a factor
+of the key, and the cross term ``exp(a b)`` with ``|a b| <= t = RHO^2 / 4``. Its Taylor series
+``sum_k a^k b^k / k!`` is cut after ``K`` terms (:func:`terms`), where the remainder is at most
+``2^-60`` of the cross term itself: each weight is computed to a relative ``2^-60`` before
+rounding, finer than its own rounding (``2^-53``). The pair of cells then costs, per column,
+``K`` sums over the keys (``sum_x v_x exp(D b - b^2 / 2) b^k / k!``) and ``K`` multiply-adds per
+query (Horner in ``a``), and one exponential per key and per query: ``(|Q| + |B|)`` exponentials
+where the window sums take ``|Q| |B|``. No cancellation beyond ``exp(2 t)`` (3.1 at ``RHO =
+1.5``): the rounding of each sum stays within a small multiple of ``2^-53`` times the sum of
+its terms' absolute values, as for the window sums.
+
+**Which keys.** A query whose nearest key is within one bandwidth has a shift ``-u_near^2 / 2``
+of at least ``-1/2`` and a window of radius ``R = sqrt(1 + 2 L)`` bandwidths at most (``L`` of
+:func:`nadaraya.backends.truncated.log_ratio`); the cells within ``ceil(R / RHO)`` of its own
+hold every key of its window, and a few more (which only makes the sum more exact).
+
+**Which pairs.** Per pair of cells, the series when its estimated cost is lower than the pair's
+``|Q| |B|`` exponentials, the key-by-key sums otherwise, and always these where a query of
+``Q`` leaves out a key of ``B`` (leave-one-out: the left-out term is never added). Per query
+cell, the cells when their estimated cost is lower than the queries' windows; otherwise (and for
+queries farther than one bandwidth from every key, or with sample weights or moments) the
+window sums of the truncated backend.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+from .._jit import exp_flushed, run_ranges, threads_for
+from ._sorted import counting_order
+from ._truncated_sums import BLOCK, FASTMATH, part
+
+__all__ = ["BITS", "NEAR", "RHO", "SPARSE", "sums", "terms", "worth"]
+
+#: cell width in bandwidths
+RHO = 1.5
+#: the series' remainder is at most ``2^-BITS`` of each cross term
+BITS = 60
+#: queries whose nearest key is within this many bandwidths ride on cells
+NEAR = 1.0
+#: below this many keys per cell on average, no cells (with as many queries, the cells pay from about 25)
+SPARSE = 16.0
+#: the cost model, in nanoseconds on one thread (measured 2026-11): a key-by-key pair (an
+#: exponential and its sums; and per value column), a query's call of the key-by-key loop, a
+#: series pair's fixed part (and per column), and its keys' and queries' (and per term and column)
+_PAIR = (1.05, 0.1)
+_CALL = 30.0
+_FIXED = (150.0, 50.0)
+_POINT = (3.5, 0.12)
+
+
+def terms(t: float) -> int:
+    """The number of terms ``K`` of the series of ``exp(z)``, ``|z| <= t``, whose remainder is at
+    most ``2^-BITS exp(-t)`` (so at most ``2^-BITS`` of ``exp(z)``): the bound ``t^K / K! / (1 -
+    t / (K + 1))`` of the remainder.
+
+    Examples
+    --------
+    >>> terms(RHO**2 / 4), terms(1.0)
+    (17, 21)
+    """
+    k = 1
+    while True:
+        if t < k + 1 and t**k / math.factorial(k) / (1.0 - t / (k + 1)) * math.exp(t) <= 2.0**-BITS:
+            return k
+        k += 1
+
+
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+def _series(ks, vt, s0, s1, qs, top, mem, cq, cb, inv_h, nt, tb, bb, mom, aq, fq, pq, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Add the keys ``s0 .. s1 - 1`` (cell centre ``cb``) to the rows ``acc`` of the queries
+    ``mem`` (cell centre ``cq``) by the series of the cross term."""
+    p = vt.shape[0]
+    nb = s1 - s0
+    dd = (cq - cb) * inv_h
+    kb = ks[s0:s1]
+    for j in range(nb):
+        b = (kb[j] - cb) * inv_h
+        bb[j] = b
+        tb[j] = exp_flushed(dd * b - 0.5 * b * b)
+    for k in range(nt):
+        s = 0.0
+        for j in range(nb):
+            s += tb[j]
+        mom[k, 0] = s
+        for c in range(p):
+            vb = vt[c, s0:s1]
+            s = 0.0
+            for j in range(nb):
+                s += tb[j] * vb[j]
+            mom[k, 1 + c] = s
+        f = 1.0 / (k + 1)
+        for j in range(nb):
+            tb[j] *= bb[j] * f
+    nq = mem.size
+    for i in range(nq):
+        q = qs[mem[i]]
+        aq[i] = (q - cq) * inv_h
+        e = (q - cb) * inv_h
+        fq[i] = exp_flushed(-0.5 * e * e - top[mem[i]])
+    for c in range(p + 1):
+        last = mom[nt - 1, c]
+        for i in range(nq):
+            pq[i] = last
+        for k in range(nt - 2, -1, -1):
+            mk = mom[k, c]
+            for i in range(nq):
+                pq[i] = pq[i] * aq[i] + mk
+        for i in range(nq):
+            acc[i, c] += fq[i] * pq[i]
+
+
+@numba.njit(cache=True, nogil=True)
+def _cells(ks, vt, kid, kst, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_h, reach, nt, edges,
+           a, b, out, done):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Rows of ``out`` for the query cells of the ranges ``a .. b - 1`` (range ``r`` holds the
+    cells ``edges[r] .. edges[r + 1] - 1``) that the cells serve; ``done`` marks them."""
+    p = vt.shape[0]
+    ncol = p + 1
+    pair = _PAIR[0] + _PAIR[1] * p
+    fixed = _FIXED[0] + _FIXED[1] * ncol
+    point = _POINT[0] + _POINT[1] * nt * ncol
+    none = np.empty(0)
+    buf = np.empty(BLOCK)
+    du = np.empty(BLOCK)
+    pw = np.empty(BLOCK)
+    big_b = 1
+    for j in range(kid.size):
+        big_b = max(big_b, kst[j + 1] - kst[j])
+    big_q = 1
+    for c in range(edges[a], edges[b]):
+        big_q = max(big_q, qst[c + 1] - qst[c])
+    tb = np.empty(big_b)
+    bb = np.empty(big_b)
+    mom = np.empty((nt, ncol))
+    aq = np.empty(big_q)
+    fq = np.empty(big_q)
+    pq = np.empty(big_q)
+    acc = np.empty((big_q, ncol))
+    for c in range(edges[a], edges[b]):
+        i0 = qst[c]
+        nq = qst[c + 1] - i0
+        cm = mem[i0:i0 + nq]
+        jq = qid[c]
+        b0 = np.searchsorted(kid, jq - reach)
+        b1 = np.searchsorted(kid, jq + reach, side="right")
+        window = 0.0
+        for i in range(nq):
+            window += (hi[cm[i]] - lo[cm[i]]) * pair + _CALL
+        cost = 0.0
+        for j in range(b0, b1):
+            nb = kst[j + 1] - kst[j]
+            cost += min(nq * (nb * pair + _CALL), fixed + (nq + nb) * point)
+        if not cost < window:
+            done[c] = False
+            continue
+        done[c] = True
+        acc[:nq] = 0.0
+        cq = g0 + (jq + 0.5) * width
+        for j in range(b0, b1):
+            s0, s1 = kst[j], kst[j + 1]
+            nb = s1 - s0
+            direct = nq * (nb * pair + _CALL) <= fixed + (nq + nb) * point
+            for i in range(nq):
+                if s0 <= ex[cm[i]] < s1:
+                    direct = True
+            if not direct:
+                cb = g0 + (kid[j] + 0.5) * width
+                _series(ks, vt, s0, s1, qs, top, cm, cq, cb, inv_h, nt, tb, bb, mom, aq, fq, pq, acc)
+                continue
+            for i in range(nq):
+                e = ex[cm[i]]
+                t = top[cm[i]]
+                if s0 <= e < s1:
+                    part(ks, none, vt, qs[cm[i]], inv_h, t, s0, e, 0, buf, du, pw, acc[i])
+                    part(ks, none, vt, qs[cm[i]], inv_h, t, e + 1, s1, 0, buf, du, pw, acc[i])
+                else:
+                    part(ks, none, vt, qs[cm[i]], inv_h, t, s0, s1, 0, buf, du, pw, acc[i])
+        for i in range(nq):
+            for s in range(ncol):
+                out[cm[i], s] = acc[i, s]
+
+
+def sums(ks: NDArray[np.float64], vt: NDArray[np.float64], qs: NDArray[np.float64], ex: NDArray[np.int64],
+         lo: NDArray[np.int64], hi: NDArray[np.int64], top: NDArray[np.float64], h: float, big_l: float,
+         out: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """Write the rows of ``out`` (weight, then the ``p`` values) of the queries that the cells
+    serve, and return which they are.
+
+    ``ks`` the sorted keys, ``vt`` their values (``p >= 1`` rows), ``qs`` the queries, ``ex``
+    each one's left-out key among the sorted keys (-1 for none), ``lo``, ``hi`` and ``top`` their
+    windows and shifts (:mod:`nadaraya.backends.truncated`), ``big_l`` its ``L``. Rows of the
+    queries not served are left as they are.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ks = np.linspace(0.0, 1.0, 4001); qs = ks.copy(); vt = np.ones((1, ks.size))
+    >>> lo, hi = np.searchsorted(ks, qs - 0.105), np.searchsorted(ks, qs + 0.105)  # h = 0.01
+    >>> out = np.zeros((ks.size, 2)); none = np.full(ks.size, -1)
+    >>> done = sums(ks, vt, qs, none, lo, hi, np.zeros(ks.size), 0.01, 55.0, out)
+    >>> bool(done.all()), bool(np.allclose(out[:, 1], out[:, 0], rtol=1e-14))
+    (True, True)
+    """
+    m, n = qs.size, ks.size
+    done = np.zeros(m, dtype=bool)
+    width = RHO * h
+    spread = ks[-1] - ks[0] if n else 0.0
+    if n == 0 or m == 0 or not n * width >= SPARSE * spread or not spread / width < 2.0**40:
+        return done  # no keys, too few per cell on average, or too many cells
+    near = np.flatnonzero(top >= -0.5 * NEAR**2)
+    if near.size == 0:
+        return done
+    inv_w = 1.0 / width
+    g0 = float(ks[0])
+    kc = np.floor((ks - g0) * inv_w).astype(np.int64)
+    first = np.flatnonzero(np.concatenate([[True], kc[1:] != kc[:-1]]))
+    kid = np.ascontiguousarray(kc[first])
+    kst = np.append(first, n).astype(np.int64)
+    qc = np.floor((qs[near] - g0) * inv_w).astype(np.int64)
+    low = int(qc.min())
+    span = int(qc.max()) - low + 1
+    order = counting_order(qc - low, span) if span <= 4 * (m + n) else np.argsort(qc, kind="stable")
+    mem = np.ascontiguousarray(near[order])
+    qc = qc[order]
+    qfirst = np.flatnonzero(np.concatenate([[True], qc[1:] != qc[:-1]]))
+    qid = np.ascontiguousarray(qc[qfirst])
+    qst = np.append(qfirst, near.size).astype(np.int64)
+    reach = math.ceil(math.sqrt(1.0 + 2.0 * big_l) * (1.0 + 1e-9) / RHO + 1e-9)
+    nt = terms((RHO / 2.0 * (1.0 + 1e-9)) ** 2)
+    served = np.zeros(qid.size, dtype=bool)
+    cells = qid.size
+    chunks = np.linspace(0, cells, min(cells, 64 * numba.get_num_threads()) + 1).astype(np.int64)
+    with threads_for(float((hi - lo).sum()) * 4.0):
+        run_ranges(_cells, (ks, vt, kid, kst, qs, ex, lo, hi, top, mem, qid, qst, g0, width, 1.0 / h, reach,
+                            nt, chunks), chunks.size - 1, (out, served), grain=1)
+    done[mem[np.repeat(served, np.diff(qst))]] = True
+    return done
+
+
+#: queries sampled by :func:`worth` for their density
+_SAMPLE = 8192
+
+
+def worth(sampled: NDArray[np.float64], queries: NDArray[np.float64], keys: NDArray[np.float64], h: float,
+          window: NDArray[np.float64], big_l: float) -> NDArray[np.float64]:
+    """For the ``sampled`` queries, the key-by-key pairs the cells' work is worth (``inf`` where
+    there are no cells), from ``window``, each one's keys within ``sqrt(2 L)`` bandwidths, and
+    the queries' density near it (one value column, per the cost model of :func:`sums`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.linspace(0.0, 5.0, 10**6)
+    >>> window = np.full(2, 2 * np.sqrt(2 * 55.0) * 1e-3 * 2e5)  # about 4200 keys
+    >>> bool(worth(x[[1000, 5000]], x, x, 1e-3, window, 55.0).max() < window[0] / 10)
+    True
+    """
+    n, m = keys.size, queries.size
+    width = RHO * h
+    spread = float(keys.max() - keys.min()) if n else 0.0
+    if n == 0 or m == 0 or not n * width >= SPARSE * spread or not spread / width < 2.0**40:
+        return np.full(sampled.size, np.inf)
+    radius = math.sqrt(2.0 * big_l) * h
+    rng = np.random.default_rng(1)
+    qs = np.sort(queries if m <= _SAMPLE else queries[rng.integers(0, m, _SAMPLE)])
+    near = np.searchsorted(qs, sampled + radius, side="right") - np.searchsorted(qs, sampled - radius)
+    share = RHO * h / (2.0 * radius)
+    kb = window * share
+    qb = np.maximum(near * (m / qs.size) * share, 1e-9)
+    nt = terms((RHO / 2.0) ** 2)
+    reach = math.ceil(math.sqrt(1.0 + 2.0 * big_l) / RHO)
+    pair = _PAIR[0] + _PAIR[1]
+    series = _FIXED[0] + 2.0 * _FIXED[1] + (qb + kb) * (_POINT[0] + 2.0 * _POINT[1] * nt)
+    cells = (2 * reach + 1) * np.minimum(qb * (kb * pair + _CALL), series) / qb
+    return np.where(cells < window * pair + _CALL, cells / pair, np.inf)
