@@ -153,6 +153,7 @@ def _cells(ks, vt, kid, kst, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_
     fq = np.empty(big_q)
     pq = np.empty(big_q)
     acc = np.empty((big_q, ncol))
+    direct = np.empty(2 * reach + 1, dtype=np.bool_)
     for c in range(edges[a], edges[b]):
         i0 = qst[c]
         nq = qst[c + 1] - i0
@@ -165,8 +166,14 @@ def _cells(ks, vt, kid, kst, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_
             window += (hi[cm[i]] - lo[cm[i]]) * pair + _CALL
         cost = 0.0
         for j in range(b0, b1):
-            nb = kst[j + 1] - kst[j]
-            cost += min(nq * (nb * pair + _CALL), fixed + (nq + nb) * point)
+            s0, s1 = kst[j], kst[j + 1]
+            nb = s1 - s0
+            keyed = nq * (nb * pair + _CALL)
+            direct[j - b0] = keyed <= fixed + (nq + nb) * point
+            for i in range(nq):  # a left-out key in the cell: key by key around it
+                if s0 <= ex[cm[i]] < s1:
+                    direct[j - b0] = True
+            cost += keyed if direct[j - b0] else fixed + (nq + nb) * point
         if not cost < window:
             done[c] = False
             continue
@@ -175,12 +182,7 @@ def _cells(ks, vt, kid, kst, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_
         cq = g0 + (jq + 0.5) * width
         for j in range(b0, b1):
             s0, s1 = kst[j], kst[j + 1]
-            nb = s1 - s0
-            direct = nq * (nb * pair + _CALL) <= fixed + (nq + nb) * point
-            for i in range(nq):
-                if s0 <= ex[cm[i]] < s1:
-                    direct = True
-            if not direct:
+            if not direct[j - b0]:
                 cb = g0 + (kid[j] + 0.5) * width
                 _series(ks, vt, s0, s1, qs, top, cm, cq, cb, inv_h, nt, tb, bb, mom, aq, fq, pq, acc)
                 continue
