@@ -176,3 +176,16 @@ def test_moments_and_sample_weights_keep_the_windows(served: list[float]) -> Non
              float(np.abs(v).max()))
     _run("truncated", q, k, v, 0.05, moments=1)
     assert served == []
+
+
+def test_far_from_the_origin_the_series_takes_the_rounding_of_the_centres(served: list[float]) -> None:
+    """Keys within 0.01 of 1e9 at h = 1e-4: an ulp of the data (1.2e-7) is 1e-3 bandwidths, which
+    the series' terms take as a margin; near 1e12 (an ulp of 1.2 bandwidths) the margin would
+    pass the cell, and no cells serve, though the keys are as dense."""
+    rng = np.random.default_rng(8)
+    base = rng.uniform(0.0, 0.01, 5000)
+    v = np.column_stack([np.sin(base * 2000), rng.normal(size=5000)])
+    for offset in (1e9, 1e12):
+        k = (offset + base)[:, None]
+        _check(k, k, v, 1e-4)
+    assert served[0] > 0.5 and served[1] == 0.0

@@ -21,6 +21,10 @@ where the window sums take ``|Q| |B|``. No cancellation beyond ``exp(2 t)`` (3.1
 1.5``): the rounding of each sum stays within a small multiple of ``2^-53`` times the sum of
 its terms' absolute values, as for the window sums.
 
+**Rounding.** Far from the origin the cells' centres and the offsets from them round by up to
+an ulp of the data: ``t`` takes that margin (in bandwidths), and where it would pass ``RHO^2``
+there are no cells.
+
 **Which keys.** A query whose nearest key is within one bandwidth has a shift ``-u_near^2 / 2``
 of at least ``-1/2`` and a window of radius ``R = sqrt(1 + 2 L)`` bandwidths at most (``L`` of
 :func:`nadaraya.backends.truncated.log_ratio`); the cells within ``ceil(R / RHO)`` of its own
@@ -245,7 +249,13 @@ def sums(ks: NDArray[np.float64], vt: NDArray[np.float64], qs: NDArray[np.float6
     qid = np.ascontiguousarray(qc[qfirst])
     qst = np.append(qfirst, near.size).astype(np.int64)
     reach = math.ceil(math.sqrt(1.0 + 2.0 * big_l) * (1.0 + 1e-9) / RHO + 1e-9)
-    nt = terms((RHO / 2.0 * (1.0 + 1e-9)) ** 2)
+    # |a| and |b| are at most RHO / 2, plus the rounding of a cell's centre and of the offsets from
+    # it (far from the origin a centre's ulp may be a sizeable part of h); too many terms: no cells
+    scale = max(abs(float(ks[0])), abs(float(ks[-1])), float(np.abs(qs[near]).max()))
+    half = RHO / 2.0 * (1.0 + 1e-9) + 8.0 * scale * 2.0**-52 / h
+    if half > RHO:
+        return done
+    nt = terms(half * half)
     served = np.zeros(qid.size, dtype=bool)
     cells = qid.size
     chunks = np.linspace(0, cells, min(cells, 64 * numba.get_num_threads()) + 1).astype(np.int64)
