@@ -158,7 +158,7 @@ def test_auto_takes_the_cells_where_the_windows_would_be_100x_slower() -> None:
     est = truncated.pairs(q, x, 1.0)
     assert est < 200_000 * 200_000 / 50
     how = choose_for_data(get("gaussian"), q[:, None], x[:, None], np.array([1.0]))
-    assert how is not None and how.name == "truncated"
+    assert how is not None and how.name == "truncated" and "dense cells" in how.reason
     nadaraya.pool(q[:100], x[:3000], y[:3000], bandwidth=1.0)
     start = time.perf_counter()
     got = nadaraya.pool(q, x, y, bandwidth=1.0)

@@ -317,11 +317,13 @@ def _choose_binned_2d(queries: NDArray[np.floating], keys: NDArray[np.floating],
 TRUNCATED_NS = {"pair": 0.55, "point": 60.0}
 
 
-def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs: float) -> Choice | None:
+def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs: float,
+                  cells: bool = False) -> Choice | None:
     """The exact truncated backend for the Gaussian kernel in 1 to 3 features (``moments`` up to
     its degree in one, none above) when the ``pairs`` its windows hold
     (:func:`nadaraya.backends.truncated.pairs`) make it cheaper than the exact loop over all
-    ``m n`` pairs by half; ``None`` otherwise.
+    ``m n`` pairs by half; ``None`` otherwise. ``cells``: in 1-D, ``pairs`` is the work of the
+    dense cells' series, which serve most queries.
 
     Examples
     --------
@@ -337,11 +339,16 @@ def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs
     exact = n * m * EXACT_NS_PER_PAIR
     if cost > exact / 2:
         return None
+    if cells:
+        return Choice("truncated", (
+            f"Gaussian kernel in d=1: exact sums where dense cells of keys and queries share one series "
+            f"of the Gaussian's cross term, whose remainder is under 2^-60 of each term (the work of about "
+            f"{pairs / max(m, 1):.0f} pairs per query; elsewhere each query's window of sorted keys); about "
+            f"{exact / cost:.0f}x less work than all pairs"))
     where = "the sorted keys" if d == 1 else "the cells of a grid that meet"
     return Choice("truncated", (
         f"Gaussian kernel in d={d}: exact sums over {where} each query's window "
-        f"(about {pairs / max(m, 1):.0f} of {n} keys per query, or their work where dense cells share "
-        f"a series exact to 2^-60 of each term; the keys left out weigh under 2^-60 "
+        f"(about {pairs / max(m, 1):.0f} of {n} keys per query; the keys left out weigh under 2^-60 "
         f"of its largest term together); about {exact / cost:.0f}x less work than all pairs"))
 
 
@@ -394,7 +401,8 @@ def choose_for_data(
         series = _choose_series(queries, keys, bandwidth, tol, pairs, moments)
         if series is not None:
             return series
-    return choose_window(kernel, n=n, m=m, d=d, moments=moments, pairs=pairs)
+    cells = d == 1 and not moments and pairs < 0.9 * truncated.pairs(queries, keys, bandwidth, moments=1)
+    return choose_window(kernel, n=n, m=m, d=d, moments=moments, pairs=pairs, cells=cells)
 
 
 def _choose_series(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: NDArray[np.floating],
