@@ -67,6 +67,8 @@ _PAIR = (1.05, 0.1)
 _CALL = 30.0
 _FIXED = (150.0, 50.0)
 _POINT = (3.5, 0.12)
+#: leave-one-out's walks over a cell's keys and its queries, per term and column (both sides)
+_WALK = 2.0
 
 
 def terms(t: float) -> int:
@@ -87,9 +89,10 @@ def terms(t: float) -> int:
 
 
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
-def _series(ks, vt, s0, s1, qs, top, mem, cq, cb, inv_h, nt, tb, bb, mom, aq, fq, pq, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _series(ks, vt, s0, s1, qs, ex, top, mem, cq, cb, inv_h, nt, tb, t0, bb, mom, aq, fq, pq, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Add the keys ``s0 .. s1 - 1`` (cell centre ``cb``) to the rows ``acc`` of the queries
-    ``mem`` (cell centre ``cq``) by the series of the cross term."""
+    ``mem`` (cell centre ``cq``) by the series of the cross term; a query that leaves out one of
+    these keys takes the keys before it and after it (:func:`_walk`), never its term."""
     p = vt.shape[0]
     nb = s1 - s0
     dd = (cq - cb) * inv_h
@@ -98,6 +101,7 @@ def _series(ks, vt, s0, s1, qs, top, mem, cq, cb, inv_h, nt, tb, bb, mom, aq, fq
         b = (kb[j] - cb) * inv_h
         bb[j] = b
         tb[j] = exp_flushed(dd * b - 0.5 * b * b)
+        t0[j] = tb[j]
     for k in range(nt):
         s = 0.0
         for j in range(nb):
@@ -113,11 +117,14 @@ def _series(ks, vt, s0, s1, qs, top, mem, cq, cb, inv_h, nt, tb, bb, mom, aq, fq
         for j in range(nb):
             tb[j] *= bb[j] * f
     nq = mem.size
+    split = 0
     for i in range(nq):
         q = qs[mem[i]]
         aq[i] = (q - cq) * inv_h
         e = (q - cb) * inv_h
         fq[i] = exp_flushed(-0.5 * e * e - top[mem[i]])
+        if s0 <= ex[mem[i]] < s1:
+            split += 1
     for c in range(p + 1):
         last = mom[nt - 1, c]
         for i in range(nq):
@@ -126,8 +133,54 @@ def _series(ks, vt, s0, s1, qs, top, mem, cq, cb, inv_h, nt, tb, bb, mom, aq, fq
             mk = mom[k, c]
             for i in range(nq):
                 pq[i] = pq[i] * aq[i] + mk
+        if split == 0:
+            for i in range(nq):
+                acc[i, c] += fq[i] * pq[i]
+        else:
+            for i in range(nq):
+                if not s0 <= ex[mem[i]] < s1:
+                    acc[i, c] += fq[i] * pq[i]
+    if split:
+        cut = np.empty(split, dtype=np.int64)
+        who = np.empty(split, dtype=np.int64)
+        split = 0
         for i in range(nq):
-            acc[i, c] += fq[i] * pq[i]
+            if s0 <= ex[mem[i]] < s1:
+                cut[split] = ex[mem[i]] - s0
+                who[split] = i
+                split += 1
+        order = np.argsort(cut)
+        _walk(vt, s0, nb, t0, bb, cut[order], who[order], aq, fq, nt, mom, acc)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+def _walk(vt, s0, nb, t0, bb, cut, who, aq, fq, nt, run, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """For the queries ``who`` leaving out the cell's keys ``cut`` (ascending, offsets from
+    ``s0``): the series of the keys before the cut, then of those after it, from running moments
+    (added key by key, from the left and from the right: no subtraction)."""
+    p = vt.shape[0]
+    for side in range(2):
+        run[:, :] = 0.0
+        j = 0 if side == 0 else nb - 1
+        for r in range(cut.size):
+            at = r if side == 0 else cut.size - 1 - r
+            stop = cut[at]
+            while (side == 0 and j < stop) or (side == 1 and j > stop):
+                t = t0[j]
+                b = bb[j]
+                for k in range(nt):
+                    run[k, 0] += t
+                    for c in range(p):
+                        run[k, 1 + c] += t * vt[c, s0 + j]
+                    t *= b / (k + 1)
+                j += 1 if side == 0 else -1
+            i = who[at]
+            a = aq[i]
+            for c in range(p + 1):
+                v = run[nt - 1, c]
+                for k in range(nt - 2, -1, -1):
+                    v = v * a + run[k, c]
+                acc[i, c] += fq[i] * v
 
 
 @numba.njit(cache=True, nogil=True)
@@ -140,6 +193,7 @@ def _cells(ks, vt, kid, kst, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_
     pair = _PAIR[0] + _PAIR[1] * p
     fixed = _FIXED[0] + _FIXED[1] * ncol
     point = _POINT[0] + _POINT[1] * nt * ncol
+    walk = _WALK * nt * ncol
     none = np.empty(0)
     buf = np.empty(BLOCK)
     du = np.empty(BLOCK)
@@ -151,6 +205,7 @@ def _cells(ks, vt, kid, kst, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_
     for c in range(edges[a], edges[b]):
         big_q = max(big_q, qst[c + 1] - qst[c])
     tb = np.empty(big_b)
+    t0 = np.empty(big_b)
     bb = np.empty(big_b)
     mom = np.empty((nt, ncol))
     aq = np.empty(big_q)
@@ -173,11 +228,15 @@ def _cells(ks, vt, kid, kst, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_
             s0, s1 = kst[j], kst[j + 1]
             nb = s1 - s0
             keyed = nq * (nb * pair + _CALL)
-            direct[j - b0] = keyed <= fixed + (nq + nb) * point
-            for i in range(nq):  # a left-out key in the cell: key by key around it
+            series = fixed + (nq + nb) * point
+            split = 0
+            for i in range(nq):  # queries leaving out a key of the cell walk its keys twice
                 if s0 <= ex[cm[i]] < s1:
-                    direct[j - b0] = True
-            cost += keyed if direct[j - b0] else fixed + (nq + nb) * point
+                    split += 1
+            if split:
+                series += (nb + split) * walk
+            direct[j - b0] = keyed <= series
+            cost += min(keyed, series)
         if not cost < window:
             done[c] = False
             continue
@@ -188,7 +247,7 @@ def _cells(ks, vt, kid, kst, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_
             s0, s1 = kst[j], kst[j + 1]
             if not direct[j - b0]:
                 cb = g0 + (kid[j] + 0.5) * width
-                _series(ks, vt, s0, s1, qs, top, cm, cq, cb, inv_h, nt, tb, bb, mom, aq, fq, pq, acc)
+                _series(ks, vt, s0, s1, qs, ex, top, cm, cq, cb, inv_h, nt, tb, t0, bb, mom, aq, fq, pq, acc)
                 continue
             for i in range(nq):
                 e = ex[cm[i]]
