@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 import nadaraya
 from nadaraya.backends import _truncated_cells as cells
 from nadaraya.backends import choose_for_data, truncated
+from nadaraya.bandwidth import score_bandwidth
 from nadaraya.kernels import get
 from test_truncated import _compare, _run
 
@@ -194,3 +195,24 @@ def test_far_from_the_origin_the_series_takes_the_rounding_of_the_centres(served
         k = (offset + base)[:, None]
         _check(k, k, v, 1e-4)
     assert served[0] > 0.5 and served[1] == 0.0
+
+
+@pytest.mark.parametrize("method", ["cv", "aicc"])
+def test_the_exact_search_in_1d_rides_on_the_cells_and_finds_the_compiled_passes_minimum(method: str) -> None:
+    """n = 20 000 in 1-D, no tol: ``auto`` scores each bandwidth by one leave-one-out pass of
+    the truncated sums (about 35 passes, their cells exact) instead of the compiled passes over
+    all pairs (``backend="fused"`` keeps those: 4e8 pairs each). Both are exact, so both find
+    the same minimum: bandwidths within the refinement's 1e-3, scores equal to 1e-9."""
+    rng = np.random.default_rng(4)
+    x = rng.uniform(0.0, 5.0, 20_000)
+    y = 2 * np.sin(x) + x + rng.normal(0, 0.3, x.size)
+    cells_way = nadaraya.select_bandwidth(x[:, None], y, method=method)
+    compiled = nadaraya.select_bandwidth(x[:, None], y, method=method, backend="fused")
+    assert cells_way.n_passes > 15 and compiled.n_passes < 8
+    h1, h2 = float(cells_way.bandwidth[0]), float(compiled.bandwidth[0])
+    assert abs(h1 / h2 - 1) < 3e-3
+    s1, s2 = (score_bandwidth(x[:, None], y, h, method=method, backend="fused") for h in (h1, h2))
+    assert abs(s1 - s2) <= 1e-9 * abs(s2) + abs(float(cells_way.score) - s1)
+    assert abs(float(cells_way.score) - s1) <= 1e-12 * abs(s1)  # the cells' score is the exact score
+    # with sample weights the cells do not serve: the compiled passes again
+    assert nadaraya.select_bandwidth(x[:, None], y, sample_weight=np.ones(x.size), method=method).n_passes < 8

@@ -187,8 +187,30 @@ class _Objective:
     def fast(self) -> bool:
         """Whether the compiled Gaussian passes serve this criterion (several bandwidths per pass,
         exact derivatives); otherwise every bandwidth is one pass of the primitive (with
-        ``tol``, where the Taylor series pays: :meth:`_series_pays`)."""
-        return self.kernel.name == "gaussian" and not self._series_pays
+        ``tol``, where the Taylor series pays: :meth:`_series_pays`; exactly, in 1-D where the
+        truncated sums' dense cells pay: :meth:`_cells_pay`)."""
+        return self.kernel.name == "gaussian" and not (self._series_pays or self._cells_pay)
+
+    @functools.cached_property
+    def _cells_pay(self) -> bool:
+        """Whether, exactly (no ``tol``), a search of leave-one-out passes of the truncated sums
+        (one per bandwidth, about 40; in 1-D without sample weights their dense cells share exact
+        series) costs less than the exact Gaussian passes over all pairs (about four), by the
+        cost model of :func:`nadaraya.backends.choose_window` at four bandwidths from the data's
+        range down to a thousandth of it (the dearest counts)."""
+        from .. import backends
+        from ..backends import truncated
+
+        if (self.tol is not None or self.d != 1 or self.kernel.name != "gaussian" or self.backend != "auto"
+                or self.sw is not None or self.n**2 < backends.SMALL_PAIRS):
+            return False
+        x = self.X[:, 0]
+        span = float(x[-1] - x[0])  # sorted
+        if not span > 0:
+            return False
+        worst = max(truncated.pairs(x, x, span * f) for f in (1.0, 0.1, 0.01, 0.001))
+        one = worst * backends.TRUNCATED_NS["pair"] + 2 * self.n * backends.TRUNCATED_NS["point"]
+        return 40 * one < 4 * self.n**2 * backends.EXACT_NS_PER_PAIR
 
     @functools.cached_property
     def _series_pays(self) -> bool:
