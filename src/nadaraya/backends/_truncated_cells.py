@@ -31,11 +31,12 @@ of at least ``-1/2`` and a window of radius ``R = sqrt(1 + 2 L)`` bandwidths at 
 hold every key of its window, and a few more (which only makes the sum more exact).
 
 **Which pairs.** Per pair of cells, the series when its estimated cost is lower than the pair's
-``|Q| |B|`` exponentials, the key-by-key sums otherwise, and always these where a query of
-``Q`` leaves out a key of ``B`` (leave-one-out: the left-out term is never added). Per query
-cell, the cells when their estimated cost is lower than the queries' windows; otherwise (and for
-queries farther than one bandwidth from every key, or with sample weights or moments) the
-window sums of the truncated backend.
+``|Q| |B|`` exponentials, the key-by-key sums otherwise. A query of ``Q`` that leaves out a key
+of ``B`` (leave-one-out) takes the series of the keys before that key and of those after it,
+from running moments added key by key from either end: its term is never added, and nothing is
+subtracted. Per query cell, the cells when their estimated cost is lower than the queries'
+windows; otherwise (and for queries farther than one bandwidth from every key, or with sample
+weights or moments) the window sums of the truncated backend.
 """
 
 from __future__ import annotations

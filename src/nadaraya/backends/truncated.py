@@ -53,7 +53,7 @@ of cells ``1.5 h`` wide share one series of the cross term of the Gaussian, cut 
 remainder is under ``2^-60`` of each term: exact as well, with one exponential per key and per
 query and pair of cells instead of one per pair of points (``nadaraya.backends._truncated_cells``,
 with its own text; a cost model chooses per cell of queries). At a million keys and queries on
-``[0, 5]`` this makes every bandwidth take about 0.3 s on two cores.
+``[0, 5]`` this makes every bandwidth take about 0.35 s on two cores.
 
 Complexity: O(n log n) to sort the keys (O(n) when sorted), O(m log n) to find the windows, and
 O(sum of the window sizes) for the sums (times ``1 + p``, and ``2 r + r p`` more with moments), in
