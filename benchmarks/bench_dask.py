@@ -1,5 +1,7 @@
 """W1 on Dask: 1-D Gaussian pooling, n = m = 2e5, on a LocalCluster of 1 and of 2 worker processes
-(one thread each) against the single-process fused path, measured in the same run.
+(one thread each) against the single-process fused path, measured in the same run: each task on
+the fused loop over every pair (the scaling), and at 2 workers on ``auto`` (the exact truncated
+sums).
 
 Prints seconds, the scaling efficiency ``T(1 worker) / (2 T(2 workers))``, the ratio to the
 fused path, the largest relative difference from it, and the bytes moved between workers
@@ -28,7 +30,7 @@ def _transfer_bytes(client) -> int:
     return sum(client.run(incoming).values())
 
 
-def _on_cluster(n_workers: int, keys, values, queries, chunks: tuple[int, int], h: float):
+def _on_cluster(n_workers: int, keys, values, queries, chunks: tuple[int, int], h: float, backend: str):
     import dask.array as da
     import distributed
 
@@ -43,11 +45,11 @@ def _on_cluster(n_workers: int, keys, values, queries, chunks: tuple[int, int], 
         # put the data on the workers first, as it would be when read from a store there
         dq, dk, dv = client.persist([dq, dk, dv])
         distributed.wait([dq, dk, dv])
-        small = nadaraya.pool(dq[:qc], dk[:kc], dv[:kc], bandwidth=h)  # compile numba on the workers
+        small = nadaraya.pool(dq[:qc], dk[:kc], dv[:kc], bandwidth=h, backend=backend)  # compile there
         small.compute()
         before = _transfer_bytes(client)
         t0 = time.perf_counter()
-        out = nadaraya.pool(dq, dk, dv, bandwidth=h).compute()
+        out = nadaraya.pool(dq, dk, dv, bandwidth=h, backend=backend).compute()
         seconds = time.perf_counter() - t0
         moved = _transfer_bytes(client) - before
     return out, seconds, moved
@@ -83,11 +85,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{label:<38}{fused_s:>10.2f}{1.0:>10.2f}", flush=True)
 
     results = {}
-    for workers in (1, 2):
-        out, seconds, moved = _on_cluster(workers, keys, values, queries, (q_chunk, k_chunk), h)
-        results[workers] = (seconds, moved)
+    # the scaling is measured on the fused loop over every pair in each task (compute-bound, as
+    # the single process); auto's tasks (the exact truncated sums) are timed at 2 workers beside it
+    for workers, backend in ((1, "fused"), (2, "fused"), (2, "auto")):
+        out, seconds, moved = _on_cluster(workers, keys, values, queries, (q_chunk, k_chunk), h, backend)
+        if backend == "fused":
+            results[workers] = (seconds, moved)
         err = float(np.max(np.abs(out - ref) / np.abs(ref)))
-        label = f"dask, {workers} worker process{'es' if workers > 1 else ''} x 1 thread"
+        label = f"dask {backend}, {workers} worker process{'es' if workers > 1 else ''} x 1 thread"
         print(f"{label:<38}{seconds:>10.2f}{seconds / fused_s:>10.2f}   max rel diff vs fused {err:.1e}",
               flush=True)
 

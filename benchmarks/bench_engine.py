@@ -7,7 +7,10 @@ exp ceiling: exponentials per second of the best vectorised exp on cache-residen
 cores. Peers: the textbook's naive NumPy broadcast, a cache-blocked NumPy loop, statsmodels
 KernelReg (fixed bandwidth, local constant), torch scaled_dot_product_attention with the
 augmented-dimension trick, KeOps when installed. A peer runs only where its time, estimated
-from a run 10x smaller in n and m, is under 120 s (and its memory fits).
+from a run 10x smaller in n and m, is under 120 s (and its memory fits). nadaraya's row is
+``backend="auto"`` (named by its choice); where that is not the fused loop over every pair (in
+1-D the exact truncated sums, whose dense cells share series), the fused loop is timed too, and
+the exponential-ceiling figure is its rate.
 
     python benchmarks/bench_engine.py           # full sizes
     python benchmarks/bench_engine.py --quick   # tiny sizes, a smoke run
@@ -34,6 +37,7 @@ LIMIT_S = 120.0
 REPEAT = 5
 WORKLOADS = ["W1", "W2", "W3", "W4"]
 ROWS: list[tuple[str, str, float | None, float, str]] = []  # workload, impl, seconds, pairs, note
+ENGINE: dict[str, float] = {}  # workload: seconds of the fused loop over every pair
 
 
 # ----------------------------------------------------------------------------- peers (Gaussian)
@@ -129,8 +133,17 @@ def gaussian_workload(label: str, n: int, d: int, rng: np.random.Generator, quic
     h = np.array([0.05 * (1 + j) ** 0.5 for j in range(d)]) * (1 if d == 1 else 8)
     pairs = float(n) * n
     t_nad, ours = timed(lambda: nadaraya.pool(q, k, v, bandwidth=h), repeat=REPEAT)
-    choice = nadaraya.backends.choose(nadaraya.kernels.get("gaussian"), n=n, m=n, d=d)
+    gauss = nadaraya.kernels.get("gaussian")
+    choice = (nadaraya.backends.choose_for_data(gauss, q, k, h)
+              or nadaraya.backends.choose(gauss, n=n, m=n, d=d))
     ROWS.append((label, f"nadaraya ({choice.name})", t_nad, pairs, ""))
+    if choice.name != "fused":  # the engine over every pair too: the exponential ceiling's measure
+        t_fused, every = timed(lambda: nadaraya.pool(q, k, v, bandwidth=h, backend="fused"), repeat=REPEAT)
+        err = float(np.max(np.abs(every.reshape(-1) - ours.reshape(-1))))
+        ROWS.append((label, "  fused, every pair", t_fused, pairs, f"max |diff| {err:.1e}"))
+        ENGINE[label] = t_fused
+    else:
+        ENGINE[label] = t_nad
     for name, (fn, mem) in PEERS.items():
         if name == "keops" and not have("pykeops"):
             ROWS.append((label, name, None, pairs, "not installed"))
@@ -301,9 +314,10 @@ def main(argv: list[str] | None = None) -> int:
         ratio = sec / ours[label] if label in ours else float("nan")
         print(f"{label:34} {impl:26} {sec:9.3f} {pairs / sec:9.2e} {ratio:10.1f}  {note}")
     big = f"W1 1-D gaussian n=m={sizes[1]:.0e}"
-    if big in ours:
-        rate = float(sizes[1]) ** 2 / ours[big]
-        print(f"{big}: {rate:.2e} pairs/s = {100 * rate / ceiling:.0f} % of the exp ceiling {ceiling:.2e}/s")
+    if big in ENGINE:
+        rate = float(sizes[1]) ** 2 / ENGINE[big]
+        print(f"{big}, the fused loop over every pair: {rate:.2e} pairs/s = {100 * rate / ceiling:.0f} % of "
+              f"the exp ceiling {ceiling:.2e}/s")
     print("('nadaraya x' = peer seconds / nadaraya seconds: how many times faster nadaraya is)")
     return 0
 
