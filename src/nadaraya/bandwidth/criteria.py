@@ -206,11 +206,12 @@ class _Objective:
             return False
         x = self.X[:, 0]
         span = float(x[-1] - x[0])  # sorted
-        if not span > 0:
+        exact = 4 * self.n**2 * backends.EXACT_NS_PER_PAIR
+        fixed = 40 * 2 * self.n * backends.TRUNCATED_NS["point"]
+        if not span > 0 or not fixed < exact:  # (below about 2700 points, before any estimate)
             return False
         worst = max(truncated.pairs(x, x, span * f) for f in (1.0, 0.1, 0.01, 0.001))
-        one = worst * backends.TRUNCATED_NS["pair"] + 2 * self.n * backends.TRUNCATED_NS["point"]
-        return 40 * one < 4 * self.n**2 * backends.EXACT_NS_PER_PAIR
+        return 40 * worst * backends.TRUNCATED_NS["pair"] + fixed < exact
 
     @functools.cached_property
     def _series_pays(self) -> bool:
