@@ -6,7 +6,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["argsort_spread", "counting_order", "sorted_exclude", "sorted_order"]
+__all__ = ["argsort_spread", "counting_order", "sorted_exclude", "sorted_order", "unsort_rows"]
 
 
 def sorted_order(x: NDArray[np.float64]) -> NDArray[np.intp]:
@@ -61,6 +61,22 @@ def counting_order(ids, count):  # type: ignore[no-untyped-def]  # pragma: no co
     for i in range(ids.size):
         out[start[ids[i]]] = i
         start[ids[i]] += 1
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def unsort_rows(rows, order):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The rows back in their first order: ``out[order[i]] = rows[i]`` (NumPy's fancy assignment
+    of rows takes several times as long).
+
+    Examples
+    --------
+    >>> unsort_rows(np.array([[1.0], [2.0], [3.0]]), np.array([2, 0, 1]))[:, 0].tolist()
+    [2.0, 3.0, 1.0]
+    """
+    out = np.empty_like(rows)
+    for i in range(order.size):
+        out[order[i]] = rows[i]
     return out
 
 

@@ -82,7 +82,7 @@ from .._validation import as_moments
 from ..kernels import Kernel
 from ..partials import Partials
 from ._rows import assemble, exact_rows
-from ._sorted import counting_order, sorted_exclude, sorted_order
+from ._sorted import counting_order, sorted_exclude, sorted_order, unsort_rows
 from .truncated import _radius2
 
 __all__ = ["MAX_DEGREE", "MAX_TERMS", "MIN_TOL", "RHO", "partials", "plan", "supports"]
@@ -370,25 +370,30 @@ def partials(
                                    sample_weight=sample_weight, tol=float(tol), exclude=exclude, moments=r)
     dtype = values.dtype
     m, n, p = queries.shape[0], keys.shape[0], values.shape[1]
-    sw = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-    live = np.flatnonzero(sw > 0)
-    scale_exp = int(np.frexp(sw[live].max())[1]) if live.size else 0
-    key_col = keys[live, 0] if live.size < n else keys[:, 0]
+    if sample_weight is None:  # every weight 1 = 2^1 * 0.5: the sums are relative to 2^1
+        sw, live, scale_exp, key_col, total = None, np.arange(0), 1, keys[:, 0], 0.5 * n
+    else:
+        sw = np.asarray(sample_weight, dtype=np.float64)
+        live = np.flatnonzero(sw > 0)
+        scale_exp = int(np.frexp(sw[live].max())[1]) if live.size else 0
+        key_col = keys[live, 0] if live.size < n else keys[:, 0]
+        total = float(np.ldexp(sw[live], -scale_exp).sum())
     inv_h = 1.0 / float(bandwidth[0])
     eps3 = tol / 2.1 / 3.0
-    rho, zmax = _box_size(float(np.ldexp(sw[live], -scale_exp).sum()), eps3, 2 * r)
-    origin = float(min(queries[:, 0].min(), key_col.min())) if m and live.size else 0.0
+    rho, zmax = _box_size(total, eps3, 2 * r)
+    origin = float(min(queries[:, 0].min(), key_col.min())) if m and key_col.size else 0.0
     with ThreadPoolExecutor(2) as sorter:  # the keys' sort and the queries' grouping side by side
         pending = sorter.submit(_by_box, queries[:, 0], origin, inv_h / (2 * rho))
         order = sorted_order(np.asarray(key_col, dtype=np.float64))
         qorder = pending.result()
-    if live.size < n:
+    if sw is not None and live.size < n:
         order = live[order]
     xs = np.ascontiguousarray(keys[order, 0], dtype=np.float64)
-    ss = np.ldexp(sw[order], -scale_exp)  # exact: the largest in [0.5, 1)
+    # exact: the largest in [0.5, 1)
+    ss = np.full(n, 0.5) if sw is None else np.ldexp(sw[order], -scale_exp)
     vs = np.ascontiguousarray(values[order], dtype=np.float64)
     qs = np.ascontiguousarray(queries[qorder, 0], dtype=np.float64)
-    ex = sorted_exclude(exclude, n, order, m)[qorder]
+    ex = np.full(m, -1, dtype=np.int64) if exclude is None else sorted_exclude(exclude, n, order, m)[qorder]
     lc = math.log(max(float(ss.sum()), 1e-300) / eps3)
     kappa = eps3 / (8.0 * (MAX_TERMS + 8) * _ROUND)
     width = 1 + p + 2 * r + r * p
@@ -398,8 +403,7 @@ def partials(
         _series(qs, xs, ss, vs, ex, inv_h, origin, (rho, zmax, lc, eps3, kappa), r, (out, ok))
     else:
         ok[:] = False
-    back = np.empty_like(out)
-    back[qorder] = out
+    back = unsort_rows(out, qorder)
     good = np.empty_like(ok)
     good[qorder] = ok
     shift = np.full(m, scale_exp * math.log(2.0))  # the series' sums are relative to 2^scale_exp

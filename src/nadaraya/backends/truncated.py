@@ -98,7 +98,7 @@ from ..partials import Partials
 from . import _truncated_cells as _cells
 from . import _truncated_grid as _grid
 from ._rows import assemble
-from ._sorted import sorted_exclude, sorted_order
+from ._sorted import sorted_exclude, sorted_order, unsort_rows
 from ._truncated_sums import sums as _sums
 from .laplace import SORT_QUERIES_ABOVE
 
@@ -438,9 +438,7 @@ def partials(
         out[rest] = rows
     shift = top
     if st.order is not None:
-        back = np.empty_like(out)
-        back[st.order] = out
-        out = back
+        out = unsort_rows(out, st.order)
         shift = np.empty_like(top)
         shift[st.order] = top
     return assemble(shift, out, dtype, m, p, r)
