@@ -76,7 +76,7 @@ def test_cells_match_the_reference_on_every_query(kind: str, p: int, served: lis
 
 
 @pytest.mark.parametrize(("n", "m"), [(5000, 1), (5000, 7), (40, 5000), (3000, 3000)])
-def test_awkward_sizes(n: int, m: int, served: list[float]) -> None:
+def test_awkward_sizes(n: int, m: int) -> None:
     q, k, v = _dense("uniform", n, m, 2, seed=n + m)
     for h in (0.01, 0.2, 3.0):
         _check(q, k, v, h)

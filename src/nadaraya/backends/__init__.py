@@ -396,12 +396,16 @@ def choose_for_data(
         return _choose_binned_2d(queries, keys, bandwidth, tol)
     if kernel.name != "gaussian":
         return None
-    pairs = truncated.pairs(queries, keys, bandwidth, moments)
+    if d == 1:
+        windows, with_cells = truncated.pairs_1d(queries, keys, bandwidth)
+        pairs = windows if moments else with_cells
+    else:
+        pairs = truncated.pairs(queries, keys, bandwidth)
     if tol is not None and d > 1:
         series = _choose_series(queries, keys, bandwidth, tol, pairs, moments)
         if series is not None:
             return series
-    cells = d == 1 and not moments and pairs < 0.9 * truncated.pairs(queries, keys, bandwidth, moments=1)
+    cells = d == 1 and not moments and pairs < 0.9 * windows
     return choose_window(kernel, n=n, m=m, d=d, moments=moments, pairs=pairs, cells=cells)
 
 

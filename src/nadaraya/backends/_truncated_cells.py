@@ -90,10 +90,11 @@ def terms(t: float) -> int:
 
 
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
-def _series(ks, vt, s0, s1, qs, ex, top, mem, cq, cb, inv_h, nt, tb, t0, bb, mom, aq, fq, pq, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _series(ks, vt, s0, s1, qs, ex, top, mem, cq, cb, inv_h, nt, scratch, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Add the keys ``s0 .. s1 - 1`` (cell centre ``cb``) to the rows ``acc`` of the queries
     ``mem`` (cell centre ``cq``) by the series of the cross term; a query that leaves out one of
     these keys takes the keys before it and after it (:func:`_walk`), never its term."""
+    tb, t0, bb, mom, aq, fq, pq, cut, who = scratch
     p = vt.shape[0]
     nb = s1 - s0
     dd = (cq - cb) * inv_h
@@ -142,16 +143,14 @@ def _series(ks, vt, s0, s1, qs, ex, top, mem, cq, cb, inv_h, nt, tb, t0, bb, mom
                 if not s0 <= ex[mem[i]] < s1:
                     acc[i, c] += fq[i] * pq[i]
     if split:
-        cut = np.empty(split, dtype=np.int64)
-        who = np.empty(split, dtype=np.int64)
         split = 0
         for i in range(nq):
             if s0 <= ex[mem[i]] < s1:
                 cut[split] = ex[mem[i]] - s0
                 who[split] = i
                 split += 1
-        order = np.argsort(cut)
-        _walk(vt, s0, nb, t0, bb, cut[order], who[order], aq, fq, nt, mom, acc)
+        order = np.argsort(cut[:split])
+        _walk(vt, s0, nb, t0, bb, cut[:split][order], who[:split][order], aq, fq, nt, mom, acc)
 
 
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
@@ -185,23 +184,31 @@ def _walk(vt, s0, nb, t0, bb, cut, who, aq, fq, nt, run, acc):  # type: ignore[n
 
 
 @numba.njit(cache=True, nogil=True)
-def _cells(ks, vt, kid, kst, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_h, reach, nt, edges,
+def _costs(nq, nb, split, p, nt):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """A pair of cells' estimated nanoseconds, ``(key by key, by the series)``: ``nq`` queries,
+    ``nb`` keys, ``split`` queries leaving out one of those keys (they walk them twice), ``p``
+    value columns, ``nt`` terms."""
+    ncol = p + 1
+    keyed = nq * (nb * (_PAIR[0] + _PAIR[1] * p) + _CALL)
+    series = _FIXED[0] + _FIXED[1] * ncol + (nq + nb) * (_POINT[0] + _POINT[1] * nt * ncol)
+    if split:
+        series += (nb + split) * _WALK * nt * ncol
+    return keyed, series
+
+
+@numba.njit(cache=True, nogil=True)
+def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_h, reach, nt, edges,
            a, b, out, done):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Rows of ``out`` for the query cells of the ranges ``a .. b - 1`` (range ``r`` holds the
-    cells ``edges[r] .. edges[r + 1] - 1``) that the cells serve; ``done`` marks them."""
+    cells ``edges[r] .. edges[r + 1] - 1``) that the cells serve; ``done`` marks them.
+    ``big_b``: the most keys a cell holds."""
     p = vt.shape[0]
     ncol = p + 1
     pair = _PAIR[0] + _PAIR[1] * p
-    fixed = _FIXED[0] + _FIXED[1] * ncol
-    point = _POINT[0] + _POINT[1] * nt * ncol
-    walk = _WALK * nt * ncol
     none = np.empty(0)
     buf = np.empty(BLOCK)
     du = np.empty(BLOCK)
     pw = np.empty(BLOCK)
-    big_b = 1
-    for j in range(kid.size):
-        big_b = max(big_b, kst[j + 1] - kst[j])
     big_q = 1
     for c in range(edges[a], edges[b]):
         big_q = max(big_q, qst[c + 1] - qst[c])
@@ -213,6 +220,9 @@ def _cells(ks, vt, kid, kst, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_
     fq = np.empty(big_q)
     pq = np.empty(big_q)
     acc = np.empty((big_q, ncol))
+    cut = np.empty(big_q, dtype=np.int64)
+    who = np.empty(big_q, dtype=np.int64)
+    scratch = (tb, t0, bb, mom, aq, fq, pq, cut, who)
     direct = np.empty(2 * reach + 1, dtype=np.bool_)
     for c in range(edges[a], edges[b]):
         i0 = qst[c]
@@ -227,15 +237,11 @@ def _cells(ks, vt, kid, kst, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_
         cost = 0.0
         for j in range(b0, b1):
             s0, s1 = kst[j], kst[j + 1]
-            nb = s1 - s0
-            keyed = nq * (nb * pair + _CALL)
-            series = fixed + (nq + nb) * point
             split = 0
-            for i in range(nq):  # queries leaving out a key of the cell walk its keys twice
+            for i in range(nq):
                 if s0 <= ex[cm[i]] < s1:
                     split += 1
-            if split:
-                series += (nb + split) * walk
+            keyed, series = _costs(nq, s1 - s0, split, p, nt)
             direct[j - b0] = keyed <= series
             cost += min(keyed, series)
         if not cost < window:
@@ -248,7 +254,7 @@ def _cells(ks, vt, kid, kst, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_
             s0, s1 = kst[j], kst[j + 1]
             if not direct[j - b0]:
                 cb = g0 + (kid[j] + 0.5) * width
-                _series(ks, vt, s0, s1, qs, ex, top, cm, cq, cb, inv_h, nt, tb, t0, bb, mom, aq, fq, pq, acc)
+                _series(ks, vt, s0, s1, qs, ex, top, cm, cq, cb, inv_h, nt, scratch, acc)
                 continue
             for i in range(nq):
                 e = ex[cm[i]]
@@ -261,6 +267,18 @@ def _cells(ks, vt, kid, kst, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_
         for i in range(nq):
             for s in range(ncol):
                 out[cm[i], s] = acc[i, s]
+
+
+def _gridded(n: int, spread: float, width: float) -> bool:
+    """Whether cells ``width`` wide over keys ``spread`` wide hold :data:`SPARSE` keys or more
+    on average, and are not too many to index."""
+    return n > 0 and n * width >= SPARSE * spread and spread / width < 2.0**40
+
+
+def _runs(ids: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The distinct values of the sorted ``ids`` and where each run starts (and the end)."""
+    first = np.flatnonzero(np.concatenate([[True], ids[1:] != ids[:-1]]))
+    return np.ascontiguousarray(ids[first]), np.append(first, ids.size).astype(np.int64)
 
 
 def sums(ks: NDArray[np.float64], vt: NDArray[np.float64], qs: NDArray[np.float64], ex: NDArray[np.int64],
@@ -287,27 +305,20 @@ def sums(ks: NDArray[np.float64], vt: NDArray[np.float64], qs: NDArray[np.float6
     m, n = qs.size, ks.size
     done = np.zeros(m, dtype=bool)
     width = RHO * h
-    spread = ks[-1] - ks[0] if n else 0.0
-    if n == 0 or m == 0 or not n * width >= SPARSE * spread or not spread / width < 2.0**40:
-        return done  # no keys, too few per cell on average, or too many cells
+    if m == 0 or not _gridded(n, float(ks[-1] - ks[0]) if n else 0.0, width):
+        return done
     near = np.flatnonzero(top >= -0.5 * NEAR**2)
     if near.size == 0:
         return done
     inv_w = 1.0 / width
     g0 = float(ks[0])
-    kc = np.floor((ks - g0) * inv_w).astype(np.int64)
-    first = np.flatnonzero(np.concatenate([[True], kc[1:] != kc[:-1]]))
-    kid = np.ascontiguousarray(kc[first])
-    kst = np.append(first, n).astype(np.int64)
+    kid, kst = _runs(np.floor((ks - g0) * inv_w).astype(np.int64))
     qc = np.floor((qs[near] - g0) * inv_w).astype(np.int64)
     low = int(qc.min())
     span = int(qc.max()) - low + 1
     order = counting_order(qc - low, span) if span <= 4 * (m + n) else np.argsort(qc, kind="stable")
     mem = np.ascontiguousarray(near[order])
-    qc = qc[order]
-    qfirst = np.flatnonzero(np.concatenate([[True], qc[1:] != qc[:-1]]))
-    qid = np.ascontiguousarray(qc[qfirst])
-    qst = np.append(qfirst, near.size).astype(np.int64)
+    qid, qst = _runs(qc[order])
     reach = math.ceil(math.sqrt(1.0 + 2.0 * big_l) * (1.0 + 1e-9) / RHO + 1e-9)
     # |a| and |b| are at most RHO / 2, plus the rounding of a cell's centre and of the offsets from
     # it (far from the origin a centre's ulp may be a sizeable part of h); too many terms: no cells
@@ -320,8 +331,9 @@ def sums(ks: NDArray[np.float64], vt: NDArray[np.float64], qs: NDArray[np.float6
     cells = qid.size
     chunks = np.linspace(0, cells, min(cells, 64 * numba.get_num_threads()) + 1).astype(np.int64)
     with threads_for(float((hi - lo).sum()) * 4.0):
-        run_ranges(_cells, (ks, vt, kid, kst, qs, ex, lo, hi, top, mem, qid, qst, g0, width, 1.0 / h, reach,
-                            nt, chunks), chunks.size - 1, (out, served), grain=1)
+        args = (ks, vt, kid, kst, int(np.diff(kst).max()), qs, ex, lo, hi, top, mem, qid, qst, g0, width,
+                1.0 / h, reach, nt, chunks)
+        run_ranges(_cells, args, chunks.size - 1, (out, served), grain=1)
     done[mem[np.repeat(served, np.diff(qst))]] = True
     return done
 
@@ -345,9 +357,7 @@ def worth(sampled: NDArray[np.float64], queries: NDArray[np.float64], keys: NDAr
     True
     """
     n, m = keys.size, queries.size
-    width = RHO * h
-    spread = float(keys.max() - keys.min()) if n else 0.0
-    if n == 0 or m == 0 or not n * width >= SPARSE * spread or not spread / width < 2.0**40:
+    if m == 0 or not _gridded(n, float(keys.max() - keys.min()) if n else 0.0, RHO * h):
         return np.full(sampled.size, np.inf)
     radius = math.sqrt(2.0 * big_l) * h
     rng = np.random.default_rng(1)
@@ -359,6 +369,5 @@ def worth(sampled: NDArray[np.float64], queries: NDArray[np.float64], keys: NDAr
     nt = terms((RHO / 2.0) ** 2)
     reach = math.ceil(math.sqrt(1.0 + 2.0 * big_l) / RHO)
     pair = _PAIR[0] + _PAIR[1]
-    series = _FIXED[0] + 2.0 * _FIXED[1] + (qb + kb) * (_POINT[0] + 2.0 * _POINT[1] * nt)
-    cells = (2 * reach + 1) * np.minimum(qb * (kb * pair + _CALL), series) / qb
+    cells = np.array([(2 * reach + 1) * min(_costs(a, b, 0, 1, nt)) / a for a, b in zip(qb, kb, strict=True)])
     return np.where(cells < window * pair + _CALL, cells / pair, np.inf)
