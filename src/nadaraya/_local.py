@@ -162,7 +162,7 @@ def solve(parts: Partials, degree: int, bandwidth: NDArray[np.floating]) -> Loca
         With ``moments`` in the order of :func:`nadaraya.backends.reference.moment_shapes`
         for ``degree`` (none for degree 0).
     degree : int
-        0, 1 or 2 (any non-negative degree works).
+        0 to 3 (:data:`nadaraya._fit.MAX_DEGREE`; the solve itself works for any non-negative degree).
     bandwidth : ndarray of shape (d,)
 
     Returns

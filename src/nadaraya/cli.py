@@ -215,7 +215,8 @@ XCols = Annotated[list[str], typer.Option("--x", "-x", help="Feature columns (re
 YCols = Annotated[list[str], typer.Option("--y", "-y", help="Target column(s).")]
 DataArg = Annotated[Path, typer.Argument(help="A .csv, .tsv or .parquet file.", show_default=False)]
 Degree = Annotated[int, typer.Option(
-    "--degree", help="Local polynomial degree: 0 Nadaraya-Watson, 1 local linear, 2 local quadratic.")]
+    "--degree",
+    help="Local polynomial degree: 0 Nadaraya-Watson, 1 local linear, 2 local quadratic, 3 local cubic.")]
 Ordered = Annotated[list[str] | None, typer.Option(
     "--ordered", help="Ordered categorical feature columns (comma-separated): numbers in their order.")]
 Kernel = Annotated[str, typer.Option("--kernel", "-k", help="Kernel name, e.g. gaussian.")]

@@ -76,8 +76,9 @@ default "cv"
     tol : float, optional
         The error allowed in the sums, as for :func:`nadaraya.pool`: ``predict`` and the
         ``"cv"``/``"aicc"`` search may take a faster method whose every prediction is within
-        ``tol * max|y|`` of the exact one (today the Gaussian kernel in 1-D; with ``degree``
-        1 or 2 the bound is on the moment sums, see :func:`nadaraya.pool`). The standard
+        ``tol * max|y|`` of the exact one (which kernels, features and degrees it serves, and
+        the bound on the moment sums of local fits: :func:`nadaraya.pool`; the search:
+        :func:`nadaraya.select_bandwidth`). The standard
         errors of ``predict(..., return_std=True)`` (and of the asymptotic bands) take the same sums
         for both of their passes (the weights and the squared weights): for ``degree=0`` each
         standard error is then within ``tol`` of the exact one, relative. ``None`` (default):

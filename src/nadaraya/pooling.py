@@ -330,14 +330,19 @@ def pool(
     tol : float, optional
         An error allowed, for speed. ``None`` (default): exact sums. A number in ``(0, 0.1]``:
         ``backend="auto"`` may use a faster method whose every prediction is within
-        ``tol * max|v|`` of the exact one (per value column), on every query; today the
-        Taylor series of the Gaussian kernel in 1-D (:mod:`nadaraya.backends.taylor`, for
-        ``tol >= 1e-12``) where it beats the exact sums (:func:`nadaraya.backends.explain`),
-        also per key chunk of Dask inputs and per category of mixed data. With ``degree`` 1
-        or 2 the bound is on the local fit's moment sums: each ``sum_i w_i (x_i - q)^j g_i``
-        within ``tol h^j max|g| sum_i w_i (|x_i - q| / h + 1)^j``; the prediction moves by
-        that times the conditioning of its local system. Everything else stays exact, which
-        meets any ``tol``.
+        ``tol * max|v|`` of the exact one (per value column), on every query, where it beats
+        the exact sums (:func:`nadaraya.backends.explain`). Two methods serve it, both for
+        ``tol >= 1e-12``: the Taylor series of the Gaussian kernel
+        (:mod:`nadaraya.backends.taylor`) in 1 to 3 continuous features at ``degree`` 0 to 2,
+        also in leave-one-out sums, per key chunk of Dask inputs and per category of mixed
+        data; and the certified binned sums of the logistic kernel
+        (:mod:`nadaraya.backends.binned`) in 1 or 2 features at ``degree=0``, in plain pooling
+        only (not in leave-one-out sums nor in Dask chunks, whose partial sums are merged).
+        With ``degree`` 1 or 2 the bound is on the local fit's moment sums: each
+        ``sum_i w_i (x_i - q)^j g_i`` within ``tol h^j max|g| sum_i w_i (|x_i - q| / h + 1)^j``;
+        the prediction moves by that times the conditioning of its local system. Everything
+        else (the other kernels, more features, ``degree=3``) stays exact, which meets any
+        ``tol``.
 
     Returns
     -------
