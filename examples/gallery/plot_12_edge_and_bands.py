@@ -57,9 +57,9 @@ plt.show()
 # Nadaraya-Watson's bias at ``x = 0`` is of the order of the slope (3) times ``h``; the local
 # line's is near zero everywhere, and its noise at the very edge is larger (its slope there is
 # decided by the points on one side). Inside the range, where the design is symmetric around
-# the query, degree 0 and 1 give the same fit to first order; the quadratic also follows the
-# curvature of ``2 sin x`` (its bias is smallest at the peak near ``x = 1.6``) and pays for it
-# with more noise.
+# the query, degree 0 and 1 give the same fit to first order, with the same bias where
+# ``2 sin x`` curves; the quadratic also follows the curvature (its bias is near zero
+# throughout) and pays for it with more noise.
 #
 # Confidence bands
 # ----------------
