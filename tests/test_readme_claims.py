@@ -346,3 +346,45 @@ def test_datasets_and_plot_functions_stated() -> None:
     assert listed
     for name in re.findall(r"`(\w+)`", listed.group(1)):
         assert inspect.signature(getattr(nadaraya.plot, name)).parameters["ax"].default is None, name
+
+
+#: the README's kernel formulas, as written there and as plain Python
+_FORMULAS = {
+    "gaussian": ("exp(-u²/2) / √(2π) (computed in the log domain)",
+                 lambda u: np.exp(-u**2 / 2) / np.sqrt(2 * np.pi)),
+    "epanechnikov": ("3/4 (1 - u²)", lambda u: 0.75 * (1 - u**2)),
+    "boxcar": ("1/2", lambda u: 0.5 + 0 * u),
+    "triangular": ("1 - |u|", lambda u: 1 - abs(u)),
+    "biweight": ("15/16 (1 - u²)²", lambda u: 15 / 16 * (1 - u**2) ** 2),
+    "triweight": ("35/32 (1 - u²)³", lambda u: 35 / 32 * (1 - u**2) ** 3),
+    "tricube": ("70/81 (1 - |u|³)³", lambda u: 70 / 81 * (1 - abs(u) ** 3) ** 3),
+    "cosine": ("π/4 cos(πu/2)", lambda u: np.pi / 4 * np.cos(np.pi * u / 2)),
+    "parzen": ("cubic B-spline: 4/3 - 8u² + 8|u|³, then 8/3 (1 - |u|)³",
+               lambda u: np.where(abs(u) <= 0.5, 4 / 3 - 8 * u**2 + 8 * abs(u) ** 3,
+                                  8 / 3 * (1 - abs(u)) ** 3)),
+    "constant": ("1: average pooling", lambda u: 1 + 0 * u),
+    "laplacian": ("exp(-|u|) / 2 (log domain)", lambda u: np.exp(-abs(u)) / 2),
+    "logistic": ("1 / (eᵘ + 2 + e⁻ᵘ) (log domain)", lambda u: 1 / (np.exp(u) + 2 + np.exp(-u))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_kernel_formulas_in_the_readme_are_the_kernels(name: str) -> None:
+    """Each formula of the README's table, written out here, equals the kernel's profile inside
+    its support (0 outside), and integrates to 1 (but average pooling's constant)."""
+    section = README.split("## Kernels", 1)[1].split("\n## ", 1)[0]
+    row = next(ln for ln in section.splitlines() if ln.startswith(f"| `{name}` |"))
+    cell = re.split(r"(?<!\\)\|", row)[2].strip().replace("\\|", "|").replace("\u2212", "-")
+    text, formula = _FORMULAS[name]
+    assert cell == text
+    kernel = REGISTRY[name]
+    u = np.linspace(-3.0, 3.0, 601)
+    inside = np.abs(u) <= kernel.support
+    want = np.where(inside, formula(u), 0.0)
+    np.testing.assert_allclose(kernel.profile(u), want, rtol=1e-12, atol=1e-15)
+    if name != "constant":
+        from scipy.integrate import quad
+
+        lim = min(kernel.support, 60.0)
+        total = sum(quad(formula, a, b)[0] for a, b in ((-lim, 0.0), (0.0, lim)))
+        assert total == pytest.approx(1.0, rel=1e-8), name
