@@ -192,11 +192,8 @@ def select_bandwidth(
         As for :func:`nadaraya.pool`. Categorical columns get their own bandwidth or
         ``lambda``, chosen jointly with the others (the guide's local-fits page).
     tol : float, optional
-        The error allowed per leave-one-out pass (:func:`nadaraya.pool`). The Gaussian
-        kernel's passes take the Taylor series where they pay: at ``degree=0`` in 1-D, at
-        ``degree`` 1 or 2 in 1 to 3 continuous features. The logistic kernel's binned sums
-        never serve a search (their certificate is per prediction, not per leave-one-out sum).
-        Everything else is exact.
+        Per leave-one-out pass, as in :func:`nadaraya.pool`; the Gaussian's passes take the series where they
+        pay: at ``degree=0`` in 1-D, at ``degree`` 1 or 2 in 1 to 3 continuous features. Else exact.
 
     Returns
     -------
