@@ -10,6 +10,12 @@ linear smoother, ``f(x) = sum_i a_i(x) y_i``. So
   stays within the working-memory setting), never ``n_boot`` refits;
 - a replicate's derivative is the same derivative applied to ``y*`` (significance tests).
 
+**Units.** Everything here is scale-equivariant in ``y``: the responses are divided by a power
+of two (exact) that brings their largest magnitude into ``[1/2, 1)`` (:func:`unit_exponent`),
+every variance, replicate and statistic is computed in those units, and the results are
+multiplied back. So squares of residuals neither overflow nor underflow, and the bootstrap's
+single-precision replicates stay within single precision's range, at any finite scale of ``y``.
+
 ``sigma^2`` comes from the residuals: ``"homoscedastic"`` is ``sum s_i e_i^2 / (N - tr H)``
 (``e_i`` the in-sample residuals, ``N = sum s_i``, ``H_ii`` the hat-matrix diagonal);
 ``"heteroscedastic"`` is a Nadaraya-Watson smooth of the squared leave-one-out residuals, its
@@ -27,6 +33,7 @@ from numpy.typing import NDArray
 
 from . import _fit
 from ._bootstrap import quantiles, replicates
+from ._fills import fallback_variances
 from ._local import solve
 from ._uncertainty import variances
 from .partials import Partials, merge
@@ -36,6 +43,20 @@ __all__ = ["Band", "InferenceMixin"]
 METHODS = ("asymptotic", "bootstrap", "rbc")
 KINDS = ("pointwise", "simultaneous")
 VARIANCES = ("heteroscedastic", "homoscedastic")
+
+
+def unit_exponent(a: NDArray[np.floating]) -> int:
+    """The power of two ``e`` such that ``a * 2**-e`` has its largest finite magnitude in
+    ``[1/2, 1)`` (0 when there is none).
+
+    Examples
+    --------
+    >>> unit_exponent(np.array([3.0, -1e-3])), unit_exponent(np.zeros(2))
+    (2, 0)
+    """
+    finite = np.abs(a[np.isfinite(a)]) if np.size(a) else np.zeros(0)
+    top = float(finite.max()) if finite.size else 0.0
+    return int(np.frexp(top)[1]) if top > 0 else 0
 
 
 class Band(NamedTuple):
@@ -70,6 +91,12 @@ class _Training:
     loo: NDArray[np.float64]  # leave-one-out fits (n, p)
     hat: NDArray[np.float64]  # H_ii (n,)
     loo_parts: Partials  # the leave-one-out partials of the training points
+    exp: int = 0  # unit_exponent(Y): inference works on Y * 2**-exp
+
+    @property
+    def Yu(self) -> NDArray[np.float64]:
+        """The responses in the units of inference, ``Y * 2**-exp``."""
+        return np.ldexp(self.Y, -self.exp)
 
 
 def training(model: Any) -> _Training:
@@ -91,7 +118,7 @@ def training(model: Any) -> _Training:
         hat = np.where(np.isfinite(t), t / (1.0 + t), 1.0)
     fits = Y - (1.0 - hat)[:, None] * (Y - loo)
     weights = None if sw is None else np.asarray(sw, dtype=np.float64)
-    out = _Training(job, X, Y, weights, fits, loo, hat, loo_parts)
+    out = _Training(job, X, Y, weights, fits, loo, hat, loo_parts, unit_exponent(Y))
     model._inference_cache = out
     return out
 
@@ -133,7 +160,12 @@ def _backend(model: Any) -> str:
 
 def noise_variance(model: Any, variance: str) -> NDArray[np.float64]:
     """``sigma^2`` at each training point (in the order of ``X_fit_``), (n, p), by the rule
-    named ``variance``."""
+    named ``variance`` (in the units of ``y`` squared)."""
+    return np.ldexp(_unit_variance(model, variance), 2 * training(model).exp)
+
+
+def _unit_variance(model: Any, variance: str) -> NDArray[np.float64]:
+    """:func:`noise_variance` in the units of inference (``y * 2**-exp``, squared), cached."""
     _check("variance", variance, VARIANCES)
     key = f"_sigma2_{variance}"
     cached = getattr(model, key, None)
@@ -142,7 +174,7 @@ def noise_variance(model: Any, variance: str) -> NDArray[np.float64]:
     tr = training(model)
     s = np.ones(tr.X.shape[0]) if tr.sw is None else tr.sw
     if variance == "homoscedastic":
-        resid = tr.Y - tr.fits
+        resid = np.ldexp(tr.Y - tr.fits, -tr.exp)
         dof = s.sum() - tr.hat.sum()
         sigma2 = np.broadcast_to((s @ resid**2) / max(dof, 1.0), tr.Y.shape).copy()
     else:
@@ -157,7 +189,7 @@ def _smooth_squares(model: Any, tr: _Training) -> NDArray[np.float64]:
 
     from .bandwidth import BandwidthWarning, select_bandwidth
 
-    r2 = (tr.Y - tr.loo) ** 2
+    r2 = np.ldexp(tr.Y - tr.loo, -tr.exp) ** 2
     out = np.empty_like(r2)
     vt = getattr(model, "var_types_", None)
     for c in range(r2.shape[1]):
@@ -194,9 +226,18 @@ def predict_std(
     model: Any, X: NDArray[np.float64], variance: str, degree: int | None = None, slopes: bool = False
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Predictions (m, p) (or slopes (m, d, p)) and their standard errors at validated ``X``."""
+    mean, std = _unit_predict_std(model, X, variance, degree, slopes)
+    e = training(model).exp
+    return np.ldexp(mean, e), np.ldexp(std, e)
+
+
+def _unit_predict_std(
+    model: Any, X: NDArray[np.float64], variance: str, degree: int | None = None, slopes: bool = False
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`predict_std` in the units of inference (``y * 2**-exp``)."""
     tr = training(model)
-    sigma2 = noise_variance(model, variance)
-    job = model._job(X, tr.X, tr.Y, tr.sw)
+    sigma2 = _unit_variance(model, variance)
+    job = model._job(X, tr.X, tr.Yu, tr.sw)
     job.tol = None if slopes else model.tol  # both passes (first and squared weights) within tol
     if degree is not None:
         job = dataclasses.replace(job, degree=degree)
@@ -207,15 +248,26 @@ def predict_std(
     # a row of sample weight s stands for s observations (or has variance sigma^2 / s): each
     # key's value varies by sigma_i^2 / s_i
     per_key = sigma2 if tr.sw is None else sigma2 / np.where(tr.sw > 0, tr.sw, 1.0)[:, None]
-    var = variances(job, parts, per_key, _backend(model), slopes=slopes)
-    std = np.sqrt(np.where(var < 0, 0.0, var))  # a variance of 0 can round to -1e-30
     if slopes:
-        grad = _fit.gradient(job, model.empty, backend=_backend(model))
+        used = None
+        if job.degree >= 1:  # the slopes of the fits actually used (a lower degree where singular)
+            _, fit = _fit.fitted(job, parts, model.empty)
+            used = fit.degree
+            grad = np.full((X.shape[0], job.d, tr.Y.shape[1]), np.nan)
+            grad[:, job.cont, :] = fit.slope
+        else:
+            grad = _fit.gradient(job, model.empty, backend=_backend(model))
+        var = variances(job, parts, per_key, _backend(model), slopes=True, used=used)
+        std = np.sqrt(np.where(var < 0, 0.0, var))  # a variance of 0 can round to -1e-30
         out = np.full((X.shape[0], job.d, tr.Y.shape[1]), np.nan)
         out[:, job.cont, :] = std[:, 1:, :]
+        out[np.isnan(grad)] = np.nan  # no slope, no standard error
         return grad, out
-    mean, _ = _fit.fitted(job, parts, model.empty)
-    return mean, std
+    mean, fit = _fit.fitted(job, parts, model.empty)
+    var = variances(job, parts, per_key, _backend(model), used=fit.degree)
+    fallback_variances(job, parts, model.empty, per_key, var)
+    var[np.isnan(mean)] = np.nan
+    return mean, np.sqrt(np.where(var < 0, 0.0, var))
 
 
 def residual_scale(model: Any) -> NDArray[np.float64]:
@@ -247,21 +299,12 @@ def leverage_scale(
     return np.sqrt((1.0 / s) / np.clip(np.nan_to_num(var, nan=1.0 / s), 1e-12 / s, None))
 
 
-def _fitted(model: Any, X: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The model's predictions at validated ``X``, (m, p)."""
+def _unit_fitted(model: Any, X: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The model's predictions at validated ``X``, (m, p), in the units of inference."""
     tr = training(model)
-    job = model._job(X, tr.X, tr.Y, tr.sw)
+    job = model._job(X, tr.X, tr.Yu, tr.sw)
     out, _ = _fit.fitted(job, _fit.partials(job, None, _backend(model)), model.empty)
     return out
-
-
-def _with_values(call: Any, values: NDArray[np.float64]) -> Any:
-    import dataclasses
-
-    from .pooling import _in_range
-
-    vv, exp = _in_range(values.astype(call.values.dtype))
-    return dataclasses.replace(call, values=vv, value_exp=exp, one_d=False)
 
 
 def confidence_band(
@@ -284,38 +327,47 @@ def confidence_band(
         raise ValueError(f"level must be a number in (0, 1), e.g. 0.95; got {level!r}")
     if isinstance(n_boot, bool) or not isinstance(n_boot, int | np.integer) or n_boot < 19:
         raise ValueError(f"n_boot must be an integer of at least 19; got {n_boot!r}")
+    tr = training(model)
+    e = tr.exp  # everything below is in the units y * 2**-e; the band is scaled back at the end
+
+    def band(estimate: NDArray[np.float64], lower: NDArray[np.float64], upper: NDArray[np.float64]) -> Band:
+        return _shape(model, Band(*(np.ldexp(a, e) for a in (estimate, lower, upper))))
+
     degree = model.degree + 1 if method == "rbc" else None
     std: NDArray[np.float64] | None = None
     if method == "bootstrap":  # its spread comes from the replicates: no variance pass
-        mean = _fitted(model, X)
+        mean = _unit_fitted(model, X)
     else:
-        mean, std = predict_std(model, X, variance, degree=degree)
-    estimate = _fitted(model, X) if method == "rbc" else mean
+        mean, std = _unit_predict_std(model, X, variance, degree=degree)
+    estimate = _unit_fitted(model, X) if method == "rbc" else mean
     alpha = 1.0 - level
     if method in ("asymptotic", "rbc") and kind == "pointwise":
         z = float(norm.ppf(1.0 - alpha / 2))
         assert std is not None
-        return _shape(model, Band(estimate, mean - z * std, mean + z * std))
+        return band(estimate, mean - z * std, mean + z * std)
     rng = _rng(random_state)
-    tr = training(model)
-    job = model._job(X, tr.X, tr.Y, tr.sw)
+    job = model._job(X, tr.X, tr.Yu, tr.sw)
     if degree is not None:
         job = _fit.Job(job.call, job.cat, degree, job.cont, job.d)
     if method == "bootstrap":
-        E = (tr.Y - tr.fits) * residual_scale(model)[:, None]
-        dev = replicates(job, E, rng, int(n_boot), multiplier)
+        E = np.ldexp(tr.Y - tr.fits, -e) * residual_scale(model)[:, None]
+        kind_v = multiplier
     else:  # Gaussian multipliers on sigma: the asymptotic law of the whole curve
-        sigma = np.sqrt(noise_variance(model, variance))
-        dev = replicates(job, sigma, rng, int(n_boot), "gaussian")
+        E = np.sqrt(_unit_variance(model, variance))
+        kind_v = "gaussian"
+    # the replicates are single precision: they are drawn for E * 2**-r, whose largest is in [1/2, 1)
+    r = unit_exponent(E)
+    dev = replicates(job, np.ldexp(E, -r), rng, int(n_boot), kind_v, empty=model.empty)
     if kind == "pointwise":
         lo_q, hi_q = quantiles(dev, (alpha / 2, 1 - alpha / 2), copy=False)
-        return _shape(model, Band(estimate, mean - hi_q, mean - lo_q))
-    scale = std if std is not None else np.std(dev, axis=2)
+        return band(estimate, mean - np.ldexp(hi_q, r), mean - np.ldexp(lo_q, r))
+    scale = std if std is not None else np.ldexp(np.std(dev, axis=2, dtype=np.float64), r)
     with np.errstate(divide="ignore", invalid="ignore"):  # a point without noise deviates by 0
-        z = np.where(scale[:, :, None] > 0, np.abs(dev) / scale[:, :, None], 0.0)
+        unit = np.ldexp(scale, -r)[:, :, None]
+        z = np.where(unit > 0, np.abs(dev) / unit, 0.0)
     t = np.max(np.where(np.isnan(z), -np.inf, z), axis=0)  # (p, n_boot): sup over the points
     crit = np.quantile(t, level, axis=1)  # (p,)
-    return _shape(model, Band(estimate, mean - crit * scale, mean + crit * scale))
+    return band(estimate, mean - crit * scale, mean + crit * scale)
 
 
 def _shape(model: Any, band: Band) -> Band:
