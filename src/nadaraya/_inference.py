@@ -116,7 +116,8 @@ def training(model: Any) -> _Training:
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         t = np.exp(_own_log(job) - loo_parts.shift - np.log(loo_parts.weight)) * loo_fit.inverse00
         hat = np.where(np.isfinite(t), t / (1.0 + t), 1.0)
-    fits = Y - (1.0 - hat)[:, None] * (Y - loo)
+    with np.errstate(invalid="ignore"):  # a point alone (hat 1, no leave-one-out fit) fits itself
+        fits = np.where((hat == 1.0)[:, None], Y, Y - (1.0 - hat)[:, None] * (Y - loo))
     weights = None if sw is None else np.asarray(sw, dtype=np.float64)
     out = _Training(job, X, Y, weights, fits, loo, hat, loo_parts, unit_exponent(Y))
     model._inference_cache = out
@@ -190,27 +191,33 @@ def _smooth_squares(model: Any, tr: _Training) -> NDArray[np.float64]:
     from .bandwidth import BandwidthWarning, select_bandwidth
 
     r2 = np.ldexp(tr.Y - tr.loo, -tr.exp) ** 2
-    out = np.empty_like(r2)
+    out = np.full_like(r2, np.nan)
     vt = getattr(model, "var_types_", None)
     for c in range(r2.shape[1]):
+        # a point with no other key of positive weight (alone in its category at lambda = 0)
+        # has no leave-one-out residual: the smooth is of the others, read at every point
+        known = np.isfinite(r2[:, c])
+        if not known.any():
+            continue
+        Xk, sw = tr.X[known], None if tr.sw is None else tr.sw[known]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", BandwidthWarning)
             sel = select_bandwidth(
-                tr.X,
-                r2[:, c],
+                Xk,
+                r2[known, c],
                 kernel=model.kernel,
-                sample_weight=tr.sw,
+                sample_weight=sw,
                 var_types=vt,
                 categorical_kernel=model.categorical_kernel,
                 per_feature=tr.X.shape[1] > 1,
             )
         job = _fit.prepare(
             tr.X,
-            tr.X,
-            r2[:, c],
+            Xk,
+            r2[known, c],
             kernel=model.kernel,
             bandwidth=sel.bandwidth,
-            sample_weight=tr.sw,
+            sample_weight=sw,
             degree=0,
             var_types=vt,
             categorical_kernel=model.categorical_kernel,
