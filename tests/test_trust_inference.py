@@ -70,6 +70,23 @@ def test_inference_is_equivariant_in_the_scale_of_y(degree):
             np.testing.assert_allclose(test.statistic, want, rtol=1e-8)
 
 
+def test_each_output_is_scaled_alone():
+    """Two outputs 1e600 apart in scale: each one's std and bands are its own scale times the
+    unit-scale ones (one common factor would take one of them to 0)."""
+    X, y = _data(60, seed=3)
+    Q = np.array([[1.0], [2.5], [4.0]])
+    base = NadarayaWatson(bandwidth=0.5).fit(X[:, :1], y)
+    both = NadarayaWatson(bandwidth=0.5).fit(X[:, :1], np.column_stack([y * 1e300, y * 1e-300]))
+    _, want = base.predict(Q, return_std=True)
+    _, got = both.predict(Q, return_std=True)
+    np.testing.assert_allclose(got / [1e300, 1e-300], np.column_stack([want, want]), rtol=1e-9)
+    for method in ("asymptotic", "bootstrap"):
+        b0 = base.confidence_band(Q, method=method, n_boot=99, random_state=1)
+        b2 = both.confidence_band(Q, method=method, n_boot=99, random_state=1)
+        for lo, lo2 in ((b0.lower, b2.lower), (b0.upper, b2.upper)):
+            np.testing.assert_allclose(lo2 / [1e300, 1e-300], np.column_stack([lo, lo]), rtol=1e-5)
+
+
 def test_the_bootstrap_of_tiny_and_huge_responses_is_finite_and_not_degenerate():
     """The issue's cases: NaN bands at 1e40, width 0 at 1e-44, NaN std and p = 1 at 1e154 and
     1e-200, a ValueError at 1e160."""
@@ -101,7 +118,8 @@ def _check_bands(model, Q, mean, std, variance="heteroscedastic"):
     degree + 1), the asymptotic one is mean -+ z std, none is NaN where std is finite."""
     z = norm.ppf(0.975)
     for method, kind in BANDS:
-        band = model.confidence_band(Q, method=method, kind=kind, n_boot=99, random_state=0, variance=variance)
+        band = model.confidence_band(Q, method=method, kind=kind, n_boot=99, random_state=0,
+                                     variance=variance)
         np.testing.assert_array_equal(band.estimate, mean)
         assert np.isfinite(band.lower).all() and np.isfinite(band.upper).all(), (method, kind)
         assert (band.lower <= mean).all() and (mean <= band.upper).all(), (method, kind)
@@ -144,7 +162,8 @@ def test_empty_nearest_se_is_the_nearest_observations_with_ties_and_weights(degr
     rng = np.random.default_rng(4)
     y = np.cos(x) + rng.normal(0, 0.2, x.size)
     s = rng.uniform(0.5, 3.0, x.size)
-    model = NadarayaWatson(kernel="epanechnikov", bandwidth=0.25, degree=degree).fit(x[:, None], y, sample_weight=s)
+    model = NadarayaWatson(kernel="epanechnikov", bandwidth=0.25, degree=degree)
+    model.fit(x[:, None], y, sample_weight=s)
     Q = np.array([[2.25], [5.0], [-4.0]])  # 2.25: midway between 1.5 and 3.0, exactly
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # "nearest" fills silently, as documented
@@ -181,7 +200,8 @@ def test_empty_nan_gives_nan_std_and_bands():
     for method, kind in BANDS:
         with pytest.warns(nadaraya.EmptyWindowWarning):
             band = model.confidence_band([[0.5], [4.0]], method=method, kind=kind, n_boot=99, random_state=0)
-        assert np.isfinite([band.lower[0], band.upper[0]]).all() and np.isnan([band.lower[1], band.upper[1]]).all()
+        assert np.isfinite([band.lower[0], band.upper[0]]).all()
+        assert np.isnan([band.lower[1], band.upper[1]]).all()
 
 
 def test_singular_system_se_is_that_of_the_lower_degree_fit():
@@ -241,7 +261,8 @@ def test_unseen_category_nearest_is_the_nearest_keys_under_the_categorical_dista
     ordered column equal to 2 (distance 1: the unordered mismatch); their weighted mean,
     and the SE of that mean."""
     X, y, s = _categorical()
-    model = NadarayaWatson(bandwidth=[0.0, 0.0], var_types="uo", categorical_kernel=ck).fit(X, y, sample_weight=s)
+    model = NadarayaWatson(bandwidth=[0.0, 0.0], var_types="uo", categorical_kernel=ck)
+    model.fit(X, y, sample_weight=s)
     with pytest.warns(nadaraya.EmptyWindowWarning) as rec:
         mean, std = model.predict([[7.0, 2.0], [7.0, 9.0]], return_std=True)
     text = " ".join(str(r.message) for r in rec)
@@ -253,8 +274,8 @@ def test_unseen_category_nearest_is_the_nearest_keys_under_the_categorical_dista
     far = X[:, 1] == 3
     b = s[far] / s[far].sum()
     np.testing.assert_allclose(mean, [a @ y[tie], b @ y[far]], rtol=1e-12)
-    np.testing.assert_allclose(std, [np.sqrt(a**2 @ (sig2[tie] / s[tie])), np.sqrt(b**2 @ (sig2[far] / s[far]))],
-                               rtol=1e-10)
+    want = [np.sqrt(a**2 @ (sig2[tie] / s[tie])), np.sqrt(b**2 @ (sig2[far] / s[far]))]
+    np.testing.assert_allclose(std, want, rtol=1e-10)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", nadaraya.EmptyWindowWarning)
         np.testing.assert_array_equal(model.predict([[7.0, 2.0]]), mean[:1])

@@ -11,10 +11,11 @@ linear smoother, ``f(x) = sum_i a_i(x) y_i``. So
 - a replicate's derivative is the same derivative applied to ``y*`` (significance tests).
 
 **Units.** Everything here is scale-equivariant in ``y``: the responses are divided by a power
-of two (exact) that brings their largest magnitude into ``[1/2, 1)`` (:func:`unit_exponent`),
-every variance, replicate and statistic is computed in those units, and the results are
-multiplied back. So squares of residuals neither overflow nor underflow, and the bootstrap's
-single-precision replicates stay within single precision's range, at any finite scale of ``y``.
+of two (exact; one per output) that brings their largest magnitude into ``[1/2, 1)``
+(:func:`unit_exponent`), every variance, replicate and statistic is computed in those units,
+and the results are multiplied back. So squares of residuals neither overflow nor underflow,
+and the bootstrap's single-precision replicates stay within single precision's range, at any
+finite scale of ``y``.
 
 ``sigma^2`` comes from the residuals: ``"homoscedastic"`` is ``sum s_i e_i^2 / (N - tr H)``
 (``e_i`` the in-sample residuals, ``N = sum s_i``, ``H_ii`` the hat-matrix diagonal);
@@ -45,18 +46,20 @@ KINDS = ("pointwise", "simultaneous")
 VARIANCES = ("heteroscedastic", "homoscedastic")
 
 
-def unit_exponent(a: NDArray[np.floating]) -> int:
-    """The power of two ``e`` such that ``a * 2**-e`` has its largest finite magnitude in
-    ``[1/2, 1)`` (0 when there is none).
+def unit_exponent(a: NDArray[np.floating]) -> NDArray[np.int64]:
+    """The powers of two ``e``, one per column (the last axis) of a 2-D array (one in all for
+    a 1-D one), such that ``a * 2**-e`` has its largest finite magnitude in ``[1/2, 1)`` (0
+    where there is none): each output is scaled alone, whatever the others' scales.
 
     Examples
     --------
-    >>> unit_exponent(np.array([3.0, -1e-3])), unit_exponent(np.zeros(2))
-    (2, 0)
+    >>> unit_exponent(np.array([[3.0, 1e-3], [-1.0, 0.0]])).tolist(), int(unit_exponent(np.zeros(2)))
+    ([2, -9], 0)
     """
-    finite = np.abs(a[np.isfinite(a)]) if np.size(a) else np.zeros(0)
-    top = float(finite.max()) if finite.size else 0.0
-    return int(np.frexp(top)[1]) if top > 0 else 0
+    a = np.asarray(a, dtype=np.float64)
+    mag = np.where(np.isfinite(a), np.abs(a), 0.0)
+    top = mag.reshape(-1, a.shape[-1]).max(axis=0, initial=0.0) if a.ndim > 1 else mag.max(initial=0.0)
+    return np.where(top > 0, np.frexp(top)[1], 0).astype(np.int64)
 
 
 class Band(NamedTuple):
@@ -91,7 +94,7 @@ class _Training:
     loo: NDArray[np.float64]  # leave-one-out fits (n, p)
     hat: NDArray[np.float64]  # H_ii (n,)
     loo_parts: Partials  # the leave-one-out partials of the training points
-    exp: int = 0  # unit_exponent(Y): inference works on Y * 2**-exp
+    exp: NDArray[np.int64] | int = 0  # unit_exponent(Y), per output: inference works on Y * 2**-exp
 
     @property
     def Yu(self) -> NDArray[np.float64]:
@@ -107,7 +110,9 @@ def training(model: Any) -> _Training:
     keys, values, sw = model._training_data()
     X = np.asarray(keys, dtype=np.float64)
     Y = np.asarray(values, dtype=np.float64).reshape(X.shape[0], -1)
-    job = model._job(X, X, Y, sw)
+    e = unit_exponent(Y)
+    Yu = np.ldexp(Y, -e)  # each output in its own units: the fits below are exact multiples
+    job = model._job(X, X, Yu, sw)
     n = X.shape[0]
     exclude = np.arange(n)
     loo_parts = _fit.partials(job, exclude, _backend(model))
@@ -117,9 +122,9 @@ def training(model: Any) -> _Training:
         t = np.exp(_own_log(job) - loo_parts.shift - np.log(loo_parts.weight)) * loo_fit.inverse00
         hat = np.where(np.isfinite(t), t / (1.0 + t), 1.0)
     with np.errstate(invalid="ignore"):  # a point alone (hat 1, no leave-one-out fit) fits itself
-        fits = np.where((hat == 1.0)[:, None], Y, Y - (1.0 - hat)[:, None] * (Y - loo))
+        fits = np.where((hat == 1.0)[:, None], Yu, Yu - (1.0 - hat)[:, None] * (Yu - loo))
     weights = None if sw is None else np.asarray(sw, dtype=np.float64)
-    out = _Training(job, X, Y, weights, fits, loo, hat, loo_parts, unit_exponent(Y))
+    out = _Training(job, X, Y, weights, np.ldexp(fits, e), np.ldexp(loo, e), hat, loo_parts, e)
     model._inference_cache = out
     return out
 
