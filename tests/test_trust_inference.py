@@ -117,6 +117,7 @@ def _check_bands(model, Q, mean, std, variance="heteroscedastic"):
     """Every band is centred on the prediction at these rows (the fallbacks answer the same at
     degree + 1), the asymptotic one is mean -+ z std, none is NaN where std is finite."""
     z = norm.ppf(0.975)
+    np.testing.assert_allclose(model.predict(Q), mean, rtol=1e-13)
     for method, kind in BANDS:
         band = model.confidence_band(Q, method=method, kind=kind, n_boot=99, random_state=0,
                                      variance=variance)
