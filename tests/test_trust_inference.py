@@ -304,3 +304,21 @@ def test_unseen_category_nan_and_raise_say_what_happened():
     model = NadarayaWatson(bandwidth=[0.0, 0.0], var_types="uu", empty="raise").fit(X, y)
     with pytest.raises(ValueError, match="category"):
         model.predict([[5.0, 1.0]])
+
+
+@pytest.mark.parametrize("vt", ["uo", "uu", "ou"])
+@pytest.mark.parametrize("empty", ["nearest", "mean", "nan"])
+def test_unseen_category_fills_on_dask_match_numpy(vt, empty):
+    """The Dask pool fills unseen categories as the single-machine pool does (key chunks
+    that split the tied nearest keys included)."""
+    da = pytest.importorskip("dask.array")
+    X, y, s = _categorical(11)
+    Q = np.array([[7.0, 2.0], [7.0, 9.0], [1.0, 1.0], [2.0, 7.0]])
+    kw = dict(bandwidth=[0.0, 0.0], var_types=vt, empty=empty)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nadaraya.EmptyWindowWarning)
+        want = nadaraya.pool(Q, X, y, sample_weight=s, **kw)
+    got = nadaraya.pool(da.from_array(Q, chunks=3), da.from_array(X, chunks=17), da.from_array(y, chunks=17),
+                        sample_weight=da.from_array(s, chunks=17), **kw).compute()
+    np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True)
+    assert np.isnan(want).any() == (empty == "nan")
