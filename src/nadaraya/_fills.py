@@ -81,14 +81,25 @@ def nearest_sets(
     if call.keys.shape[1] > 0 or job.cat is None:
         return _nearest(call, rows, exclude, 2.0)
     cats, group = job.cat.groups()
-    dist = categorical_distance(job.cat, job.cat.queries[rows], cats)  # (r, G)
-    out = []
-    for i, row in enumerate(rows):
-        ok = _usable(job, -1 if exclude is None else int(exclude[row]))
-        d = np.where(ok, dist[i, group], np.inf)
-        best = d.min() if d.size else np.inf
-        out.append(np.nonzero(d == best)[0] if np.isfinite(best) else np.empty(0, dtype=np.intp))
-    return out
+    if exclude is not None:  # leave-one-out: each row its own usable keys
+        dist = categorical_distance(job.cat, job.cat.queries[rows], cats)  # (r, G)
+        out = []
+        for i, row in enumerate(rows):
+            d = np.where(_usable(job, int(exclude[row])), dist[i, group], np.inf)
+            best = d.min() if d.size else np.inf
+            out.append(np.nonzero(d == best)[0] if np.isfinite(best) else np.empty(0, dtype=np.intp))
+        return out
+    usable = _usable(job, -1)
+    members = [np.nonzero((group == g) & usable)[0] for g in range(cats.shape[0])]
+    uq, inverse = np.unique(job.cat.queries[rows], axis=0, return_inverse=True)
+    dist = categorical_distance(job.cat, uq, cats)  # (u, G): rows with equal categories share
+    dist[:, [mem.size == 0 for mem in members]] = np.inf
+    answers = []
+    for du in dist:
+        best = du.min() if du.size else np.inf
+        near = [members[g] for g in np.nonzero(du == best)[0]] if np.isfinite(best) else []
+        answers.append(np.sort(np.concatenate(near)) if near else np.empty(0, dtype=np.intp))
+    return [answers[u] for u in inverse.reshape(-1)]
 
 
 def _sample_weights(job: Job) -> NDArray[np.float64]:
