@@ -156,6 +156,22 @@ def test_far_query_gaussian_se_is_the_nearest_observations(degree):
 
 
 @pytest.mark.parametrize("degree", [0, 1])
+def test_far_query_laplacian_se_is_that_of_the_far_limit(degree):
+    """The Laplacian's far limit is not one-hot: right of every key its weights tend to
+    ``exp((x_i - max x) / h)``, normalised; the SE is that average's."""
+    X, y = _data(40, seed=12)
+    h = 0.7
+    model = NadarayaWatson(kernel="laplacian", bandwidth=h, degree=degree).fit(X[:, :1], y)
+    mean, std = model.predict([[1e6]], return_std=True)
+    Xf, yf, _, sig2 = _fitted_data(model)
+    a = np.exp((Xf[:, 0] - Xf[:, 0].max()) / h)
+    a /= a.sum()
+    np.testing.assert_allclose(mean, [a @ yf], rtol=1e-10)
+    np.testing.assert_allclose(std, [np.sqrt(a**2 @ sig2)], rtol=1e-10)
+    _check_bands(model, np.array([[1e6]]), mean, std)
+
+
+@pytest.mark.parametrize("degree", [0, 1])
 def test_empty_nearest_se_is_the_nearest_observations_with_ties_and_weights(degree):
     """empty="nearest" with a compact kernel: one nearest key -> its sigma / sqrt(s); two
     equally near keys -> the SE of their sample-weighted mean."""
