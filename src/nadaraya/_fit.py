@@ -315,7 +315,8 @@ def _report_unseen(job: Job, count: int, m: int, empty: str) -> None:
     assert job.cat is not None
     cols = [int(c) for c, lam in zip(np.setdiff1d(np.arange(job.d), job.cont), job.cat.lambdas) if lam == 0]
     what = (f"{count} of {m} queries have a category (or combination of categories) that no training "
-            f"key has, in column(s) {cols} where lambda = 0 (an indicator): no key has positive weight")
+            f"key has, in column(s) {cols} where lambda = 0 (only equal categories weigh): no key has "
+            "positive weight")
     if empty == "raise":
         raise ValueError(f"{what}; pass empty='nearest', 'mean' or 'nan', or a positive lambda")
     then = {"nan": "their predictions are NaN (empty='nan')",
