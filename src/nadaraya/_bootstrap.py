@@ -110,7 +110,8 @@ def _sorted(job: _fit.Job) -> tuple[_fit.Job, NDArray[np.intp] | None, NDArray[n
 
 
 def replicates(
-    job: _fit.Job, E: NDArray[np.float64], rng: np.random.Generator, n_boot: int, kind: str
+    job: _fit.Job, E: NDArray[np.float64], rng: np.random.Generator, n_boot: int, kind: str,
+    empty: str | None = None,
 ) -> NDArray[np.float32]:
     """Deviations of ``n_boot`` replicates at the queries of ``job``, (m, p, n_boot), in single
     precision: the smoother applied to ``E * v`` (wild multipliers ``v``, (n, n_boot), drawn
@@ -124,6 +125,9 @@ def replicates(
     whose weight reaches ``NEGLIGIBLE`` times a row's largest in one of its rows. The
     multipliers come in blocks of at most ``COLUMNS`` replicates, drawn in order (so the result
     does not depend on the block sizes), and meet the rows in one matrix product per block.
+    With ``empty`` (the model's ``empty=``), a query answered by the far limit or a fill gets
+    that answer's rows (:func:`nadaraya._smoother.blocks`). Single precision holds ``E`` to
+    about 1e-7 of its largest entry: pass ``E`` brought near magnitude one (a power of two).
     """
     n, p = E.shape
     m = job.call.queries.shape[0]
@@ -134,7 +138,7 @@ def replicates(
         E = E[keys]
 
     def scaled(rows_mib: float) -> Iterator[tuple[int, int, int, int, list[NDArray[np.float32]]]]:
-        for q0, q1, rows in blocks(job, memory=rows_mib):  # rows (E * v) = (rows * E) v
+        for q0, q1, rows in blocks(job, memory=rows_mib, empty=empty):  # rows (E * v) = (rows * E) v
             lo, hi = _span(rows) if keys is not None else (0, n)
             yield q0, q1, lo, hi, [
                 np.multiply(rows[:, lo:hi], E[lo:hi, c], out=np.empty((q1 - q0, hi - lo), np.float32),

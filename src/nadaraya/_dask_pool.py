@@ -135,6 +135,70 @@ def _mixed_block(
     return _fit.partials(columns.job(q, k, v, sw, kern, bandwidth, degree), exclude, engine)
 
 
+def _cat_nearest_block(
+    q: NDArray[Any], k: NDArray[Any], v: NDArray[Any], sw: NDArray[Any] | None,
+    exclude: NDArray[np.integer] | str | None, *, columns: _Columns, **_: Any,
+) -> tuple[Any, ...]:
+    """For ``empty="nearest"`` without continuous columns: per query, this chunk's nearest
+    usable keys under :func:`nadaraya._fills.categorical_distance` (ties included): ``(their
+    distance (inf if none), the sample-weighted sum of their values, the sum of their weights,
+    None, None)``, the shape of :func:`nadaraya._dask_empty._nearest_block`'s candidates."""
+    from ._fills import categorical_distance
+
+    m, p = q.shape[0], v.shape[1]
+    dist, vsum, wsum = np.full(m, np.inf), np.zeros((m, p)), np.zeros(m)
+    if m == 0 or k.shape[0] == 0:
+        return dist, vsum, wsum, None, None
+    kc, qc = (np.asarray(a[:, columns.cat], dtype=np.float64) for a in (k, q))
+    cat = Categorical(columns.kinds, kc, qc, columns.lambdas, columns.levels, columns.kernel)
+    s = np.ones(k.shape[0]) if sw is None else np.asarray(sw, dtype=np.float64)
+    D = np.where(s[None, :] > 0, categorical_distance(cat, qc, kc), np.inf)
+    if exclude is not None:  # a diagonal block of leave-one-out: query i leaves key i out
+        rows = np.arange(m) if isinstance(exclude, str) else np.asarray(exclude)
+        mine = (rows >= 0) & (rows < k.shape[0])
+        D[np.nonzero(mine)[0], rows[mine]] = np.inf
+    best = D.min(axis=1)
+    tie = np.equal(D, best[:, None]) & np.isfinite(best)[:, None]
+    W = np.where(tie, s[None, :], 0.0)
+    vsum, wsum = W @ np.asarray(v, dtype=np.float64), W.sum(axis=1)
+    dist[wsum > 0] = best[wsum > 0]
+    return dist, vsum, wsum, None, None
+
+
+def _cat_nearest_merge(*cands: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The nearer of :func:`_cat_nearest_block`'s candidates; equally near ones pooled."""
+    dist, vsum, wsum = (a.copy() for a in cands[0][:3])
+    for d2, v2, w2, _, _ in cands[1:]:
+        tie = np.isfinite(d2) & (d2 == dist)
+        vsum[tie] += v2[tie]
+        wsum[tie] += w2[tie]
+        better = d2 < dist
+        dist[better], vsum[better], wsum[better] = d2[better], v2[better], w2[better]
+    return dist, vsum, wsum, None, None
+
+
+def _plain_sums(v: NDArray[Any], sw: NDArray[Any] | None) -> tuple[NDArray[np.float64], float]:
+    """The sample-weighted sum of a key chunk's values, and of its weights."""
+    s = np.ones(v.shape[0]) if sw is None else np.asarray(sw, dtype=np.float64)
+    return s @ np.asarray(v, dtype=np.float64), float(s.sum())
+
+
+def _add_sums(*sums: tuple[NDArray[np.float64], float]) -> tuple[NDArray[np.float64], float]:
+    return sum(a for a, _ in sums), sum(b for _, b in sums)  # type: ignore[return-value]
+
+
+def _or_plain_mean(parts: Partials, sums: tuple[NDArray[np.float64], float]) -> Partials:
+    """``empty="mean"`` with categorical columns: the constant-kernel partials with the
+    categorical factors kept, and the plain weighted mean of y where those factors are all 0
+    (a category never seen in training at lambda = 0), as :mod:`nadaraya._fills` fills."""
+    rows = np.nonzero(parts.empty)[0]
+    if rows.size == 0:
+        return parts
+    out = Partials(parts.shift.copy(), parts.weight.copy(), parts.value.copy(), parts.moments)
+    out.shift[rows], out.weight[rows], out.value[rows] = 0.0, sums[1], sums[0]
+    return out
+
+
 def _local_finish(
     merged: Any, fallback: Any, positive: Any = True, *, degree: int, mixed: bool, empty: str, one_d: bool,
     start: int, kernel: str, bandwidth: NDArray[np.float64],
@@ -146,7 +210,9 @@ def _local_finish(
     one :class:`~nadaraya._fit.SingularFitWarning` per chunk where some query fell back."""
     parts, far = merged if isinstance(merged, tuple) else (merged, None)
     m, p = parts.value.shape
-    if empty == "nearest" and fallback is None:  # no continuous column: no nearest key
+    if mixed and empty == "mean" and isinstance(fallback, tuple):
+        fallback = _or_plain_mean(*fallback)
+    if empty == "nearest" and fallback is None:  # no usable key
         fallback = (None, np.zeros((m, p)), np.zeros(m), None, None)
     out = _finish(merged, fallback, positive, empty=empty, one_d=False, start=start, kernel=kernel,
                   bandwidth=bandwidth)
@@ -272,12 +338,25 @@ class _Graph:
     def _mixed_fallback(self, empty: str, split_every: int, engine: str) -> list[Any]:
         """The fallbacks with categorical columns, as :func:`nadaraya._fit._fill_mixed` fills:
         "mean" pools with the constant kernel on the continuous columns, the categorical
-        factors kept (per query); "nearest" takes the nearest key in the continuous columns."""
+        factors kept (per query), with the plain weighted mean of y where those are all 0;
+        "nearest" takes the nearest key in the continuous columns (without them, under the
+        categorical distance)."""
         cols = self.columns
         assert cols is not None
         if empty == "mean":
             task = functools.partial(_mixed_block, columns=cols, degree=0)
-            return self._tasks(split_every, "reference", kernel="constant", task=task)
+            per_query = self._tasks(split_every, "reference", kernel="constant", task=task)
+            if self.loo:
+                return per_query
+            v = delayed_chunks(self.values, 0)
+            sw = delayed_chunks(self.sample_weight, len(v))
+            run = dask.delayed(_plain_sums, pure=True)
+            plain = tree_merge([run(v[j], sw[j]) for j in range(len(v))], dask.delayed(_add_sums, pure=True),
+                               split_every)
+            return [(part, plain) for part in per_query]
+        if empty == "nearest" and not cols.cont.size:
+            return self._tasks(split_every, engine, task=functools.partial(_cat_nearest_block, columns=cols),
+                               combine=_cat_nearest_merge)
         if empty == "nearest" and cols.cont.size:
             return query_partials(
                 self.queries[:, cols.cont], self.keys[:, cols.cont], self.values, self.sample_weight,

@@ -283,40 +283,46 @@ def _fill_mixed(
     out: NDArray[np.floating], base: Partials, job: Job, empty: str, exclude: NDArray[np.integer] | None
 ) -> None:
     """The ``empty=`` policy with categorical columns: ``"mean"`` pools with the constant kernel
-    on the continuous columns (the categorical factors kept), ``"nearest"`` takes the nearest key
-    in the continuous columns' ``x / h``."""
+    on the continuous columns (the categorical factors kept; the plain sample-weighted mean
+    where they are all 0), ``"nearest"`` takes the nearest key in the continuous columns'
+    ``x / h`` (without continuous columns, under the categorical distance); see
+    :mod:`nadaraya._fills`. Queries at a category never seen in training where ``lambda = 0``
+    are reported as such."""
+    from ._fills import fill_values, unseen
+
     rows = np.nonzero(base.empty)[0]
     if rows.size == 0:
         return
     call = job.call
-    pooling.report_empty(rows.size, out.shape[0], empty, call.kernel, call.bandwidth)
+    new = unseen(job, rows)
+    if new.any():
+        _report_unseen(job, int(new.sum()), out.shape[0], empty)
+    if (~new).any():
+        pooling.report_empty(int((~new).sum()), out.shape[0], empty, call.kernel, call.bandwidth)
 
-    def nearest(r: NDArray[np.intp]) -> tuple[NDArray[Any], NDArray[np.bool_]]:
-        if call.keys.shape[1] == 0:
-            return np.full((r.size, out.shape[1]), np.nan), np.zeros(r.size, dtype=bool)
-        return pooling._nearest_values(call, r, exclude, 2.0)
+    def fill(r: NDArray[np.intp]) -> tuple[NDArray[Any], NDArray[np.bool_]]:
+        return fill_values(job, r, empty, exclude)
 
-    def mean(r: NDArray[np.intp]) -> tuple[NDArray[Any], NDArray[np.bool_]]:
-        sub_call = pooling.Call(
-            call.queries[r],
-            call.keys,
-            call.values,
-            False,
-            get_kernel("constant"),
-            call.bandwidth,
-            call.sample_weight,
-        )
-        assert job.cat is not None
-        sub_cat = Categorical(
-            job.cat.kinds, job.cat.keys, job.cat.queries[r], job.cat.lambdas, job.cat.levels, job.cat.kernel
-        )
-        sub = Job(sub_call, sub_cat, 0, job.cont, job.d)
-        p = partials(sub, None if exclude is None else exclude[r], "reference")
-        return p.finalize(), ~p.empty
-
-    alone = pooling.fill_empty(out, rows, empty, nearest=nearest, mean=mean)
+    alone = pooling.fill_empty(out, rows, empty, nearest=fill, mean=fill)
     if alone.size:
         pooling._report_alone(alone, out.shape[0], empty)
+
+
+def _report_unseen(job: Job, count: int, m: int, empty: str) -> None:
+    """Queries whose categories no training key has, in columns where ``lambda = 0``."""
+    from .pooling import EmptyWindowWarning
+
+    assert job.cat is not None
+    cols = [int(c) for c, lam in zip(np.setdiff1d(np.arange(job.d), job.cont), job.cat.lambdas) if lam == 0]
+    what = (f"{count} of {m} queries have a category (or combination of categories) that no training "
+            f"key has, in column(s) {cols} where lambda = 0 (only equal categories weigh): no key has "
+            "positive weight")
+    if empty == "raise":
+        raise ValueError(f"{what}; pass empty='nearest', 'mean' or 'nan', or a positive lambda")
+    then = {"nan": "their predictions are NaN (empty='nan')",
+            "nearest": "they get the nearest training keys' mean value (empty='nearest')",
+            "mean": "they get the sample-weighted mean of y (empty='mean')"}[empty]
+    warn_at_caller(f"{what}; {then}", EmptyWindowWarning)
 
 
 def pool(job: Job, empty: str, exclude: NDArray[np.integer] | None = None, backend: str = "auto") -> NDArray:

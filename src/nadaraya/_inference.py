@@ -10,6 +10,13 @@ linear smoother, ``f(x) = sum_i a_i(x) y_i``. So
   stays within the working-memory setting), never ``n_boot`` refits;
 - a replicate's derivative is the same derivative applied to ``y*`` (significance tests).
 
+**Units.** Everything here is scale-equivariant in ``y``: the responses are divided by a power
+of two (exact; one per output) that brings their largest magnitude into ``[1/2, 1)``
+(:func:`unit_exponent`), every variance, replicate and statistic is computed in those units,
+and the results are multiplied back. So squares of residuals neither overflow nor underflow,
+and the bootstrap's single-precision replicates stay within single precision's range, at any
+finite scale of ``y``.
+
 ``sigma^2`` comes from the residuals: ``"homoscedastic"`` is ``sum s_i e_i^2 / (N - tr H)``
 (``e_i`` the in-sample residuals, ``N = sum s_i``, ``H_ii`` the hat-matrix diagonal);
 ``"heteroscedastic"`` is a Nadaraya-Watson smooth of the squared leave-one-out residuals, its
@@ -27,6 +34,7 @@ from numpy.typing import NDArray
 
 from . import _fit
 from ._bootstrap import quantiles, replicates
+from ._fills import fallback_variances
 from ._local import solve
 from ._uncertainty import variances
 from .partials import Partials, merge
@@ -36,6 +44,22 @@ __all__ = ["Band", "InferenceMixin"]
 METHODS = ("asymptotic", "bootstrap", "rbc")
 KINDS = ("pointwise", "simultaneous")
 VARIANCES = ("heteroscedastic", "homoscedastic")
+
+
+def unit_exponent(a: NDArray[np.floating]) -> NDArray[np.int64]:
+    """The powers of two ``e``, one per column (the last axis) of a 2-D array (one in all for
+    a 1-D one), such that ``a * 2**-e`` has its largest finite magnitude in ``[1/2, 1)`` (0
+    where there is none): each output is scaled alone, whatever the others' scales.
+
+    Examples
+    --------
+    >>> unit_exponent(np.array([[3.0, 1e-3], [-1.0, 0.0]])).tolist(), int(unit_exponent(np.zeros(2)))
+    ([2, -9], 0)
+    """
+    a = np.asarray(a, dtype=np.float64)
+    mag = np.where(np.isfinite(a), np.abs(a), 0.0)
+    top = mag.reshape(-1, a.shape[-1]).max(axis=0, initial=0.0) if a.ndim > 1 else mag.max(initial=0.0)
+    return np.where(top > 0, np.frexp(top)[1], 0).astype(np.int64)
 
 
 class Band(NamedTuple):
@@ -70,6 +94,12 @@ class _Training:
     loo: NDArray[np.float64]  # leave-one-out fits (n, p)
     hat: NDArray[np.float64]  # H_ii (n,)
     loo_parts: Partials  # the leave-one-out partials of the training points
+    exp: NDArray[np.int64] | int = 0  # unit_exponent(Y), per output: inference works on Y * 2**-exp
+
+    @property
+    def Yu(self) -> NDArray[np.float64]:
+        """The responses in the units of inference, ``Y * 2**-exp``."""
+        return np.ldexp(self.Y, -self.exp)
 
 
 def training(model: Any) -> _Training:
@@ -80,7 +110,9 @@ def training(model: Any) -> _Training:
     keys, values, sw = model._training_data()
     X = np.asarray(keys, dtype=np.float64)
     Y = np.asarray(values, dtype=np.float64).reshape(X.shape[0], -1)
-    job = model._job(X, X, Y, sw)
+    e = unit_exponent(Y)
+    Yu = np.ldexp(Y, -e)  # each output in its own units: the fits below are exact multiples
+    job = model._job(X, X, Yu, sw)
     n = X.shape[0]
     exclude = np.arange(n)
     loo_parts = _fit.partials(job, exclude, _backend(model))
@@ -89,9 +121,10 @@ def training(model: Any) -> _Training:
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         t = np.exp(_own_log(job) - loo_parts.shift - np.log(loo_parts.weight)) * loo_fit.inverse00
         hat = np.where(np.isfinite(t), t / (1.0 + t), 1.0)
-    fits = Y - (1.0 - hat)[:, None] * (Y - loo)
+    with np.errstate(invalid="ignore"):  # a point alone (hat 1, no leave-one-out fit) fits itself
+        fits = np.where((hat == 1.0)[:, None], Yu, Yu - (1.0 - hat)[:, None] * (Yu - loo))
     weights = None if sw is None else np.asarray(sw, dtype=np.float64)
-    out = _Training(job, X, Y, weights, fits, loo, hat, loo_parts)
+    out = _Training(job, X, Y, weights, np.ldexp(fits, e), np.ldexp(loo, e), hat, loo_parts, e)
     model._inference_cache = out
     return out
 
@@ -133,7 +166,12 @@ def _backend(model: Any) -> str:
 
 def noise_variance(model: Any, variance: str) -> NDArray[np.float64]:
     """``sigma^2`` at each training point (in the order of ``X_fit_``), (n, p), by the rule
-    named ``variance``."""
+    named ``variance`` (in the units of ``y`` squared)."""
+    return np.ldexp(_unit_variance(model, variance), 2 * training(model).exp)
+
+
+def _unit_variance(model: Any, variance: str) -> NDArray[np.float64]:
+    """:func:`noise_variance` in the units of inference (``y * 2**-exp``, squared), cached."""
     _check("variance", variance, VARIANCES)
     key = f"_sigma2_{variance}"
     cached = getattr(model, key, None)
@@ -142,7 +180,7 @@ def noise_variance(model: Any, variance: str) -> NDArray[np.float64]:
     tr = training(model)
     s = np.ones(tr.X.shape[0]) if tr.sw is None else tr.sw
     if variance == "homoscedastic":
-        resid = tr.Y - tr.fits
+        resid = np.ldexp(tr.Y - tr.fits, -tr.exp)
         dof = s.sum() - tr.hat.sum()
         sigma2 = np.broadcast_to((s @ resid**2) / max(dof, 1.0), tr.Y.shape).copy()
     else:
@@ -157,28 +195,34 @@ def _smooth_squares(model: Any, tr: _Training) -> NDArray[np.float64]:
 
     from .bandwidth import BandwidthWarning, select_bandwidth
 
-    r2 = (tr.Y - tr.loo) ** 2
-    out = np.empty_like(r2)
+    r2 = np.ldexp(tr.Y - tr.loo, -tr.exp) ** 2
+    out = np.full_like(r2, np.nan)
     vt = getattr(model, "var_types_", None)
     for c in range(r2.shape[1]):
+        # a point with no other key of positive weight (alone in its category at lambda = 0)
+        # has no leave-one-out residual: the smooth is of the others, read at every point
+        known = np.isfinite(r2[:, c])
+        if not known.any():
+            continue
+        Xk, sw = tr.X[known], None if tr.sw is None else tr.sw[known]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", BandwidthWarning)
             sel = select_bandwidth(
-                tr.X,
-                r2[:, c],
+                Xk,
+                r2[known, c],
                 kernel=model.kernel,
-                sample_weight=tr.sw,
+                sample_weight=sw,
                 var_types=vt,
                 categorical_kernel=model.categorical_kernel,
                 per_feature=tr.X.shape[1] > 1,
             )
         job = _fit.prepare(
             tr.X,
-            tr.X,
-            r2[:, c],
+            Xk,
+            r2[known, c],
             kernel=model.kernel,
             bandwidth=sel.bandwidth,
-            sample_weight=tr.sw,
+            sample_weight=sw,
             degree=0,
             var_types=vt,
             categorical_kernel=model.categorical_kernel,
@@ -194,9 +238,18 @@ def predict_std(
     model: Any, X: NDArray[np.float64], variance: str, degree: int | None = None, slopes: bool = False
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Predictions (m, p) (or slopes (m, d, p)) and their standard errors at validated ``X``."""
+    mean, std = _unit_predict_std(model, X, variance, degree, slopes)
+    e = training(model).exp
+    return np.ldexp(mean, e), np.ldexp(std, e)
+
+
+def _unit_predict_std(
+    model: Any, X: NDArray[np.float64], variance: str, degree: int | None = None, slopes: bool = False
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`predict_std` in the units of inference (``y * 2**-exp``)."""
     tr = training(model)
-    sigma2 = noise_variance(model, variance)
-    job = model._job(X, tr.X, tr.Y, tr.sw)
+    sigma2 = _unit_variance(model, variance)
+    job = model._job(X, tr.X, tr.Yu, tr.sw)
     job.tol = None if slopes else model.tol  # both passes (first and squared weights) within tol
     if degree is not None:
         job = dataclasses.replace(job, degree=degree)
@@ -207,15 +260,26 @@ def predict_std(
     # a row of sample weight s stands for s observations (or has variance sigma^2 / s): each
     # key's value varies by sigma_i^2 / s_i
     per_key = sigma2 if tr.sw is None else sigma2 / np.where(tr.sw > 0, tr.sw, 1.0)[:, None]
-    var = variances(job, parts, per_key, _backend(model), slopes=slopes)
-    std = np.sqrt(np.where(var < 0, 0.0, var))  # a variance of 0 can round to -1e-30
     if slopes:
-        grad = _fit.gradient(job, model.empty, backend=_backend(model))
+        used = None
+        if job.degree >= 1:  # the slopes of the fits actually used (a lower degree where singular)
+            _, fit = _fit.fitted(job, parts, model.empty)
+            used = fit.degree
+            grad = np.full((X.shape[0], job.d, tr.Y.shape[1]), np.nan)
+            grad[:, job.cont, :] = fit.slope
+        else:
+            grad = _fit.gradient(job, model.empty, backend=_backend(model))
+        var = variances(job, parts, per_key, _backend(model), slopes=True, used=used)
+        std = np.sqrt(np.where(var < 0, 0.0, var))  # a variance of 0 can round to -1e-30
         out = np.full((X.shape[0], job.d, tr.Y.shape[1]), np.nan)
         out[:, job.cont, :] = std[:, 1:, :]
+        out[np.isnan(grad)] = np.nan  # no slope, no standard error
         return grad, out
-    mean, _ = _fit.fitted(job, parts, model.empty)
-    return mean, std
+    mean, fit = _fit.fitted(job, parts, model.empty)
+    var = variances(job, parts, per_key, _backend(model), used=fit.degree)
+    fallback_variances(job, parts, model.empty, per_key, var)
+    var[np.isnan(mean)] = np.nan
+    return mean, np.sqrt(np.where(var < 0, 0.0, var))
 
 
 def residual_scale(model: Any) -> NDArray[np.float64]:
@@ -247,21 +311,12 @@ def leverage_scale(
     return np.sqrt((1.0 / s) / np.clip(np.nan_to_num(var, nan=1.0 / s), 1e-12 / s, None))
 
 
-def _fitted(model: Any, X: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The model's predictions at validated ``X``, (m, p)."""
+def _unit_fitted(model: Any, X: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The model's predictions at validated ``X``, (m, p), in the units of inference."""
     tr = training(model)
-    job = model._job(X, tr.X, tr.Y, tr.sw)
+    job = model._job(X, tr.X, tr.Yu, tr.sw)
     out, _ = _fit.fitted(job, _fit.partials(job, None, _backend(model)), model.empty)
     return out
-
-
-def _with_values(call: Any, values: NDArray[np.float64]) -> Any:
-    import dataclasses
-
-    from .pooling import _in_range
-
-    vv, exp = _in_range(values.astype(call.values.dtype))
-    return dataclasses.replace(call, values=vv, value_exp=exp, one_d=False)
 
 
 def confidence_band(
@@ -284,38 +339,47 @@ def confidence_band(
         raise ValueError(f"level must be a number in (0, 1), e.g. 0.95; got {level!r}")
     if isinstance(n_boot, bool) or not isinstance(n_boot, int | np.integer) or n_boot < 19:
         raise ValueError(f"n_boot must be an integer of at least 19; got {n_boot!r}")
+    tr = training(model)
+    e = tr.exp  # everything below is in the units y * 2**-e; the band is scaled back at the end
+
+    def band(estimate: NDArray[np.float64], lower: NDArray[np.float64], upper: NDArray[np.float64]) -> Band:
+        return _shape(model, Band(*(np.ldexp(a, e) for a in (estimate, lower, upper))))
+
     degree = model.degree + 1 if method == "rbc" else None
     std: NDArray[np.float64] | None = None
     if method == "bootstrap":  # its spread comes from the replicates: no variance pass
-        mean = _fitted(model, X)
+        mean = _unit_fitted(model, X)
     else:
-        mean, std = predict_std(model, X, variance, degree=degree)
-    estimate = _fitted(model, X) if method == "rbc" else mean
+        mean, std = _unit_predict_std(model, X, variance, degree=degree)
+    estimate = _unit_fitted(model, X) if method == "rbc" else mean
     alpha = 1.0 - level
     if method in ("asymptotic", "rbc") and kind == "pointwise":
         z = float(norm.ppf(1.0 - alpha / 2))
         assert std is not None
-        return _shape(model, Band(estimate, mean - z * std, mean + z * std))
+        return band(estimate, mean - z * std, mean + z * std)
     rng = _rng(random_state)
-    tr = training(model)
-    job = model._job(X, tr.X, tr.Y, tr.sw)
+    job = model._job(X, tr.X, tr.Yu, tr.sw)
     if degree is not None:
         job = _fit.Job(job.call, job.cat, degree, job.cont, job.d)
     if method == "bootstrap":
-        E = (tr.Y - tr.fits) * residual_scale(model)[:, None]
-        dev = replicates(job, E, rng, int(n_boot), multiplier)
+        E = np.ldexp(tr.Y - tr.fits, -e) * residual_scale(model)[:, None]
+        kind_v = multiplier
     else:  # Gaussian multipliers on sigma: the asymptotic law of the whole curve
-        sigma = np.sqrt(noise_variance(model, variance))
-        dev = replicates(job, sigma, rng, int(n_boot), "gaussian")
+        E = np.sqrt(_unit_variance(model, variance))
+        kind_v = "gaussian"
+    # the replicates are single precision: they are drawn for E * 2**-r, whose largest is in [1/2, 1)
+    r = unit_exponent(E)
+    dev = replicates(job, np.ldexp(E, -r), rng, int(n_boot), kind_v, empty=model.empty)
     if kind == "pointwise":
         lo_q, hi_q = quantiles(dev, (alpha / 2, 1 - alpha / 2), copy=False)
-        return _shape(model, Band(estimate, mean - hi_q, mean - lo_q))
-    scale = std if std is not None else np.std(dev, axis=2)
+        return band(estimate, mean - np.ldexp(hi_q, r), mean - np.ldexp(lo_q, r))
+    scale = std if std is not None else np.ldexp(np.std(dev, axis=2, dtype=np.float64), r)
     with np.errstate(divide="ignore", invalid="ignore"):  # a point without noise deviates by 0
-        z = np.where(scale[:, :, None] > 0, np.abs(dev) / scale[:, :, None], 0.0)
+        unit = np.ldexp(scale, -r)[:, :, None]
+        z = np.where(unit > 0, np.abs(dev) / unit, 0.0)
     t = np.max(np.where(np.isnan(z), -np.inf, z), axis=0)  # (p, n_boot): sup over the points
     crit = np.quantile(t, level, axis=1)  # (p,)
-    return _shape(model, Band(estimate, mean - crit * scale, mean + crit * scale))
+    return band(estimate, mean - crit * scale, mean + crit * scale)
 
 
 def _shape(model: Any, band: Band) -> Band:

@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from . import _fit
 from ._bootstrap import multipliers
 from ._config import get_config
-from ._inference import _backend, _rng, leverage_scale
+from ._inference import _backend, _rng, leverage_scale, unit_exponent
 
 __all__ = ["SignificanceTest", "significance_test"]
 
@@ -163,6 +163,10 @@ def significance_test(
     rng = _rng(random_state)
     if Y.shape[1] != 1:
         raise ValueError(f"significance_test takes one output; y has {Y.shape[1]} columns")
+    # scale-equivariant: the test runs on y * 2**-e (its largest magnitude in [1/2, 1), exact), so
+    # squares neither overflow nor underflow; the statistics are scaled back, the p-values are not
+    e = unit_exponent(Y)
+    Y = np.ldexp(Y, -e)
     job = model._job(X, X, Y, sw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -182,4 +186,6 @@ def significance_test(
         stats.append(observed)
         pvals.append((1 + exceed) / (1 + n_boot))
     labels = tuple(" & ".join(names[j] for j in g) for g in groups)
-    return SignificanceTest(tuple(groups), labels, np.array(stats), np.array(pvals), int(n_boot))
+    with np.errstate(over="ignore"):
+        statistic = np.ldexp(np.array(stats), 2 * e)
+    return SignificanceTest(tuple(groups), labels, statistic, np.array(pvals), int(n_boot))

@@ -20,15 +20,18 @@ from numpy.typing import NDArray
 from . import _fit
 from ._config import get_config
 from ._local import _regular, monomials
+from ._nearest import FAR_LOG_WEIGHT
 from .backends.reference import block_weights
 
 __all__ = ["blocks"]
 
 
-def _weights(job: _fit.Job, q0: int, q1: int) -> NDArray[np.float64]:
+def _weights(
+    job: _fit.Job, q0: int, q1: int, far: list[NDArray[np.bool_]] | None = None
+) -> NDArray[np.float64]:
     """Unnormalised weights (b, n), each row divided by its largest: the reference backend's
     block weights (:func:`nadaraya.backends.reference.block_weights`) times the categorical
-    factors."""
+    factors. ``far`` receives which rows' largest log weight is below ``FAR_LOG_WEIGHT``."""
     call, k = job.call, job.call.kernel
     q = call.queries[q0:q1].astype(np.float64)
     keys = call.keys.astype(np.float64)
@@ -42,6 +45,8 @@ def _weights(job: _fit.Job, q0: int, q1: int) -> NDArray[np.float64]:
             if log_f is not None:
                 w += log_f
             top = w.max(axis=1, keepdims=True)
+            if far is not None:
+                far.append(~(top[:, 0] >= FAR_LOG_WEIGHT))
             w -= np.where(np.isfinite(top), top, 0.0)
             np.exp(w, out=w)
         elif log_f is not None:
@@ -49,9 +54,32 @@ def _weights(job: _fit.Job, q0: int, q1: int) -> NDArray[np.float64]:
     return w
 
 
-def _rows(job: _fit.Job, q0: int, q1: int, slope: int | None) -> NDArray[np.float64]:
-    """Rows ``q0:q1`` of the smoother (``slope=None``) or of the slope along continuous column ``slope``."""
-    w = _weights(job, q0, q1)
+def _rows(
+    job: _fit.Job, q0: int, q1: int, slope: int | None, empty: str | None = None
+) -> NDArray[np.float64]:
+    """Rows ``q0:q1`` of the smoother (``slope=None``) or of the slope along continuous column
+    ``slope``; with ``empty``, the smoother's rows of the queries that a prediction answers by
+    the far limit or an ``empty=`` fill are those fallbacks' (:mod:`nadaraya._fills`)."""
+    if empty is None or slope is not None:
+        return _local_rows(job, q0, q1, slope)
+    from ._fills import fallback_weights
+
+    far: list[NDArray[np.bool_]] = []
+    out = _local_rows(job, q0, q1, None, far)
+    if job.cat is None and job.call.kernel.log_domain:
+        back = np.nonzero(far[0])[0] if far else np.zeros(0, dtype=np.intp)
+    else:
+        back = np.nonzero(~np.isfinite(out).all(axis=1) | ~(np.abs(out).sum(axis=1) > 0))[0]
+    if back.size:
+        out[back] = fallback_weights(job, q0 + back, empty)
+    return out
+
+
+def _local_rows(
+    job: _fit.Job, q0: int, q1: int, slope: int | None, far: list[NDArray[np.bool_]] | None = None
+) -> NDArray[np.float64]:
+    """:func:`_rows` of the queries' own local fits (NaN where a window is empty)."""
+    w = _weights(job, q0, q1, far)
     total = w.sum(axis=1)
     live = total > 0
     if job.degree == 0 and slope is None and live.all():
@@ -101,11 +129,12 @@ def _rows(job: _fit.Job, q0: int, q1: int, slope: int | None) -> NDArray[np.floa
 
 
 def blocks(
-    job: _fit.Job, slope: int | None = None, memory: float | None = None
+    job: _fit.Job, slope: int | None = None, memory: float | None = None, empty: str | None = None
 ) -> Iterator[tuple[int, int, NDArray[np.float64]]]:
     """``(q0, q1, rows)`` for consecutive blocks of queries, each ``rows`` (q1 - q0, n) within
     ``memory`` MiB (default the working memory) with its scratch: the smoother's rows, or a
-    slope's (NaN where it is not defined).
+    slope's (NaN where it is not defined). With ``empty`` (the ``empty=`` policy), the rows are
+    those of the predictions as returned: the far limit and the fills included.
 
     Examples
     --------
@@ -124,4 +153,4 @@ def blocks(
     step = max(1, int(budget * 2**20 // (8 * n * width)))
     for q0 in range(0, m, step):
         q1 = min(m, q0 + step)
-        yield q0, q1, _rows(job, q0, q1, slope)
+        yield q0, q1, _rows(job, q0, q1, slope, empty)

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import _fit
-from ._local import _regular, _systems
+from ._local import _regular, _systems, monomials
 from .kernels import Kernel
 from .partials import Partials
 
@@ -79,13 +79,18 @@ def _second_pass(job: _fit.Job, sigma2: NDArray[np.float64], backend: str, momen
 
 
 def variances(
-    job: _fit.Job, parts: Partials, sigma2: NDArray[np.float64], backend: str = "auto", slopes: bool = False
+    job: _fit.Job, parts: Partials, sigma2: NDArray[np.float64], backend: str = "auto", slopes: bool = False,
+    used: NDArray[np.integer] | None = None,
 ) -> NDArray[np.float64]:
     """``Var f(x)`` per query and output column, (m, p); with ``slopes`` the variances of the
     slopes too, (m, 1 + d_continuous, p), the fit's first.
 
     ``parts`` are the first pass's partials (with the moments of the degree), ``sigma2`` the
-    variance of each key's value, (n, p) (or (n,) for every output alike).
+    variance of each key's value, (n, p) (or (n,) for every output alike). ``used``, the
+    degree each query's fit used (:attr:`nadaraya._local.LocalFit.degree`), makes each variance
+    that of the fit actually used: the leading block of the same sums where a query's system of
+    the job's degree was singular (its slopes' are NaN where it used degree 0; all NaN where -1).
+    Without it, a query whose system of the job's degree is singular gets NaN.
     """
     call = job.call
     m = call.queries.shape[0]
@@ -104,12 +109,13 @@ def variances(
         moments = 1
     for c in range(p):
         second = _second_pass(job, sigma2[:, c], backend, moments)
-        out[:, :, c] = _assemble(job, parts, second, h, slopes)
+        out[:, :, c] = _assemble(job, parts, second, h, slopes, used)
     return out if slopes else out[:, 0, :]
 
 
 def _assemble(
-    job: _fit.Job, first: Partials, second: Partials, h: NDArray[np.float64], slopes: bool
+    job: _fit.Job, first: Partials, second: Partials, h: NDArray[np.float64], slopes: bool,
+    used: NDArray[np.integer] | None = None,
 ) -> NDArray[np.float64]:
     """``[e_a^T M^-1 V M^-1 e_a]`` for the fit (a = 0) and, with ``slopes``, each slope."""
     m = first.weight.shape[0]
@@ -132,16 +138,28 @@ def _assemble(
         return out
     M, _ = _systems(first[rows], degree, h)
     V, _ = _systems(second[rows], degree, h)
-    regular, _ = _regular(M)
-    Mi = np.full_like(M, np.nan)
-    Mi[regular] = np.linalg.inv(M[regular])
-    cov = np.einsum("mij,mjk,mlk->mil", Mi, V, Mi) * ratio[rows, None, None]
     take = 1 + dc if slopes else 1
-    diag = np.einsum("mii->mi", cov)[:, :take]
-    if slopes:
-        diag = diag.copy()
-        diag[:, 1:] /= h[None, :] ** 2
-    out[rows, :take] = diag
+    if used is None:
+        regular, _ = _regular(M)
+        level = np.where(regular, degree, -1)
+    else:
+        level = np.asarray(used)[rows]
+    for r in range(degree, 0, -1):  # each query's system: the leading block of the degree it used
+        now = level == r
+        if not now.any():
+            continue
+        size = len(monomials(r, dc))
+        Mr, Vr = M[now][:, :size, :size], V[now][:, :size, :size]
+        Mi = np.linalg.inv(Mr)
+        cov = np.einsum("mij,mjk,mlk->mil", Mi, Vr, Mi) * ratio[rows[now], None, None]
+        diag = np.full((int(now.sum()), take), np.nan)
+        k = min(take, size)
+        diag[:, :k] = np.einsum("mii->mi", cov)[:, :k]
+        if slopes:
+            diag[:, 1:] /= h[None, :] ** 2
+        out[rows[now], :take] = diag
+    flat = level == 0  # degree 0: the ratio of the two passes' weights
+    out[rows[flat], 0] = ratio[rows[flat]]
     return out
 
 

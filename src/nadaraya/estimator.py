@@ -66,7 +66,13 @@ default "cv"
         targets, or a ValueError. The estimator predicts by default, as scikit-learn's and
         statsmodels' regressors do, so that model selection over compact kernels
         (``GridSearchCV`` over ``kernel``) scores every fold; pass ``empty="nan"`` to see
-        where a window is empty.
+        where a window is empty. "Nearest" is in the continuous columns' ``x / h`` (ties: the
+        sample-weighted mean of the tied keys); with no continuous column, a query whose
+        category no training key has (``lambda = 0``) takes the keys at the smallest
+        categorical distance (unordered columns that differ, plus the ordered columns'
+        absolute differences), and ``"mean"`` the weighted mean of y, with one warning that
+        says so. The standard errors and bands of a filled query are those of the fill
+        (:mod:`nadaraya._fills`).
     backend : str, default "auto"
         How the sums are computed; see :func:`nadaraya.backends.available`.
     device : str, optional
@@ -367,7 +373,10 @@ default "cv"
         return_std : bool, default False
             Also return the standard error of each prediction given the design: the exact
             ``sqrt(sum_i a_i(x)^2 sigma^2(x_i))``, ``a_i`` the fit's effective weights (the
-            attention weights for degree 0), from one more pass of squared weights.
+            attention weights for degree 0), from one more pass of squared weights. It is always
+            that of the prediction returned: of the far limit, of an ``empty=`` fill (one
+            nearest key: ``sigma(x_nearest) / sqrt(s)``; ``"mean"``: the SE of the weighted
+            mean of y) or of the lower degree a singular local system fell back to.
         variance : {"heteroscedastic", "homoscedastic"}, default "heteroscedastic"
             ``sigma^2(x_i)``: a Nadaraya-Watson smooth of the squared leave-one-out residuals
             (bandwidth by CV), or one residual variance ``sum s_i e_i^2 / (N - tr H)``.
