@@ -202,7 +202,9 @@ class KernelPooling(_Pooling):
     for half precision. Every other kernel (and ``method="chunked"``) runs over blocks of
     keys with a running maximum (log-domain kernels) or plain sums (compact kernels), and
     backward recomputes the blocks: memory stays within ``nadaraya.get_config()
-    ["working_memory"]``, never O(m n).
+    ["working_memory"]``, never O(m n). In float16/bfloat16 the chunked path computes
+    ``(q - k) / h``, the weights, their sums and the gradients in float32 and rounds the output
+    once to the inputs' dtype (gradients reach half-precision inputs and parameters as such).
 
     A query with no key inside a compact kernel's window, or with every key masked, gets NaN
     (the core's ``empty="nan"``) and no gradient; no warning is raised, since checking would
