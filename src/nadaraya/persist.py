@@ -319,5 +319,10 @@ def load(path: str | os.PathLike[str], *, max_bytes: int = MAX_MODEL_BYTES) -> A
     for required in ("X_fit_", "y_fit_", "bandwidth_"):
         if not isinstance(getattr(model, required, None), np.ndarray):
             raise ModelFileError(f"{src} lacks the fitted array {required!r}")
+    order, n = getattr(model, "fit_order_", None), model.X_fit_.shape[0]
+    if order is not None and not (isinstance(order, np.ndarray) and order.shape == (n,)
+                                  and np.array_equal(np.sort(order), np.arange(n))):
+        raise ModelFileError(f"{src}: fit_order_ must be None or a permutation of the {n} training rows")
+    model.fit_order_ = order  # None in files from before it was kept
     _check_model(model, src)
     return model
