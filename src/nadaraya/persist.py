@@ -46,6 +46,7 @@ Finally the model is validated as ``fit`` validates its input: the kernel name (
 valid; ``degree``, ``var_types`` and ``categorical_kernel`` valid, ``levels_`` equal to the
 distinct values of each categorical column of ``X_fit_`` (files written before mixed data get
 ``degree=0``, every column continuous); ``X_fit_`` and ``y_fit_`` finite with matching rows;
+``fit_order_`` a permutation of the training rows (None in files written before it was kept);
 ``bandwidth_`` positive and finite in the continuous columns, each categorical column's lambda
 in its range (and equal to the bandwidth parameter when that is a number); the CLI's
 ``category_labels_`` distinct strings per named feature; sample weights finite,
