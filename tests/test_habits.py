@@ -202,18 +202,19 @@ def test_model_attention_weights_are_the_primitives_with_the_fitted_settings():
     model = NadarayaWatson(kernel="epanechnikov", bandwidth=h).fit(X, y, sample_weight=sw)
     Q = np.vstack([rng.uniform(0, 4, (6, 2)), [[40.0, 40.0]]])  # the last: no point in its window
     W = model.attention_weights(Q)
-    same = nadaraya.attention_weights(Q, model.X_fit_, kernel="epanechnikov", bandwidth=model.bandwidth_,
-                                      sample_weight=model.sample_weight_, empty=model.empty)
-    np.testing.assert_array_equal(W, same)
-    # written plainly: weight s_i prod_k 3/4 (1 - u_k^2)_+, normalised; the columns follow X_fit_
-    Xf, sf = model.X_fit_, model.sample_weight_
+    same = nadaraya.attention_weights(Q, X, kernel="epanechnikov", bandwidth=model.bandwidth_,
+                                      sample_weight=sw, empty=model.empty)
+    np.testing.assert_allclose(W, same, rtol=1e-12, atol=1e-15)
+    # written plainly: weight s_i prod_k 3/4 (1 - u_k^2)_+, normalised; the columns follow the
+    # training rows in the order given to fit
+    Xf, sf = X, sw
     for q, row in zip(Q[:-1], W[:-1]):
         u = (q - Xf) / h
         k = np.prod(np.clip(0.75 * (1 - u**2), 0, None), axis=1) * sf
         np.testing.assert_allclose(row, k / k.sum(), rtol=1e-12, atol=1e-15)
     nearest = np.argmin((((Xf - Q[-1]) / h) ** 2).sum(axis=1))
     np.testing.assert_array_equal(W[-1], np.eye(30)[nearest])  # empty="nearest", the default
-    np.testing.assert_allclose(W @ model.y_fit_, model.predict(Q), rtol=1e-12)
+    np.testing.assert_allclose(W @ y, model.predict(Q), rtol=1e-12)
     assert model.attention_weights(Q, sparse=True).nnz == np.count_nonzero(W)
 
 

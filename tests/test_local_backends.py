@@ -161,9 +161,35 @@ def test_backends_agree_on_mixed_data(backend, kernel, degree):
 # --- float32 ---------------------------------------------------------------------------------------
 
 
+def _sum32(a: np.ndarray) -> np.ndarray:
+    """Sum over the first axis in float32 by NumPy's pairwise summation (its own loop, not a
+    BLAS kernel: the same order, so the same rounding, on every machine)."""
+    a = np.asarray(a, dtype=np.float32)
+    return np.ascontiguousarray(np.moveaxis(a, 0, -1)).sum(axis=-1)
+
+
+def _solve32(M: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """``M x = r`` by Gaussian elimination with partial pivoting, written out in float32 (no
+    LAPACK kernel, whose order of operations varies with the machine)."""
+    f = np.float32
+    A = np.concatenate([M, r[:, None]], axis=1).astype(f)
+    P = A.shape[0]
+    for c in range(P):
+        piv = c + int(np.argmax(np.abs(A[c:, c])))
+        A[[c, piv]] = A[[piv, c]]
+        for i in range(c + 1, P):
+            A[i, c:] = A[i, c:] - f(A[i, c] / A[c, c]) * A[c, c:]
+    x = np.zeros(P, f)
+    for i in range(P - 1, -1, -1):
+        rest = _sum32(A[i, i + 1 : P] * x[i + 1 :]) if i + 1 < P else f(0.0)
+        x[i] = f(A[i, P] - rest) / A[i, i]
+    return x
+
+
 def plain_float32(Q, X, y, kernel, h, degree):
     """The local polynomial fit written plainly in float32: dense weights, the normal equations
-    in the scaled coordinates z = (k - q) / h by matrix products, np.linalg.solve."""
+    in the scaled coordinates z = (k - q) / h as float32 sums, Gaussian elimination. No BLAS or
+    LAPACK call, so its error (the yardstick below) is the same on every machine."""
     f = np.float32
     Q, X, y, h = Q.astype(f), X.astype(f), y.astype(f), np.asarray(h, f)
     prof = get(kernel).profile
@@ -172,9 +198,19 @@ def plain_float32(Q, X, y, kernel, h, degree):
         z = ((X - q) / h).astype(f)
         w = np.prod(prof(z), axis=1).astype(f)
         B = design(z, degree).astype(f)
-        M, R = (B * w[:, None]).T @ B, (B * w[:, None]).T @ y
-        out[i] = np.linalg.solve(M, R)[0]
+        wB = B * w[:, None]
+        M, R = _sum32(wB[:, :, None] * B[:, None, :]), _sum32(wB * y[:, None])
+        out[i] = _solve32(M, R)[0]
     return out
+
+
+def test_plain_float32_solves_like_float64():
+    """The written-out float32 solve is a solve: a well-conditioned system to float32 rounding."""
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(6, 6)) + 6 * np.eye(6)
+    b = rng.normal(size=6)
+    np.testing.assert_allclose(_solve32(A, b), np.linalg.solve(A, b), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(_sum32(np.arange(10.0)[:, None] * np.ones((1, 2))), [45.0, 45.0])
 
 
 @pytest.mark.parametrize("backend", ["reference", *FAST])

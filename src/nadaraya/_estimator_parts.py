@@ -225,5 +225,6 @@ def fit_dask(model: Any, X: Any, y: Any, sample_weight: Any, notes: list[str]) -
     model.bandwidth_ = _mixed_bandwidth(bandwidth, vt, levels, ck)
     model.var_types_, model.levels_ = vt, levels
     model.X_fit_, model.y_fit_, model.sample_weight_ = X_fit, y_fit, sw
+    model.fit_order_ = None  # kept in the given order
     model.backend_, model.backend_reason_ = "dask", "the training data are Dask arrays"
 

@@ -143,6 +143,11 @@ default "cv"
         The number of distinct training values of each categorical column (0 for continuous
         columns): the ``c`` of Aitchison-Aitken, kept so that predictions use the training
         data's count.
+    fit_order_ : ndarray of int of shape (n_samples_fit,) or None
+        ``fit`` keeps the training rows sorted by their first feature (``X_fit_``, ``y_fit_``,
+        ``sample_weight_``); row ``i`` there is row ``fit_order_[i]`` of the data given to
+        ``fit``. None where they are kept in the given order (Dask input), and for models
+        loaded from files written before it was kept.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` had string column names.
@@ -299,6 +304,7 @@ default "cv"
                                            getattr(self, "feature_names_in_", None))
         self.var_types_, self.levels_ = vt, levels
         self.X_fit_, self.y_fit_, self.sample_weight_ = Xs, ys, sw
+        self.fit_order_ = order.astype(np.int64)
         self._summary_cache = None
         forget(self)
         n, d = Xs.shape
@@ -493,9 +499,10 @@ default "cv"
         settings: :func:`nadaraya.attention_weights` with the kernel, ``bandwidth_``, the sample
         weights and ``empty`` of this model.
 
-        The columns follow ``X_fit_`` (the training rows sorted by their first feature, as
-        ``fit`` stores them), so that ``model.attention_weights(X) @ model.y_fit_`` equals
-        ``model.predict(X)``. Each row sums to one (an empty window follows ``empty``).
+        The columns follow the training rows in the order given to ``fit`` (as scikit-learn's
+        neighbour graphs do), so that ``model.attention_weights(X) @ y`` equals
+        ``model.predict(X)`` for the ``y`` given to ``fit``. (Where ``fit_order_`` is None, the
+        order is that of ``X_fit_``.) Each row sums to one (an empty window follows ``empty``).
 
         Models with ``degree >= 1`` or categorical columns raise NotImplementedError.
 
@@ -516,11 +523,12 @@ default "cv"
         --------
         >>> import numpy as np
         >>> from nadaraya import NadarayaWatson
-        >>> model = NadarayaWatson(bandwidth=0.5).fit([[2.0], [0.0], [1.0]], [4.0, 0.0, 1.0])
+        >>> y = np.array([4.0, 0.0, 1.0])
+        >>> model = NadarayaWatson(bandwidth=0.5).fit([[2.0], [0.0], [1.0]], y)
         >>> W = model.attention_weights([[0.5], [1.5]])
         >>> W.shape, np.allclose(W.sum(axis=1), 1.0)
         ((2, 3), True)
-        >>> bool(np.allclose(W @ model.y_fit_, model.predict([[0.5], [1.5]])))
+        >>> bool(np.allclose(W @ y, model.predict([[0.5], [1.5]])))
         True
         """
         from ._attention import attention_weights
@@ -539,6 +547,10 @@ default "cv"
             import dask
 
             keys, sw = dask.compute(keys, sw)
+        order = getattr(self, "fit_order_", None)
+        if order is not None:  # the training rows back in the order given to fit
+            keys = _given_order(keys, order)
+            sw = None if sw is None else _given_order(sw, order)
         return attention_weights(X, keys, kernel=self.kernel, bandwidth=self.bandwidth_, sample_weight=sw,
                                  empty=self.empty, sparse=sparse, max_bytes=max_bytes)
 
@@ -568,3 +580,10 @@ default "cv"
         from .persist import save
 
         return save(self, path)
+
+
+def _given_order(a: NDArray[Any], order: NDArray[np.integer]) -> NDArray[Any]:
+    """Rows stored sorted (row ``i`` is row ``order[i]`` as given) back in the given order."""
+    out = np.empty_like(a)
+    out[order] = a
+    return out

@@ -46,6 +46,7 @@ Finally the model is validated as ``fit`` validates its input: the kernel name (
 valid; ``degree``, ``var_types`` and ``categorical_kernel`` valid, ``levels_`` equal to the
 distinct values of each categorical column of ``X_fit_`` (files written before mixed data get
 ``degree=0``, every column continuous); ``X_fit_`` and ``y_fit_`` finite with matching rows;
+``fit_order_`` a permutation of the training rows (None in files written before it was kept);
 ``bandwidth_`` positive and finite in the continuous columns, each categorical column's lambda
 in its range (and equal to the bandwidth parameter when that is a number); the CLI's
 ``category_labels_`` distinct strings per named feature; sample weights finite,
@@ -319,5 +320,10 @@ def load(path: str | os.PathLike[str], *, max_bytes: int = MAX_MODEL_BYTES) -> A
     for required in ("X_fit_", "y_fit_", "bandwidth_"):
         if not isinstance(getattr(model, required, None), np.ndarray):
             raise ModelFileError(f"{src} lacks the fitted array {required!r}")
+    order, n = getattr(model, "fit_order_", None), model.X_fit_.shape[0]
+    if order is not None and not (isinstance(order, np.ndarray) and order.shape == (n,)
+                                  and np.array_equal(np.sort(order), np.arange(n))):
+        raise ModelFileError(f"{src}: fit_order_ must be None or a permutation of the {n} training rows")
+    model.fit_order_ = order  # None in files from before it was kept
     _check_model(model, src)
     return model

@@ -27,8 +27,8 @@ from ..kernels import Kernel
 from ..partials import Partials
 
 __all__ = [
-    "NAMES", "Backend", "BackendName", "Choice", "available", "choose", "choose_for_data", "choose_window",
-    "choose_within", "compute", "explain", "get",
+    "NAMES", "WITHIN_TOL", "Backend", "BackendName", "Choice", "available", "choose", "choose_for_data",
+    "choose_window", "choose_within", "compute", "explain", "get",
 ]
 
 #: the values ``backend=`` accepts
@@ -51,6 +51,8 @@ _REGISTRY: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
 
 #: the backend names, ``"auto"`` first
 NAMES: tuple[str, ...] = ("auto", *_REGISTRY)
+#: the backends whose sums are within a tolerance, never exact: they need a ``tol``
+WITHIN_TOL: tuple[str, ...] = ("taylor", "binned")
 
 #: below this many (query, key) pairs ``auto`` keeps the NumPy reference: loading numba and the
 #: cached machine code (about 0.5 s once per process) costs more than the sums themselves.
@@ -515,6 +517,7 @@ def compute(
     computes plain pooling exactly as it always did; ``device`` (a torch device, for
     ``backend="torch"``) only when given; ``tol`` only to ``backend="taylor"``, ``"binned"`` and to
     ``backend="dask"`` (whose tasks choose within it; the others are exact, within any tolerance).
+    The backends of :data:`WITHIN_TOL` refuse ``tol=None``, which means exact sums everywhere.
 
     Examples
     --------
@@ -527,6 +530,12 @@ def compute(
     """
     if device is not None and name != "torch":
         raise ValueError(f"device={device!r} is for backend='torch'; got backend={name!r}")
+    if tol is None and name in WITHIN_TOL:
+        raise ValueError(
+            f"backend={name!r} computes within a tolerance, and tol=None asks for exact sums: pass "
+            f"tol (a number from 1e-12 to 0.1, e.g. tol=1e-6), or leave backend='auto', which is exact "
+            f"with tol=None"
+        )
     return get(name).partials(
         queries,
         keys,

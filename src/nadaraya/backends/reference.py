@@ -179,6 +179,10 @@ def partials(
     Returns
     -------
     Partials
+        In the dtype of ``queries``. With ``moments`` and inputs narrower than float64, the
+        sums are taken in float64 and rounded once: a local system's solve amplifies the
+        rounding of its sums by its condition, so float32 accumulation would lose more than a
+        plain float32 fit does.
 
     Examples
     --------
@@ -194,6 +198,14 @@ def partials(
     """
     moments = as_moments(moments)
     dtype = queries.dtype
+    if moments and np.dtype(dtype).itemsize < 8:
+        wide = partials(
+            queries.astype(np.float64), keys.astype(np.float64), values.astype(np.float64),
+            kernel=kernel, bandwidth=np.asarray(bandwidth, dtype=np.float64),
+            sample_weight=None if sample_weight is None else sample_weight.astype(np.float64),
+            exclude=exclude, moments=moments,
+        )
+        return _rounded(wide, dtype)
     m, n, p = queries.shape[0], keys.shape[0], values.shape[1]
     shapes = moment_shapes(moments, queries.shape[1], p)
     inv_h = (1.0 / bandwidth).astype(dtype)
@@ -228,9 +240,35 @@ def partials(
             else:
                 shift = np.zeros(q1 - q0, dtype=dtype)
             extra = _moment_sums(w, queries[q0:q1], keys[k0:k1], values[k0:k1], moments) if moments else ()
-            acc = merge(acc, Partials(shift, w.sum(axis=1), w @ values[k0:k1], extra))
+            acc = merge(acc, Partials(shift, w.sum(axis=1), _value_sums(w, values[k0:k1]), extra))
         out.append(acc)
     return concat(out)
+
+
+def _value_sums(w: NDArray[np.floating], v: NDArray[np.floating]) -> NDArray[np.floating]:
+    """``w @ v``; below float64 as NumPy's pairwise sums along the keys, one value column at a
+    time, so that the float32 result (the yardstick of the other backends' float32 error)
+    does not depend on the order in which a BLAS kernel happens to add."""
+    if np.dtype(w.dtype).itemsize >= 8:
+        return w @ v
+    out = np.empty((w.shape[0], v.shape[1]), dtype=w.dtype)
+    for j in range(v.shape[1]):
+        out[:, j] = (w * v[None, :, j]).sum(axis=1)
+    return out
+
+
+def _rounded(parts: Partials, dtype: np.dtype) -> Partials:
+    """Float64 partials rounded once to ``dtype``: the shift first, then the sums rescaled by
+    ``exp(shift - rounded shift)`` in float64, so that ``exp(shift) * sums`` keeps its value."""
+    shift = parts.shift.astype(dtype)
+    with np.errstate(invalid="ignore"):  # -inf - -inf where no key has weight
+        gap = parts.shift - shift.astype(np.float64)
+    factor = np.exp(np.where(np.isfinite(gap), gap, 0.0))
+
+    def scaled(a: NDArray[np.floating]) -> NDArray[np.floating]:
+        return (a * factor.reshape(factor.shape + (1,) * (a.ndim - factor.ndim))).astype(dtype)
+
+    return Partials(shift, scaled(parts.weight), scaled(parts.value), tuple(scaled(s) for s in parts.moments))
 
 
 def moment_shapes(degree: int, d: int, p: int) -> list[tuple[int, ...]]:

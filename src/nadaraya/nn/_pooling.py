@@ -25,6 +25,8 @@ __all__ = [
 
 Method = Literal["auto", "sdpa", "chunked"]
 METHODS: tuple[str, ...] = ("auto", "sdpa", "chunked")
+#: the dtypes whose chunked path computes in float32
+HALF = (torch.float16, torch.bfloat16)
 
 
 # --------------------------------------------------------------------------------------------
@@ -106,8 +108,11 @@ class _Pooling(nn.Module):
         if self._route(scorer, qa, ka) == "sdpa":
             out = _SdpaPool.apply(scorer, x.allowed.dense(m, n), qa, ka, x.v)
         else:
+            if qa.dtype in HALF:
+                qa, ka, scorer, params = self._widened(x.q, x.k, qa, ka, scorer, params)
             plan = Plan(scorer, x.allowed, block_sizes(batch, m, n, scorer.width, qa.element_size()))
-            out, stat = _ChunkedPool.apply(plan, qa, ka, x.v, *params)
+            out, stat = _ChunkedPool.apply(plan, qa, ka, x.v.to(qa.dtype), *params)
+            out = out.to(x.v.dtype)
         far = None
         if stat is not None and self._has_limit(scorer) and not bool(torch.isfinite(stat).all()):
             # log weights that all overflowed to -inf (or inf - inf): the limit, not 0 / 0
@@ -121,7 +126,7 @@ class _Pooling(nn.Module):
             out = out[..., 0]
         if not return_weights:
             return out
-        w = _weights(scorer, qa, ka, params, x.allowed)
+        w = _weights(scorer, qa, ka, params, x.allowed).to(x.v.dtype)
         if far is None and self._has_limit(scorer) and bool(torch.isnan(w).any()):
             # the fused path's output was right, but the weights' softmax overflowed
             bad = torch.isnan(w).any(-1) & x.allowed.has_key(batch, m, n, w.device)
@@ -131,6 +136,17 @@ class _Pooling(nn.Module):
         if far is not None:
             w = w.index_put(far[:2], far[3].to(w.dtype))
         return out, w.reshape(*x.batch_shape, *w.shape[1:])
+
+    def _widened(
+        self, q: Tensor, k: Tensor, qa: Tensor, ka: Tensor, scorer: Scorer, params: tuple[Tensor, ...]
+    ) -> tuple[Tensor, Tensor, Scorer, tuple[Tensor, ...]]:
+        """The chunked path's inputs in float32 for half-precision data: its scores, their
+        exponentials, sums and gradients are taken in float32 (rounded once, to the output),
+        as flash attention accumulates; gradients reach the half-precision inputs and
+        parameters through the casts. Modules that project with their own layers keep those
+        projections (``qa``, ``ka``) in their dtype."""
+        wide = torch.float32
+        return qa.to(wide), ka.to(wide), scorer, tuple(t.to(wide) for t in params)
 
     def _route(self, scorer: Scorer, qa: Tensor, ka: Tensor) -> str:
         """The path for these (projected) inputs: the fused one unless the data are empty or so
@@ -186,7 +202,9 @@ class KernelPooling(_Pooling):
     for half precision. Every other kernel (and ``method="chunked"``) runs over blocks of
     keys with a running maximum (log-domain kernels) or plain sums (compact kernels), and
     backward recomputes the blocks: memory stays within ``nadaraya.get_config()
-    ["working_memory"]``, never O(m n).
+    ["working_memory"]``, never O(m n). In float16/bfloat16 the chunked path computes
+    ``(q - k) / h``, the weights, their sums and the gradients in float32 and rounds the output
+    once to the inputs' dtype (gradients reach half-precision inputs and parameters as such).
 
     A query with no key inside a compact kernel's window, or with every key masked, gets NaN
     (the core's ``empty="nan"``) and no gradient; no warning is raised, since checking would
@@ -300,6 +318,15 @@ class KernelPooling(_Pooling):
             )
         w = (-lh).exp().to(q.dtype)
         return q * w, k * w, _kernel_scorer(self.kernel, d), ()
+
+    def _widened(
+        self, q: Tensor, k: Tensor, qa: Tensor, ka: Tensor, scorer: Scorer, params: tuple[Tensor, ...]
+    ) -> tuple[Tensor, Tensor, Scorer, tuple[Tensor, ...]]:
+        """``(q - k) / h`` from the inputs in float32: in half precision ``q / h`` alone rounds
+        away the differences between nearby points (bfloat16 keeps 8 bits: at ``q / h = 300``
+        they come in steps of 2, so a compact window holds only ``u = 0`` and every gradient
+        through it is zero)."""
+        return self._project(q.to(torch.float32), k.to(torch.float32))
 
     def _has_limit(self, scorer: Scorer) -> bool:
         return self.kernel.log_profile is not None and self.kernel.name != "constant"
