@@ -425,7 +425,8 @@ def _compile(kind: int, nf: int, degree: int = 0, md: int = 0):  # type: ignore[
                             if top != -np.inf and not (0.5 <= s <= nb + 1.0):
                                 # the two loops rounded the huge log weights of far keys apart:
                                 # the terms stored once, their maximum and the weights from those
-                                top, s, acc0 = _stored_exp_sum(kind, src, q, i, kt, f0, k0, inv_h, v0, row, nb)
+                                top, s, acc0 = _stored_exp_sum(kind, src, q, i, kt, f0, k0, inv_h, v0, row,
+                                                               nb)
                                 stored = True
                     if top == -np.inf:
                         if excluded:

@@ -103,7 +103,8 @@ def _gradient_source(nf: int) -> str:
     f = range(nf)
     return _GRADIENT_TILE.format(
         views="\n    ".join(
-            f"k_{k} = zt[{k}, j0 : j0 + m]; z_{k} = zt[{k}, i]; r_{k} = zt[{k}, r]; tr_{k} = r_{k} - z_{k}" for k in f
+            f"k_{k} = zt[{k}, j0 : j0 + m]; z_{k} = zt[{k}, i]; r_{k} = zt[{k}, r]; tr_{k} = r_{k} - z_{k}"
+            for k in f
         ),
         init="\n    ".join(f"a_{k} = 0.0; b_{k} = 0.0" for k in f),
         terms="\n        ".join(f"t = k_{k}[j]; g_{k} = (t - r_{k}) * ((t - z_{k}) + tr_{k})" for k in f),

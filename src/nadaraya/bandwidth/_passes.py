@@ -446,5 +446,6 @@ def loo_curvature(
     M = np.zeros((4, n))
     N = np.zeros((4, n, p))
     lo, hi = _tile_boxes(zt)
-    run_ranges(_curvature_rows, (zt, shift, np.ascontiguousarray(ref, dtype=np.int64), s, sy, lo, hi), n, (M, N))
+    ref = np.ascontiguousarray(ref, dtype=np.int64)
+    run_ranges(_curvature_rows, (zt, shift, ref, s, sy, lo, hi), n, (M, N))
     return M, N

@@ -317,7 +317,8 @@ class _Objective:
 
         zt, c, ref = self._scaled(h_top)
         with threads_for(self.n**2 * (1 + n_levels / 4)):
-            S, T = loo_levels(zt, c, ref, self.s, np.ascontiguousarray((self.s[:, None] * self.Y).T), n_levels)
+            sy = np.ascontiguousarray((self.s[:, None] * self.Y).T)
+            S, T = loo_levels(zt, c, ref, self.s, sy, n_levels)
         self.n_passes += 1
         with np.errstate(divide="ignore", invalid="ignore"):
             pred = T / S[:, :, None]
