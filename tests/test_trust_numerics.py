@@ -156,3 +156,90 @@ def test_far_point_levels_pass_takes_the_exact_nearest_neighbour_limit(far):
         w = np.exp(-0.5 * u**2)
         np.fill_diagonal(w, 0.0)
         np.testing.assert_allclose(pred[lev, :-1], w @ y[:-1] / w.sum(axis=1), rtol=1e-11)
+
+
+# -- item 3: the hat diagonal where a leave-one-out fit falls back to a lower degree -------
+def _fallback_cases():
+    """Designs where some leave-one-out local system is singular while the in-sample one is
+    regular (X, y, bandwidth, degree, kernel, sample_weight, var_types)."""
+    rng = np.random.default_rng(0)
+    x = np.r_[0.0, 0.3, rng.uniform(3, 8, 30)]
+    pair = (x[:, None], np.sin(x) + 0.1 * rng.standard_normal(x.size), 1.0, 1, "epanechnikov", None, None)
+    three = (np.array([[0.0], [1.0], [2.5]]), np.array([1.0, 3.0, 2.0]), 0.7, 2, "gaussian", None, None)
+    x = np.r_[0.0, 0.3, 0.5, rng.uniform(3, 8, 30)]
+    triple = (x[:, None], np.cos(x) + 0.1 * rng.standard_normal(x.size), 1.0, 2, "tricube", None, None)
+    x = pair[0][:, 0]
+    sw = rng.uniform(0.5, 2.0, x.size)
+    weighted = (x[:, None], np.cos(x) + 0.1 * rng.standard_normal(x.size), 1.0, 1, "epanechnikov", sw, None)
+    X2 = np.c_[np.r_[0.0, 0.2, rng.uniform(3, 8, 40)], np.r_[0.0, 0.1, rng.uniform(3, 8, 40)]]
+    plane = (X2, X2.sum(axis=1) ** 2 / 10 + 0.1 * rng.standard_normal(42), np.array([1.0, 1.0]), 1, "tricube",
+             None, None)
+    Xm = np.c_[np.r_[0.0, 0.3, rng.uniform(3, 8, 30)], rng.integers(0, 2, 32)]
+    mixed = (Xm, np.sin(Xm[:, 0]) + Xm[:, 1] + 0.1 * rng.standard_normal(32), np.array([1.0, 0.2]), 1,
+             "epanechnikov", None, "cu")
+    return {"pair": pair, "n3-degree2": three, "triple-degree2": triple, "weighted": weighted, "plane": plane,
+            "mixed": mixed}
+
+
+_CASES = _fallback_cases()
+
+
+def _smoother(X, h, degree, kernel, sw, var_types):
+    """The smoother matrix by brute force: pool's predictions of the unit vectors."""
+    n = X.shape[0]
+    return nadaraya.pool(X, X, np.eye(n), bandwidth=h, degree=degree, kernel=kernel, sample_weight=sw,
+                         var_types=var_types, backend="reference")
+
+
+@pytest.mark.parametrize("case", list(_CASES))
+def test_hat_diagonal_and_in_sample_fits_equal_the_brute_force_smoother(case):
+    from nadaraya._inference import training
+
+    X, y, h, degree, kernel, sw, vt = _CASES[case]
+    S = _smoother(X, h, degree, kernel, sw, vt)
+    model = nadaraya.NadarayaWatson(kernel=kernel, bandwidth=h, degree=degree, var_types=vt)
+    model.fit(X, y, sample_weight=sw)
+    tr = training(model)
+    order = [int(np.flatnonzero((X == row).all(axis=1))[0]) for row in tr.X]  # the model's order
+    np.testing.assert_allclose(tr.hat, np.diag(S)[order], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(tr.fits[:, 0], (S @ y)[order], rtol=0, atol=1e-10)
+    assert (np.diag(S) > 1 - 1e-12).any()  # the case does interpolate somewhere
+
+
+@pytest.mark.parametrize("case", [c for c in _CASES if c != "n3-degree2"])
+def test_aicc_with_a_fallback_equals_the_brute_force_formula(case):
+    """AICc = log(sigma^2) + (1 + tr(S) / N) / (1 - (tr(S) + 2) / N), written out from the
+    brute-force smoother (weighted means with sample weights)."""
+    X, y, h, degree, kernel, sw, vt = _CASES[case]
+    S = _smoother(X, h, degree, kernel, sw, vt)
+    s = np.ones(len(y)) if sw is None else sw
+    N = s.sum()
+    sigma2 = s @ (y - S @ y) ** 2 / N
+    tr = s @ np.diag(S)
+    want = np.log(sigma2) + (1 + tr / N) / (1 - (tr + 2) / N)
+    got = score_bandwidth(X, y, h, method="aicc", degree=degree, kernel=kernel, sample_weight=sw,
+                          var_types=vt)
+    assert got == pytest.approx(want, rel=1e-10)
+
+
+def test_aicc_of_three_points_at_degree_2_is_undefined():
+    """n = 3 at degree 2 interpolates: tr(H) = 3 and AICc's denominator 1 - 5/3 < 0."""
+    X, y, h, degree, kernel, _, _ = _CASES["n3-degree2"]
+    assert np.allclose(np.diag(_smoother(X, h, degree, kernel, None, None)), 1.0)
+    assert score_bandwidth(X, y, h, method="aicc", degree=degree, kernel=kernel) == np.inf
+
+
+@pytest.mark.parametrize("case", ["pair", "triple-degree2", "weighted", "n3-degree2"])
+def test_bootstrap_band_with_a_fallback_is_finite_and_sane(case):
+    """Where the in-sample fit interpolates, its residual is 0: the wild bootstrap's replicates
+    stay within the data's range (the wrong H_ii made them 1e5 wide)."""
+    X, y, h, degree, kernel, sw, vt = _CASES[case]
+    model = nadaraya.NadarayaWatson(kernel=kernel, bandwidth=h, degree=degree, var_types=vt)
+    model.fit(X, y, sample_weight=sw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        band = model.confidence_band(X, method="bootstrap", n_boot=199, random_state=0)
+    span = np.ptp(y)
+    assert np.isfinite(band.lower).all() and np.isfinite(band.upper).all()
+    assert (band.upper - band.lower).max() < 2 * span
+    assert band.lower.min() > y.min() - span and band.upper.max() < y.max() + span

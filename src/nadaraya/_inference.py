@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from . import _fit
 from ._bootstrap import quantiles, replicates
-from ._local import solve
+from ._local import hat_diagonal, solve
 from ._uncertainty import variances
 from .partials import Partials, merge
 
@@ -86,10 +86,11 @@ def training(model: Any) -> _Training:
     loo_parts = _fit.partials(job, exclude, _backend(model))
     loo_fit = solve(loo_parts, job.degree, job.call.bandwidth)
     loo = np.ldexp(loo_fit.estimate, job.call.value_exp)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        t = np.exp(_own_log(job) - loo_parts.shift - np.log(loo_parts.weight)) * loo_fit.inverse00
-        hat = np.where(np.isfinite(t), t / (1.0 + t), 1.0)
-    fits = Y - (1.0 - hat)[:, None] * (Y - loo)
+    # H_ii and the in-sample fits of the fit actually used at each x_i (the own term merged
+    # back where the leave-one-out fit fell back to a lower degree)
+    hat, fits = hat_diagonal(loo_parts, loo_fit, _own_log(job), np.ldexp(Y, -job.call.value_exp), job.degree,
+                             job.call.bandwidth)
+    fits = np.ldexp(fits, job.call.value_exp)
     weights = None if sw is None else np.asarray(sw, dtype=np.float64)
     out = _Training(job, X, Y, weights, fits, loo, hat, loo_parts)
     model._inference_cache = out

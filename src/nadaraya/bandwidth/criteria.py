@@ -237,12 +237,15 @@ class _Objective:
             return float(2.0 * (self.total / np.ldexp(self.total, self.weight_exp)))
 
     # -- the criterion from leave-one-out predictions ---------------------------------------
-    def criterion(self, pred: NDArray[np.float64], rho: NDArray[np.float64]) -> float:
+    def criterion(self, pred: NDArray[np.float64], rho: NDArray[np.float64], hat: tuple | None = None) -> float:
         """CV or AICc from leave-one-out predictions ``pred`` (n, p), NaN where a window is
-        empty, and ``rho = log(leave-one-out weight / own weight)`` per point (n,)."""
-        return float(self.criteria(pred[None], rho[None])[0])
+        empty, and ``rho = log(leave-one-out weight / own weight)`` per point (n,); ``hat``:
+        the hat diagonal and in-sample fits where they are not those of ``rho`` (a local fit
+        whose leave-one-out system fell back to a lower degree, see
+        :func:`nadaraya._local.hat_diagonal`)."""
+        return float(self.criteria(pred[None], rho[None], hat)[0])
 
-    def criteria(self, pred: NDArray[np.float64], rho: NDArray[np.float64]) -> NDArray[np.float64]:
+    def criteria(self, pred: NDArray[np.float64], rho: NDArray[np.float64], hat: tuple | None = None) -> NDArray:
         """:meth:`criterion` for a stack of bandwidths: ``pred`` (k, n, p), ``rho`` (k, n)."""
         resid = self.Y - pred
         if self.method == "cv":
@@ -255,6 +258,8 @@ class _Objective:
 
         h_ii = expit(-rho)
         fit_resid = np.where(h_ii[..., None] < 1.0, (1.0 - h_ii)[..., None] * resid, 0.0)
+        if hat is not None:
+            h_ii, fit_resid = hat[0][None], (self.Y - hat[1])[None]
         sigma2 = (fit_resid**2).mean(axis=2) @ self.s / self.total
         trace = h_ii @ self.s
         denom = 1.0 - (trace + self._two()) / self.total

@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import _fit
-from .._local import solve
+from .._local import hat_diagonal, solve
 from .._mixed import Categorical, lambda_bounds
 from ..backends.reference import _moment_sums, block_weights
 from ..kernels import Kernel
@@ -164,7 +164,14 @@ class LocalObjective(_Objective):
         fit = solve(parts, job.degree, job.call.bandwidth)
         with np.errstate(divide="ignore", invalid="ignore"):
             rho = np.log(parts.weight) + parts.shift - self._own(h) - np.log(fit.inverse00)
-        return self._record(h, self.criterion(fit.estimate, rho), stage)
+        hat = None
+        if self.method == "aicc" and job.degree > 0 and (fit.degree < job.degree).any():
+            # some leave-one-out fit fell back to a lower degree: H_ii and the in-sample fit of
+            # the fit actually used at x_i
+            values = np.ldexp(self.Y, -job.call.value_exp)
+            h_ii, fits = hat_diagonal(parts, fit, self._own(h), values, job.degree, job.call.bandwidth)
+            hat = (h_ii, np.ldexp(fits, job.call.value_exp))
+        return self._record(h, self.criterion(fit.estimate, rho, hat), stage)
 
 
 def _starts(
