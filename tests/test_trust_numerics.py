@@ -200,7 +200,7 @@ def test_hat_diagonal_and_in_sample_fits_equal_the_brute_force_smoother(case):
     model = nadaraya.NadarayaWatson(kernel=kernel, bandwidth=h, degree=degree, var_types=vt)
     model.fit(X, y, sample_weight=sw)
     tr = training(model)
-    order = [int(np.flatnonzero((X == row).all(axis=1))[0]) for row in tr.X]  # the model's order
+    order = [int(np.flatnonzero(np.equal(X, row).all(axis=1))[0]) for row in tr.X]  # the model's order
     np.testing.assert_allclose(tr.hat, np.diag(S)[order], rtol=0, atol=1e-10)
     np.testing.assert_allclose(tr.fits[:, 0], (S @ y)[order], rtol=0, atol=1e-10)
     assert (np.diag(S) > 1 - 1e-12).any()  # the case does interpolate somewhere

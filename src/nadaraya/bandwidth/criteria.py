@@ -237,7 +237,8 @@ class _Objective:
             return float(2.0 * (self.total / np.ldexp(self.total, self.weight_exp)))
 
     # -- the criterion from leave-one-out predictions ---------------------------------------
-    def criterion(self, pred: NDArray[np.float64], rho: NDArray[np.float64], hat: tuple | None = None) -> float:
+    def criterion(self, pred: NDArray[np.float64], rho: NDArray[np.float64], hat: tuple | None = None
+                  ) -> float:
         """CV or AICc from leave-one-out predictions ``pred`` (n, p), NaN where a window is
         empty, and ``rho = log(leave-one-out weight / own weight)`` per point (n,); ``hat``:
         the hat diagonal and in-sample fits where they are not those of ``rho`` (a local fit
@@ -245,7 +246,8 @@ class _Objective:
         :func:`nadaraya._local.hat_diagonal`)."""
         return float(self.criteria(pred[None], rho[None], hat)[0])
 
-    def criteria(self, pred: NDArray[np.float64], rho: NDArray[np.float64], hat: tuple | None = None) -> NDArray:
+    def criteria(self, pred: NDArray[np.float64], rho: NDArray[np.float64], hat: tuple | None = None
+                 ) -> NDArray[np.float64]:
         """:meth:`criterion` for a stack of bandwidths: ``pred`` (k, n, p), ``rho`` (k, n)."""
         resid = self.Y - pred
         if self.method == "cv":
