@@ -243,3 +243,102 @@ def test_bootstrap_band_with_a_fallback_is_finite_and_sane(case):
     assert np.isfinite(band.lower).all() and np.isfinite(band.upper).all()
     assert (band.upper - band.lower).max() < 2 * span
     assert band.lower.min() > y.min() - span and band.upper.max() < y.max() + span
+
+
+# -- item 5: local fits at extreme x scales ------------------------------------------------
+_SCALES = [1e-200, 1e-160, 1e-60, 1e60, 1e160, 1e200]
+
+
+def _local_backends():
+    """(backend, kernel, degrees) for every registered backend that serves local fits here."""
+    from nadaraya import backends
+
+    have = set(backends.available())
+    out = [("reference", "gaussian", (1, 2, 3)), ("reference", "epanechnikov", (1, 2, 3)),
+           ("fused", "gaussian", (1, 2, 3)), ("fused", "tricube", (1, 2, 3)),
+           ("windowed", "epanechnikov", (1, 2, 3)), ("truncated", "gaussian", (1, 2)),
+           ("taylor", "gaussian", (1, 2)), ("dask", "gaussian", (1, 2, 3)), ("torch", "gaussian", (1, 2, 3))]
+    return [pytest.param(*case, id=f"{case[0]}-{case[1]}") for case in out if case[0] in have]
+
+
+def _curve(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    x = np.sort(rng.uniform(0, 1, n))
+    return x, np.sin(3 * x) + x**2
+
+
+@pytest.mark.parametrize(("backend", "kernel", "degrees"), _local_backends())
+def test_local_fits_are_scale_equivariant_in_x(backend, kernel, degrees):
+    """pool(q s, k s, v, bandwidth=h s) equals the s = 1 fit, with no warning, for s from
+    1e-200 to 1e200 (the moment sums were taken in the units of x and overflowed or
+    underflowed beyond 1e+-155 / 77 / 50 at degree 1 / 2 / 3)."""
+    x, v = _curve()
+    q = np.linspace(0.05, 0.95, 9)
+    for degree in degrees:
+        base = nadaraya.pool(q, x, v, bandwidth=0.2, degree=degree, kernel=kernel, backend=backend)
+        for s in _SCALES:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                got = nadaraya.pool(q * s, x * s, v, bandwidth=0.2 * s, degree=degree, kernel=kernel,
+                                    backend=backend)
+            np.testing.assert_allclose(got, base, rtol=1e-12, atol=1e-12 * np.abs(base).max(),
+                                       err_msg=f"degree {degree}, s = {s}")
+
+
+def test_issue_example_at_1e_minus_160_is_exact():
+    """A line through the keys is fitted exactly at degree 1, also at x ~ 1e-160."""
+    x = np.linspace(-1.0, 1.0, 41)
+    for s in (1.0, 1e-160, 1e160):
+        got = nadaraya.pool([0.0], x * s, x, bandwidth=0.1 * s, degree=1)
+        assert abs(got[0]) < 1e-14
+
+
+@pytest.mark.parametrize("degree", [0, 1, 2, 3])
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
+def test_gradient_is_scale_equivariant_in_x(degree, kernel):
+    """d f / d x at x s is the s = 1 slope divided by s; its standard error too."""
+    x, v = _curve()
+    q = np.linspace(0.1, 0.9, 7)[:, None]
+    std = degree > 0 or kernel == "gaussian"  # (a degree-0 slope's SE needs the Gaussian kernel)
+    model = nadaraya.NadarayaWatson(bandwidth=0.2, degree=degree, kernel=kernel).fit(x[:, None], v)
+    g, se = model.gradient(q, return_std=True) if std else (model.gradient(q), None)
+    for s in _SCALES:
+        scaled = nadaraya.NadarayaWatson(bandwidth=0.2 * s, degree=degree, kernel=kernel)
+        scaled.fit(x[:, None] * s, v)
+        gs, ses = scaled.gradient(q * s, return_std=True) if std else (scaled.gradient(q * s), None)
+        np.testing.assert_allclose(gs * s, g, rtol=1e-10, atol=1e-10 * np.abs(g).max(), err_msg=f"s = {s}")
+        if std:
+            np.testing.assert_allclose(ses * s, se, rtol=1e-8, err_msg=f"s = {s}")
+
+
+@pytest.mark.parametrize("degree", [1, 2])
+def test_mixed_and_dask_local_fits_are_scale_equivariant_in_x(degree):
+    da = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(5)
+    x, v = _curve()
+    X = np.c_[x, rng.integers(0, 2, x.size)]
+    Q = np.c_[np.linspace(0.05, 0.95, 7), np.ones(7)]
+    base = nadaraya.pool(Q, X, v, bandwidth=[0.2, 0.3], degree=degree, var_types="cu")
+    plain = nadaraya.pool(Q[:, 0], x, v, bandwidth=0.2, degree=degree)
+    for s in (1e-200, 1e200):
+        f = np.array([s, 1.0])
+        got = nadaraya.pool(Q * f, X * f, v, bandwidth=[0.2 * s, 0.3], degree=degree, var_types="cu")
+        np.testing.assert_allclose(got, base, rtol=1e-12)
+        lazy = nadaraya.pool(da.from_array(Q * f, chunks=3), da.from_array(X * f, chunks=20), v,
+                             bandwidth=[0.2 * s, 0.3], degree=degree, var_types="cu").compute()
+        np.testing.assert_allclose(lazy, base, rtol=1e-12)
+        lazy = nadaraya.pool(da.from_array(Q[:, 0] * s, chunks=3), da.from_array(x * s, chunks=20), v,
+                             bandwidth=0.2 * s, degree=degree).compute()
+        np.testing.assert_allclose(lazy, plain, rtol=1e-12)
+
+
+@pytest.mark.parametrize("degree", [1, 2, 3])
+@pytest.mark.parametrize("method", ["cv", "aicc"])
+def test_local_bandwidth_scores_are_scale_equivariant_in_x(degree, method):
+    rng = np.random.default_rng(6)
+    x = np.sort(rng.uniform(0, 1, 60))
+    y = np.sin(3 * x) + 0.1 * rng.standard_normal(60)
+    base = score_bandwidth(x, y, 0.2, degree=degree, method=method)
+    for s in _SCALES:
+        got = score_bandwidth(x * s, y, 0.2 * s, degree=degree, method=method)
+        assert got == pytest.approx(base, rel=1e-12)

@@ -213,7 +213,7 @@ def predict_std(
     if slopes:
         grad = _fit.gradient(job, model.empty, backend=_backend(model))
         out = np.full((X.shape[0], job.d, tr.Y.shape[1]), np.nan)
-        out[:, job.cont, :] = std[:, 1:, :]
+        out[:, job.cont, :] = std[:, 1:, :] * job.per_x()[None, :, None]
         return grad, out
     mean, _ = _fit.fitted(job, parts, model.empty)
     return mean, std
@@ -301,7 +301,7 @@ def confidence_band(
     tr = training(model)
     job = model._job(X, tr.X, tr.Y, tr.sw)
     if degree is not None:
-        job = _fit.Job(job.call, job.cat, degree, job.cont, job.d)
+        job = dataclasses.replace(job, degree=degree)
     if method == "bootstrap":
         E = (tr.Y - tr.fits) * residual_scale(model)[:, None]
         dev = replicates(job, E, rng, int(n_boot), multiplier)

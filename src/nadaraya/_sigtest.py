@@ -77,8 +77,9 @@ def _statistic(job: _fit.Job, group: tuple[int, ...], Yb: NDArray[np.float64]) -
     for j in group:
         if j in cont:
             acc = np.zeros(Yb.shape[1])
-            for _, _, rows in blocks(job, slope=cont.index(j)):
-                acc += np.nansum((rows @ Yb) ** 2, axis=0)
+            a = cont.index(j)
+            for _, _, rows in blocks(job, slope=a):
+                acc += np.nansum((rows @ Yb * job.per_x()[a]) ** 2, axis=0)
             total += acc / n
             continue
         assert job.cat is not None
@@ -87,7 +88,7 @@ def _statistic(job: _fit.Job, group: tuple[int, ...], Yb: NDArray[np.float64]) -
         for level in np.unique(job.cat.keys[:, pos]):
             q = job.cat.queries.copy()
             q[:, pos] = level
-            moved = _fit.Job(job.call, dataclasses.replace(job.cat, queries=q), job.degree, job.cont, job.d)
+            moved = dataclasses.replace(job, cat=dataclasses.replace(job.cat, queries=q))
             acc = np.zeros(Yb.shape[1])
             for q0, q1, rows in blocks(moved):
                 acc += np.nansum((rows @ Yb - base[q0:q1]) ** 2, axis=0)
