@@ -342,3 +342,24 @@ def test_local_bandwidth_scores_are_scale_equivariant_in_x(degree, method):
     for s in _SCALES:
         got = score_bandwidth(x * s, y, 0.2 * s, degree=degree, method=method)
         assert got == pytest.approx(base, rel=1e-12)
+
+
+@pytest.mark.parametrize("s", [1e-160, 1e160])
+def test_significance_test_p_values_are_scale_invariant_in_x(s):
+    """The p-values do not depend on the units of x; the statistic (mean squared slope) scales
+    as 1 / s^2 (inf or subnormal where that leaves float64)."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 1, (80, 2))
+    y = np.sin(3 * x[:, 0]) + 0.1 * rng.standard_normal(80)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        base = nadaraya.NadarayaWatson(bandwidth=[0.2, 0.3], degree=1).fit(x, y)
+        want = base.significance_test(x, y, n_boot=99, random_state=0)
+        model = nadaraya.NadarayaWatson(bandwidth=[0.2 * s, 0.3 * s], degree=1).fit(x * s, y)
+        got = model.significance_test(x * s, y, n_boot=99, random_state=0)
+    np.testing.assert_array_equal(got.p_value, want.p_value)
+    assert want.p_value[0] < 0.05 < want.p_value[1]
+    if s < 1:  # about 1e320: beyond float64
+        assert np.isinf(got.statistic).all()
+    else:  # about 1e-320: subnormal, a few digits left
+        np.testing.assert_allclose(np.log(got.statistic), np.log(want.statistic) - 2 * np.log(s), atol=0.1)
