@@ -296,6 +296,7 @@ class _Graph:
         if degree != 0 or var_types is not None:
             self.degree, self.bandwidth, self.columns = _local_spec(self.keys, bandwidth, degree, var_types,
                                                                     categorical_kernel)
+            self._scale_extreme()
         else:
             self.bandwidth = as_bandwidth(bandwidth, d)
         self.sample_weight = None
@@ -306,6 +307,23 @@ class _Graph:
                                           kind="weights")[:, 0]
             if is_dask(sample_weight):
                 self.positive = (self.sample_weight > 0).any()
+
+    def _scale_extreme(self) -> None:
+        """Continuous columns whose bandwidth is extreme in units of about it, exactly, as
+        :func:`nadaraya._fit.scaled` does (a local fit's moment sums then stay in range)."""
+        if self.degree == 0:
+            return
+        cont = np.arange(self.keys.shape[1]) if self.columns is None else self.columns.cont
+        empty = np.zeros((0, cont.size))
+        _, _, h, x_exp = _fit.scaled(empty, empty, self.bandwidth)
+        if x_exp is None:
+            return
+        factor = np.ones(self.keys.shape[1], dtype=self.dtype)
+        factor[cont] = np.ldexp(1.0, -x_exp)
+        same = self.queries is self.keys
+        self.keys = self.keys * factor
+        self.queries = self.keys if same else self.queries * factor
+        self.bandwidth = h
 
     def _tasks(self, split_every: int, engine: str, kernel: str | None = None, **kw: Any) -> list[Any]:
         """One delayed merge per query chunk of the backend's tasks (or those given in ``kw``)."""

@@ -76,6 +76,51 @@ class Job:
     d: int  # all columns
     device: str | None = None  # the torch device of backend="torch"
     tol: float | None = None  # the error allowed in the sums (tol= of nadaraya.pool)
+    #: the continuous columns (queries, keys and bandwidth) were multiplied by ``2**-x_exp``
+    #: (exact), one exponent per column, so that the moment sums stay in range (see :func:`scaled`)
+    x_exp: NDArray[np.int64] | None = None
+
+    def per_x(self) -> NDArray[np.float64]:
+        """The factor per continuous column that turns a slope in the job's coordinates into
+        one per unit of the caller's ``x``."""
+        if self.x_exp is None:
+            return np.ones(self.cont.size)
+        return np.ldexp(1.0, -self.x_exp)
+
+
+#: a continuous column whose bandwidth is beyond ``2**+-X_EXP_LIMIT`` is rescaled by a power of two
+X_EXP_LIMIT = 64
+
+
+def scaled(
+    queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: NDArray[np.float64]
+) -> tuple[NDArray[np.floating], NDArray[np.floating], NDArray[np.float64], NDArray[np.int64] | None]:
+    """Continuous columns in units of about their bandwidth, where it is extreme.
+
+    A local fit's moment sums ``sum w u^j``, ``j`` up to twice the degree, are taken in the
+    units of ``u = k - q``: at ``h`` ~ 1e-160 their squares underflow, at 1e155 they overflow
+    (1e+-77 at degree 2, 1e+-50 at degree 3). Each column whose bandwidth is beyond
+    ``2**+-X_EXP_LIMIT`` is multiplied, with its bandwidth, by ``2**-e`` (``e`` the binary
+    exponent of ``h``): exact, so the weights are the same bit for bit, and the moments are
+    then of ``u / 2**e``, which is ``u / h`` within a factor of two. Slopes come back through
+    :meth:`Job.per_x`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> q, k, h, e = scaled(np.array([[0.0]]), np.array([[3e-160]]), np.array([1e-160]))
+    >>> round(float(h[0]), 4), float(k[0, 0]) / float(h[0]), int(e[0])
+    (0.703, 3.0, -531)
+    """
+    e = np.frexp(bandwidth)[1].astype(np.int64)
+    if not (np.abs(e) > X_EXP_LIMIT).any():
+        return queries, keys, bandwidth, None
+    e = np.where(np.abs(e) > X_EXP_LIMIT, e, 0)
+    factor = np.ldexp(1.0, -e)
+    same = queries is keys
+    keys = np.ascontiguousarray(keys * factor.astype(keys.dtype))
+    queries = keys if same else np.ascontiguousarray(queries * factor.astype(queries.dtype))
+    return queries, keys, bandwidth * factor, e
 
 
 def prepare(
@@ -106,21 +151,14 @@ def prepare(
     vv, one_d = as_values(values, n, dtype)
     sw = as_sample_weight(sample_weight, n, dtype, relative=True)
     vv, value_exp = pooling._in_range(vv)
-    call = pooling.Call(
-        np.ascontiguousarray(qq[:, cont]),
-        np.ascontiguousarray(kk[:, cont]),
-        vv,
-        one_d,
-        k,
-        h[cont],
-        sw,
-        value_exp,
-    )
+    kc = np.ascontiguousarray(kk[:, cont])
+    qc, kc, hc, x_exp = scaled(kc if queries is None else np.ascontiguousarray(qq[:, cont]), kc, h[cont])
+    call = pooling.Call(qc, kc, vv, one_d, k, hc, sw, value_exp)
     cat = None
     if catc.size:
         kinds = "".join(vt[j] for j in catc)
         cat = Categorical.build(kinds, kk[:, catc], qq[:, catc], h[catc], ck, levels, catc)
-    return Job(call, cat, deg if cont.size else 0, cont, d)
+    return Job(call, cat, deg if cont.size else 0, cont, d, x_exp=x_exp)
 
 
 def _bandwidth(bandwidth: ArrayLike, vt: str) -> NDArray[np.float64]:
@@ -345,9 +383,10 @@ def gradient(job: Job, empty: str = "nan", backend: str = "auto") -> NDArray[np.
     out = np.full((m, job.d, p), np.nan)
     if job.cont.size == 0:
         return out
+    per_x = job.per_x()
     if job.degree >= 1:
         _, fit = fitted(job, partials(job, None, backend), empty)
-        out[:, job.cont, :] = fit.slope
+        out[:, job.cont, :] = fit.slope * per_x[None, :, None]
         return out
     if call.kernel.name != "gaussian":
         from ._smoother import blocks
@@ -355,7 +394,7 @@ def gradient(job: Job, empty: str = "nan", backend: str = "auto") -> NDArray[np.
         values = np.ldexp(call.values.astype(np.float64), call.value_exp)
         for a, col in enumerate(job.cont):
             for q0, q1, rows in blocks(job, slope=a):
-                out[q0:q1, col, :] = rows @ values
+                out[q0:q1, col, :] = rows @ values * per_x[a]
         return out
     one = Job(call, job.cat, 1, job.cont, job.d)
     parts = partials(one, None, backend)
@@ -366,6 +405,7 @@ def gradient(job: Job, empty: str = "nan", backend: str = "auto") -> NDArray[np.
     t1 = parts.moments[2][ok].astype(np.float64)
     h2 = call.bandwidth.astype(np.float64) ** 2
     slope = (t1 - s1[:, :, None] * f[:, None, :]) / (h2[None, :, None] * s0[:, None, None])
+    slope = slope * per_x[None, :, None]
     if call.value_exp:
         slope = np.ldexp(slope, call.value_exp)
     sub = out[ok]

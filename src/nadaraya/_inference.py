@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 from . import _fit
 from ._bootstrap import quantiles, replicates
 from ._fills import fallback_variances
-from ._local import solve
+from ._local import hat_diagonal, solve
 from ._uncertainty import variances
 from .partials import Partials, merge
 
@@ -118,11 +118,11 @@ def training(model: Any) -> _Training:
     loo_parts = _fit.partials(job, exclude, _backend(model))
     loo_fit = solve(loo_parts, job.degree, job.call.bandwidth)
     loo = np.ldexp(loo_fit.estimate, job.call.value_exp)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        t = np.exp(_own_log(job) - loo_parts.shift - np.log(loo_parts.weight)) * loo_fit.inverse00
-        hat = np.where(np.isfinite(t), t / (1.0 + t), 1.0)
-    with np.errstate(invalid="ignore"):  # a point alone (hat 1, no leave-one-out fit) fits itself
-        fits = np.where((hat == 1.0)[:, None], Yu, Yu - (1.0 - hat)[:, None] * (Yu - loo))
+    # H_ii and the in-sample fits of the fit actually used at each x_i (the own term merged
+    # back where the leave-one-out fit fell back to a lower degree; a point alone fits itself)
+    hat, fits = hat_diagonal(loo_parts, loo_fit, _own_log(job), np.ldexp(Yu, -job.call.value_exp), job.degree,
+                             job.call.bandwidth)
+    fits = np.ldexp(fits, job.call.value_exp)
     weights = None if sw is None else np.asarray(sw, dtype=np.float64)
     out = _Training(job, X, Y, weights, np.ldexp(fits, e), np.ldexp(loo, e), hat, loo_parts, e)
     model._inference_cache = out
@@ -266,13 +266,13 @@ def _unit_predict_std(
             _, fit = _fit.fitted(job, parts, model.empty)
             used = fit.degree
             grad = np.full((X.shape[0], job.d, tr.Y.shape[1]), np.nan)
-            grad[:, job.cont, :] = fit.slope
+            grad[:, job.cont, :] = fit.slope * job.per_x()[None, :, None]
         else:
             grad = _fit.gradient(job, model.empty, backend=_backend(model))
         var = variances(job, parts, per_key, _backend(model), slopes=True, used=used)
         std = np.sqrt(np.where(var < 0, 0.0, var))  # a variance of 0 can round to -1e-30
         out = np.full((X.shape[0], job.d, tr.Y.shape[1]), np.nan)
-        out[:, job.cont, :] = std[:, 1:, :]
+        out[:, job.cont, :] = std[:, 1:, :] * job.per_x()[None, :, None]
         out[np.isnan(grad)] = np.nan  # no slope, no standard error
         return grad, out
     mean, fit = _fit.fitted(job, parts, model.empty)
@@ -360,7 +360,7 @@ def confidence_band(
     rng = _rng(random_state)
     job = model._job(X, tr.X, tr.Yu, tr.sw)
     if degree is not None:
-        job = _fit.Job(job.call, job.cat, degree, job.cont, job.d)
+        job = dataclasses.replace(job, degree=degree)
     if method == "bootstrap":
         E = np.ldexp(tr.Y - tr.fits, -e) * residual_scale(model)[:, None]
         kind_v = multiplier

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from .partials import Partials
+from .partials import Partials, merge
 
-__all__ = ["RCOND", "LocalFit", "monomials", "solve"]
+__all__ = ["RCOND", "LocalFit", "hat_diagonal", "monomials", "solve"]
 
 #: a scaled local system whose reciprocal condition number is below this is singular: its
 #: solution could lose more than about six of float64's sixteen digits
@@ -225,3 +225,80 @@ def solve(parts: Partials, degree: int, bandwidth: NDArray[np.floating]) -> Loca
         inv00[at] = 1.0 / M[todo, 0, 0]
         used[at] = 0
     return LocalFit(estimate, slope, used, inv00)
+
+
+def hat_diagonal(
+    loo: Partials, loo_fit: LocalFit, own_log: NDArray[np.float64], own_values: NDArray[np.floating],
+    degree: int, bandwidth: NDArray[np.floating],
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The hat-matrix diagonal ``H_ii`` and the in-sample fits from leave-one-out partials.
+
+    The in-sample fit at ``x_i`` is the local fit from every point, its own term
+    ``w_ii e_0 e_0^T`` included, at the highest degree whose system is regular (the rule of
+    :func:`solve`), and ``H_ii = w_ii [M_i^-1]_00`` is that fit's. Where the leave-one-out fit
+    got the same degree, Sherman-Morrison gives both from the leave-one-out system:
+    ``H_ii = t / (1 + t)``, ``t = w_ii [M_{-i}^-1]_00``, and the in-sample fit is
+    ``y_i - (1 - H_ii) (y_i - f_{-i})``. Where it fell back to a lower degree (an isolated
+    pair of keys under a compact kernel at degree 1: the in-sample line through both
+    interpolates, ``H_ii = 1``, while the leave-one-out fit is a constant), the own term is
+    merged back and the in-sample system solved.
+
+    Parameters
+    ----------
+    loo : Partials
+        Leave-one-out partials of the training points (queries = keys), with moments.
+    loo_fit : LocalFit
+        ``solve(loo, degree, bandwidth)``.
+    own_log : ndarray of shape (n,)
+        Each point's log weight on itself, on the scale of ``loo``.
+    own_values : ndarray of shape (n, p)
+        The points' values, on the scale of ``loo.value``.
+    degree : int
+    bandwidth : ndarray of shape (d,)
+
+    Returns
+    -------
+    hat : ndarray of shape (n,)
+    fits : ndarray of shape (n, p)
+        The in-sample fits, on the scale of ``loo.value``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nadaraya.backends import reference
+    >>> from nadaraya.kernels import get
+    >>> x = np.array([[0.0], [0.5], [5.0], [5.5]]); y = np.array([[1.0], [2.0], [0.0], [4.0]])
+    >>> k = get("epanechnikov")
+    >>> loo = reference.partials(x, x, y, kernel=k, bandwidth=np.array([1.0]), moments=1,
+    ...                          exclude=np.arange(4))
+    >>> hat, fits = hat_diagonal(loo, solve(loo, 1, np.array([1.0])), np.log(0.75) * np.ones(4), y, 1,
+    ...                          np.array([1.0]))
+    >>> hat.round(12).tolist(), fits[:, 0].round(12).tolist()  # each pair's line interpolates it
+    ([1.0, 1.0, 1.0, 1.0], [1.0, 2.0, 0.0, 4.0])
+    """
+    own_log = np.asarray(own_log, dtype=np.float64)
+    values = np.asarray(own_values, dtype=np.float64).reshape(loo.value.shape)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        rest = loo.shift.astype(np.float64) + np.log(loo.weight.astype(np.float64))
+        t = np.exp(own_log - rest) * loo_fit.inverse00
+        hat = np.where(np.isfinite(t), t / (1.0 + t), 1.0)
+        fits = values - (1.0 - hat)[:, None] * (values - loo_fit.estimate)
+    fits = np.where(hat[:, None] >= 1.0, values, fits)  # interpolated (or no other point)
+    fell = np.flatnonzero(loo_fit.degree < degree)
+    if degree == 0 or fell.size == 0:
+        return hat, fits
+    sub = loo[fell]
+    dtype = sub.weight.dtype
+    own = Partials(own_log[fell].astype(dtype), np.ones(fell.size, dtype=dtype), values[fell].astype(dtype),
+                   tuple(np.zeros_like(a) for a in sub.moments))
+    full = merge(sub, own)
+    fit = solve(full, degree, bandwidth)
+    apart = fit.degree != loo_fit.degree[fell]
+    if apart.any():
+        at = fell[apart]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            share = np.exp(own_log[at] - full.shift[apart] - np.log(full.weight[apart]))
+            h_full = share * fit.inverse00[apart]
+        hat[at] = np.clip(h_full, 0.0, 1.0)
+        fits[at] = fit.estimate[apart]
+    return hat, fits

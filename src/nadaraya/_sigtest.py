@@ -65,10 +65,22 @@ class SignificanceTest:
         return "\n".join(lines)
 
 
-def _statistic(job: _fit.Job, group: tuple[int, ...], Yb: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The test statistic of ``group`` for each column of the responses ``Yb`` (n, b): each
-    derivative (or category change) is a linear map of the responses, applied by blocks of its
-    rows (:mod:`nadaraya._smoother`) to every column at once."""
+def _unit(job: _fit.Job, group: tuple[int, ...]) -> int:
+    """The binary exponent ``E`` by which :func:`_statistic` divides the statistic of ``group``:
+    the largest of its continuous columns' ``2**(2 x_exp)`` (see :meth:`nadaraya._fit.Job.per_x`),
+    so that the squared slopes stay in range at extreme scales of ``x``; 0 at ordinary scales."""
+    if job.x_exp is None:
+        return 0
+    cont = job.cont.tolist()
+    return max((-2 * int(job.x_exp[cont.index(j)]) for j in group if j in cont), default=0)
+
+
+def _statistic(
+    job: _fit.Job, group: tuple[int, ...], Yb: NDArray[np.float64], unit: int = 0
+) -> NDArray[np.float64]:
+    """The test statistic of ``group`` for each column of the responses ``Yb`` (n, b), divided
+    by ``2**unit`` (:func:`_unit`): each derivative (or category change) is a linear map of the
+    responses, applied by blocks of its rows (:mod:`nadaraya._smoother`) to every column at once."""
     from ._smoother import blocks
 
     n = job.call.keys.shape[0]
@@ -77,9 +89,12 @@ def _statistic(job: _fit.Job, group: tuple[int, ...], Yb: NDArray[np.float64]) -
     for j in group:
         if j in cont:
             acc = np.zeros(Yb.shape[1])
-            for _, _, rows in blocks(job, slope=cont.index(j)):
+            a = cont.index(j)
+            # the squared slope per unit of x is 2**(-2 x_exp) times the job's: over 2**unit
+            factor = 1.0 if job.x_exp is None else float(np.ldexp(1.0, -2 * int(job.x_exp[a]) - unit))
+            for _, _, rows in blocks(job, slope=a):
                 acc += np.nansum((rows @ Yb) ** 2, axis=0)
-            total += acc / n
+            total += acc / n * factor
             continue
         assert job.cat is not None
         pos = [i for i in range(job.d) if i not in cont].index(j)
@@ -87,11 +102,11 @@ def _statistic(job: _fit.Job, group: tuple[int, ...], Yb: NDArray[np.float64]) -
         for level in np.unique(job.cat.keys[:, pos]):
             q = job.cat.queries.copy()
             q[:, pos] = level
-            moved = _fit.Job(job.call, dataclasses.replace(job.cat, queries=q), job.degree, job.cont, job.d)
+            moved = dataclasses.replace(job, cat=dataclasses.replace(job.cat, queries=q))
             acc = np.zeros(Yb.shape[1])
             for q0, q1, rows in blocks(moved):
                 acc += np.nansum((rows @ Yb - base[q0:q1]) ** 2, axis=0)
-            total += acc / n
+            total += acc / n * float(np.ldexp(1.0, -unit))
     # a feature smoothed out entirely (a lambda at the top of its range) changes the fit by
     # rounding only: that is no change at all, whatever the replicates' rounding says
     return np.where(total <= _NOISE * np.mean(Yb**2, axis=0), 0.0, total)
@@ -175,15 +190,17 @@ def significance_test(
     resid = (Y - fits)[:, 0] * leverage_scale(job, weights, _backend(model))
     stats, pvals = [], []
     for g in groups:
-        observed = float(_statistic(job, g, Y)[0])
+        unit = _unit(job, g)
+        observed = float(_statistic(job, g, Y, unit)[0])
         null = _restricted(model, X, Y, sw, g)[:, 0]
         n = X.shape[0]
         width = max(1, min(n_boot, int(get_config()["working_memory"] * 2**20 // (8 * 4 * n))))
         exceed = 0
         for b0 in range(0, n_boot, width):  # blocks of replicates within the working memory
             Yb = null[:, None] + resid[:, None] * multipliers(rng, n, min(n_boot, b0 + width) - b0)
-            exceed += int((_statistic(job, g, Yb) >= observed).sum())
-        stats.append(observed)
+            exceed += int((_statistic(job, g, Yb, unit) >= observed).sum())
+        with np.errstate(over="ignore"):  # (beyond float64 in the units of x: inf)
+            stats.append(float(np.ldexp(observed, unit)))
         pvals.append((1 + exceed) / (1 + n_boot))
     labels = tuple(" & ".join(names[j] for j in g) for g in groups)
     with np.errstate(over="ignore"):

@@ -212,6 +212,31 @@ def _prefix(kind, q, kt, kw, inv_h, i, k0, nb, buf, f0):  # type: ignore[no-unty
         _pass_more(kind, True, buf, q[i, f], inv_h[f], kt[f, k0 : k0 + nb], nb)
 
 
+@numba.njit(inline="always", cache=True, fastmath=_FASTMATH_MAX)
+def _stored_exp_sum(kind, src, q, i, kt, f0, k0, inv_h, v0, row, nb):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """A key block's log weights stored in ``row``, then their exact maximum ``top`` and the
+    weights ``exp(term - top)`` in place: each difference is of two stored numbers, so the
+    largest term weighs exactly one however large the log weights (a query far from every
+    key, beyond the reach of the one-pass loops, whose two sweeps may round them apart).
+    Returns ``top``, the weights' sum and the first output's."""
+    for j in range(nb):
+        row[j] = src[j]
+    for f in range(f0, q.shape[1]):
+        _pass_more(kind, True, row, q[i, f], inv_h[f], kt[f, k0 : k0 + nb], nb)
+    top = -np.inf
+    for j in range(nb):
+        top = row[j] if row[j] > top else top
+    s = 0.0
+    acc0 = 0.0
+    for j in range(nb):
+        x = row[j] - top
+        w = exp_flushed(x) if x > -708.0 else 0.0
+        row[j] = w
+        s += w
+        acc0 += w * v0[j]
+    return top, s, acc0
+
+
 #: the most features whose terms a one-pass loop keeps in registers (``q``, ``1 / h`` of each in
 #: two vector registers): more features go through the scratch row first
 MAX_FUSED = 8
@@ -361,6 +386,7 @@ def _compile(kind: int, nf: int, degree: int = 0, md: int = 0):  # type: ignore[
                     kwb[e] = -np.inf if log_domain else 0.0
                 s = 0.0
                 acc0 = 0.0
+                stored = False  # the row's weights from stored terms (the moments then from them)
                 if log_domain:
                     # an upper bound of the block's terms, from the distance to its bounding box
                     top = kw_top[b]
@@ -384,7 +410,9 @@ def _compile(kind: int, nf: int, degree: int = 0, md: int = 0):  # type: ignore[
                                 s, acc0 = _block_exp_sum(kind, nf, src, q, i, kt, f0, k0, inv_h, v0, top,
                                                          row, nb)
                             # a bound far above the true maximum may have flushed terms that matter
-                            redo = s < _REDO
+                            # (and at log weights beyond 1e13 or so, a bound that differs from the
+                            # terms by their rounding alone leaves the sum meaningless)
+                            redo = not (_REDO <= s <= nb + 1.0)
                             redone += redo
                         if redo:
                             top = _block_top(kind, nf, src, q, i, kt, f0, k0, inv_h, nb)
@@ -394,6 +422,12 @@ def _compile(kind: int, nf: int, degree: int = 0, md: int = 0):  # type: ignore[
                             elif top != -np.inf:
                                 s, acc0 = _block_exp_sum(kind, nf, src, q, i, kt, f0, k0, inv_h, v0, top, row,
                                                          nb)
+                            if top != -np.inf and not (0.5 <= s <= nb + 1.0):
+                                # the two loops rounded the huge log weights of far keys apart:
+                                # the terms stored once, their maximum and the weights from those
+                                top, s, acc0 = _stored_exp_sum(kind, src, q, i, kt, f0, k0, inv_h, v0, row,
+                                                               nb)
+                                stored = True
                     if top == -np.inf:
                         if excluded:
                             kwb[e] = key_weight[k0 + e]
@@ -426,7 +460,7 @@ def _compile(kind: int, nf: int, degree: int = 0, md: int = 0):  # type: ignore[
                         acc += row[j] * vc[j]
                     value[i, c] = value[i, c] * scale_old + acc * scale_new
                 if degree > 0:
-                    if not fuse:
+                    if not fuse or stored:
                         block_moments(md, row, kt, vt, q, i, k0, nb, us, ps, walk, msum)
                     elif p > 1:
                         block_values(md, row, kt, vt, q, i, k0, nb, msum)

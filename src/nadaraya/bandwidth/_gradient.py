@@ -9,13 +9,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._jit import exp_flushed, generated, run_ranges
-from ._passes import _CUT, _FAST, _OVER, _TILE, _dot, _gap, _tile_boxes, _weigh
+from ._passes import _CUT, _FAST, _OVER, _TILE, _beyond, _dot, _tile_boxes, _weigh
 
 __all__ = ["loo_gradient"]
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
-def _gradient_rows(zt, shift, s, sy, lo, hi, i0, i1, S, T, A, B):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+def _gradient_rows(zt, shift, ref, s, sy, lo, hi, i0, i1, S, T, A, B):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Rows ``i0:i1`` of :func:`loo_gradient` (far tiles skipped)."""
     d, n = zt.shape
     p = sy.shape[0]
@@ -25,19 +25,21 @@ def _gradient_rows(zt, shift, s, sy, lo, hi, i0, i1, S, T, A, B):  # type: ignor
     tt = np.empty((d, _TILE))  # each feature's squared differences, kept for the moments
     for i in range(i0, i1):
         c = shift[i]
+        r = ref[i]
         for j0 in range(0, n, _TILE):
-            if _gap(zt, i, lo, hi, j0 // _TILE) - c >= _CUT:
+            if _beyond(zt, i, lo, hi, j0 // _TILE, c) >= _CUT:
                 continue  # every weight of the tile is flushed to zero
             m = min(n, j0 + _TILE) - j0
             for j in range(m):
-                dz[j] = -c
+                dz[j] = 0.0
             for k in range(d):
                 zs = zt[k, j0 : j0 + m]
                 zi = zt[k, i]
+                zr = zt[k, r]
+                tr = zr - zi
                 tk = tt[k]
                 for j in range(m):
-                    t = zs[j] - zi
-                    v = t * t
+                    v = (zs[j] - zr) * ((zs[j] - zi) + tr)  # g_ijk - g_irk (see _distances)
                     tk[j] = v
                     dz[j] += v
             if j0 <= i < j0 + m:
@@ -69,7 +71,7 @@ def _gradient_rows(zt, shift, s, sy, lo, hi, i0, i1, S, T, A, B):  # type: ignor
 _MAX_GENERATED = 8
 
 _GRADIENT_TILE = """
-def gradient_tile(nf, zt, i, j0, m, c, s, sy, S, T, A, B):
+def gradient_tile(nf, zt, i, j0, m, r, s, sy, S, T, A, B):
     ss = s[j0 : j0 + m]
     ys = sy[0, j0 : j0 + m]
     jm = i - j0  # the own term's place in the tile (masked), if it is there
@@ -80,7 +82,7 @@ def gradient_tile(nf, zt, i, j0, m, c, s, sy, S, T, A, B):
     {init}
     for j in range(m):
         {terms}
-        x = {total} - c
+        x = {total}
         w = exp_flushed(-x) if (x < CUT and j != jm) else 0.0
         over += 1.0 if (x < -OVER and j != jm) else 0.0  # the own term (distance 0) is left out
         a = w * ss[j]
@@ -100,9 +102,12 @@ def _gradient_source(nf: int) -> str:
     squared difference, and the ``2 + 2 nf`` sums, all in registers."""
     f = range(nf)
     return _GRADIENT_TILE.format(
-        views="\n    ".join(f"k_{k} = zt[{k}, j0 : j0 + m]; z_{k} = zt[{k}, i]" for k in f),
+        views="\n    ".join(
+            f"k_{k} = zt[{k}, j0 : j0 + m]; z_{k} = zt[{k}, i]; r_{k} = zt[{k}, r]; tr_{k} = r_{k} - z_{k}"
+            for k in f
+        ),
         init="\n    ".join(f"a_{k} = 0.0; b_{k} = 0.0" for k in f),
-        terms="\n        ".join(f"t = k_{k}[j] - z_{k}; g_{k} = t * t" for k in f),
+        terms="\n        ".join(f"t = k_{k}[j]; g_{k} = (t - r_{k}) * ((t - z_{k}) + tr_{k})" for k in f),
         total=" + ".join(f"g_{k}" for k in f),
         moments="\n        ".join(f"a_{k} += a * g_{k}; b_{k} += b * g_{k}" for k in f),
         store="\n    ".join(f"A[i, {k}] += 2.0 * a_{k}; B[i, {k}, 0] += 2.0 * b_{k}" for k in f),
@@ -112,7 +117,7 @@ def _gradient_source(nf: int) -> str:
 _GENERATED: dict[int, dict[str, Any]] = {}
 
 
-def _gradient_tile(nf, zt, i, j0, m, c, s, sy, S, T, A, B):  # type: ignore[no-untyped-def]
+def _gradient_tile(nf, zt, i, j0, m, r, s, sy, S, T, A, B):  # type: ignore[no-untyped-def]
     """One row's sweep over one key tile (generated per number of features); compiled only."""
     raise NotImplementedError("only callable from jitted code")
 
@@ -120,7 +125,7 @@ def _gradient_tile(nf, zt, i, j0, m, c, s, sy, S, T, A, B):  # type: ignore[no-u
 @numba.extending.overload(
     _gradient_tile, inline="never", prefer_literal=True, jit_options={"fastmath": _FAST}
 )
-def _gradient_tile_impl(nf, zt, i, j0, m, c, s, sy, S, T, A, B):  # type: ignore[no-untyped-def]
+def _gradient_tile_impl(nf, zt, i, j0, m, r, s, sy, S, T, A, B):  # type: ignore[no-untyped-def]
     names = {"np": np, "exp_flushed": exp_flushed, "CUT": _CUT, "OVER": _OVER}
     namespace = generated(_GENERATED, nf, _gradient_source, "gradient sweep", names)
     return None if namespace is None else namespace["gradient_tile"]
@@ -132,14 +137,14 @@ def _gradient_kernel(nf: int) -> Any:
     one generated for it."""
 
     @numba.njit(cache=True, nogil=True)
-    def rows(zt, shift, s, sy, lo, hi, i0, i1, S, T, A, B):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    def rows(zt, shift, ref, s, sy, lo, hi, i0, i1, S, T, A, B):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
         n = zt.shape[1]
         for i in range(i0, i1):
             c = shift[i]
             for j0 in range(0, n, _TILE):
-                if _gap(zt, i, lo, hi, j0 // _TILE) - c >= _CUT:
+                if _beyond(zt, i, lo, hi, j0 // _TILE, c) >= _CUT:
                     continue  # every weight of the tile is flushed to zero
-                _gradient_tile(nf, zt, i, j0, min(n, j0 + _TILE) - j0, c, s, sy, S, T, A, B)
+                _gradient_tile(nf, zt, i, j0, min(n, j0 + _TILE) - j0, ref[i], s, sy, S, T, A, B)
 
     return rows
 
@@ -148,7 +153,8 @@ _KERNELS: dict[int, Any] = {}
 
 
 def loo_gradient(
-    zt: NDArray[np.float64], shift: NDArray[np.float64], s: NDArray[np.float64], sy: NDArray[np.float64]
+    zt: NDArray[np.float64], shift: NDArray[np.float64], ref: NDArray[np.int64], s: NDArray[np.float64],
+    sy: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Leave-one-out sums and their bandwidth moments at one (per-feature) bandwidth.
 
@@ -158,26 +164,31 @@ def loo_gradient(
 
     Parameters
     ----------
-    zt, shift, s, sy
-        As for :func:`loo_levels`.
+    zt, shift, ref, s, sy
+        As for :func:`~nadaraya.bandwidth._passes.loo_levels`.
 
     Returns
     -------
     S : ndarray of shape (n,)
     T : ndarray of shape (n, p)
     A : ndarray of shape (n, d)
-        ``sum_{j != i} s_j w_ij u_ijk^2`` (shifted like ``S``).
+        ``sum_{j != i} s_j w_ij (u_ijk^2 - u_irk^2)`` (shifted like ``S``; ``r = ref_i``): the
+        derivatives of the leave-one-out predictions do not change when each feature's
+        ``u_ijk^2`` moves by the same amount over ``j``, and these moments keep their
+        accuracy where ``u_irk^2`` is huge. ``sum_j s_j w_ij u_ijk^2`` is ``A + u_irk^2 S``.
     B : ndarray of shape (n, d, p)
-        ``sum_{j != i} s_j w_ij u_ijk^2 y_j``.
+        ``sum_{j != i} s_j w_ij (u_ijk^2 - u_irk^2) y_j``.
 
     Examples
     --------
     >>> import numpy as np
     >>> from nadaraya.bandwidth._passes import shifts
     >>> z = np.array([[0.0, 0.5, 2.0], [0.0, 0.0, 1.0]]); y = np.array([[1.0, 2.0, 4.0]])
-    >>> S, T, A, B = loo_gradient(z, shifts(z)[0], np.ones(3), y)
+    >>> c, nearest = shifts(z)
+    >>> S, T, A, B = loo_gradient(z, c, nearest, np.ones(3), y)
     >>> g = np.array([[0.25, 4.0], [0.0, 1.0]]); w = np.exp(0.25 - g.sum(axis=0))  # row 0
-    >>> bool(np.allclose(A[0], 2 * g @ w) and np.isclose(T[0, 0], w @ [2.0, 4.0]))
+    >>> gr = g[:, :1]  # row 0's nearest is point 1, the first of its others
+    >>> bool(np.allclose(A[0], 2 * (g - gr) @ w) and np.isclose(T[0, 0], w @ [2.0, 4.0]))
     True
     """
     d, n = zt.shape
@@ -193,5 +204,5 @@ def loo_gradient(
         rows = _KERNELS[d]
     else:
         rows = _gradient_rows
-    run_ranges(rows, (zt, shift, s, sy, lo, hi), n, (S, T, A, B))
+    run_ranges(rows, (zt, shift, np.ascontiguousarray(ref, dtype=np.int64), s, sy, lo, hi), n, (S, T, A, B))
     return S, T, A, B

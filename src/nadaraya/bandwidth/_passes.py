@@ -18,14 +18,16 @@ this module gives it for the Gaussian product kernel:
   ``sum_j w_ij u_ijk^2`` and ``sum_j w_ij u_ijk^2 y_j`` that the derivative of the
   leave-one-out predictions with respect to ``log h_k`` needs (``d w_ij / d log h_k =
   w_ij u_ijk^2``).
-- :func:`loo_curvature`: for one bandwidth scaling every feature, the moments of ``g^r``,
-  r = 0 .. 3, from which the first three derivatives of the criterion along ``log h`` follow
+- :func:`loo_curvature`: for one bandwidth scaling every feature, the moments of
+  ``(g - c)^r``, r = 0 .. 3, from which the first three derivatives of the criterion along ``log h`` follow
   (the Halley steps of the scalar search).
 
 All take ``Z = X / (sqrt(2) h)`` transposed to shape (d, n), so that ``sum_k (Z_ki - Z_kj)^2``
 is ``g_ij = |u_ij|^2 / 2`` and the kernel is ``exp(-g_ij)``. Row ``i`` is shifted by
 ``c_i = min_{j != i} g_ij`` (its nearest neighbour gets weight one), so no query
-underflows to 0/0. They return, per level (or once), ``S_i = sum_{j != i} s_j exp(c_i - ...)``,
+underflows to 0/0; each exponent ``g_ij - c_i`` is a difference of squares against that
+neighbour, never ``g_ij`` less ``c_i`` (which a point far from all others would round to
+noise). They return, per level (or once), ``S_i = sum_{j != i} s_j exp(c_i - ...)``,
 ``T_i = sum_{j != i} s_j y_j exp(c_i - ...)`` and the shift ``c_i`` (at the first level; the
 shift at level ``l`` is ``c_i 2**l``). The own term is masked inside the sums, never subtracted.
 Weights below ``exp(-_CUT)`` (about 1e-38) of the nearest neighbour's are taken as zero: they
@@ -133,21 +135,32 @@ def _gap(zt, i, lo, hi, b):  # type: ignore[no-untyped-def]  # pragma: no cover 
 
 
 @numba.njit(inline="always", cache=True, fastmath=_FAST)
-def _distances(zt, i, j0, m, c, dz):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """``dz[j] = g(i, j0 + j) - c`` for the ``m`` keys of a tile, the own term ``inf``."""
-    zs = zt[0, j0 : j0 + m]
-    zi = zt[0, i]
+def _distances(zt, i, j0, m, r, dz):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``dz[j] = g(i, j0 + j) - g(i, r)`` for the ``m`` keys of a tile, the own term ``inf``.
+
+    Each feature's difference of squares is taken as the product
+    ``(z_j - z_r) ((z_j - z_i) + (z_r - z_i))``: exact to a few ulp of its terms, where
+    ``t_j^2 - t_r^2`` loses everything once ``g`` exceeds about 1e16 (a point far from all
+    others, whose reference ``r`` is its nearest neighbour, gets ``dz = 0`` for it exactly)."""
     for j in range(m):
-        t = zs[j] - zi
-        dz[j] = t * t - c
-    for k in range(1, zt.shape[0]):
+        dz[j] = 0.0
+    for k in range(zt.shape[0]):
         zs = zt[k, j0 : j0 + m]
         zi = zt[k, i]
+        zr = zt[k, r]
+        tr = zr - zi
         for j in range(m):
-            t = zs[j] - zi
-            dz[j] += t * t
+            dz[j] += (zs[j] - zr) * ((zs[j] - zi) + tr)
     if j0 <= i < j0 + m:
         dz[i - j0] = np.inf
+
+
+@numba.njit(inline="always", cache=True)
+def _beyond(zt, i, lo, hi, b, c):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """A lower bound of ``g_ij - c`` over the keys of tile ``b`` (``c`` the row's shift): the
+    distance to the tile's box less ``c``, less their rounding (both may be huge and close)."""
+    g = _gap(zt, i, lo, hi, b)
+    return g - c - 1e-13 * (g + c)
 
 
 @numba.njit(inline="always", cache=True, fastmath=_FAST)
@@ -214,7 +227,7 @@ def _weigh(dz, scale, ss, ys, e, m, watch):  # type: ignore[no-untyped-def]  # p
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
-def _levels_rows(zt, shift, s, sy, lo, hi, n_levels, i0, i1, S, T):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+def _levels_rows(zt, shift, ref, s, sy, lo, hi, n_levels, i0, i1, S, T):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Rows ``i0:i1`` of :func:`loo_levels` (plain loops, so that LLVM vectorises them).
 
     A tile of keys whose bounding box is far from the row's point weighs nothing at the finer
@@ -231,13 +244,13 @@ def _levels_rows(zt, shift, s, sy, lo, hi, n_levels, i0, i1, S, T):  # type: ign
         c = shift[i]
         for j0 in range(0, n, _TILE):
             m = min(n, j0 + _TILE) - j0
-            gmin = _gap(zt, i, lo, hi, j0 // _TILE) - c
+            gmin = _beyond(zt, i, lo, hi, j0 // _TILE, c)
             levels = n_levels
             if gmin > 0.0:
                 if gmin >= _CUT:
                     continue
                 levels = min(n_levels, math.floor(math.log2(_CUT / gmin)) + 1)
-            _distances(zt, i, j0, m, c, dz)
+            _distances(zt, i, j0, m, ref[i], dz)
             ss = s[j0 : j0 + m]
             lev = 0
             while lev < levels:
@@ -281,6 +294,7 @@ def _levels_rows(zt, shift, s, sy, lo, hi, n_levels, i0, i1, S, T):  # type: ign
 def loo_levels(
     zt: NDArray[np.float64],
     shift: NDArray[np.float64],
+    ref: NDArray[np.int64],
     s: NDArray[np.float64],
     sy: NDArray[np.float64],
     n_levels: int,
@@ -297,6 +311,11 @@ def loo_levels(
         point also works (every row's sum is then at least one), unless some point is nearer
         by more than 700 in ``g``: that row's ``S`` is then ``inf``, and the caller must ask
         again with the exact shift.
+    ref : ndarray of int64, shape (n,)
+        The point whose distance ``shift`` is (``c_i = g(i, ref_i)``): each weight's exponent
+        ``g_ij - c_i`` is computed as a difference of squares against it, so that a point far
+        from all others (``c_i`` beyond 1e16, where ``g_ij - c_i`` would be rounding noise)
+        still gets its nearest neighbours' exact limit.
     s : ndarray of shape (n,)
         Sample weights of the keys (ones when unweighted).
     sy : ndarray of shape (p, n)
@@ -312,12 +331,13 @@ def loo_levels(
     S = np.zeros((n_levels, n))
     T = np.zeros((n_levels, n, sy.shape[0]))
     lo, hi = _tile_boxes(zt)
-    run_ranges(_levels_rows, (zt, shift, s, sy, lo, hi, n_levels), n, (S, T))
+    run_ranges(_levels_rows, (zt, shift, np.ascontiguousarray(ref, dtype=np.int64), s, sy, lo, hi, n_levels),
+               n, (S, T))
     return S, T
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
-def _curvature_rows(zt, shift, s, sy, lo, hi, i0, i1, M, N):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+def _curvature_rows(zt, shift, ref, s, sy, lo, hi, i0, i1, M, N):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Rows ``i0:i1`` of :func:`loo_curvature`: two sweeps per key tile, the sums in
     registers (far tiles skipped)."""
     n = zt.shape[1]
@@ -327,10 +347,10 @@ def _curvature_rows(zt, shift, s, sy, lo, hi, i0, i1, M, N):  # type: ignore[no-
     for i in range(i0, i1):
         c = shift[i]
         for j0 in range(0, n, _TILE):
-            if _gap(zt, i, lo, hi, j0 // _TILE) - c >= _CUT:
+            if _beyond(zt, i, lo, hi, j0 // _TILE, c) >= _CUT:
                 continue  # every weight of the tile is flushed to zero
             m = min(n, j0 + _TILE) - j0
-            _distances(zt, i, j0, m, 0.0, dz)  # g itself: the moments need it unshifted
+            _distances(zt, i, j0, m, ref[i], dz)  # g - c: the moments are taken of it
             ss = s[j0 : j0 + m]
             ys = sy[0, j0 : j0 + m]
             # two sweeps of four sums each: eight sums and the exponential in one loop would
@@ -338,7 +358,7 @@ def _curvature_rows(zt, shift, s, sy, lo, hi, i0, i1, M, N):  # type: ignore[no-
             m0 = m1 = n0 = n1 = 0.0
             for j in range(m):
                 g = dz[j]
-                x = g - c
+                x = g
                 near = x < _CUT
                 w = exp_flushed(-x) if near else 0.0
                 g = g if near else 0.0  # (the masked own term: no inf * 0)
@@ -387,7 +407,8 @@ def _curvature_rows(zt, shift, s, sy, lo, hi, i0, i1, M, N):  # type: ignore[no-
 
 
 def loo_curvature(
-    zt: NDArray[np.float64], shift: NDArray[np.float64], s: NDArray[np.float64], sy: NDArray[np.float64]
+    zt: NDArray[np.float64], shift: NDArray[np.float64], ref: NDArray[np.int64], s: NDArray[np.float64],
+    sy: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Leave-one-out sums and the moments of their first three derivatives along ``log h``.
 
@@ -397,13 +418,16 @@ def loo_curvature(
 
     Parameters
     ----------
-    zt, shift, s, sy
+    zt, shift, ref, s, sy
         As for :func:`loo_levels`.
 
     Returns
     -------
     M : ndarray of shape (4, n)
-        ``M[r, i] = sum_{j != i} s_j w_ij g_ij^r``, r = 0 .. 3 (shifted like ``S``).
+        ``M[r, i] = sum_{j != i} s_j w_ij (g_ij - c_i)^r``, r = 0 .. 3 (shifted like ``S``):
+        the leave-one-out predictions do not change when every ``g_ij`` of a row moves by the
+        same ``c_i``, and the moments of ``g_ij - c_i`` keep their accuracy where ``c_i`` is
+        huge (``log S``'s derivatives gain ``2 c_i``, ``-4 c_i``, ``8 c_i``).
     N : ndarray of shape (4, n, p)
         The same with ``s_j y_j``.
 
@@ -411,9 +435,10 @@ def loo_curvature(
     --------
     >>> import numpy as np
     >>> z = np.array([[0.0, 0.5, 2.0]]); y = np.array([[1.0, 2.0, 4.0]])
-    >>> M, N = loo_curvature(z, shifts(z)[0], np.ones(3), y)
+    >>> c, nearest = shifts(z)
+    >>> M, N = loo_curvature(z, c, nearest, np.ones(3), y)
     >>> g = np.array([0.25, 4.0]); w = np.exp(0.25 - g)  # row 0, shifted by its nearest
-    >>> bool(np.allclose(M[:, 0], [w @ g**r for r in range(4)]))
+    >>> bool(np.allclose(M[:, 0], [w @ (g - 0.25)**r for r in range(4)]))
     True
     """
     n = zt.shape[1]
@@ -421,5 +446,6 @@ def loo_curvature(
     M = np.zeros((4, n))
     N = np.zeros((4, n, p))
     lo, hi = _tile_boxes(zt)
-    run_ranges(_curvature_rows, (zt, shift, s, sy, lo, hi), n, (M, N))
+    ref = np.ascontiguousarray(ref, dtype=np.int64)
+    run_ranges(_curvature_rows, (zt, shift, ref, s, sy, lo, hi), n, (M, N))
     return M, N

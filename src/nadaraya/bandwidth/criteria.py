@@ -237,12 +237,17 @@ class _Objective:
             return float(2.0 * (self.total / np.ldexp(self.total, self.weight_exp)))
 
     # -- the criterion from leave-one-out predictions ---------------------------------------
-    def criterion(self, pred: NDArray[np.float64], rho: NDArray[np.float64]) -> float:
+    def criterion(self, pred: NDArray[np.float64], rho: NDArray[np.float64], hat: tuple | None = None
+                  ) -> float:
         """CV or AICc from leave-one-out predictions ``pred`` (n, p), NaN where a window is
-        empty, and ``rho = log(leave-one-out weight / own weight)`` per point (n,)."""
-        return float(self.criteria(pred[None], rho[None])[0])
+        empty, and ``rho = log(leave-one-out weight / own weight)`` per point (n,); ``hat``:
+        the hat diagonal and in-sample fits where they are not those of ``rho`` (a local fit
+        whose leave-one-out system fell back to a lower degree, see
+        :func:`nadaraya._local.hat_diagonal`)."""
+        return float(self.criteria(pred[None], rho[None], hat)[0])
 
-    def criteria(self, pred: NDArray[np.float64], rho: NDArray[np.float64]) -> NDArray[np.float64]:
+    def criteria(self, pred: NDArray[np.float64], rho: NDArray[np.float64], hat: tuple | None = None
+                 ) -> NDArray[np.float64]:
         """:meth:`criterion` for a stack of bandwidths: ``pred`` (k, n, p), ``rho`` (k, n)."""
         resid = self.Y - pred
         if self.method == "cv":
@@ -255,6 +260,8 @@ class _Objective:
 
         h_ii = expit(-rho)
         fit_resid = np.where(h_ii[..., None] < 1.0, (1.0 - h_ii)[..., None] * resid, 0.0)
+        if hat is not None:
+            h_ii, fit_resid = hat[0][None], (self.Y - hat[1])[None]
         sigma2 = (fit_resid**2).mean(axis=2) @ self.s / self.total
         trace = h_ii @ self.s
         denom = 1.0 - (trace + self._two()) / self.total
@@ -291,9 +298,9 @@ class _Objective:
     # -- Gaussian: many bandwidths per pass, and gradients -----------------------------------
     def _scaled(
         self, h: NDArray[np.float64], exact: bool = True
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """``X / (sqrt(2) h)`` transposed, and each point's shift (its nearest neighbour's
-        ``g``). Along one direction of ``h`` the nearest neighbours stay the same and the
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]:
+        """``X / (sqrt(2) h)`` transposed, each point's shift (its nearest neighbour's
+        ``g``) and that neighbour. Along one direction of ``h`` the nearest neighbours stay the same and the
         shifts scale as ``1 / t^2``: the k-d tree runs once per direction. Not ``exact``, a
         new direction takes the distance to the neighbour that was nearest in the last one (a
         valid shift, see :func:`~nadaraya.bandwidth._passes.loo_levels`; the caller checks
@@ -303,21 +310,22 @@ class _Objective:
         zt = np.ascontiguousarray((self.X / (math.sqrt(2.0) * h)).T)
         cached = self._nearest
         if cached is not None and np.allclose(h / h[0], cached[0], rtol=1e-12, atol=0.0):
-            return zt, cached[1] * (cached[2] / h[0]) ** 2
+            return zt, cached[1] * (cached[2] / h[0]) ** 2, cached[3]
         if not exact and cached is not None:
-            return zt, np.sum((zt - zt[:, cached[3]]) ** 2, axis=0)
+            return zt, np.sum((zt - zt[:, cached[3]]) ** 2, axis=0), cached[3]
         c, nearest = shifts(zt)
         self._nearest = (h / h[0], c, float(h[0]), nearest)
-        return zt, c
+        return zt, c, nearest
 
     def levels(self, h_top: NDArray[np.float64], n_levels: int, stage: str = "grid") -> NDArray[np.float64]:
         """The criterion at ``h_top * 2**(-l/2)``, l = 0 .. n_levels - 1, in one pass (Gaussian)."""
         from .._jit import threads_for
         from ._passes import loo_levels
 
-        zt, c = self._scaled(h_top)
+        zt, c, ref = self._scaled(h_top)
         with threads_for(self.n**2 * (1 + n_levels / 4)):
-            S, T = loo_levels(zt, c, self.s, np.ascontiguousarray((self.s[:, None] * self.Y).T), n_levels)
+            sy = np.ascontiguousarray((self.s[:, None] * self.Y).T)
+            S, T = loo_levels(zt, c, ref, self.s, sy, n_levels)
         self.n_passes += 1
         with np.errstate(divide="ignore", invalid="ignore"):
             pred = T / S[:, :, None]
@@ -333,12 +341,12 @@ class _Objective:
         from ._gradient import loo_gradient
 
         sy = np.ascontiguousarray((self.s[:, None] * self.Y).T)
-        zt, c = self._scaled(h, exact=False)
+        zt, c, ref = self._scaled(h, exact=False)
         with threads_for(self.n**2 * (1 + self.d)):
-            S, T, A, B = loo_gradient(zt, c, self.s, sy)
+            S, T, A, B = loo_gradient(zt, c, ref, self.s, sy)
             if not np.isfinite(S).all():  # a shift far from the minimum: again, exactly
-                zt, c = self._scaled(h)
-                S, T, A, B = loo_gradient(zt, c, self.s, sy)
+                zt, c, ref = self._scaled(h)
+                S, T, A, B = loo_gradient(zt, c, ref, self.s, sy)
         self.n_passes += 1
         pred = T / S[:, None]  # S >= 1: the shift's neighbour has weight one
         # d pred_i / d log h_k = (B_ik - pred_i A_ik) / S_i, shape (n, d, p)
@@ -355,7 +363,9 @@ class _Objective:
             from scipy.special import expit
 
             h_ii = expit(-rho)
-            dh = -(h_ii * (1.0 - h_ii))[:, None] * A / S[:, None]  # d H_ii / d log h_k
+            # d log S_i / d log h_k: A holds the moments of u_ijk^2 less the reference's u_irk^2
+            dlog = A / S[:, None] + 2.0 * ((zt - zt[:, ref]) ** 2).T
+            dh = -(h_ii * (1.0 - h_ii))[:, None] * dlog  # d H_ii / d log h_k
             e = (1.0 - h_ii)[:, None] * resid
             de = -dh[:, :, None] * resid[:, None, :] - (1.0 - h_ii)[:, None, None] * dpred
             sigma2 = float(self.s @ (e**2).mean(axis=1) / self.total)
@@ -384,9 +394,9 @@ class _Objective:
         from .._jit import threads_for
         from ._passes import loo_curvature
 
-        zt, c = self._scaled(h)
+        zt, c, ref = self._scaled(h)
         with threads_for(self.n**2 * (1 + self.d)):
-            M, N = loo_curvature(zt, c, self.s, np.ascontiguousarray((self.s[:, None] * self.Y).T))
+            M, N = loo_curvature(zt, c, ref, self.s, np.ascontiguousarray((self.s[:, None] * self.Y).T))
         self.n_passes += 1
         # the sums' derivatives from the moments of g: w, 2 g w, (4 g^2 - 4 g) w, ...
         basis = np.array([[1, 0, 0, 0], [0, 2, 0, 0], [0, -4, 4, 0], [0, 8, -24, 8]], dtype=np.float64)
@@ -414,7 +424,9 @@ class _Objective:
         q1 = Sd[1] / Sd[0]
         q2 = Sd[2] / Sd[0]
         q3 = Sd[3] / Sd[0]
-        L1, L2, L3 = q1, q2 - q1**2, q3 - 3.0 * q1 * q2 + 2.0 * q1**3  # derivatives of log S
+        # derivatives of log S, the unshifted sum: the moments are of g - c, and the shift's
+        # -c e^(-2t) along t = log h adds 2c, -4c, 8c
+        L1, L2, L3 = q1 + 2.0 * c, q2 - q1**2 - 4.0 * c, q3 - 3.0 * q1 * q2 + 2.0 * q1**3 + 8.0 * c
         from scipy.special import expit
 
         H = expit(-(np.log(Sd[0]) - c - np.log(self.s)))

@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import _fit
-from .._local import solve
+from .._local import hat_diagonal, solve
 from .._mixed import Categorical, lambda_bounds
 from ..backends.reference import _moment_sums, block_weights
 from ..kernels import Kernel
@@ -83,6 +83,15 @@ class LocalObjective(_Objective):
         self.categorical_kernel = categorical_kernel
         self.kinds = "".join(self.var_types[j] for j in self.catc)
         self.Xc = np.ascontiguousarray(self.X[:, self.cont])
+        # the passes' coordinates: a column of extreme spread multiplied by a power of two
+        # (exact), so that the moment sums stay in range (see nadaraya._fit.scaled)
+        spread = np.ptp(self.Xc, axis=0) if self.n else np.ones(self.cont.size)
+        spread = np.where(spread > 0, spread, np.abs(self.Xc).max(axis=0, initial=0.0))
+        self._xs, self._hx = self.Xc, np.ones(self.cont.size)
+        if self.cont.size and np.isfinite(spread).all() and (spread > 0).all():
+            _, xs, _, x_exp = _fit.scaled(self.Xc, self.Xc, spread)
+            if x_exp is not None:
+                self._xs, self._hx = xs, np.ldexp(1.0, -x_exp)
         self.Xk = np.ascontiguousarray(self.X[:, self.catc])
         self.levels = np.array([np.unique(self.Xk[:, j]).size for j in range(self.catc.size)], dtype=np.int64)
         zero = np.zeros(1)
@@ -93,7 +102,7 @@ class LocalObjective(_Objective):
     def job(self, h: NDArray[np.float64]) -> _fit.Job:
         """The pooling job of the training points at bandwidth (and lambdas) ``h``."""
         h = np.asarray(h, dtype=np.float64)
-        call = Call(self.Xc, self.Xc, self.Y, False, self.kernel, h[self.cont], self.sw)
+        call = Call(self._xs, self._xs, self.Y, False, self.kernel, h[self.cont] * self._hx, self.sw)
         cat = None
         if self.catc.size:
             cat = Categorical(
@@ -128,12 +137,13 @@ class LocalObjective(_Objective):
             with np.errstate(divide="ignore"):
                 table = cat.log_factor(cats, cats)
                 log_sw = np.zeros(n) if self.sw is None else np.log(self.sw)
-            return mixed_loo(self.Xc, h[self.cont], log_sw, self._group, table, self.Y, self.degree)
+            hc = h[self.cont] * self._hx
+            return mixed_loo(self._xs, hc, log_sw, self._group, table, self.Y, self.degree)
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             log_f = cat.log_factor(cats, cats).ravel()[pairs]
             if self.cont.size:  # the reference backend's weights of every pair, log in the log domain
                 log_sw = None if self.sw is None or not k.log_domain else np.log(self.sw)
-                w = block_weights(self.Xc, self.Xc, k, 1.0 / h[self.cont], log_sw, self.sw)
+                w = block_weights(self._xs, self._xs, k, 1.0 / (h[self.cont] * self._hx), log_sw, self.sw)
             else:
                 w = np.broadcast_to(np.zeros(n) if self.sw is None else np.log(self.sw), (n, n)).copy()
             if k.log_domain or not self.cont.size:
@@ -146,7 +156,7 @@ class LocalObjective(_Objective):
                 w *= np.exp(log_f)
                 w[np.arange(n), np.arange(n)] = 0.0
                 shift = np.zeros(n)
-        extra = _moment_sums(w, self.Xc, self.Xc, self.Y, self.degree) if self.degree else ()
+        extra = _moment_sums(w, self._xs, self._xs, self.Y, self.degree) if self.degree else ()
         return Partials(shift, w.sum(axis=1), w @ self.Y, extra)
 
     def at(self, h: NDArray[np.float64], stage: str = "refine") -> float:
@@ -164,7 +174,14 @@ class LocalObjective(_Objective):
         fit = solve(parts, job.degree, job.call.bandwidth)
         with np.errstate(divide="ignore", invalid="ignore"):
             rho = np.log(parts.weight) + parts.shift - self._own(h) - np.log(fit.inverse00)
-        return self._record(h, self.criterion(fit.estimate, rho), stage)
+        hat = None
+        if self.method == "aicc" and job.degree > 0 and (fit.degree < job.degree).any():
+            # some leave-one-out fit fell back to a lower degree: H_ii and the in-sample fit of
+            # the fit actually used at x_i
+            values = np.ldexp(self.Y, -job.call.value_exp)
+            h_ii, fits = hat_diagonal(parts, fit, self._own(h), values, job.degree, job.call.bandwidth)
+            hat = (h_ii, np.ldexp(fits, job.call.value_exp))
+        return self._record(h, self.criterion(fit.estimate, rho, hat), stage)
 
 
 def _starts(
