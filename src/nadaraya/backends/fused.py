@@ -339,6 +339,12 @@ def _block_exp_linear_impl(kind, nf, src, q, i, kt, f0, k0, inv_h, v0, top, row,
     return None if namespace is None else namespace["exp_linear"]
 
 
+# The compiled task's arguments: q (m, d), kt (d, n) and vt (p, n) float64 C-contiguous; ``key_weight``
+# (n,) is ``log sample_weight`` for log-domain kinds and ``sample_weight`` otherwise; ``exclude`` (m,) int64
+# key index per query (-1: none); lo, hi (d, blocks) each key block's bounding box and kw_top (blocks,) its
+# largest key weight (log-domain kinds); ``walk`` the moment sums' table
+# (:func:`~nadaraya.backends._fused_moments.table`); shift (m,), weight (m,), value (m, p), mom (m, width)
+# the flat moment sums (width 0 at degree 0).
 def _compile(kind: int, nf: int, degree: int = 0, md: int = 0):  # type: ignore[no-untyped-def]
     """The fused loop specialised to one kernel and, for log-domain kernels, to the number of
     features ``nf`` whose terms the one-pass loop computes in registers (the last ``nf``; any
@@ -351,15 +357,7 @@ def _compile(kind: int, nf: int, degree: int = 0, md: int = 0):  # type: ignore[
 
     @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH_MAX)
     def task(q, kt, vt, inv_h, key_weight, exclude, lo, hi, kw_top, walk, q0, q1, shift, weight, value, mom):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-        """Accumulate every key into the partials of queries ``q0:q1`` (updated in place).
-
-        q (m, d), kt (d, n) and vt (p, n) float64 C-contiguous; ``key_weight`` (n,) is
-        ``log sample_weight`` for log-domain kinds and ``sample_weight`` otherwise; ``exclude``
-        (m,) int64 key index per query (-1: none); lo, hi (d, blocks) each key block's bounding
-        box and kw_top (blocks,) its largest key weight (log-domain kinds); ``walk`` the moment
-        sums' table (:func:`~nadaraya.backends._fused_moments.table`); shift (m,), weight (m,),
-        value (m, p), mom (m, width) the flat moment sums (width 0 at degree 0).
-        """
+        """Accumulate every key into the partials of queries ``q0:q1`` (in place; see above)."""
         d = q.shape[1]
         n = kt.shape[1]
         p = vt.shape[0]
@@ -400,9 +398,13 @@ def _compile(kind: int, nf: int, degree: int = 0, md: int = 0):  # type: ignore[
                             _prefix(kind, q, kt, kw, inv_h, i, k0, nb, buf, f0)
                         src = buf[:nb] if f0 > 0 else kw
                         # where the bound keeps failing in this block (sparse keys), go exact at once
-                        redo = tries >= 32 and 2 * redone > tries
-                        if not redo:
-                            tries += 1
+                        exact = tries >= 32 and 2 * redone > tries
+                        tries += not exact
+                        while True:
+                            if exact:
+                                top = _block_top(kind, nf, src, q, i, kt, f0, k0, inv_h, nb)
+                                if top == -np.inf:
+                                    break
                             if fuse:
                                 s, acc0 = _block_exp_linear(kind, nf, src, q, i, kt, f0, k0, inv_h, v0, top,
                                                             row, nb, p, msum)
@@ -411,23 +413,16 @@ def _compile(kind: int, nf: int, degree: int = 0, md: int = 0):  # type: ignore[
                                                          row, nb)
                             # a bound far above the true maximum may have flushed terms that matter
                             # (and at log weights beyond 1e13 or so, a bound that differs from the
-                            # terms by their rounding alone leaves the sum meaningless)
-                            redo = not (_REDO <= s <= nb + 1.0)
-                            redone += redo
-                        if redo:
-                            top = _block_top(kind, nf, src, q, i, kt, f0, k0, inv_h, nb)
-                            if top != -np.inf and fuse:
-                                s, acc0 = _block_exp_linear(kind, nf, src, q, i, kt, f0, k0, inv_h, v0, top,
-                                                            row, nb, p, msum)
-                            elif top != -np.inf:
-                                s, acc0 = _block_exp_sum(kind, nf, src, q, i, kt, f0, k0, inv_h, v0, top, row,
-                                                         nb)
-                            if top != -np.inf and not (0.5 <= s <= nb + 1.0):
-                                # the two loops rounded the huge log weights of far keys apart:
-                                # the terms stored once, their maximum and the weights from those
-                                top, s, acc0 = _stored_exp_sum(kind, src, q, i, kt, f0, k0, inv_h, v0, row,
-                                                               nb)
-                                stored = True
+                            # terms by their rounding alone leaves the sum meaningless): redo exactly
+                            if exact or _REDO <= s <= nb + 1.0:
+                                break
+                            exact = True
+                            redone += 1
+                        if exact and top != -np.inf and not (0.5 <= s <= nb + 1.0):
+                            # the two loops rounded the huge log weights of far keys apart:
+                            # the terms stored once, their maximum and the weights from those
+                            top, s, acc0 = _stored_exp_sum(kind, src, q, i, kt, f0, k0, inv_h, v0, row, nb)
+                            stored = True
                     if top == -np.inf:
                         if excluded:
                             kwb[e] = key_weight[k0 + e]
