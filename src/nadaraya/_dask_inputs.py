@@ -126,11 +126,11 @@ def coalesced(chunks: Sequence[int], rows: int | None = None) -> tuple[int, ...]
     Examples
     --------
     >>> coalesced((1,) * 300)[:3], len(coalesced((1,) * 300))
-    ((38, 38, 38), 8)
+    ((38, 38, 38), 7)
     >>> coalesced((45, 45, 45, 35))
     (45, 45, 45, 35)
-    >>> coalesced((5000, 3, 5000, 2))
-    (5003, 5002)
+    >>> coalesced((2000,) * 8 + (3, 2))
+    (2000, 2000, 2000, 2000, 2000, 2000, 2000, 2005)
     """
     chunks = tuple(int(c) for c in chunks)
     total = sum(chunks) if rows is None else rows
