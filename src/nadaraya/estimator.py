@@ -19,7 +19,7 @@ from ._estimator_parts import (
     fit_dask,
     resolve_bandwidth,
 )
-from ._inference import InferenceMixin, forget
+from ._inference import VARIANCES, InferenceMixin, _check, forget
 from ._mixed import as_categorical_kernel, as_var_types
 from ._validation import as_empty, as_real, as_tol, check_some_weight, is_dask
 from .kernels import get as get_kernel
@@ -374,7 +374,9 @@ default "cv"
         Returns
         -------
         ndarray of shape (n_queries,) or (n_queries, n_outputs)
-            With ``return_std``, a tuple ``(mean, std)`` of two such arrays.
+            With ``return_std``, a tuple ``(mean, std)`` of two such arrays. A model fitted on
+            Dask arrays, or Dask ``X``, gives a lazy Dask array; with ``return_std``, NumPy
+            arrays (the training data and ``X`` are computed, as for :meth:`confidence_band`).
 
         Examples
         --------
@@ -384,8 +386,11 @@ default "cv"
         [1.0]
         """
         check_is_fitted(self)
-        if is_dask(X, self.X_fit_):  # a lazy Dask array out
+        _check("variance", variance, VARIANCES)
+        if is_dask(X, self.X_fit_) and not return_std:  # a lazy Dask array out
             return self._predict_dask(X)
+        if is_dask(X):  # standard errors need the training data in memory, as confidence_band does
+            X = X.compute()  # type: ignore[union-attr]
         if np.asarray(X).dtype.kind in "cmMUS":  # complex, dates, durations, text, as in fit
             as_real("X", X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
