@@ -53,9 +53,9 @@ def _check(name: str, value: Any, allowed: tuple[str, ...]) -> str:
 
 
 def _rng(random_state: Any) -> np.random.Generator:
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(2**32))
-    return np.random.default_rng(random_state)
+    from ._boot_limits import as_random_state
+
+    return as_random_state(random_state)
 
 
 @dataclass
@@ -139,6 +139,7 @@ def noise_variance(model: Any, variance: str) -> NDArray[np.float64]:
     cached = getattr(model, key, None)
     if cached is not None:
         return cached
+    _check_enough(model, variance)
     tr = training(model)
     s = np.ones(tr.X.shape[0]) if tr.sw is None else tr.sw
     if variance == "homoscedastic":
@@ -149,6 +150,23 @@ def noise_variance(model: Any, variance: str) -> NDArray[np.float64]:
         sigma2 = _smooth_squares(model, tr)
     setattr(model, key, sigma2)
     return sigma2
+
+
+def _check_enough(model: Any, variance: str) -> None:
+    """A ValueError naming ``variance`` where the model has too few training points of positive
+    weight to estimate the noise variance: 2 (one residual degree of freedom), 3 for the
+    heteroscedastic rule (its bandwidth is chosen by cross-validation)."""
+    sw = model.sample_weight_
+    count = int(model.X_fit_.shape[0] if sw is None else np.count_nonzero(np.asarray(sw) > 0))
+    if count < 2:
+        raise ValueError(f"standard errors need the noise variance, estimated from the residuals: at least 2 "
+                         f"training points of positive weight (3 for variance='heteroscedastic'); this model "
+                         f"has {count}")
+    if count < 3 and variance == "heteroscedastic":
+        raise ValueError(f"variance='heteroscedastic' smooths the squared leave-one-out residuals with a "
+                         f"bandwidth chosen by cross-validation, which needs at least 3 training points of "
+                         f"positive weight; this model has {count}: use variance='homoscedastic' (one noise "
+                         "variance for every point)")
 
 
 def _smooth_squares(model: Any, tr: _Training) -> NDArray[np.float64]:
@@ -276,14 +294,11 @@ def confidence_band(
     multiplier: str = "mammen",
 ) -> Band:
     """See :meth:`nadaraya.NadarayaWatson.confidence_band`."""
-    from scipy.stats import norm
+    from ._boot_limits import check_band
 
     _check("method", method, METHODS)
     _check("kind", kind, KINDS)
-    if not (isinstance(level, float | int) and 0 < level < 1):
-        raise ValueError(f"level must be a number in (0, 1), e.g. 0.95; got {level!r}")
-    if isinstance(n_boot, bool) or not isinstance(n_boot, int | np.integer) or n_boot < 19:
-        raise ValueError(f"n_boot must be an integer of at least 19; got {n_boot!r}")
+    level, z, rng = check_band(model, X, level, method, kind, n_boot, random_state)
     degree = model.degree + 1 if method == "rbc" else None
     std: NDArray[np.float64] | None = None
     if method == "bootstrap":  # its spread comes from the replicates: no variance pass
@@ -293,10 +308,9 @@ def confidence_band(
     estimate = _fitted(model, X) if method == "rbc" else mean
     alpha = 1.0 - level
     if method in ("asymptotic", "rbc") and kind == "pointwise":
-        z = float(norm.ppf(1.0 - alpha / 2))
         assert std is not None
         return _shape(model, Band(estimate, mean - z * std, mean + z * std))
-    rng = _rng(random_state)
+    assert rng is not None  # the bands below draw replicates
     tr = training(model)
     job = model._job(X, tr.X, tr.Y, tr.sw)
     if degree is not None:

@@ -1,0 +1,197 @@
+"""Issue 28, items 9 and 10: crashes, hangs and unclear errors, each refused naming the argument."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import nadaraya
+from nadaraya import NadarayaWatson, select_bandwidth
+
+Q = np.array([[1.0], [2.0]])
+
+
+def _model(n: int = 80, **kw):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 5, (n, 1))
+    y = np.sin(X[:, 0]) + rng.normal(0, 0.3, n)
+    return X, y, NadarayaWatson(bandwidth=0.5, **kw).fit(X, y)
+
+
+# ------------------------------------------------------------------ item 9: a range beyond float64
+
+
+@pytest.mark.parametrize("kw", [{}, {"kernel": "epanechnikov"}, {"degree": 1}, {"method": "aicc"},
+                                {"var_types": "cu"}])
+def test_a_range_overflowing_float64_is_searched(kw):
+    """x spanning -1e308..1e308: its range (2e308) is inf in float64; the search ran into an
+    OverflowError. It searches as at any other scale: the bandwidth in units of the range is
+    the one chosen at unit scale (the search is scale-equivariant by powers of two)."""
+    rng = np.random.default_rng(3)
+    u = np.linspace(-1, 1, 60)
+    y = np.sin(3 * u) + rng.normal(0, 0.1, 60)
+    extra = [rng.integers(0, 3, 60)] if "var_types" in kw else []
+    big = select_bandwidth(np.column_stack([u * 2.0**1023, *extra]), y, **kw)
+    unit = select_bandwidth(np.column_stack([u, *extra]), y, **kw)
+    assert np.isfinite(big.bandwidth).all() and np.isfinite(big.score)
+    np.testing.assert_allclose(big.bandwidth[0] / 2.0**1023, unit.bandwidth[0], rtol=1e-6)
+    np.testing.assert_allclose(big.score, unit.score, rtol=1e-9)
+    x = u * 1e308
+    model = NadarayaWatson(**{k: v for k, v in kw.items() if k != "method"}).fit(
+        np.column_stack([x, *extra]), y)
+    assert np.isfinite(model.bandwidth_).all()
+    if "degree" not in kw:  # local fits at 1e308 are another matter (their moments overflow)
+        assert np.isfinite(model.predict(np.column_stack([x, *extra])[:5])).all()
+
+
+def test_a_bandwidth_beyond_float64_is_a_value_error_naming_x():
+    """A feature that does not matter, spanning +-1.7e308, is smoothed out at a bandwidth of 100
+    times its range: beyond float64. Refused naming the column of X, not an OverflowError."""
+    rng = np.random.default_rng(1)
+    X = np.c_[rng.uniform(-1, 1, 80) * 1.7e308, rng.uniform(0, 5, 80)]
+    y = np.sin(2 * X[:, 1]) + rng.normal(0, 0.1, 80)
+    with pytest.raises(ValueError, match=r"X column 0 spans .*e\+308.*beyond float64.*rescale"):
+        select_bandwidth(X, y, per_feature=True)
+
+
+# ------------------------------------------------------------------ item 9: n_boot bounded
+
+
+@pytest.mark.parametrize("call", ["band", "simultaneous", "test"])
+def test_n_boot_beyond_the_bound_is_refused_at_once(call):
+    X, y, m = _model()
+    with pytest.raises(ValueError, match=r"n_boot=9999999999999 is too large.*19 to 1000000"):
+        if call == "test":
+            m.significance_test(X, y, n_boot=9999999999999)
+        else:
+            m.confidence_band(Q, method="bootstrap" if call == "band" else "asymptotic",
+                              kind="simultaneous" if call == "simultaneous" else "pointwise", n_boot=9999999999999)
+
+
+def test_n_boot_bounded_by_time():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (4000, 1))
+    m = NadarayaWatson(bandwidth=0.05).fit(X, X[:, 0])
+    # 1e6 replicates x 4000 x 4000 pairs = 1.6e13 multiply-adds
+    with pytest.raises(ValueError, match=r"n_boot=1000000 would cost about 1\.6e\+13 multiply-adds"):
+        m.significance_test(X, X[:, 0], n_boot=10**6)
+    with pytest.raises(ValueError, match=r"n_boot=1000000 would cost .*4000 queries x 4000 training points"):
+        m.confidence_band(X, method="bootstrap", n_boot=10**6)
+
+
+def test_n_boot_bounded_by_memory(monkeypatch):
+    monkeypatch.setattr("nadaraya._boot_limits.physical_memory", lambda: 2.0**30)
+    _, _, m = _model()
+    X = np.linspace(0, 5, 200)[:, None]
+    # 200 points x 1e6 replicates x 24 bytes = 4.5 GiB, more than half of 1 GiB
+    with pytest.raises(ValueError, match=r"n_boot=1000000 needs about 4\.47 GiB .*half this machine's memory"):
+        m.confidence_band(X, kind="simultaneous", n_boot=10**6)
+    m.confidence_band(X, kind="simultaneous", n_boot=99, random_state=0)  # within it
+
+
+def test_cli_n_boot_beyond_the_bound(tmp_path):
+    from typer.testing import CliRunner
+
+    from nadaraya.cli import app
+
+    data = tmp_path / "d.csv"
+    data.write_text("x,y\n" + "".join(f"{i / 10},{np.sin(i / 10)}\n" for i in range(30)))
+    r = CliRunner().invoke(app, ["test", str(data), "-x", "x", "-y", "y", "-b", "0.5", "--n-boot", "9999999999999"])
+    assert r.exit_code == 2
+    assert "--n-boot 9999999999999 is too large" in r.output and "1000000" in r.output
+
+
+# ------------------------------------------------------------------ item 10: unclear errors
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_too_few_points_for_the_noise_variance(n):
+    m = NadarayaWatson(bandwidth=0.5).fit(np.arange(float(n))[:, None], np.arange(float(n)) ** 2)
+    if n == 2:
+        with pytest.raises(ValueError, match=r"variance='heteroscedastic' .*at least 3 training points.*has 2.*"
+                                             r"variance='homoscedastic'"):
+            m.predict([[0.5]], return_std=True)
+        mean, std = m.predict([[0.5]], return_std=True, variance="homoscedastic")
+        assert np.isfinite(std).all()
+    else:
+        for variance in ("heteroscedastic", "homoscedastic"):
+            with pytest.raises(ValueError, match=r"at least 2 training points of positive weight.*has 1"):
+                m.predict([[0.5]], return_std=True, variance=variance)
+
+
+def test_too_few_points_of_positive_weight():
+    X = np.arange(6.0)[:, None]
+    m = NadarayaWatson(bandwidth=0.5).fit(X, X[:, 0], sample_weight=[0, 0, 0, 0, 1, 2])
+    with pytest.raises(ValueError, match=r"at least 3 training points of positive weight.*has 2"):
+        m.confidence_band(Q)
+
+
+@pytest.mark.parametrize("bad", ["abc", 1.5, -1, [1.0, "x"]])
+def test_random_state_named(bad):
+    X, y, m = _model()
+    for call in (lambda: m.confidence_band(Q, method="bootstrap", random_state=bad),
+                 lambda: m.confidence_band(Q, random_state=bad),
+                 lambda: m.significance_test(X, y, n_boot=19, random_state=bad)):
+        with pytest.raises(ValueError, match=r"random_state=.* is not valid; give None, an integer"):
+            call()
+
+
+def test_level_numpy_floats_accepted():
+    _, _, m = _model()
+    for level in (np.float32(0.9), np.float64(0.9), np.float16(0.9)):
+        got = m.confidence_band(Q, level=level)
+        want = m.confidence_band(Q, level=float(level))
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+    with pytest.raises(ValueError, match="level must be a number in"):
+        m.confidence_band(Q, level=np.True_)
+
+
+@pytest.mark.parametrize("level", [1 - 1e-16, np.nextafter(1.0, 0.0)])
+@pytest.mark.parametrize("method", ["asymptotic", "rbc"])
+def test_level_with_an_infinite_quantile_refused(level, method):
+    _, _, m = _model(degree=0)
+    with pytest.raises(ValueError, match=r"level=0\.99999999999999.* too close to 1.*not finite"):
+        m.confidence_band(Q, level=level, method=method)
+    band = m.confidence_band(Q, level=1 - 1e-15, method=method)  # the largest level suggested: finite
+    assert np.isfinite(band.lower).all() and np.isfinite(band.upper).all()
+
+
+def test_n_boot_checked_only_where_the_band_bootstraps():
+    _, _, m = _model()
+    for n_boot in (5, 0):
+        want = m.confidence_band(Q)
+        got = m.confidence_band(Q, n_boot=n_boot)  # asymptotic pointwise: no replicates
+        np.testing.assert_array_equal(got.lower, want.lower)
+        got = m.confidence_band(Q, method="rbc", n_boot=n_boot)
+        for kw in ({"method": "bootstrap"}, {"kind": "simultaneous"}):
+            with pytest.raises(ValueError, match=rf"n_boot must be an integer of at least 19; got {n_boot}"):
+                m.confidence_band(Q, n_boot=n_boot, **kw)
+
+
+def test_cli_n_boot_checked_only_where_the_band_bootstraps(tmp_path):
+    from typer.testing import CliRunner
+
+    from nadaraya.cli import app
+
+    data = tmp_path / "d.csv"
+    data.write_text("x,y\n" + "".join(f"{i / 10},{np.sin(i / 10)}\n" for i in range(30)))
+    model = tmp_path / "m.npz"
+    run = CliRunner().invoke
+    assert run(app, ["fit", str(data), "-x", "x", "-y", "y", "-b", "0.5", "-m", str(model), "-q"]).exit_code == 0
+    r = run(app, ["predict", str(data), "-m", str(model), "-o", str(tmp_path / "p.csv"), "--band", "0.9",
+                  "--n-boot", "5", "-q"])
+    assert r.exit_code == 0, r.output
+    r = run(app, ["predict", str(data), "-m", str(model), "-o", str(tmp_path / "q.csv"), "--band", "0.9",
+                  "--simultaneous", "--n-boot", "5", "-q"])
+    assert r.exit_code == 2 and "--n-boot 5 is too small" in r.output
+
+
+def test_no_warning_leaks_from_the_checks():
+    _, _, m = _model()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m.confidence_band(Q, level=np.float32(0.95), n_boot=3)
+    assert nadaraya.NadarayaWatson  # the package imports its checks lazily
