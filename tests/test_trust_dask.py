@@ -28,7 +28,8 @@ def _models(degree: int, p: int = 1, d: int = 1):
     h = [0.35, 0.8][:d]
     plain = nadaraya.NadarayaWatson(bandwidth=h, degree=degree).fit(X, y)
     lazy = nadaraya.NadarayaWatson(bandwidth=h, degree=degree).fit(
-        da.from_array(X, chunks=(25, d)), da.from_array(y, chunks=25))
+        da.from_array(X, chunks=(25, d)), da.from_array(y, chunks=25)
+    )
     return X, y, plain, lazy
 
 
@@ -46,7 +47,11 @@ def test_predict_return_std_on_dask_equals_numpy(degree, variance):
     _, _, plain, lazy = _models(degree)
     want_mean, want_std = plain.predict(Q, return_std=True, variance=variance)
     assert np.all(want_std > 0)
-    for model, queries in ((lazy, Q), (lazy, da.from_array(Q, chunks=2)), (plain, da.from_array(Q, chunks=2))):
+    for model, queries in (
+        (lazy, Q),
+        (lazy, da.from_array(Q, chunks=2)),
+        (plain, da.from_array(Q, chunks=2)),
+    ):
         out = model.predict(queries, return_std=True, variance=variance)
         assert isinstance(out, tuple) and len(out) == 2  # not two predictions unpacked as (mean, std)
         mean, std = out
@@ -91,17 +96,30 @@ def test_unknown_variance_refused_on_dask(queries, bogus):
                 model.predict(q, return_std=return_std, variance=bogus)
 
 
-@pytest.mark.parametrize("method,kind", [("asymptotic", "pointwise"), ("rbc", "pointwise"),
-                                         ("bootstrap", "pointwise"), ("asymptotic", "simultaneous"),
-                                         ("bootstrap", "simultaneous")])
+@pytest.mark.parametrize(
+    "method,kind",
+    [
+        ("asymptotic", "pointwise"),
+        ("rbc", "pointwise"),
+        ("bootstrap", "pointwise"),
+        ("asymptotic", "simultaneous"),
+        ("bootstrap", "simultaneous"),
+    ],
+)
 def test_confidence_band_on_dask_equals_numpy(method, kind):
     _, _, plain, lazy = _models(1)
     want = plain.confidence_band(Q, method=method, kind=kind, n_boot=199, random_state=3)
-    for model, queries in ((lazy, Q), (lazy, da.from_array(Q, chunks=2)), (plain, da.from_array(Q, chunks=2))):
+    for model, queries in (
+        (lazy, Q),
+        (lazy, da.from_array(Q, chunks=2)),
+        (plain, da.from_array(Q, chunks=2)),
+    ):
         got = model.confidence_band(queries, method=method, kind=kind, n_boot=199, random_state=3)
         for g, w in zip(got, want):
             # the replicates are single precision: their quantiles agree to its resolution
-            np.testing.assert_allclose(g, w, rtol=1e-5 if method == "bootstrap" or kind != "pointwise" else RTOL)
+            np.testing.assert_allclose(
+                g, w, rtol=1e-5 if method == "bootstrap" or kind != "pointwise" else RTOL
+            )
         assert np.all(got.lower < got.estimate) and np.all(got.estimate < got.upper)
 
 
@@ -114,7 +132,9 @@ def test_gradient_summary_weights_and_test_on_dask_equal_numpy():
     _same(s, sw)
     a, b = lazy.summary(), plain.summary()
     assert (a.n, a.degree) == (b.n, b.degree)
-    np.testing.assert_allclose([a.r_squared, a.residual_variance], [b.r_squared, b.residual_variance], rtol=RTOL)
+    np.testing.assert_allclose(
+        [a.r_squared, a.residual_variance], [b.r_squared, b.residual_variance], rtol=RTOL
+    )
     dX, dy = da.from_array(X, chunks=(30, 2)), da.from_array(y, chunks=30)
     t1 = lazy.significance_test(dX, dy, n_boot=39, random_state=1)
     t2 = plain.significance_test(X, y, n_boot=39, random_state=1)
@@ -125,7 +145,9 @@ def test_gradient_summary_weights_and_test_on_dask_equal_numpy():
 def test_attention_weights_on_dask_equal_numpy():
     X, y = _data()
     plain = nadaraya.NadarayaWatson(bandwidth=0.3).fit(X, y)
-    lazy = nadaraya.NadarayaWatson(bandwidth=0.3).fit(da.from_array(X, chunks=(25, 1)), da.from_array(y, chunks=25))
+    lazy = nadaraya.NadarayaWatson(bandwidth=0.3).fit(
+        da.from_array(X, chunks=(25, 1)), da.from_array(y, chunks=25)
+    )
     W = lazy.attention_weights(da.from_array(Q, chunks=2))
     assert isinstance(W, np.ndarray) and W.shape == (len(Q), len(y))
     np.testing.assert_allclose(W @ y, plain.predict(Q), rtol=RTOL)  # the Dask model keeps the rows' order

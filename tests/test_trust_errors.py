@@ -23,8 +23,9 @@ def _model(n: int = 80, **kw):
 # ------------------------------------------------------------------ item 9: a range beyond float64
 
 
-@pytest.mark.parametrize("kw", [{}, {"kernel": "epanechnikov"}, {"degree": 1}, {"method": "aicc"},
-                                {"var_types": "cu"}])
+@pytest.mark.parametrize(
+    "kw", [{}, {"kernel": "epanechnikov"}, {"degree": 1}, {"method": "aicc"}, {"var_types": "cu"}]
+)
 def test_a_range_overflowing_float64_is_searched(kw):
     """x spanning -1e308..1e308: its range (2e308) is inf in float64; the search ran into an
     OverflowError. It searches as at any other scale: the bandwidth in units of the range is
@@ -40,7 +41,8 @@ def test_a_range_overflowing_float64_is_searched(kw):
     np.testing.assert_allclose(big.score, unit.score, rtol=1e-9)
     x = u * 1e308
     model = NadarayaWatson(**{k: v for k, v in kw.items() if k != "method"}).fit(
-        np.column_stack([x, *extra]), y)
+        np.column_stack([x, *extra]), y
+    )
     assert np.isfinite(model.bandwidth_).all()
     if "degree" not in kw:  # local fits at 1e308 are another matter (their moments overflow)
         assert np.isfinite(model.predict(np.column_stack([x, *extra])[:5])).all()
@@ -66,8 +68,12 @@ def test_n_boot_beyond_the_bound_is_refused_at_once(call):
         if call == "test":
             m.significance_test(X, y, n_boot=9999999999999)
         else:
-            m.confidence_band(Q, method="bootstrap" if call == "band" else "asymptotic",
-                              kind="simultaneous" if call == "simultaneous" else "pointwise", n_boot=9999999999999)
+            m.confidence_band(
+                Q,
+                method="bootstrap" if call == "band" else "asymptotic",
+                kind="simultaneous" if call == "simultaneous" else "pointwise",
+                n_boot=9999999999999,
+            )
 
 
 def test_n_boot_bounded_by_time():
@@ -86,7 +92,9 @@ def test_n_boot_bounded_by_memory(monkeypatch):
     _, _, m = _model()
     X = np.linspace(0, 5, 200)[:, None]
     # 200 points x 1e6 replicates x 24 bytes = 4.5 GiB, more than half of 1 GiB
-    with pytest.raises(ValueError, match=r"n_boot=1000000 needs about 4\.47 GiB .*half this machine's memory"):
+    with pytest.raises(
+        ValueError, match=r"n_boot=1000000 needs about 4\.47 GiB .*half this machine's memory"
+    ):
         m.confidence_band(X, kind="simultaneous", n_boot=10**6)
     m.confidence_band(X, kind="simultaneous", n_boot=99, random_state=0)  # within it
 
@@ -98,7 +106,9 @@ def test_cli_n_boot_beyond_the_bound(tmp_path):
 
     data = tmp_path / "d.csv"
     data.write_text("x,y\n" + "".join(f"{i / 10},{np.sin(i / 10)}\n" for i in range(30)))
-    r = CliRunner().invoke(app, ["test", str(data), "-x", "x", "-y", "y", "-b", "0.5", "--n-boot", "9999999999999"])
+    r = CliRunner().invoke(
+        app, ["test", str(data), "-x", "x", "-y", "y", "-b", "0.5", "--n-boot", "9999999999999"]
+    )
     assert r.exit_code == 2
     assert "--n-boot 9999999999999 is too large" in r.output and "1000000" in r.output
 
@@ -110,10 +120,13 @@ def test_cli_n_boot_beyond_the_bound(tmp_path):
 def test_too_few_points_for_the_noise_variance(n):
     m = NadarayaWatson(bandwidth=0.5).fit(np.arange(float(n))[:, None], np.arange(float(n)) ** 2)
     if n == 2:
-        with pytest.raises(ValueError, match=r"variance='heteroscedastic' .*at least 3 training points.*has 2.*"
-                                             r"variance='homoscedastic'"):
+        with pytest.raises(
+            ValueError,
+            match=r"variance='heteroscedastic' .*at least 3 training points.*has 2.*"
+            r"variance='homoscedastic'",
+        ):
             m.predict([[0.5]], return_std=True)
-        mean, std = m.predict([[0.5]], return_std=True, variance="homoscedastic")
+        _, std = m.predict([[0.5]], return_std=True, variance="homoscedastic")
         assert np.isfinite(std).all()
     else:
         for variance in ("heteroscedastic", "homoscedastic"):
@@ -131,9 +144,11 @@ def test_too_few_points_of_positive_weight():
 @pytest.mark.parametrize("bad", ["abc", 1.5, -1, [1.0, "x"]])
 def test_random_state_named(bad):
     X, y, m = _model()
-    for call in (lambda: m.confidence_band(Q, method="bootstrap", random_state=bad),
-                 lambda: m.confidence_band(Q, random_state=bad),
-                 lambda: m.significance_test(X, y, n_boot=19, random_state=bad)):
+    for call in (
+        lambda: m.confidence_band(Q, method="bootstrap", random_state=bad),
+        lambda: m.confidence_band(Q, random_state=bad),
+        lambda: m.significance_test(X, y, n_boot=19, random_state=bad),
+    ):
         with pytest.raises(ValueError, match=r"random_state=.* is not valid; give None, an integer"):
             call()
 
@@ -180,12 +195,43 @@ def test_cli_n_boot_checked_only_where_the_band_bootstraps(tmp_path):
     data.write_text("x,y\n" + "".join(f"{i / 10},{np.sin(i / 10)}\n" for i in range(30)))
     model = tmp_path / "m.npz"
     run = CliRunner().invoke
-    assert run(app, ["fit", str(data), "-x", "x", "-y", "y", "-b", "0.5", "-m", str(model), "-q"]).exit_code == 0
-    r = run(app, ["predict", str(data), "-m", str(model), "-o", str(tmp_path / "p.csv"), "--band", "0.9",
-                  "--n-boot", "5", "-q"])
+    assert (
+        run(app, ["fit", str(data), "-x", "x", "-y", "y", "-b", "0.5", "-m", str(model), "-q"]).exit_code == 0
+    )
+    r = run(
+        app,
+        [
+            "predict",
+            str(data),
+            "-m",
+            str(model),
+            "-o",
+            str(tmp_path / "p.csv"),
+            "--band",
+            "0.9",
+            "--n-boot",
+            "5",
+            "-q",
+        ],
+    )
     assert r.exit_code == 0, r.output
-    r = run(app, ["predict", str(data), "-m", str(model), "-o", str(tmp_path / "q.csv"), "--band", "0.9",
-                  "--simultaneous", "--n-boot", "5", "-q"])
+    r = run(
+        app,
+        [
+            "predict",
+            str(data),
+            "-m",
+            str(model),
+            "-o",
+            str(tmp_path / "q.csv"),
+            "--band",
+            "0.9",
+            "--simultaneous",
+            "--n-boot",
+            "5",
+            "-q",
+        ],
+    )
     assert r.exit_code == 2 and "--n-boot 5 is too small" in r.output
 
 

@@ -49,10 +49,10 @@ def as_n_boot(n_boot: Any, *, work_per: float = 0.0, bytes_per: float = 0.0, wha
     --------
     >>> as_n_boot(999)
     999
-    >>> as_n_boot(9999999999999)
+    >>> as_n_boot(9999999999999)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: n_boot=9999999999999 is too large; give from 19 to 1000000 replicates (999 is usual for bands, 399 for tests)
+    ValueError: n_boot=9999999999999 is too large; give from 19 to 1000000 replicates (999 is usual ...
     """
     if isinstance(n_boot, bool) or not isinstance(n_boot, numbers.Integral):
         raise ValueError(f"n_boot must be an integer from {MIN_BOOT} to {MAX_BOOT}; got {n_boot!r}")
@@ -82,10 +82,10 @@ def as_random_state(random_state: Any) -> np.random.Generator:
 
     Examples
     --------
-    >>> as_random_state("abc")
+    >>> as_random_state("abc")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: random_state='abc' is not valid; give None, an integer of 0 or more, or a numpy Generator (or RandomState)
+    ValueError: random_state='abc' is not valid; give None, an integer of 0 or more, or a numpy ...
     """
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(2**32))
@@ -103,10 +103,10 @@ def check_band(
 ) -> tuple[float, float, np.random.Generator | None]:
     """The arguments of ``confidence_band`` that a band of ``method`` and ``kind`` uses, checked
     before any work: ``level`` (any real number in (0, 1), NumPy's included, whose normal quantile
-    is finite where the band takes it), ``n_boot`` (only where the band bootstraps: the bootstrap
-    and simultaneous bands) and ``random_state``. Returns the level as a float, the normal
-    quantile ``z`` of a pointwise asymptotic or rbc band (NaN for the others) and the generator
-    (None where nothing is drawn)."""
+    is finite where the band takes it), ``n_boot`` (its bounds only where the band bootstraps:
+    the bootstrap and simultaneous bands; elsewhere its type) and ``random_state``. Returns the
+    level as a float, the normal quantile ``z`` of a pointwise asymptotic or rbc band (NaN for
+    the others) and the generator (None where nothing is drawn)."""
     from scipy.stats import norm
 
     if isinstance(level, bool) or not isinstance(level, numbers.Real) or not 0 < float(level) < 1:
@@ -116,8 +116,9 @@ def check_band(
     if method in ("asymptotic", "rbc") and kind == "pointwise":
         z = float(norm.ppf(1.0 - (1.0 - level) / 2))
         if not np.isfinite(z):
-            raise ValueError(f"level={level!r} is too close to 1: the normal quantile of a band at it is not "
-                             "finite in float64 (the band would be infinite); give a level of at most 1 - 1e-15")
+            raise ValueError(f"level={level!r} is too close to 1: the normal quantile of a band at it is "
+                             "not finite in float64 (the band would be infinite); give a level of at most "
+                             "1 - 1e-15")
     boots = method == "bootstrap" or kind == "simultaneous"
     if boots:
         m, n = X.shape[0], model.X_fit_.shape[0]
@@ -126,6 +127,8 @@ def check_band(
                   bytes_per=float(m) * p * (SIMULTANEOUS_BYTES if kind == "simultaneous" else BAND_BYTES),
                   what=f"{m} queries x {n} training points x {p} outputs")
         return level, z, as_random_state(random_state)
+    if isinstance(n_boot, bool) or not isinstance(n_boot, numbers.Integral):  # unused, but not a count
+        raise ValueError(f"n_boot must be an integer from {MIN_BOOT} to {MAX_BOOT}; got {n_boot!r}")
     if not isinstance(random_state, np.random.RandomState):  # checked, nothing drawn
         as_random_state(random_state)
     return level, z, None

@@ -33,7 +33,8 @@ BandMethod = Annotated[str | None, typer.Option(
 Simultaneous = Annotated[bool, typer.Option(
     "--simultaneous", help="A band covering all the rows at once, not each row alone.", metavar="")]
 BandBoot = Annotated[int | None, typer.Option(
-    help=f"Bootstrap replicates of the band ({MIN_BOOT} to {MAX_BOOT}; default {BAND_BOOT}).", show_default=False)]
+    help=f"Bootstrap replicates of the band ({MIN_BOOT} to {MAX_BOOT}; default {BAND_BOOT}).",
+    show_default=False)]
 TestBoot = Annotated[int, typer.Option(help=f"Bootstrap replicates ({MIN_BOOT} to {MAX_BOOT}).")]
 Seed = Annotated[int | None, typer.Option(
     help="Random seed of the bootstrap (default: fresh randomness).", show_default=False)]

@@ -317,7 +317,8 @@ def _representable(res: BandwidthSelection, x: NDArray[np.float64]) -> Bandwidth
         with np.errstate(over="ignore"):
             lo, hi = float(np.min(x[:, j])), float(np.max(x[:, j]))
         if res.smoothed_out[j]:
-            what, fix = "the search smooths it out (the fit does not depend on it) at a bandwidth", "drop it, or "
+            what = "the search smooths it out (the fit does not depend on it) at a bandwidth"
+            fix = "drop it, or "
         else:
             what, fix = "the bandwidth the search chose for it is", ""
         raise ValueError(
