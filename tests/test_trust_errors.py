@@ -241,3 +241,80 @@ def test_no_warning_leaks_from_the_checks():
         warnings.simplefilter("error")
         m.confidence_band(Q, level=np.float32(0.95), n_boot=3)
     assert nadaraya.NadarayaWatson  # the package imports its checks lazily
+
+
+# ------------------------------------------------------------------ item 10: the CLI's files and columns
+
+
+def _table(path):
+    path.write_text("x,z,y\n" + "".join(f"{i / 10},{i % 3},{np.sin(i / 10)}\n" for i in range(400)))
+    return path
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="file size limits are POSIX")
+def test_cli_failed_write_names_the_file(tmp_path):
+    """Under a file size limit the write fails with EFBIG: the message said "[Errno 27] File too
+    large" and nothing about which file."""
+    import subprocess
+    import sys
+
+    data = _table(tmp_path / "d.csv")
+    model = tmp_path / "model.npz"
+    out = tmp_path / "predictions.csv"
+    code = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (4000, 4000))\n"
+        "from nadaraya.cli import main\n"
+        "sys.argv = ['nadaraya', *sys.argv[1:]]\n"
+        "main()\n"
+    )
+    for args, name in (
+        (["fit", str(data), "-x", "x", "-y", "y", "-b", "0.3", "-m", str(model), "-q"], model),
+        (["predict", str(data), "-m", str(tmp_path / "small.npz"), "-o", str(out), "-q"], out),
+    ):
+        if args[0] == "predict":  # a model small enough to be written under the limit
+            small = tmp_path / "s.csv"
+            small.write_text("x,y\n0,0\n1,1\n2,4\n")
+            from typer.testing import CliRunner
+
+            from nadaraya.cli import app
+
+            fit = [
+                "fit",
+                str(small),
+                "-x",
+                "x",
+                "-y",
+                "y",
+                "-b",
+                "1",
+                "-m",
+                str(tmp_path / "small.npz"),
+                "-q",
+            ]
+            assert CliRunner().invoke(app, fit).exit_code == 0
+        r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 2, r.stderr
+        assert str(name) in r.stderr and "File too large" in r.stderr, r.stderr
+        assert "[Errno" not in r.stderr and "Traceback" not in r.stderr
+        assert not name.exists()
+
+
+@pytest.mark.parametrize("command", ["fit", "test", "select"])
+def test_cli_target_among_the_features_refused(tmp_path, command):
+    from typer.testing import CliRunner
+
+    from nadaraya.cli import app
+
+    data = _table(tmp_path / "d.csv")
+    args = (
+        [command, str(data), "-x", "x,y", "-y", "y", "-b", "0.3"]
+        if command != "select"
+        else [command, str(data), "-x", "x,y", "-y", "y"]
+    )
+    if command == "fit":
+        args += ["-m", str(tmp_path / "m.npz")]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 2, r.output
+    assert "column 'y' is both a feature (--x) and a target (--y)" in r.output
+    assert not (tmp_path / "m.npz").exists()
