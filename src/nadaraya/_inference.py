@@ -471,11 +471,13 @@ def _queries(model: Any, X: Any) -> NDArray[np.float64]:
     """``X`` validated as the estimator's ``predict`` validates it."""
     from sklearn.utils.validation import check_is_fitted, validate_data
 
+    from ._encode import encode_queries
     from ._validation import as_real, is_dask
 
     check_is_fitted(model)
     if is_dask(X):
         X = X.compute()
+    X = encode_queries(model, X)
     if np.asarray(X).dtype.kind in "cmMUS":
         as_real("X", X)
     return validate_data(model, X, reset=False, dtype=np.float64)

@@ -11,6 +11,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import _fit, backends
+from ._encode import encode_fit, encode_queries
 from ._estimator_parts import (
     _cv_results,
     _levels,
@@ -267,6 +268,7 @@ default "cv"
 
     def _fit_numpy(self, X: Any, y: Any, sample_weight: Any, notes: list[str]) -> None:
         """``fit`` on NumPy-like input: validated once, sorted once, the bandwidth resolved."""
+        X = encode_fit(self, X)  # text and Categorical columns declared categorical: codes
         for name, a in (("X", X), ("y", y)):  # complex, dates and durations refused, not converted
             if np.asarray(a).dtype.kind in "cmMUS":
                 as_real(name, a)
@@ -391,6 +393,7 @@ default "cv"
             return self._predict_dask(X)
         if is_dask(X):  # standard errors need the training data in memory, as confidence_band does
             X = X.compute()  # type: ignore[union-attr]
+        X = encode_queries(self, X)
         if np.asarray(X).dtype.kind in "cmMUS":  # complex, dates, durations, text, as in fit
             as_real("X", X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
@@ -436,6 +439,7 @@ default "cv"
         check_is_fitted(self)
         if is_dask(X):
             X = X.compute()  # type: ignore[union-attr]
+        X = encode_queries(self, X)
         if np.asarray(X).dtype.kind in "cmMUS":
             as_real("X", X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
