@@ -318,3 +318,89 @@ def test_cli_target_among_the_features_refused(tmp_path, command):
     assert r.exit_code == 2, r.output
     assert "column 'y' is both a feature (--x) and a target (--y)" in r.output
     assert not (tmp_path / "m.npz").exists()
+
+
+# ------------------------------------------------------------------ item 10: text and Categorical columns
+
+
+def _colours(n: int = 120):
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 5, n)
+    c = rng.choice(["red", "green", "blue"], n)
+    y = np.sin(x) + 2.0 * (c == "red") + rng.normal(0, 0.2, n)
+    return x, c, y
+
+
+def _coded(c):
+    return np.searchsorted(["blue", "green", "red"], c).astype(float)  # sorted labels, as the CLI codes
+
+
+@pytest.mark.parametrize("form", ["frame", "categorical", "object array"])
+def test_text_columns_declared_unordered_are_coded_as_the_cli_does(form, tmp_path):
+    pd = pytest.importorskip("pandas")
+    x, c, y = _colours()
+    if form == "frame":
+        X = pd.DataFrame({"x": x, "colour": c})
+    elif form == "categorical":
+        X = pd.DataFrame({"x": x, "colour": pd.Categorical(c)})
+    else:
+        X = np.array(list(zip(x, c)), dtype=object)
+    kw = dict(bandwidth=[0.4, 0.1], var_types="cu")
+    model = NadarayaWatson(**kw).fit(X, y)
+    reference = NadarayaWatson(**kw).fit(np.c_[x, _coded(c)], y)  # the codes written out by hand
+    np.testing.assert_array_equal(model.X_fit_, reference.X_fit_)
+    qx, qc = [1.0, 2.0, 3.0], ["red", "blue", "purple"]  # purple: not seen in training, code -1
+    Q = (
+        pd.DataFrame({"x": qx, "colour": qc})
+        if form != "object array"
+        else np.array(list(zip(qx, qc)), dtype=object)
+    )
+    Qn = np.c_[qx, [2.0, 0.0, -1.0]]
+    np.testing.assert_array_equal(model.predict(Q), reference.predict(Qn))
+    for a, b in zip(model.predict(Q, return_std=True), reference.predict(Qn, return_std=True)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(model.confidence_band(Q).upper, reference.confidence_band(Qn).upper)
+    key = "colour" if form != "object array" else "1"
+    assert list(model.category_labels_[key]) == ["blue", "green", "red"]
+    path = model.save(tmp_path / "m.npz")
+    np.testing.assert_array_equal(nadaraya.load(path).predict(Q), model.predict(Q))
+
+
+def test_ordered_categorical_keeps_its_order():
+    pd = pytest.importorskip("pandas")
+    x, _, y = _colours()
+    rng = np.random.default_rng(1)
+    size = rng.choice(["low", "mid", "high"], len(x))
+    X = pd.DataFrame({"x": x, "size": pd.Categorical(size, categories=["low", "mid", "high"], ordered=True)})
+    model = NadarayaWatson(bandwidth=[0.4, 0.3], var_types="co").fit(X, y)
+    codes = np.select(
+        [size == "low", size == "mid"], [0.0, 1.0], 2.0
+    )  # the categories' order, not sorted text
+    reference = NadarayaWatson(bandwidth=[0.4, 0.3], var_types="co").fit(np.c_[x, codes], y)
+    q = pd.DataFrame(
+        {"x": [1.0, 2.0], "size": pd.Categorical(["high", "low"], categories=["low", "mid", "high"])}
+    )
+    np.testing.assert_array_equal(model.predict(q), reference.predict(np.c_[[1.0, 2.0], [2.0, 0.0]]))
+
+
+def test_ordered_text_without_an_order_refused_naming_the_column():
+    pd = pytest.importorskip("pandas")
+    x, c, y = _colours()
+    with pytest.raises(ValueError, match=r"X column 'colour' is ordered \(var_types 'o'\) but holds text"):
+        NadarayaWatson(bandwidth=[0.4, 0.3], var_types="co").fit(pd.DataFrame({"x": x, "colour": c}), y)
+
+
+@pytest.mark.parametrize("form", ["frame", "categorical", "object array"])
+def test_undeclared_text_column_named_with_var_types_suggested(form):
+    pd = pytest.importorskip("pandas")
+    x, c, y = _colours()
+    if form == "object array":
+        X, name = np.array(list(zip(x, c)), dtype=object), "X column 1"
+    else:
+        X = pd.DataFrame({"x": x, "colour": c if form == "frame" else pd.Categorical(c)})
+        name = "X column 'colour'"
+    with pytest.raises(ValueError, match=rf"{name} holds text \('blue', 'green', 'red'\).*var_types='cu'"):
+        NadarayaWatson(bandwidth=0.4).fit(X, y)
+    model = NadarayaWatson(bandwidth=0.4).fit(np.c_[x, _coded(c)], y)
+    with pytest.raises(ValueError, match=rf"{name} holds text.*var_types='cu'"):
+        model.predict(X)
