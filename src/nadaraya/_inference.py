@@ -383,7 +383,8 @@ class InferenceMixin:
         method : {"asymptotic", "bootstrap", "rbc"}, default "asymptotic"
         kind : {"pointwise", "simultaneous"}, default "pointwise"
         n_boot : int, default 999
-            Replicates for the bootstrap and for simultaneous bands (at least 19).
+            Replicates for the bootstrap and for simultaneous bands (19 to 1,000,000, and within
+            an hour's work and half the machine's memory; unused by the other bands).
         random_state : int, numpy Generator or None
         variance : {"heteroscedastic", "homoscedastic"}, default "heteroscedastic"
             How the noise variance ``sigma^2(x_i)`` is estimated (see
@@ -432,6 +433,7 @@ class InferenceMixin:
             The features to test, each alone (an int) or jointly (a sequence); default every
             feature alone.
         n_boot : int, default 399
+            19 to 1,000,000, and within an hour's work (a ValueError says the cost otherwise).
         random_state : int, numpy Generator or None
 
         Returns
