@@ -171,3 +171,25 @@ def test_one_row_chunks_are_merged_before_the_graph_is_built():
     lazy = nadaraya.pool(da.from_array(q, chunks=1), da.from_array(x, chunks=1), y, bandwidth=0.05)
     assert len(dict(lazy.__dask_graph__())) < 20 * 300
     np.testing.assert_allclose(lazy.compute(), nadaraya.pool(q, x, y, bandwidth=0.05), rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("variance,rtol", [("homoscedastic", RTOL), ("heteroscedastic", 1e-6)])
+def test_mixed_columns_on_dask_equal_numpy(variance, rtol):
+    """Categorical columns and degree 1: the heteroscedastic rule's own bandwidth search (L-BFGS-B
+    over the mixed bandwidths) meets the rows in another order, within its tolerance."""
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.uniform(0, 4, 90), rng.integers(0, 3, 90)]
+    y = np.sin(X[:, 0]) + X[:, 1] + rng.normal(0, 0.2, 90)
+    kw = dict(bandwidth=[0.5, 0.2], var_types="cu", degree=1)
+    plain = nadaraya.NadarayaWatson(**kw).fit(X, y)
+    lazy = nadaraya.NadarayaWatson(**kw).fit(da.from_array(X, chunks=(30, 2)), da.from_array(y, chunks=30))
+    Qm = np.array([[1.0, 0.0], [2.0, 2.0], [3.0, 1.0]])
+    mean, std = lazy.predict(da.from_array(Qm, chunks=2), return_std=True, variance=variance)
+    want_mean, want_std = plain.predict(Qm, return_std=True, variance=variance)
+    _same(mean, want_mean)
+    np.testing.assert_allclose(std, want_std, rtol=rtol)
+    got, want = (
+        lazy.confidence_band(Qm, method="rbc", variance=variance),
+        plain.confidence_band(Qm, method="rbc", variance=variance),
+    )
+    np.testing.assert_allclose(got.lower, want.lower, rtol=rtol)
