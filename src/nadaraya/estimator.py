@@ -378,7 +378,7 @@ default "cv"
         ndarray of shape (n_queries,) or (n_queries, n_outputs)
             With ``return_std``, a tuple ``(mean, std)`` of two such arrays. A model fitted on
             Dask arrays, or Dask ``X``, gives a lazy Dask array; with ``return_std``, NumPy
-            arrays (the training data and ``X`` are computed, as for :meth:`confidence_band`).
+            arrays (the training data and ``X`` are computed, as for ``confidence_band``).
 
         Examples
         --------
