@@ -528,9 +528,14 @@ def test_n_boot_below_19_or_not_an_integer_is_refused(fitted, mixed, n_boot):
 
     _X, _y, model = fitted
     pattern = "n_boot.*" + re.escape(repr(n_boot))
-    for method in ("asymptotic", "bootstrap"):
+    for kw in ({"method": "bootstrap"}, {"kind": "simultaneous"}):  # the bands that draw replicates
         with pytest.raises(ValueError, match=pattern):
-            model.confidence_band([[0.5]], method=method, n_boot=n_boot)
+            model.confidence_band([[0.5]], n_boot=n_boot, **kw)
+    if isinstance(n_boot, int) and not isinstance(n_boot, bool):  # unused by a pointwise asymptotic band
+        model.confidence_band([[0.5]], n_boot=n_boot)
+    else:  # but never anything but a count
+        with pytest.raises(ValueError, match=pattern):
+            model.confidence_band([[0.5]], n_boot=n_boot)
     Xm, ym, mm = mixed
     with pytest.raises(ValueError, match=pattern):
         mm.significance_test(Xm, ym, n_boot=n_boot)

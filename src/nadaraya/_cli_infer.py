@@ -9,12 +9,11 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
+from ._boot_limits import MAX_BOOT, MIN_BOOT
 from ._cli_io import BadInput, _split_names
 
 BAND_METHODS = ("asymptotic", "bootstrap", "rbc")
 VARIANCES = ("heteroscedastic", "homoscedastic")
-#: the fewest bootstrap replicates the library takes
-MIN_BOOT = 19
 #: the replicates of a band when ``--n-boot`` is not given (the library's default)
 BAND_BOOT = 999
 
@@ -34,8 +33,9 @@ BandMethod = Annotated[str | None, typer.Option(
 Simultaneous = Annotated[bool, typer.Option(
     "--simultaneous", help="A band covering all the rows at once, not each row alone.", metavar="")]
 BandBoot = Annotated[int | None, typer.Option(
-    help=f"Bootstrap replicates of the band (at least {MIN_BOOT}; default {BAND_BOOT}).", show_default=False)]
-TestBoot = Annotated[int, typer.Option(help=f"Bootstrap replicates (at least {MIN_BOOT}).")]
+    help=f"Bootstrap replicates of the band ({MIN_BOOT} to {MAX_BOOT}; default {BAND_BOOT}).",
+    show_default=False)]
+TestBoot = Annotated[int, typer.Option(help=f"Bootstrap replicates ({MIN_BOOT} to {MAX_BOOT}).")]
 Seed = Annotated[int | None, typer.Option(
     help="Random seed of the bootstrap (default: fresh randomness).", show_default=False)]
 Features = Annotated[list[str] | None, typer.Option(
@@ -58,7 +58,9 @@ class Uncertainty:
 
 
 def check_n_boot(n_boot: int) -> int:
-    """``--n-boot`` as the library takes it; BadInput naming the option below :data:`MIN_BOOT`.
+    """``--n-boot`` as the library takes it; BadInput naming the option below :data:`MIN_BOOT`
+    or above :data:`MAX_BOOT` (the library also refuses what would exceed the machine's
+    memory or an hour's work, once the data are read).
 
     Examples
     --------
@@ -68,6 +70,9 @@ def check_n_boot(n_boot: int) -> int:
     if n_boot < MIN_BOOT:
         raise BadInput(f"--n-boot {n_boot} is too small; give at least {MIN_BOOT} replicates "
                        "(199 or more for p-values and bands worth reading)")
+    if n_boot > MAX_BOOT:
+        raise BadInput(f"--n-boot {n_boot} is too large; give at most {MAX_BOOT} replicates "
+                       "(999 is usual for bands, 399 for tests)")
     return n_boot
 
 
@@ -101,7 +106,7 @@ n_boot=999, seed=0)
         raise BadInput(f"--band-method {method!r} is not valid; choose one of {', '.join(BAND_METHODS)}")
     if band is not None and not 0.0 < band < 1.0:
         raise BadInput(f"--band {band:g} is not valid; give the band's level in (0, 1), e.g. 0.95 for 95 %")
-    if n_boot is not None:
+    if n_boot is not None and (method == "bootstrap" or simultaneous):  # else no replicates are drawn
         check_n_boot(n_boot)
     check_seed(seed)
     if band is None:

@@ -20,6 +20,19 @@ class BadInput(Exception):
     """Input the command cannot use; reported in one line with exit code 2."""
 
 
+def _message(exc: BaseException) -> str:
+    """The error's text; an OSError's without its ``[Errno N]`` and with the file it names.
+
+    Examples
+    --------
+    >>> _message(OSError(27, "File too large", "out.csv")), _message(OSError(13, "cannot write 'a.csv'"))
+    ("File too large: 'out.csv'", "cannot write 'a.csv'")
+    """
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror + (f": '{exc.filename}'" if exc.filename else "")
+    return str(exc)
+
+
 def read_table(path: Path) -> Any:
     """Read a CSV or Parquet file (by extension) into a pyarrow Table; BadInput if that fails.
 
@@ -72,6 +85,23 @@ def _split_names(names: list[str]) -> list[str]:
     if not out:
         raise BadInput("no column names given")
     return out
+
+
+def _features_and_targets(x: list[str], y: list[str]) -> tuple[list[str], list[str]]:
+    """The names of ``--x`` and ``--y``; BadInput naming a column given as both (the model would
+    be given its own target, and fit it exactly).
+
+    Examples
+    --------
+    >>> _features_and_targets(["a,b"], ["y"])
+    (['a', 'b'], ['y'])
+    """
+    xs, ys = _split_names(x), _split_names(y)
+    both = [name for name in ys if name in xs]
+    if both:
+        raise BadInput(f"column '{both[0]}' is both a feature (--x) and a target (--y): a model given "
+                       "its own target predicts it exactly; remove it from --x")
+    return xs, ys
 
 
 def _find(table: Any, name: str, path: Path) -> Any:

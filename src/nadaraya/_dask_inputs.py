@@ -112,6 +112,46 @@ def _as_rows(
     return a.astype(dtype)
 
 
+#: chunks of fewer rows than ``min(SMALL_CHUNK, ceil(rows / 8))`` are merged with their neighbours
+SMALL_CHUNK = 1024
+
+
+def coalesced(chunks: Sequence[int], rows: int | None = None) -> tuple[int, ...]:
+    """Row chunks with small neighbours merged: adjacent chunks are joined until each has at
+    least ``min(SMALL_CHUNK, ceil(rows / 8))`` rows (``rows`` the total by default; the last
+    chunk joins the one before it when it falls short). Chunks already that large are kept as
+    they are; so are arrays of at most 8 chunks. A call costs a task per pair of (query, key)
+    chunks: a thousand chunks of one row are a million tasks for a million pairs.
+
+    Examples
+    --------
+    >>> coalesced((1,) * 300)[:3], len(coalesced((1,) * 300))
+    ((38, 38, 38), 7)
+    >>> coalesced((45, 45, 45, 35))
+    (45, 45, 45, 35)
+    >>> coalesced((2000,) * 8 + (3, 2))
+    (2000, 2000, 2000, 2000, 2000, 2000, 2000, 2005)
+    """
+    chunks = tuple(int(c) for c in chunks)
+    total = sum(chunks) if rows is None else rows
+    least = min(SMALL_CHUNK, -(-total // 8))
+    if len(chunks) <= 8 or min(chunks) >= least:
+        return chunks
+    out: list[int] = []
+    run = 0
+    for c in chunks:
+        run += c
+        if run >= least:
+            out.append(run)
+            run = 0
+    if run:
+        if out:
+            out[-1] += run
+        else:
+            out.append(run)
+    return tuple(out)
+
+
 def _points_rows(name: str, X: Any) -> da.Array:
     """A float64 Dask array of points, rows chunked (for the rules of thumb)."""
     f64 = np.dtype(np.float64)

@@ -54,7 +54,7 @@ from numpy.typing import ArrayLike, NDArray
 from . import _fit, backends
 from ._dask_empty import _finish, _nearest_block, _nearest_merge
 from ._dask_far import _merge_all_far, far_block
-from ._dask_inputs import _as_rows, _dask_weights, _known_rows
+from ._dask_inputs import _as_rows, _dask_weights, _known_rows, coalesced
 from ._mixed import Categorical, as_categorical_kernel, as_var_types
 from ._nearest import FAR_LOG_WEIGHT
 from ._validation import (
@@ -274,6 +274,12 @@ class _Graph:
         if not is_dask(keys):
             keys = as_points("keys", keys, self.dtype)
         self.keys = _as_rows("keys", keys, self.dtype, chunks)
+        # the caller's row chunks come back in the output; small ones are merged for the work
+        # (a task per pair of chunks: chunks of one row cost a task per pair of points), after
+        # their checks, so that errors still name the caller's rows
+        self.out_chunks = self.keys.chunks[0]
+        if chunks is None:
+            self.keys = self.keys.rechunk({0: coalesced(self.keys.chunks[0])})
         n, d = self.keys.shape
         kchunks = self.keys.chunks[0]
         self.loo = queries is None
@@ -284,6 +290,9 @@ class _Graph:
                 queries = as_points("queries", queries, self.dtype, d=d)
             self.queries = _as_rows("queries", queries, self.dtype, chunks or kchunks[0],
                                     keep_empty_chunks=True)
+            self.out_chunks = self.queries.chunks[0]
+            if chunks is None:
+                self.queries = self.queries.rechunk({0: coalesced(self.queries.chunks[0])})
             if self.queries.shape[1] != d:
                 raise ValueError(f"queries has {self.queries.shape[1]} features, but the keys have {d}")
         if is_dask(values):
@@ -408,7 +417,8 @@ class _Graph:
                           start=int(starts[i]), kernel=self.kernel.name, bandwidth=self.bandwidth)
             shape = (size,) if self.one_d else (size, p)
             pieces.append(da.from_delayed(task, shape=shape, dtype=self.dtype))
-        return da.concatenate(pieces, axis=0)
+        out = da.concatenate(pieces, axis=0)
+        return out if out.chunks[0] == self.out_chunks else out.rechunk({0: self.out_chunks})
 
 
 def pool(

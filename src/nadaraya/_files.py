@@ -32,7 +32,8 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
     ValueError
         When ``mode`` is neither ``"wb"`` nor ``"w"``.
     OSError
-        When the folder does not exist or is not writable (the message names the path).
+        When the folder does not exist or is not writable, or a write fails (the disk is full,
+        the file too large): the message names the path.
 
     Examples
     --------
@@ -56,9 +57,12 @@ def atomic_write(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO[
             yield f
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename is None and str(target) not in str(exc):
+            # a write that failed (disk full, file too large) names the file it was writing
+            raise OSError(exc.errno, f"cannot write {str(target)!r}: {exc.strerror or exc}") from exc
         raise
 
 

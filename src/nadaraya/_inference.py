@@ -77,9 +77,9 @@ def _check(name: str, value: Any, allowed: tuple[str, ...]) -> str:
 
 
 def _rng(random_state: Any) -> np.random.Generator:
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(2**32))
-    return np.random.default_rng(random_state)
+    from ._boot_limits import as_random_state
+
+    return as_random_state(random_state)
 
 
 @dataclass
@@ -177,6 +177,7 @@ def _unit_variance(model: Any, variance: str) -> NDArray[np.float64]:
     cached = getattr(model, key, None)
     if cached is not None:
         return cached
+    _check_enough(model, variance)
     tr = training(model)
     s = np.ones(tr.X.shape[0]) if tr.sw is None else tr.sw
     if variance == "homoscedastic":
@@ -187,6 +188,23 @@ def _unit_variance(model: Any, variance: str) -> NDArray[np.float64]:
         sigma2 = _smooth_squares(model, tr)
     setattr(model, key, sigma2)
     return sigma2
+
+
+def _check_enough(model: Any, variance: str) -> None:
+    """A ValueError naming ``variance`` where the model has too few training points of positive
+    weight to estimate the noise variance: 2 (one residual degree of freedom), 3 for the
+    heteroscedastic rule (its bandwidth is chosen by cross-validation)."""
+    sw = model.sample_weight_
+    count = int(model.X_fit_.shape[0] if sw is None else np.count_nonzero(np.asarray(sw) > 0))
+    if count < 2:
+        raise ValueError(f"standard errors need the noise variance, estimated from the residuals: at least 2 "
+                         f"training points of positive weight (3 for variance='heteroscedastic'); this model "
+                         f"has {count}")
+    if count < 3 and variance == "heteroscedastic":
+        raise ValueError(f"variance='heteroscedastic' smooths the squared leave-one-out residuals with a "
+                         f"bandwidth chosen by cross-validation, which needs at least 3 training points of "
+                         f"positive weight; this model has {count}: use variance='homoscedastic' (one noise "
+                         "variance for every point)")
 
 
 def _smooth_squares(model: Any, tr: _Training) -> NDArray[np.float64]:
@@ -331,14 +349,11 @@ def confidence_band(
     multiplier: str = "mammen",
 ) -> Band:
     """See :meth:`nadaraya.NadarayaWatson.confidence_band`."""
-    from scipy.stats import norm
+    from ._boot_limits import check_band
 
     _check("method", method, METHODS)
     _check("kind", kind, KINDS)
-    if not (isinstance(level, float | int) and 0 < level < 1):
-        raise ValueError(f"level must be a number in (0, 1), e.g. 0.95; got {level!r}")
-    if isinstance(n_boot, bool) or not isinstance(n_boot, int | np.integer) or n_boot < 19:
-        raise ValueError(f"n_boot must be an integer of at least 19; got {n_boot!r}")
+    level, z, rng = check_band(model, X, level, method, kind, n_boot, random_state)
     tr = training(model)
     e = tr.exp  # everything below is in the units y * 2**-e; the band is scaled back at the end
 
@@ -354,10 +369,9 @@ def confidence_band(
     estimate = _unit_fitted(model, X) if method == "rbc" else mean
     alpha = 1.0 - level
     if method in ("asymptotic", "rbc") and kind == "pointwise":
-        z = float(norm.ppf(1.0 - alpha / 2))
         assert std is not None
         return band(estimate, mean - z * std, mean + z * std)
-    rng = _rng(random_state)
+    assert rng is not None  # the bands below draw replicates
     job = model._job(X, tr.X, tr.Yu, tr.sw)
     if degree is not None:
         job = dataclasses.replace(job, degree=degree)
@@ -433,7 +447,8 @@ class InferenceMixin:
         method : {"asymptotic", "bootstrap", "rbc"}, default "asymptotic"
         kind : {"pointwise", "simultaneous"}, default "pointwise"
         n_boot : int, default 999
-            Replicates for the bootstrap and for simultaneous bands (at least 19).
+            Replicates for the bootstrap and for simultaneous bands (19 to 1,000,000, and within
+            an hour's work and half the machine's memory; unused by the other bands).
         random_state : int, numpy Generator or None
         variance : {"heteroscedastic", "homoscedastic"}, default "heteroscedastic"
             How the noise variance ``sigma^2(x_i)`` is estimated (see
@@ -482,6 +497,7 @@ class InferenceMixin:
             The features to test, each alone (an int) or jointly (a sequence); default every
             feature alone.
         n_boot : int, default 399
+            19 to 1,000,000, and within an hour's work (a ValueError says the cost otherwise).
         random_state : int, numpy Generator or None
 
         Returns
@@ -521,11 +537,13 @@ def _queries(model: Any, X: Any) -> NDArray[np.float64]:
     """``X`` validated as the estimator's ``predict`` validates it."""
     from sklearn.utils.validation import check_is_fitted, validate_data
 
+    from ._encode import encode_queries
     from ._validation import as_real, is_dask
 
     check_is_fitted(model)
     if is_dask(X):
         X = X.compute()
+    X = encode_queries(model, X)
     if np.asarray(X).dtype.kind in "cmMUS":
         as_real("X", X)
     return validate_data(model, X, reset=False, dtype=np.float64)

@@ -567,11 +567,11 @@ def _check_model(model: Any, src: str) -> None:
             raise fail(name, "must be a string")
     labels = getattr(model, "category_labels_", None)
     if labels is not None and not (
-        isinstance(labels, dict) and names is not None and set(labels) <= {str(v) for v in names}
+        isinstance(labels, dict) and set(labels) <= {str(v) for v in (range(d) if names is None else names)}
         and all(isinstance(v, np.ndarray) and v.ndim == 1 and v.size > 0 and len(set(v.tolist())) == v.size
                 for v in labels.values())
     ):
-        raise fail("category_labels_", "must map feature names to arrays of distinct strings")
+        raise fail("category_labels_", "must map feature names (or numbers) to arrays of distinct strings")
 
 
 def _check_local(model: Any, X: np.ndarray, d: int, fail: Any) -> tuple[str, np.ndarray, str]:

@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import _fit
+from ._boot_limits import as_n_boot
 from ._bootstrap import multipliers
 from ._config import get_config
 from ._inference import _backend, _rng, leverage_scale, unit_exponent
@@ -172,9 +173,13 @@ def significance_test(
     names: tuple[str, ...],
 ) -> SignificanceTest:
     """See :meth:`nadaraya.NadarayaWatson.significance_test`."""
-    if isinstance(n_boot, bool) or not isinstance(n_boot, int | np.integer) or n_boot < 19:
-        raise ValueError(f"n_boot must be an integer of at least 19; got {n_boot!r}")
     groups = _groups(features, X.shape[1])
+    n = X.shape[0]
+    # a replicate costs a pass of the derivative's rows (n x n) per continuous feature tested, and
+    # one per category and one more per categorical feature
+    passes = sum(1 if model.var_types_[j] == "c" else 1 + int(model.levels_[j]) for g in groups for j in g)
+    n_boot = as_n_boot(n_boot, work_per=float(n) * n * passes,
+                       what=f"{n} x {n} pairs of rows x {passes} passes")
     rng = _rng(random_state)
     if Y.shape[1] != 1:
         raise ValueError(f"significance_test takes one output; y has {Y.shape[1]} columns")
@@ -193,7 +198,6 @@ def significance_test(
         unit = _unit(job, g)
         observed = float(_statistic(job, g, Y, unit)[0])
         null = _restricted(model, X, Y, sw, g)[:, 0]
-        n = X.shape[0]
         width = max(1, min(n_boot, int(get_config()["working_memory"] * 2**20 // (8 * 4 * n))))
         exceed = 0
         for b0 in range(0, n_boot, width):  # blocks of replicates within the working memory

@@ -36,14 +36,15 @@ from ._cli_io import (
     _check_degree,
     _check_writable,
     _demo_table,
+    _features_and_targets,
     _load_model,
+    _message,
     _name_features,
     _pa_array,
     _plot_format,
     _plot_search,
     _refuse_overwrite,
     _selection_table,
-    _split_names,
     _table_writer,
     _unwrapped,
     _write_demo_data,
@@ -120,7 +121,7 @@ def _fails_cleanly(func: F) -> F:
             with _clean_warnings(bool(kwargs.get("quiet", False))):
                 return func(*args, **kwargs)
         except (BadInput, ValueError, OSError) as exc:
-            message = " ".join(str(exc).split()) or type(exc).__name__
+            message = " ".join(_message(exc).split()) or type(exc).__name__
             typer.echo(f"error: {message}", err=True)
             raise typer.Exit(2) from None
 
@@ -338,7 +339,7 @@ def fit(
         raise BadInput(f"--empty {empty!r} is not valid; choose one of {', '.join(EMPTY_POLICIES)}")
     bw = _bandwidth(bandwidth)
     _check_degree(degree)
-    xs, ys = _split_names(x), _split_names(y)
+    xs, ys = _features_and_targets(x, y)
     vt, kinds = var_types_of(xs, ordered, categorical)
     _check_writable(model, "the model")
     est, X, _ = _fit_model(data, xs, ys, kinds, dropna, quiet, kernel=kernel, bandwidth=bw, empty=empty,
@@ -466,7 +467,7 @@ def select(
     if method not in ("cv", "aicc"):
         raise BadInput(f"--method {method!r} is not valid; choose cv or aicc")
     _check_degree(degree)
-    xs, ys = _split_names(x), _split_names(y)
+    xs, ys = _features_and_targets(x, y)
     vt, kinds = var_types_of(xs, ordered, categorical)
     if plot is not None:
         _refuse_overwrite({"--plot": plot}, {"the data file": data})
@@ -528,7 +529,7 @@ def significance(
     _check_degree(degree)
     infer.check_n_boot(n_boot)
     infer.check_seed(seed)
-    xs, ys = _split_names(x), _split_names(y)
+    xs, ys = _features_and_targets(x, y)
     if len(ys) != 1:
         raise BadInput(f"--y names {len(ys)} columns ({', '.join(ys)}); the test takes one target column")
     groups = infer.feature_groups(xs, features, joint)

@@ -11,6 +11,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import _fit, backends
+from ._encode import encode_fit, encode_queries
 from ._estimator_parts import (
     _cv_results,
     _levels,
@@ -19,7 +20,7 @@ from ._estimator_parts import (
     fit_dask,
     resolve_bandwidth,
 )
-from ._inference import InferenceMixin, forget
+from ._inference import VARIANCES, InferenceMixin, _check, forget
 from ._mixed import as_categorical_kernel, as_var_types
 from ._validation import as_empty, as_real, as_tol, check_some_weight, is_dask
 from .kernels import get as get_kernel
@@ -279,6 +280,7 @@ default "cv"
 
     def _fit_numpy(self, X: Any, y: Any, sample_weight: Any, notes: list[str]) -> None:
         """``fit`` on NumPy-like input: validated once, sorted once, the bandwidth resolved."""
+        X = encode_fit(self, X)  # text and Categorical columns declared categorical: codes
         for name, a in (("X", X), ("y", y)):  # complex, dates and durations refused, not converted
             if np.asarray(a).dtype.kind in "cmMUS":
                 as_real(name, a)
@@ -390,7 +392,9 @@ default "cv"
         Returns
         -------
         ndarray of shape (n_queries,) or (n_queries, n_outputs)
-            With ``return_std``, a tuple ``(mean, std)`` of two such arrays.
+            With ``return_std``, a tuple ``(mean, std)`` of two such arrays. A model fitted on
+            Dask arrays, or Dask ``X``, gives a lazy Dask array; with ``return_std``, NumPy
+            arrays (the training data and ``X`` are computed, as for ``confidence_band``).
 
         Examples
         --------
@@ -400,8 +404,12 @@ default "cv"
         [1.0]
         """
         check_is_fitted(self)
-        if is_dask(X, self.X_fit_):  # a lazy Dask array out
+        _check("variance", variance, VARIANCES)
+        if is_dask(X, self.X_fit_) and not return_std:  # a lazy Dask array out
             return self._predict_dask(X)
+        if is_dask(X):  # standard errors need the training data in memory, as confidence_band does
+            X = X.compute()  # type: ignore[union-attr]
+        X = encode_queries(self, X)
         if np.asarray(X).dtype.kind in "cmMUS":  # complex, dates, durations, text, as in fit
             as_real("X", X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
@@ -447,6 +455,7 @@ default "cv"
         check_is_fitted(self)
         if is_dask(X):
             X = X.compute()  # type: ignore[union-attr]
+        X = encode_queries(self, X)
         if np.asarray(X).dtype.kind in "cmMUS":
             as_real("X", X)
         X = validate_data(self, X, reset=False, dtype=np.float64)

@@ -38,7 +38,7 @@ from ..kernels import Kernel
 from ..partials import Partials
 from ..pooling import Call
 from .criteria import BandwidthSelection, _Objective
-from .rules import _pow2_scale, _rule_of_thumb
+from .rules import _pow2_scale, _rule_of_thumb, _span
 
 __all__ = ["LocalObjective", "select_mixed"]
 
@@ -214,7 +214,7 @@ def select_mixed(
     from scipy.optimize import minimize
 
     cont = [j for j, c in enumerate(var_types) if c == "c"]
-    scale = np.where([c == "c" for c in var_types], np.ptp(x, axis=0), 0.0)
+    scale = np.where([c == "c" for c in var_types], _span(x), 0.0)
     x, x_exp = _pow2_scale(x, scale)
     Y, y_exp = _pow2_scale(Y, np.full(Y.shape[1], np.abs(Y).max()))
     obj = LocalObjective(
@@ -331,7 +331,9 @@ def _result(
     from .search import _unscaled_score
 
     record = obj.record()
-    record["bandwidths"] = record["bandwidths"] * unit
+    with np.errstate(over="ignore"):  # bounds beyond float64 (a range near 1e308) are inf
+        record["bandwidths"] = record["bandwidths"] * unit
+        bounds = bounds * unit[:, None]
     score = s
     if y_exp:
         score = float(_unscaled_score(np.array([s]), obj.method, y_exp)[0])
@@ -344,7 +346,7 @@ def _result(
         per_feature=True,
         smoothed_out=smoothed,
         rule_of_thumb=rule * unit,
-        bounds=bounds * unit[:, None],
+        bounds=bounds,
         search=record,
         n_passes=obj.n_passes,
         converged=converged,

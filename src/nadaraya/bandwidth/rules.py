@@ -66,7 +66,7 @@ def _robust_scale(x: NDArray[np.float64], w: NDArray[np.float64] | None) -> NDAr
     ``w`` (n,) finite non-negative float64 or None."""
     # features far from unit scale are scaled by a power of two first (exact), so that
     # squared deviations neither underflow nor overflow
-    x, x_exp = _pow2_scale(x, np.ptp(x, axis=0))
+    x, x_exp = _pow2_scale(x, _span(x))
     if x_exp.any():
         return np.ldexp(_robust_scale(x, w), x_exp)  # type: ignore[no-any-return]
     n = x.shape[0]
@@ -250,12 +250,28 @@ def rule_factor(method: str, n: float, d: int, kernel: str | Kernel = "gaussian"
 SAFE_EXP = 256
 
 
+def _span(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The range of each column of finite ``x``, ``max - min``; a range beyond float64 (columns
+    spanning -1e308..1e308) is the largest float instead of inf, which :func:`_pow2_scale`
+    brings into range like any other.
+
+    Examples
+    --------
+    >>> _span(np.array([[-1e308], [1e308]])).tolist() == [np.finfo(np.float64).max]
+    True
+    """
+    with np.errstate(over="ignore"):
+        span = np.ptp(x, axis=0)
+    return np.minimum(span, np.finfo(np.float64).max)
+
+
 def _pow2_scale(
     a: NDArray[np.float64], scale: NDArray[np.float64]
 ) -> tuple[NDArray[np.float64], NDArray[Any]]:
     """``a`` with each column multiplied by ``2**-e`` (exact) where its ``scale`` is outside
-    the safe range, and the exponents ``e`` (0 where it is inside or zero)."""
-    exp = np.frexp(scale)[1].astype(np.int64)
+    the safe range, and the exponents ``e`` (0 where it is inside or zero; at most 1023, so
+    that ``2**e`` is a float64)."""
+    exp = np.minimum(np.frexp(scale)[1].astype(np.int64), 1023)
     out_of_range = (scale > 0) & ((scale < 2.0**-SAFE_EXP) | (scale > 2.0**SAFE_EXP))
     exp = np.where(out_of_range, exp, 0)
     return (np.ldexp(a, -exp[None, :]) if exp.any() else a), exp

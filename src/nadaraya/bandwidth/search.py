@@ -19,7 +19,7 @@ from .._validation import as_tol
 from ..kernels import Kernel
 from .criteria import BandwidthSelection, BandwidthWarning, _check_enough, _Objective, _validate
 from .optimise import brent, halley
-from .rules import _pow2_scale, _rule_of_thumb
+from .rules import _pow2_scale, _rule_of_thumb, _span
 
 __all__ = ["reporting", "select_bandwidth"]
 
@@ -263,12 +263,13 @@ def _select_bandwidth(
     if var_types is not None and set(var_types) - {"c"}:
         from .local import select_mixed
 
-        return select_mixed(x, Y, sw, k, method, backend, degree, var_types, categorical_kernel,
-                            _PROGRESS.get())
+        return _representable(select_mixed(x, Y, sw, k, method, backend, degree, var_types,
+                                           categorical_kernel, _PROGRESS.get()), x)
     # Exact powers of two bring X, y and the weights to a safe range: the search then runs as
     # at unit scale (no squared residual overflows or underflows, no spread is lost), and the
     # result is scaled back. Data already in range are left as they are.
-    x, x_exp = _pow2_scale(x, np.ptp(x, axis=0))
+    x_in = x
+    x, x_exp = _pow2_scale(x, _span(x))
     Y, y_exp = _pow2_scale(Y, np.full(Y.shape[1], np.abs(Y).max()))
     w_exp = 0
     if sw is not None:
@@ -292,16 +293,39 @@ def _select_bandwidth(
     if not (x_exp.any() or y_exp.any()):
         return res
     search = dict(res.search)
-    search["bandwidths"] = search["bandwidths"] * unit
+    with np.errstate(over="ignore"):  # bounds beyond float64 (a range near 1e308) are inf
+        search["bandwidths"] = search["bandwidths"] * unit
+        bandwidth, bounds = res.bandwidth * unit, res.bounds * unit[:, None]
     search["scores"] = _unscaled_score(search["scores"], method, int(y_exp[0]))
-    return dataclasses.replace(
+    return _representable(dataclasses.replace(
         res,
-        bandwidth=res.bandwidth * unit,
+        bandwidth=bandwidth,
         score=float(_unscaled_score(np.array([res.score]), method, int(y_exp[0]))[0]),
         rule_of_thumb=res.rule_of_thumb * unit,
-        bounds=res.bounds * unit[:, None],
+        bounds=bounds,
         search=search,
-    )
+    ), x_in)
+
+
+def _representable(res: BandwidthSelection, x: NDArray[np.float64]) -> BandwidthSelection:
+    """``res``, or a ValueError naming the column of ``X`` whose chosen bandwidth is beyond
+    float64's range (a column whose range is near 1e308, where the search scores a bandwidth
+    it cannot return)."""
+    bad = np.flatnonzero(~np.isfinite(res.bandwidth))
+    if bad.size:
+        j = int(bad[0])
+        with np.errstate(over="ignore"):
+            lo, hi = float(np.min(x[:, j])), float(np.max(x[:, j]))
+        if res.smoothed_out[j]:
+            what = "the search smooths it out (the fit does not depend on it) at a bandwidth"
+            fix = "drop it, or "
+        else:
+            what, fix = "the bandwidth the search chose for it is", ""
+        raise ValueError(
+            f"X column {j} spans {lo:.3g} to {hi:.3g}: {what} beyond float64's range (about 1.8e308); "
+            f"{fix}rescale the column (divide it by a power of ten) and select again"
+        )
+    return res
 
 
 def _unscaled_score(score: NDArray[np.float64], method: str, y_exp: int) -> NDArray[np.float64]:
