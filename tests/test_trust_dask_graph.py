@@ -23,7 +23,10 @@ da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
 
 N, M, D = 4000, 400, 2
-Q_CHUNK = 50  # 8 query chunks; 4 or 16 key chunks
+Q_CHUNK = 50  # 8 query chunks; 4 key chunks, or 16 in the merge tree's case
+# more than 8 key chunks stay apart only when each has at least min(1024, n / 8) rows (smaller
+# ones are coalesced first): the merge tree's case takes 16 chunks of 1024 keys
+N_TREE = 16 * 1024
 
 
 def _layer(key) -> str:
@@ -31,11 +34,12 @@ def _layer(key) -> str:
 
 
 def _graph(k_chunk: int, **kw):
+    n = N_TREE if k_chunk == 1024 else N
     from dask.core import get_dependencies
 
     rng = np.random.default_rng(0)
-    keys = rng.uniform(0, 5, (N, D))
-    values = np.sin(keys[:, 0]) + rng.normal(0, 0.3, N)
+    keys = rng.uniform(0, 5, (n, D))
+    values = np.sin(keys[:, 0]) + rng.normal(0, 0.3, n)
     queries = rng.uniform(0, 5, (M, D))
     dq = da.from_array(queries, chunks=(Q_CHUNK, D))
     dk, dv = da.from_array(keys, chunks=(k_chunk, D)), da.from_array(values, chunks=k_chunk)
@@ -47,7 +51,7 @@ def _graph(k_chunk: int, **kw):
 
 CASES = [
     (1000, {}),
-    (250, {}),  # a merge tree
+    (1024, {}),  # a merge tree
     (1000, {"degree": 1}),
     (1000, {"kernel": "epanechnikov", "empty": "nearest"}),  # nearest-key tasks beside the partials
     (1000, {"kernel": "epanechnikov", "empty": "mean"}),  # the mean of the values, per key chunk
@@ -63,7 +67,7 @@ def test_each_task_reads_at_most_one_chunk_of_each_input(k_chunk, kw):
     for k in g:
         if isinstance(k, tuple) and _layer(k).startswith("_check_chunk-"):
             inputs[_layer(k)][k[1]] = k
-    nq, nk = M // Q_CHUNK, N // k_chunk
+    nq, nk = M // Q_CHUNK, (N_TREE if k_chunk == 1024 else N) // k_chunk
     counts = {name: len(chunks) for name, chunks in inputs.items()}
     assert sorted(counts.values()) == sorted([nq, nk, nk]), counts
     query_layer = next(name for name, c in counts.items() if c == nq)

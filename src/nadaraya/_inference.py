@@ -136,7 +136,8 @@ def _own_log(job: _fit.Job) -> NDArray[np.float64]:
     zero = np.zeros(1)
     log0 = float((k.log_profile(zero) if k.log_domain else np.log(k.profile(zero)))[0])  # type: ignore[misc]
     sw = job.call.sample_weight
-    log_s = np.zeros(job.call.keys.shape[0]) if sw is None else np.log(sw.astype(float))
+    with np.errstate(divide="ignore"):  # a point of weight 0 has no weight on itself (log 0)
+        log_s = np.zeros(job.call.keys.shape[0]) if sw is None else np.log(sw.astype(float))
     own = job.cont.size * log0 + log_s
     if job.cat is not None and job.cat.kernel == "classic":
         own = own + np.log1p(-job.cat.lambdas).sum()
