@@ -1,0 +1,373 @@
+"""LOWESS's compiled loops (numba): nearest-neighbour windows, sliding tricube moments, exact sums.
+
+Every fit is the weighted local linear fit of statsmodels' ``lowess`` at a query ``q``: the
+window is the ``k`` consecutive sorted keys ``[l, l + k)`` that statsmodels' slide rule picks
+(move right while ``q > (x[l] + x[l + k]) / 2``), the radius ``h = max(q - x[l], x[l + k - 1] -
+q)``, the weight of key ``j`` the tricube ``(1 - |u|^3)^3`` of ``u = (x_j - q) / h`` times its
+robustness weight ``r_j``, and a fit needs at least two weights above ``1e-12`` (checked here
+exactly, key by key, from the query outwards, skipping keys whose ``r_j`` is 0).
+
+**Sliding moments.** On each side of ``q`` the tricube is one polynomial in ``u``:
+``(1 + u^3)^3`` left of it, ``(1 - u^3)^3`` right of it, so the sums the fit needs (``sum w u^a``,
+``a <= 2``; ``sum w u^a y``, ``a <= 1``) are combinations of ``sum r u^i`` (``i <= 11``) and
+``sum r y u^i`` (``i <= 10``) over the two halves ``[l, m)`` and ``[m, l + k)`` of the window.
+The sorted queries are cut into *chunks* whose windows' union ``[X0, X1]`` lies within
+:data:`RHO` radii of every query of the chunk. Per chunk, with ``t = (x - c) / H`` about the
+union's centre ``c`` and half-width ``H`` (``|t| <= 1``), three compensated (Kahan) prefix sums
+of ``r t^j`` and ``r y t^j`` walk forward to each query's ``l``, ``m`` and ``l + k``; the two
+halves are differences of them, taken to the query's ``u = alpha + beta t`` by the binomial
+shift (``alpha = (c - q) / h``, ``beta = H / h``, ``|alpha| + beta <= RHO``). Cost per chunk: one
+window plus the chunk's own keys, so O(n + m) per pass for the whole sweep and O(1) per query.
+
+**Accuracy.** Each moment's rounding is bounded by ``32 eps N (|alpha| + beta)^i`` (``N`` the keys
+the prefix sums walked, ``eps`` the float64 unit) times ``max|y|`` for the ``y`` moments; this
+bound is carried through the fit's formula (first order), and a query whose fit could be off by
+more than :data:`FIT_TOL` of ``max|y|`` -- a small weight sum against the window's ``r``, a nearly
+singular spread, a variance near statsmodels' floor ``1e-12`` -- is summed directly. So is every
+query of a chunk of fewer than :data:`MIN_CHUNK` queries and of windows of at most
+:data:`DIRECT_K` keys. The direct sum is statsmodels' formula, step for step (weights
+normalised by their sum, then the weighted mean and spread of ``x``, spread floored at 1e-12).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["DIRECT_K", "FIT_TOL", "MIN_CHUNK", "RHO", "fit_points", "assemble", "fits", "plan",
+           "windows"]
+
+#: the chunks' bound on ``|u|`` over their windows' union (the shift's magnification is RHO^11)
+RHO = 1.25
+#: windows of at most this many keys are summed directly (the shift costs about as much)
+DIRECT_K = 48
+#: chunks of fewer queries are summed directly (a chunk costs about one window of walking)
+MIN_CHUNK = 6
+#: a fast fit whose rounding bound exceeds this part of ``max|y|`` is summed directly
+FIT_TOL = 1e-11
+_EPS = 2.0**-52
+_NR = 12  # powers of t in the r moments (0 .. 11)
+_NY = 11  # powers of t in the r y moments (0 .. 10)
+
+
+@njit(cache=True, error_model="numpy")
+def windows(x, q, k, lo, mid, rad):  # pragma: no cover - compiled
+    """For sorted queries ``q``: window starts ``lo`` (statsmodels' slide rule), the split ``mid``
+    (first key of the window at or right of the query) and the radius ``rad``."""
+    n = x.shape[0]
+    left = 0
+    for j in range(q.shape[0]):
+        v = q[j]
+        while left + k < n and v > (x[left] + x[left + k]) / 2.0:
+            left += 1
+        lo[j] = left
+        a = left
+        b = left + k
+        while a < b:
+            c = (a + b) >> 1
+            if x[c] >= v:
+                b = c
+            else:
+                a = c + 1
+        mid[j] = a
+        rad[j] = max(v - x[left], x[left + k - 1] - v)
+
+
+@njit(cache=True, error_model="numpy")
+def fit_points(xv, delta):  # pragma: no cover - compiled
+    """The indices of ``xv`` (sorted) where statsmodels' loop runs a regression for ``delta``."""
+    out_n = xv.shape[0]
+    idx = np.empty(out_n, np.int64)
+    c = 0
+    i = 0
+    while True:
+        idx[c] = i
+        c += 1
+        last = i
+        kk = last
+        cut = xv[last] + delta
+        t = last + 1
+        while t < out_n:
+            kk = t
+            if xv[t] > cut:
+                break
+            if xv[t] == xv[last]:
+                last = t
+            t += 1
+        i = max(kk - 1, last + 1)
+        if last >= out_n - 1:
+            break
+    return idx[:c]
+
+
+@njit(cache=True, error_model="numpy")
+def assemble(xv, delta, val, bad, fallback):  # pragma: no cover - compiled
+    """statsmodels' loop over ``xv`` with the regressions' values ``val`` (in the order of
+    :func:`fit_points`): a failed regression (``bad``) takes ``fallback[i]``; points skipped for
+    ``delta`` are interpolated, ties copied."""
+    out_n = xv.shape[0]
+    y_fit = np.zeros(out_n)
+    i = 0
+    last = -1
+    c = 0
+    while True:
+        y_fit[i] = fallback[i] if bad[c] else val[c]
+        c += 1
+        if last < i - 1:
+            denom = xv[i] - xv[last]
+            for j in range(last + 1, i):
+                a = (xv[j] - xv[last]) / denom
+                y_fit[j] = a * y_fit[i] + (1.0 - a) * y_fit[last]
+        last = i
+        kk = last
+        cut = xv[last] + delta
+        t = last + 1
+        while t < out_n:
+            kk = t
+            if xv[t] > cut:
+                break
+            if xv[t] == xv[last]:
+                y_fit[t] = y_fit[last]
+                last = t
+            t += 1
+        i = max(kk - 1, last + 1)
+        if last >= out_n - 1:
+            break
+    return y_fit
+
+
+@njit(cache=True, error_model="numpy")
+def plan(x, q, lo, rad, k, rho):  # pragma: no cover - compiled
+    """Chunk starts over the sorted queries (last entry ``m``): a chunk grows while its
+    windows' union stays within ``rho`` radii of each of its queries."""
+    m = q.shape[0]
+    starts = np.empty(m + 1, np.int64)
+    nc = 0
+    a = 0
+    while a < m:
+        x0 = x[lo[a]]
+        g = q[a] + rho * rad[a]
+        b = a + 1
+        while b < m:
+            x1 = x[lo[b] + k - 1]
+            hb = rad[b]
+            if not (x1 <= g and q[b] - x0 <= rho * hb and x1 - q[b] <= rho * hb):
+                break
+            g = min(g, q[b] + rho * hb)
+            b += 1
+        starts[nc] = a
+        nc += 1
+        a = b
+    starts[nc] = m
+    return starts[: nc + 1]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _tricube(d):  # pragma: no cover - compiled
+    d3 = d * d * d
+    t = 1.0 - d3
+    return t * t * t
+
+
+@njit(cache=True, error_model="numpy")
+def _enough(x, r, nxt, prv, v, l0, m0, r0, h):  # pragma: no cover - compiled
+    """Whether at least two keys of the window carry a weight above 1e-12 (statsmodels' test),
+    scanning outwards from the query over keys with ``r > 0`` until two are found."""
+    found = 0
+    j = nxt[m0] if m0 < r0 else r0
+    while j < r0:
+        t = _tricube(abs(x[j] - v) / h)
+        if not t > 1e-12:
+            break
+        if t * r[j] > 1e-12:
+            found += 1
+            if found >= 2:
+                return True
+        j = nxt[j + 1]
+    j = prv[m0 - 1] if m0 > l0 else -1
+    while j >= l0:
+        t = _tricube(abs(x[j] - v) / h)
+        if not t > 1e-12:
+            break
+        if t * r[j] > 1e-12:
+            found += 1
+            if found >= 2:
+                return True
+        j = prv[j - 1] if j > 0 else -1
+    return False
+
+
+@njit(cache=True, error_model="numpy")
+def _direct(x, y, r, v, l0, r0, h, buf):  # pragma: no cover - compiled
+    """statsmodels' regression at ``v`` over the window ``[l0, r0)``, step for step."""
+    sw = 0.0
+    for j in range(l0, r0):
+        w = _tricube(abs(x[j] - v) / h) * r[j]
+        buf[j - l0] = w
+        sw += w
+    for j in range(l0, r0):
+        buf[j - l0] /= sw
+    xbar = 0.0
+    for j in range(l0, r0):
+        xbar += buf[j - l0] * x[j]
+    var = 0.0
+    for j in range(l0, r0):
+        var += buf[j - l0] * (x[j] - xbar) ** 2
+    var = max(var, 1e-12)
+    fit = 0.0
+    for j in range(l0, r0):
+        fit += buf[j - l0] * (1.0 + (v - xbar) * (x[j] - xbar) / var) * y[j]
+    return fit
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _walk(acc, comp, pos, to, x, y, r, c, ih, vec):  # pragma: no cover - compiled
+    """Advance the compensated prefix sums ``acc`` of ``r t^j`` and ``r y t^j`` to key ``to``."""
+    for j in range(pos, to):
+        t = (x[j] - c) * ih
+        p = r[j]
+        py = p * y[j]
+        for e in range(_NR):
+            vec[e] = p
+            p *= t
+        for e in range(_NY):
+            vec[_NR + e] = py
+            py *= t
+        for e in range(_NR + _NY):
+            z = vec[e] - comp[e]
+            s = acc[e] + z
+            comp[e] = (s - acc[e]) - z
+            acc[e] = s
+    return to
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _shift(hi, hic, lo_, loc, off, cnt, B, out):  # pragma: no cover - compiled
+    """``out[i] = sum_j B[i, j] (hi - lo)[off + j]`` for ``i < cnt``: a window half's moments in
+    the query's ``u`` (``B`` holds ``C(i, j) alpha^(i - j) beta^j``)."""
+    for i in range(cnt):
+        s = 0.0
+        for j in range(i + 1):
+            s += B[i, j] * ((hi[off + j] - hic[off + j]) - (lo_[off + j] - loc[off + j]))
+        out[i] = s
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _tc(L, R, a):  # pragma: no cover - compiled
+    """``sum w u^a`` (or ``sum w u^a y``) from the halves' ``sum r u^i``: ``(1 + u^3)^3`` left of
+    the query, ``(1 - u^3)^3`` right of it."""
+    return (L[a] + 3.0 * L[a + 3] + 3.0 * L[a + 6] + L[a + 9]) + (R[a] - 3.0 * R[a + 3] + 3.0 * R[a + 6] - R[a + 9])
+
+
+@njit(cache=True, error_model="numpy")
+def _fast_chunk(x, y, r, q, lo, mid, rad, k, a, b, ymax, out, state, binom):  # pragma: no cover
+    """The fits of queries ``a:b`` (one chunk) by the sliding moments; a query whose rounding
+    bound is too loose keeps ``state`` 3 (summed directly by the caller)."""
+    x0 = x[lo[a]]
+    x1 = x[lo[b - 1] + k - 1]
+    c = 0.5 * (x0 + x1)
+    H = 0.5 * (x1 - x0)
+    if not H > 0.0:
+        for j in range(a, b):
+            if state[j] == 0:
+                state[j] = 3
+        return
+    ih = 1.0 / H
+    ne = _NR + _NY
+    accs = np.zeros((3, ne))
+    comps = np.zeros((3, ne))
+    vec = np.empty(ne)
+    B = np.empty((_NR, _NR))
+    ap = np.empty(_NR)
+    bp = np.empty(_NR)
+    RL = np.empty(_NR)
+    RR = np.empty(_NR)
+    YL = np.empty(_NY)
+    YR = np.empty(_NY)
+    base = lo[a]
+    pl = base
+    pm = base
+    pr = base
+    for j in range(a, b):
+        if state[j] != 0:
+            continue
+        l0 = lo[j]
+        m0 = mid[j]
+        r0 = l0 + k
+        pl = _walk(accs[0], comps[0], pl, l0, x, y, r, c, ih, vec)
+        pm = _walk(accs[1], comps[1], pm, m0, x, y, r, c, ih, vec)
+        if pr < pm:
+            accs[2, :] = accs[1, :]
+            comps[2, :] = comps[1, :]
+            pr = pm
+        pr = _walk(accs[2], comps[2], pr, r0, x, y, r, c, ih, vec)
+        h = rad[j]
+        alpha = (c - q[j]) / h
+        beta = H / h
+        ap[0] = 1.0
+        bp[0] = 1.0
+        for e in range(1, _NR):
+            ap[e] = ap[e - 1] * alpha
+            bp[e] = bp[e - 1] * beta
+        for i in range(_NR):
+            for e in range(i + 1):
+                B[i, e] = binom[i, e] * ap[i - e] * bp[e]
+        _shift(accs[1], comps[1], accs[0], comps[0], 0, _NR, B, RL)
+        _shift(accs[2], comps[2], accs[1], comps[1], 0, _NR, B, RR)
+        _shift(accs[1], comps[1], accs[0], comps[0], _NR, _NY, B, YL)
+        _shift(accs[2], comps[2], accs[1], comps[1], _NR, _NY, B, YR)
+        S0 = _tc(RL, RR, 0)
+        S1 = _tc(RL, RR, 1)
+        S2 = _tc(RL, RR, 2)
+        T0 = _tc(YL, YR, 0)
+        T1 = _tc(YL, YR, 1)
+        # the rounding bound, carried through the fit to first order
+        rho = abs(alpha) + beta
+        em = 32.0 * _EPS * (pr - base + 1) * rho**9
+        e0 = 16.0 * em
+        e1 = e0 * rho
+        e2 = e1 * rho
+        if not S0 > 64.0 * e0:
+            state[j] = 3
+            continue
+        ybar = T0 / S0
+        xbar = S1 / S0
+        m2 = S2 / S0
+        var = m2 - xbar * xbar
+        cov = T1 / S0 - xbar * ybar
+        dy = (e0 * ymax + abs(ybar) * e0) / S0
+        dx = (e1 + abs(xbar) * e0) / S0
+        dv = (e2 + m2 * e0) / S0 + 2.0 * abs(xbar) * dx
+        dc = (e1 * ymax + abs(T1 / S0) * e0) / S0 + abs(xbar) * dy + abs(ybar) * dx
+        if not (var > 8.0 * dv and var * h * h > 2e-12):
+            state[j] = 3
+            continue
+        slope = cov / var
+        ds = (dc + abs(slope) * dv) / var
+        if not dy + abs(xbar) * ds + abs(slope) * dx <= FIT_TOL * ymax:
+            state[j] = 3
+            continue
+        out[j] = ybar - xbar * slope
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def fits(x, y, r, nxt, prv, q, lo, mid, rad, k, starts, ymax, binom, ca, cb, out, state):  # pragma: no cover
+    """Chunks ``ca:cb``: each query's fit in ``out`` and ``state`` (0 fast, 1 fewer than two
+    weights, 2 summed directly)."""
+    buf = np.empty(k)
+    for ch in range(ca, cb):
+        a = starts[ch]
+        b = starts[ch + 1]
+        for j in range(a, b):
+            h = rad[j]
+            state[j] = 0 if _enough(x, r, nxt, prv, q[j], lo[j], mid[j], lo[j] + k, h) else 1
+        if k > DIRECT_K and b - a >= MIN_CHUNK:
+            _fast_chunk(x, y, r, q, lo, mid, rad, k, a, b, ymax, out, state, binom)
+        else:
+            for j in range(a, b):
+                if state[j] == 0:
+                    state[j] = 3
+        for j in range(a, b):
+            if state[j] == 3:
+                out[j] = _direct(x, y, r, q[j], lo[j], lo[j] + k, rad[j], buf)
+                state[j] = 2
