@@ -37,6 +37,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._lowess_shift import tricube_bounds, tricube_sums
+
 __all__ = ["DIRECT_K", "FIT_TOL", "MIN_CHUNK", "RHO", "fit_points", "assemble", "fits", "plan",
            "windows"]
 
@@ -51,6 +53,7 @@ FIT_TOL = 1e-11
 _EPS = 2.0**-52
 _NR = 12  # powers of t in the r moments (0 .. 11)
 _NY = 11  # powers of t in the r y moments (0 .. 10)
+_BLOCK = 16.0  # keys summed plainly before a compensated (Kahan) step
 
 
 @njit(cache=True, error_model="numpy")
@@ -225,45 +228,36 @@ def _direct(x, y, r, v, l0, r0, h, buf):  # pragma: no cover - compiled
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _walk(acc, comp, pos, to, x, y, r, c, ih, vec):  # pragma: no cover - compiled
-    """Advance the compensated prefix sums ``acc`` of ``r t^j`` and ``r y t^j`` to key ``to``."""
+def _walk(acc, pos, to, x, y, r, c, ih):  # pragma: no cover - compiled
+    """Advance the prefix sums of ``r t^j`` and ``r y t^j`` in ``acc`` (rows: Kahan total, its
+    compensation, a plain partial sum of at most :data:`_BLOCK` keys, folded into the total when
+    full; the keys in the partial sum in ``acc[3, 0]``) to key ``to``."""
+    cnt = acc[3, 0]
     for j in range(pos, to):
         t = (x[j] - c) * ih
         p = r[j]
         py = p * y[j]
         for e in range(_NR):
-            vec[e] = p
+            acc[2, e] += p
             p *= t
         for e in range(_NY):
-            vec[_NR + e] = py
+            acc[2, _NR + e] += py
             py *= t
-        for e in range(_NR + _NY):
-            z = vec[e] - comp[e]
-            s = acc[e] + z
-            comp[e] = (s - acc[e]) - z
-            acc[e] = s
+        cnt += 1.0
+        if cnt == _BLOCK:
+            for e in range(_NR + _NY):
+                z = acc[2, e] - acc[1, e]
+                s = acc[0, e] + z
+                acc[1, e] = (s - acc[0, e]) - z
+                acc[0, e] = s
+                acc[2, e] = 0.0
+            cnt = 0.0
+    acc[3, 0] = cnt
     return to
 
 
-@njit(cache=True, error_model="numpy", inline="always")
-def _mu(B, v, off, i):  # pragma: no cover - compiled
-    """``sum_j B[i, j] v[off + j]``: moment ``i`` in the query's ``u`` from moments in ``t``."""
-    s = 0.0
-    for j in range(i + 1):
-        s += B[i, j] * v[off + j]
-    return s
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def _tc(P, Q, B, off, a):  # pragma: no cover - compiled
-    """``sum w u^a`` (``off = 0``) or ``sum w u^a y`` (``off = 12``) over the window:
-    ``(1 + u^3)^3`` left of the query, ``(1 - u^3)^3`` right of it, so with ``P = L + R`` and
-    ``Q = L - R`` (the halves' moments) it is ``P_a + 3 Q_(a+3) + 3 P_(a+6) + Q_(a+9)``."""
-    return (_mu(B, P, off, a) + 3.0 * _mu(B, Q, off, a + 3)) + (3.0 * _mu(B, P, off, a + 6) + _mu(B, Q, off, a + 9))
-
-
 @njit(cache=True, error_model="numpy")
-def _fast_chunk(x, y, r, q, lo, mid, rad, k, a, b, ymax, out, state, binom):  # pragma: no cover
+def _fast_chunk(x, y, r, q, lo, mid, rad, k, a, b, ymax, out, state):  # pragma: no cover
     """The fits of queries ``a:b`` (one chunk) by the sliding moments; a query whose rounding
     bound is too loose keeps ``state`` 3 (summed directly by the caller)."""
     x0 = x[lo[a]]
@@ -277,20 +271,13 @@ def _fast_chunk(x, y, r, q, lo, mid, rad, k, a, b, ymax, out, state, binom):  # 
         return
     ih = 1.0 / H
     ne = _NR + _NY
-    acl = np.zeros(ne)
-    cml = np.zeros(ne)
-    acm = np.zeros(ne)
-    cmm = np.zeros(ne)
-    acr = np.zeros(ne)
-    cmr = np.zeros(ne)
-    vec = np.empty(ne)
+    acl = np.zeros((4, ne))
+    acm = np.zeros((4, ne))
+    acr = np.zeros((4, ne))
     P = np.empty(ne)
     Q = np.empty(ne)
-    B = np.zeros((_NR, _NR))
-    ap = np.empty(_NR)
     bp = np.empty(_NR)
     g = np.empty(_NR)
-    eu = np.empty(_NR)
     base = lo[a]
     pl = base
     pm = base
@@ -300,51 +287,35 @@ def _fast_chunk(x, y, r, q, lo, mid, rad, k, a, b, ymax, out, state, binom):  # 
             continue
         l0 = lo[j]
         m0 = mid[j]
-        pl = _walk(acl, cml, pl, l0, x, y, r, c, ih, vec)
-        pm = _walk(acm, cmm, pm, m0, x, y, r, c, ih, vec)
+        pl = _walk(acl, pl, l0, x, y, r, c, ih)
+        pm = _walk(acm, pm, m0, x, y, r, c, ih)
         if pr < pm:
             acr[:] = acm
-            cmr[:] = cmm
             pr = pm
-        pr = _walk(acr, cmr, pr, l0 + k, x, y, r, c, ih, vec)
+        pr = _walk(acr, pr, l0 + k, x, y, r, c, ih)
         h = rad[j]
         alpha = (c - q[j]) / h
         beta = H / h
-        ap[0] = 1.0
         bp[0] = 1.0
         for e in range(1, _NR):
-            ap[e] = ap[e - 1] * alpha
             bp[e] = bp[e - 1] * beta
         for e in range(ne):  # the window's halves, as P = L + R and Q = L - R, times beta^j
-            vl = acl[e] - cml[e]
-            vm = acm[e] - cmm[e]
-            vr = acr[e] - cmr[e]
+            vl = (acl[0, e] - acl[1, e]) + acl[2, e]
+            vm = (acm[0, e] - acm[1, e]) + acm[2, e]
+            vr = (acr[0, e] - acr[1, e]) + acr[2, e]
             f = bp[e] if e < _NR else bp[e - _NR]
             P[e] = (vr - vl) * f
             Q[e] = ((vm - vl) - (vr - vm)) * f
-        for i in range(_NR):
-            for e in range(i + 1):
-                B[i, e] = binom[i, e] * ap[i - e]
-        S0 = _tc(P, Q, B, 0, 0)
-        S1 = _tc(P, Q, B, 0, 1)
-        S2 = _tc(P, Q, B, 0, 2)
-        T0 = _tc(P, Q, B, _NR, 0)
-        T1 = _tc(P, Q, B, _NR, 1)
+        S0, S1, S2, T0, T1 = tricube_sums(P, Q, alpha)
         # the rounding bound, carried through the fit to first order. Moment j of a prefix is off
-        # by at most (4 + j) eps sum r |t|^j over the keys it walked (Kahan, and the powers' own
-        # rounding; |t|^j <= t^(j - 1) for odd j): times 4 for P and Q, plus 24 eps of the
+        # by at most (4 + B + j) eps sum r |t|^j over the keys it walked (B = _BLOCK keys summed
+        # plainly, then Kahan; the powers' own rounding; |t|^j <= t^(j - 1) for odd j), times 4
+        # for P and Q, plus 32 eps of the
         # window's own sum for the shift; then through the shift's |C(i, j) alpha^(i-j) beta^j|
         for e in range(_NR):
             ev = e - (e & 1)
-            g[e] = (4.0 * (4.0 + e) * abs(acr[ev]) + 24.0 * abs(P[ev]) / bp[ev]) * _EPS * bp[e]
-        for i in range(_NR):
-            s = 0.0
-            for e in range(i + 1):
-                s += abs(B[i, e]) * g[e]
-            eu[i] = s
-        e0 = eu[0] + 3.0 * eu[3] + 3.0 * eu[6] + eu[9]
-        e1 = eu[1] + 3.0 * eu[4] + 3.0 * eu[7] + eu[10]
-        e2 = eu[2] + 3.0 * eu[5] + 3.0 * eu[8] + eu[11]
+            g[e] = (4.0 * (4.0 + _BLOCK + e) * (abs(acr[0, ev]) + abs(acr[2, ev])) + 32.0 * abs(P[ev]) / bp[ev]) * _EPS * bp[e]
+        e0, e1, e2 = tricube_bounds(g, abs(alpha))
         if not S0 > 64.0 * e0 + 1e-300:
             state[j] = 3
             continue
@@ -369,7 +340,7 @@ def _fast_chunk(x, y, r, q, lo, mid, rad, k, a, b, ymax, out, state, binom):  # 
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
-def fits(x, y, r, nxt, prv, q, lo, mid, rad, k, starts, ymax, binom, ca, cb, out, state):  # pragma: no cover
+def fits(x, y, r, nxt, prv, q, lo, mid, rad, k, starts, ymax, ca, cb, out, state):  # pragma: no cover
     """Chunks ``ca:cb``: each query's fit in ``out`` and ``state`` (0 fast, 1 fewer than two
     weights, 2 summed directly)."""
     buf = np.empty(k)
@@ -380,7 +351,7 @@ def fits(x, y, r, nxt, prv, q, lo, mid, rad, k, starts, ymax, binom, ca, cb, out
             h = rad[j]
             state[j] = 0 if _enough(x, r, nxt, prv, q[j], lo[j], mid[j], lo[j] + k, h) else 1
         if k > DIRECT_K and b - a >= MIN_CHUNK:
-            _fast_chunk(x, y, r, q, lo, mid, rad, k, a, b, ymax, out, state, binom)
+            _fast_chunk(x, y, r, q, lo, mid, rad, k, a, b, ymax, out, state)
         else:
             for j in range(a, b):
                 if state[j] == 0:

@@ -20,9 +20,6 @@ from . import _lowess_jit as jit
 
 __all__ = ["lowess"]
 
-_BINOM = np.array([[math.comb(i, j) if j <= i else 0 for j in range(12)] for i in range(12)], dtype=float)
-
-
 def _span(frac: float, n: int) -> int:
     """statsmodels' number of neighbours: ``int(frac n + 1e-10)``, at least 2, at most n."""
     return min(max(int(frac * n + 1e-10), 2), n)
@@ -60,7 +57,7 @@ def _pass(x: NDArray[np.float64], y: NDArray[np.float64], xv: NDArray[np.float64
     out = np.empty(m)
     state = np.zeros(m, dtype=np.int8)
     ymax = float(np.max(np.abs(y))) if n else 0.0
-    args = (x, y, r, nxt, prv, q, lo, mid, rad, k, starts, ymax, _BINOM)
+    args = (x, y, r, nxt, prv, q, lo, mid, rad, k, starts, ymax)
     with threads_for(60.0 * (n + m) + 300.0 * m):
         run_ranges(jit.fits, args, starts.shape[0] - 1, (out, state), grain=1)
     fallback = np.full(xv.shape[0], np.nan) if given else y
