@@ -39,7 +39,7 @@ from numba import njit
 
 from ._lowess_shift import tricube_bounds, tricube_sums
 
-__all__ = ["DIRECT_K", "FIT_TOL", "MIN_CHUNK", "RHO", "fit_points", "assemble", "fits", "plan",
+__all__ = ["DIRECT_K", "FIT_TOL", "MIN_CHUNK", "RHO", "assemble", "fit_points", "fits", "neighbours", "plan",
            "windows"]
 
 #: the chunks' bound on ``|u|`` over their windows' union (the shift's magnification is RHO^11)
@@ -77,6 +77,24 @@ def windows(x, q, k, lo, mid, rad):  # pragma: no cover - compiled
                 a = c + 1
         mid[j] = a
         rad[j] = max(v - x[left], x[left + k - 1] - v)
+
+
+@njit(cache=True, error_model="numpy")
+def neighbours(r):  # pragma: no cover - compiled
+    """``nxt[j]``: the first key at or after ``j`` with ``r > 0`` (``n`` if none; ``n + 1``
+    entries), ``prv[j]``: the last at or before ``j`` (-1 if none)."""
+    n = r.shape[0]
+    nxt = np.empty(n + 1, np.int64)
+    prv = np.empty(n, np.int64)
+    nxt[n] = n
+    for j in range(n - 1, -1, -1):
+        nxt[j] = j if r[j] > 0 else nxt[j + 1]
+    last = -1
+    for j in range(n):
+        if r[j] > 0:
+            last = j
+        prv[j] = last
+    return nxt, prv
 
 
 @njit(cache=True, error_model="numpy")
@@ -314,9 +332,10 @@ def _fast_chunk(x, y, r, q, lo, mid, rad, k, a, b, ymax, out, state):  # pragma:
         # window's own sum for the shift; then through the shift's |C(i, j) alpha^(i-j) beta^j|
         for e in range(_NR):
             ev = e - (e & 1)
-            g[e] = (4.0 * (4.0 + _BLOCK + e) * (abs(acr[0, ev]) + abs(acr[2, ev])) + 32.0 * abs(P[ev]) / bp[ev]) * _EPS * bp[e]
+            walked = abs(acr[0, ev]) + abs(acr[2, ev])
+            g[e] = (4.0 * (4.0 + _BLOCK + e) * walked + 32.0 * abs(P[ev]) / bp[ev]) * _EPS * bp[e]
         e0, e1, e2 = tricube_bounds(g, abs(alpha))
-        if not S0 > 64.0 * e0 + 1e-300:
+        if not 64.0 * e0 + 1e-300 < S0:
             state[j] = 3
             continue
         ybar = T0 / S0

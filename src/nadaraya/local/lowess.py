@@ -20,6 +20,8 @@ from . import _lowess_jit as jit
 
 __all__ = ["lowess"]
 
+_F = NDArray[np.float64]
+
 def _span(frac: float, n: int) -> int:
     """statsmodels' number of neighbours: ``int(frac n + 1e-10)``, at least 2, at most n."""
     return min(max(int(frac * n + 1e-10), 2), n)
@@ -36,23 +38,15 @@ def _bisquare(y: NDArray[np.float64], fit: NDArray[np.float64]) -> NDArray[np.fl
     return t * t  # type: ignore[no-any-return]
 
 
-def _pass(x: NDArray[np.float64], y: NDArray[np.float64], xv: NDArray[np.float64], r: NDArray[np.float64],
-          k: int, delta: float, given: bool) -> NDArray[np.float64]:
-    """One pass: the fits at sorted ``xv`` with robustness weights ``r`` (statsmodels' loop,
-    ``delta`` included; a regression with fewer than two weights gives ``y[i]``, or NaN when
-    ``given``)."""
-    n = x.shape[0]
-    idx = jit.fit_points(xv, float(delta))
-    q = np.ascontiguousarray(xv[idx])
-    m = q.shape[0]
+def _regressions(x: _F, y: _F, r: _F, q: _F, k: int) -> tuple[_F, NDArray[np.int8]]:
+    """The local fits at sorted ``q`` with robustness weights ``r``, and each one's route
+    (:func:`._lowess_jit.fits`: 0 moments, 1 fewer than two weights, 2 summed directly)."""
+    n, m = x.shape[0], q.shape[0]
     lo = np.empty(m, dtype=np.int64)
     mid = np.empty(m, dtype=np.int64)
     rad = np.empty(m)
     jit.windows(x, q, k, lo, mid, rad)
-    pos = np.flatnonzero(r > 0)
-    at = np.searchsorted(pos, np.arange(n + 1))
-    nxt = np.append(pos, n)[at]
-    prv = np.append(-1, pos)[np.searchsorted(pos, np.arange(n), side="right")]
+    nxt, prv = jit.neighbours(r)
     starts = jit.plan(x, q, lo, rad, k, jit.RHO)
     out = np.empty(m)
     state = np.zeros(m, dtype=np.int8)
@@ -60,13 +54,21 @@ def _pass(x: NDArray[np.float64], y: NDArray[np.float64], xv: NDArray[np.float64
     args = (x, y, r, nxt, prv, q, lo, mid, rad, k, starts, ymax)
     with threads_for(60.0 * (n + m) + 300.0 * m):
         run_ranges(jit.fits, args, starts.shape[0] - 1, (out, state), grain=1)
+    return out, state
+
+
+def _pass(x: _F, y: _F, xv: _F, r: _F, k: int, delta: float, given: bool) -> _F:
+    """One pass: the fits at sorted ``xv`` with robustness weights ``r`` (statsmodels' loop,
+    ``delta`` included; a regression with fewer than two weights gives ``y[i]``, or NaN when
+    ``given``)."""
+    idx = jit.fit_points(xv, float(delta))
+    out, state = _regressions(x, y, r, np.ascontiguousarray(xv[idx]), k)
     fallback = np.full(xv.shape[0], np.nan) if given else y
     return jit.assemble(xv, float(delta), out, state == 1, fallback)  # type: ignore[no-any-return]
 
 
-def _smooth(x: NDArray[np.float64], y: NDArray[np.float64], xv: NDArray[np.float64], r: NDArray[np.float64],
-            frac: float, it: int, delta: float, given: bool) -> tuple[NDArray[np.float64], NDArray[np.float64],
-                                                                    NDArray[np.float64]]:
+def _smooth(x: _F, y: _F, xv: _F, r: _F, frac: float, it: int, delta: float,
+            given: bool) -> tuple[_F, _F, _F]:
     """statsmodels' ``_lowess`` on sorted ``x`` (and sorted ``xv``): ``it + 1`` passes starting
     from robustness weights ``r``, new weights after each pass unless ``given``. Returns the
     fits, the robustness weights of the last pass and those after it (equal when ``given``)."""
