@@ -274,6 +274,32 @@ def _walk(acc, pos, to, x, y, r, c, ih):  # pragma: no cover - compiled
     return to
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _checked(S0, S1, S2, T0, T1, e0, e1, e2, ymax, h):  # pragma: no cover - compiled
+    """The fit ``ybar - xbar slope`` from the window's sums (in units of ``h``), or NaN where
+    the sums' error bounds ``e0, e1, e2`` (of ``S0, S1, S2``; ``ymax`` times them for ``T0,
+    T1``), carried through to first order, allow an error above :data:`FIT_TOL` of ``ymax``, or
+    the spread of ``x`` is near statsmodels' floor 1e-12."""
+    if not (64.0 * e0 + 1e-300) < S0:  # NaN too
+        return np.nan
+    ybar = T0 / S0
+    xbar = S1 / S0
+    m2 = S2 / S0
+    var = m2 - xbar * xbar
+    cov = T1 / S0 - xbar * ybar
+    dy = (e0 * ymax + abs(ybar) * e0) / S0
+    dx = (e1 + abs(xbar) * e0) / S0
+    dv = (e2 + m2 * e0) / S0 + 2.0 * abs(xbar) * dx
+    dc = (e1 * ymax + abs(T1 / S0) * e0) / S0 + abs(xbar) * dy + abs(ybar) * dx
+    if not (var > 8.0 * dv and var * h * h > 2e-12):
+        return np.nan
+    slope = cov / var
+    ds = (dc + abs(slope) * dv) / var
+    if not dy + abs(xbar) * ds + abs(slope) * dx <= FIT_TOL * ymax:
+        return np.nan
+    return ybar - xbar * slope
+
+
 @njit(cache=True, error_model="numpy")
 def _fast_chunk(x, y, r, q, lo, mid, rad, k, a, b, ymax, out, state):  # pragma: no cover
     """The fits of queries ``a:b`` (one chunk) by the sliding moments; a query whose rounding
@@ -296,6 +322,7 @@ def _fast_chunk(x, y, r, q, lo, mid, rad, k, a, b, ymax, out, state):  # pragma:
     Q = np.empty(ne)
     bp = np.empty(_NR)
     g = np.empty(_NR)
+    win = np.empty(_NR)
     base = lo[a]
     pl = base
     pm = base
@@ -322,40 +349,35 @@ def _fast_chunk(x, y, r, q, lo, mid, rad, k, a, b, ymax, out, state):  # pragma:
             vm = (acm[0, e] - acm[1, e]) + acm[2, e]
             vr = (acr[0, e] - acr[1, e]) + acr[2, e]
             f = bp[e] if e < _NR else bp[e - _NR]
+            if e < _NR:
+                win[e] = vr - vl
             P[e] = (vr - vl) * f
             Q[e] = ((vm - vl) - (vr - vm)) * f
         S0, S1, S2, T0, T1 = tricube_sums(P, Q, alpha)
         # the rounding bound, carried through the fit to first order. Moment j of a prefix is off
         # by at most (4 + B + j) eps sum r |t|^j over the keys it walked (B = _BLOCK keys summed
         # plainly, then Kahan; the powers' own rounding; |t|^j <= t^(j - 1) for odd j), times 4
-        # for P and Q, plus 32 eps of the
-        # window's own sum for the shift; then through the shift's |C(i, j) alpha^(i-j) beta^j|
-        for e in range(_NR):
-            ev = e - (e & 1)
-            walked = abs(acr[0, ev]) + abs(acr[2, ev])
-            g[e] = (4.0 * (4.0 + _BLOCK + e) * walked + 32.0 * abs(P[ev]) / bp[ev]) * _EPS * bp[e]
-        e0, e1, e2 = tricube_bounds(g, abs(alpha))
-        if not 64.0 * e0 + 1e-300 < S0:
+        # for P and Q, plus 32 eps of the window's own sum for the shift; then through the shift's
+        # |C(i, j) alpha^(i-j) beta^j|. First the bound with every j's error at j = 0's (the
+        # largest) and sum_j |C(i, j) alpha^(i-j) beta^j| = rho^i; where it is too loose, the
+        # bound term by term.
+        walked = abs(acr[0, 0]) + abs(acr[2, 0])
+        gmax = (4.0 * (4.0 + _BLOCK + _NR) * walked + 32.0 * abs(win[0])) * _EPS
+        rho = abs(alpha) + beta
+        r3 = rho * rho * rho
+        e0 = gmax * (1.0 + r3 * (3.0 + r3 * (3.0 + r3)))
+        fit = _checked(S0, S1, S2, T0, T1, e0, e0 * rho, e0 * rho * rho, ymax, h)
+        if fit != fit:
+            for e in range(_NR):
+                ev = e - (e & 1)
+                walked = abs(acr[0, ev]) + abs(acr[2, ev])
+                g[e] = (4.0 * (4.0 + _BLOCK + e) * walked + 32.0 * abs(win[ev])) * _EPS * bp[e]
+            e0, e1, e2 = tricube_bounds(g, abs(alpha))
+            fit = _checked(S0, S1, S2, T0, T1, e0, e1, e2, ymax, h)
+        if fit != fit:
             state[j] = 3
-            continue
-        ybar = T0 / S0
-        xbar = S1 / S0
-        m2 = S2 / S0
-        var = m2 - xbar * xbar
-        cov = T1 / S0 - xbar * ybar
-        dy = (e0 * ymax + abs(ybar) * e0) / S0
-        dx = (e1 + abs(xbar) * e0) / S0
-        dv = (e2 + m2 * e0) / S0 + 2.0 * abs(xbar) * dx
-        dc = (e1 * ymax + abs(T1 / S0) * e0) / S0 + abs(xbar) * dy + abs(ybar) * dx
-        if not (var > 8.0 * dv and var * h * h > 2e-12):
-            state[j] = 3
-            continue
-        slope = cov / var
-        ds = (dc + abs(slope) * dv) / var
-        if not dy + abs(xbar) * ds + abs(slope) * dx <= FIT_TOL * ymax:
-            state[j] = 3
-            continue
-        out[j] = ybar - xbar * slope
+        else:
+            out[j] = fit
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
