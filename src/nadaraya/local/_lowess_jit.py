@@ -193,30 +193,45 @@ def _tricube(d):  # pragma: no cover - compiled
     return t * t * t
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _counts(x, r, j, v, h):  # pragma: no cover - compiled
+    """Whether key ``j``'s weight is above 1e-12 as statsmodels computes it; 2 when its tricube
+    alone is not (so no key farther out on that side is either). Within ``0.9 h`` the tricube is
+    above 0.0199, so ``r > 1e-10`` decides without the division."""
+    dist = abs(x[j] - v)
+    if dist <= 0.9 * h:
+        return 1 if r[j] > 1e-10 or _tricube(dist / h) * r[j] > 1e-12 else 0
+    t = _tricube(dist / h)
+    if not t > 1e-12:
+        return 2
+    return 1 if t * r[j] > 1e-12 else 0
+
+
 @njit(cache=True, error_model="numpy")
 def _enough(x, r, nxt, prv, v, l0, m0, r0, h):  # pragma: no cover - compiled
     """Whether at least two keys of the window carry a weight above 1e-12 (statsmodels' test),
-    scanning outwards from the query over keys with ``r > 0`` until two are found."""
+    scanning outwards from the query over keys with ``r > 0`` until two are found. A zero
+    radius makes every weight NaN in statsmodels (0 / 0): none counts."""
+    if not h > 0.0:
+        return False
     found = 0
     j = nxt[m0] if m0 < r0 else r0
     while j < r0:
-        t = _tricube(abs(x[j] - v) / h)
-        if not t > 1e-12:
+        c = _counts(x, r, j, v, h)
+        if c == 2:
             break
-        if t * r[j] > 1e-12:
-            found += 1
-            if found >= 2:
-                return True
+        found += c
+        if found >= 2:
+            return True
         j = nxt[j + 1]
     j = prv[m0 - 1] if m0 > l0 else -1
     while j >= l0:
-        t = _tricube(abs(x[j] - v) / h)
-        if not t > 1e-12:
+        c = _counts(x, r, j, v, h)
+        if c == 2:
             break
-        if t * r[j] > 1e-12:
-            found += 1
-            if found >= 2:
-                return True
+        found += c
+        if found >= 2:
+            return True
         j = prv[j - 1] if j > 0 else -1
     return False
 
