@@ -154,7 +154,7 @@ def test_the_moments_serve_the_queries() -> None:
     order = np.argsort(x)
     xs, ys = np.ascontiguousarray(x[order]), np.ascontiguousarray(y[order])
     k = impl._span(0.3, xs.size)
-    fit, state = impl._regressions(xs, ys, np.ones_like(xs), xs, k)
+    fit, state = impl._regressions(xs, ys, np.ones_like(xs), impl._Windows(xs, xs, k, 0.0))
     assert np.mean(state == 0) > 0.99
     ref = _plain(y, x, 0.3, 0)[order]
     assert np.max(np.abs(fit - ref)) <= TOL * np.max(np.abs(y))

@@ -62,20 +62,15 @@ def windows(x, q, k, lo, mid, rad):  # pragma: no cover - compiled
     (first key of the window at or right of the query) and the radius ``rad``."""
     n = x.shape[0]
     left = 0
+    first = 0  # the first key >= the query, over all keys
     for j in range(q.shape[0]):
         v = q[j]
         while left + k < n and v > (x[left] + x[left + k]) / 2.0:
             left += 1
+        while first < n and x[first] < v:
+            first += 1
         lo[j] = left
-        a = left
-        b = left + k
-        while a < b:
-            c = (a + b) >> 1
-            if x[c] >= v:
-                b = c
-            else:
-                a = c + 1
-        mid[j] = a
+        mid[j] = min(max(first, left), left + k)
         rad[j] = max(v - x[left], x[left + k - 1] - v)
 
 

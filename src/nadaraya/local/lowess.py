@@ -38,33 +38,44 @@ def _bisquare(y: NDArray[np.float64], fit: NDArray[np.float64]) -> NDArray[np.fl
     return t * t  # type: ignore[no-any-return]
 
 
-def _regressions(x: _F, y: _F, r: _F, q: _F, k: int) -> tuple[_F, NDArray[np.int8]]:
-    """The local fits at sorted ``q`` with robustness weights ``r``, and each one's route
-    (:func:`._lowess_jit.fits`: 0 moments, 1 fewer than two weights, 2 summed directly)."""
-    n, m = x.shape[0], q.shape[0]
-    lo = np.empty(m, dtype=np.int64)
-    mid = np.empty(m, dtype=np.int64)
-    rad = np.empty(m)
-    jit.windows(x, q, k, lo, mid, rad)
+class _Windows:
+    """What does not change from pass to pass at sorted points ``xv``: the points statsmodels'
+    loop fits for ``delta`` (``idx``, ``q``), their windows and the chunks of queries."""
+
+    def __init__(self, x: _F, xv: _F, k: int, delta: float) -> None:
+        self.k = k
+        self.delta = float(delta)
+        self.xv = xv
+        self.q = np.ascontiguousarray(xv[jit.fit_points(xv, self.delta)])
+        m = self.q.shape[0]
+        self.lo = np.empty(m, dtype=np.int64)
+        self.mid = np.empty(m, dtype=np.int64)
+        self.rad = np.empty(m)
+        jit.windows(x, self.q, k, self.lo, self.mid, self.rad)
+        self.starts = jit.plan(x, self.q, self.lo, self.rad, k, jit.RHO)
+
+
+def _regressions(x: _F, y: _F, r: _F, win: _Windows) -> tuple[_F, NDArray[np.int8]]:
+    """The local fits at the windows' queries with robustness weights ``r``, and each one's
+    route (:func:`._lowess_jit.fits`: 0 moments, 1 fewer than two weights, 2 summed directly)."""
+    n, m = x.shape[0], win.q.shape[0]
     nxt, prv = jit.neighbours(r)
-    starts = jit.plan(x, q, lo, rad, k, jit.RHO)
     out = np.empty(m)
     state = np.zeros(m, dtype=np.int8)
     ymax = float(np.max(np.abs(y))) if n else 0.0
-    args = (x, y, r, nxt, prv, q, lo, mid, rad, k, starts, ymax)
+    args = (x, y, r, nxt, prv, win.q, win.lo, win.mid, win.rad, win.k, win.starts, ymax)
     with threads_for(60.0 * (n + m) + 300.0 * m):
-        run_ranges(jit.fits, args, starts.shape[0] - 1, (out, state), grain=1)
+        run_ranges(jit.fits, args, win.starts.shape[0] - 1, (out, state), grain=1)
     return out, state
 
 
-def _pass(x: _F, y: _F, xv: _F, r: _F, k: int, delta: float, given: bool) -> _F:
-    """One pass: the fits at sorted ``xv`` with robustness weights ``r`` (statsmodels' loop,
+def _pass(x: _F, y: _F, r: _F, win: _Windows, given: bool) -> _F:
+    """One pass: the fits at ``win.xv`` with robustness weights ``r`` (statsmodels' loop,
     ``delta`` included; a regression with fewer than two weights gives ``y[i]``, or NaN when
     ``given``)."""
-    idx = jit.fit_points(xv, float(delta))
-    out, state = _regressions(x, y, r, np.ascontiguousarray(xv[idx]), k)
-    fallback = np.full(xv.shape[0], np.nan) if given else y
-    return jit.assemble(xv, float(delta), out, state == 1, fallback)  # type: ignore[no-any-return]
+    out, state = _regressions(x, y, r, win)
+    fallback = np.full(win.xv.shape[0], np.nan) if given else y
+    return jit.assemble(win.xv, win.delta, out, state == 1, fallback)  # type: ignore[no-any-return]
 
 
 def _smooth(x: _F, y: _F, xv: _F, r: _F, frac: float, it: int, delta: float,
@@ -72,12 +83,12 @@ def _smooth(x: _F, y: _F, xv: _F, r: _F, frac: float, it: int, delta: float,
     """statsmodels' ``_lowess`` on sorted ``x`` (and sorted ``xv``): ``it + 1`` passes starting
     from robustness weights ``r``, new weights after each pass unless ``given``. Returns the
     fits, the robustness weights of the last pass and those after it (equal when ``given``)."""
-    k = _span(frac, x.shape[0])
+    win = _Windows(x, xv, _span(frac, x.shape[0]), delta)
     used = r
     fit = np.empty(0)
     for _ in range(it + 1):
         used = r
-        fit = _pass(x, y, xv, r, k, delta, given)
+        fit = _pass(x, y, r, win, given)
         if not given:
             r = _bisquare(y, fit)
     return fit, used, r
