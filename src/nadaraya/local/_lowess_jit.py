@@ -13,15 +13,20 @@ exactly, key by key, from the query outwards, skipping keys whose ``r_j`` is 0).
 ``sum r y u^i`` (``i <= 10``) over the two halves ``[l, m)`` and ``[m, l + k)`` of the window.
 The sorted queries are cut into *chunks* whose windows' union ``[X0, X1]`` lies within
 :data:`RHO` radii of every query of the chunk. Per chunk, with ``t = (x - c) / H`` about the
-union's centre ``c`` and half-width ``H`` (``|t| <= 1``), three compensated (Kahan) prefix sums
-of ``r t^j`` and ``r y t^j`` walk forward to each query's ``l``, ``m`` and ``l + k``; the two
-halves are differences of them, taken to the query's ``u = alpha + beta t`` by the binomial
-shift (``alpha = (c - q) / h``, ``beta = H / h``, ``|alpha| + beta <= RHO``). Cost per chunk: one
-window plus the chunk's own keys, so O(n + m) per pass for the whole sweep and O(1) per query.
+union's centre ``c`` and half-width ``H`` (``|t| <= 1``), three prefix sums of ``r t^j`` and
+``r y t^j`` (plain sums over blocks of 16 keys, folded into compensated (Kahan) totals) walk
+forward to each query's ``l``, ``m`` and ``l + k``; the two halves are differences of them,
+taken to the query's ``u = alpha + beta t`` by the binomial shift (``alpha = (c - q) / h``,
+``beta = H / h``, ``|alpha| + beta <= RHO``; :mod:`._lowess_shift`). Cost per chunk: one window
+plus the chunk's own keys, so O(n + m) per pass for the whole sweep and O(1) per query (the
+windows and chunks are found once per call, by forward pointers over the sorted keys).
 
-**Accuracy.** Each moment's rounding is bounded by ``32 eps N (|alpha| + beta)^i`` (``N`` the keys
-the prefix sums walked, ``eps`` the float64 unit) times ``max|y|`` for the ``y`` moments; this
-bound is carried through the fit's formula (first order), and a query whose fit could be off by
+**Accuracy.** Moment ``j`` of a prefix is off by at most ``(20 + j) eps sum r |t|^j`` over the
+keys it walked (``eps`` the float64 unit; times ``max|y|`` for the ``y`` moments), the shift
+adds ``32 eps`` of the window's own sums, and the shift's weights ``|C(i, j) alpha^(i - j)
+beta^j|`` carry the bounds to the query's ``u`` (first with every ``j``'s bound at ``j = 0``'s,
+then, where that is too loose, term by term). The bounds are carried through the fit's formula
+(first order), and a query whose fit could be off by
 more than :data:`FIT_TOL` of ``max|y|`` -- a small weight sum against the window's ``r``, a nearly
 singular spread, a variance near statsmodels' floor ``1e-12`` -- is summed directly. So is every
 query of a chunk of fewer than :data:`MIN_CHUNK` queries and of windows of at most
