@@ -22,6 +22,7 @@ __all__ = ["lowess"]
 
 _F = NDArray[np.float64]
 
+
 def _span(frac: float, n: int) -> int:
     """statsmodels' number of neighbours: ``int(frac n + 1e-10)``, at least 2, at most n."""
     return min(max(int(frac * n + 1e-10), 2), n)
@@ -39,8 +40,9 @@ def _bisquare(y: NDArray[np.float64], fit: NDArray[np.float64]) -> NDArray[np.fl
 
 
 class _Windows:
-    """What does not change from pass to pass at sorted points ``xv``: the points statsmodels'
-    loop fits for ``delta`` (``idx``, ``q``), their windows and the chunks of queries."""
+    """What does not change from pass to pass at sorted points ``xv``: the points ``q`` where
+    statsmodels' loop runs a regression for ``delta``, their windows (``lo``, split ``mid``,
+    radius ``rad``) and the chunks of queries (``starts``)."""
 
     def __init__(self, x: _F, xv: _F, k: int, delta: float) -> None:
         self.k = k
@@ -117,7 +119,7 @@ def _check_options(frac: Any, it: Any, delta: Any, missing: Any) -> tuple[float,
 
 
 def _sorted_check(values: NDArray[np.float64], name: str) -> None:
-    if values.size > 1 and not bool(np.all(values[1:] >= values[:-1])):
+    if values.size > 1 and bool(np.any(values[1:] < values[:-1])):  # NaN (missing="none") passes
         raise ValueError(f"is_sorted=True but {name} is not sorted in increasing order")
 
 
