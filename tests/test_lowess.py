@@ -239,6 +239,20 @@ def test_tiny_inputs() -> None:
         np.arange(5.0), x, return_sorted=False).tolist()
 
 
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # statsmodels' 0 / 0
+def test_windows_inside_a_tie_group() -> None:
+    """A window of one repeated x has radius 0: no weight counts, the fit is the point's own y
+    (NaN at xvals), and statsmodels' loop copies it to the point's ties."""
+    rng = np.random.default_rng(6)
+    x = np.repeat([0.0, 1.0, 2.0], 50)
+    y = rng.standard_normal(150)
+    got = lowess(y, x, frac=0.2, it=1, return_sorted=False)
+    _close(got, sm.lowess(y, x, frac=0.2, it=1, return_sorted=False), y)
+    assert len(np.unique(got)) == 3 and set(np.unique(got)) <= set(y)
+    xv = np.array([0.0, 0.5, 1.0])
+    _close(lowess(y, x, frac=0.2, it=0, xvals=xv), sm.lowess(y, x, frac=0.2, it=0, xvals=xv), y)
+
+
 # --- bad input --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kwargs,match", [
