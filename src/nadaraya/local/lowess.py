@@ -183,7 +183,7 @@ def lowess(endog: ArrayLike, exog: ArrayLike, frac: float = 2.0 / 3.0, it: int =
     observations tied in ``x`` at the window's far end are in or out by that order, not all in
     as in a textbook "every point within the k-th distance" rule; the radius is the distance to
     the farther end of the window. Each fit is exact: where the prefix moments' rounding bound
-    could exceed 1e-11 of ``max|y|`` (a fit whose weights are nearly all at the window's edge,
+    could exceed 3e-11 of ``max|y|`` (a fit whose weights are nearly all at the window's edge,
     a nearly singular spread of ``x``), that fit is summed directly with statsmodels' formula.
 
     References
