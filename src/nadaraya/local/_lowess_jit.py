@@ -58,7 +58,7 @@ FIT_TOL = 3e-11
 _EPS = 2.0**-52
 _NR = 12  # powers of t in the r moments (0 .. 11)
 _NY = 11  # powers of t in the r y moments (0 .. 10)
-_BLOCK = 16.0  # keys summed plainly before a compensated (Kahan) step
+_BLOCK = 4.0  # keys summed plainly before a compensated (Kahan) step
 
 
 @njit(cache=True, error_model="numpy")
