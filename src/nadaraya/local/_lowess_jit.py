@@ -30,9 +30,9 @@ then, where that is too loose, term by term). The bounds are carried through the
 more than :data:`FIT_TOL` of ``max|y|`` -- a small weight sum against the window's ``r``, a nearly
 singular spread, a variance near statsmodels' floor ``1e-12`` -- is summed directly. So is every
 query of a chunk of fewer than :data:`MIN_CHUNK` queries and of windows of at most
-:data:`DIRECT_K` keys. The direct sum is statsmodels' formula, step for step (weights
-normalised by their sum, then the weighted mean and spread of ``x``, spread floored at 1e-12),
-with ``x`` relative to the query: statsmodels' ``sum w x`` about 0 loses ``log10(|x| / h)``
+:data:`DIRECT_K` keys. The direct sum is statsmodels' formula (the weighted mean of ``x``, then
+the weighted spread and covariance about it, the spread floored at 1e-12), in two passes, with
+``x`` relative to the query: statsmodels' ``sum w x`` about 0 loses ``log10(|x| / h)``
 digits (measured: 1e-8 of ``max|y|`` for ``x`` in ``1e6 + [0, 1]``, where these sums agree
 with a long-double reference to 1e-12).
 """
@@ -238,26 +238,28 @@ def _enough(x, r, nxt, prv, v, l0, m0, r0, h):  # pragma: no cover - compiled
 
 @njit(cache=True, error_model="numpy")
 def _direct(x, y, r, v, l0, r0, h, buf):  # pragma: no cover - compiled
-    """statsmodels' regression at ``v`` over the window ``[l0, r0)``, step for step, but with
-    ``x`` taken relative to ``v`` (statsmodels' ``sum w x`` loses digits when ``|x| >> h``)."""
+    """statsmodels' regression at ``v`` over the window ``[l0, r0)``: the weighted mean of ``x``,
+    then the spread and covariance about it (floored at 1e-12 as there), with ``x`` taken
+    relative to ``v`` (statsmodels' ``sum w x`` loses digits when ``|x| >> h``); two passes."""
     sw = 0.0
+    s1 = 0.0
     for j in range(l0, r0):
         w = _tricube(abs(x[j] - v) / h) * r[j]
         buf[j - l0] = w
         sw += w
-    for j in range(l0, r0):
-        buf[j - l0] /= sw
-    xbar = 0.0
-    for j in range(l0, r0):
-        xbar += buf[j - l0] * (x[j] - v)
+        s1 += w * (x[j] - v)
+    xbar = s1 / sw
     var = 0.0
+    cov = 0.0
+    sy = 0.0
     for j in range(l0, r0):
-        var += buf[j - l0] * ((x[j] - v) - xbar) ** 2
-    var = max(var, 1e-12)
-    fit = 0.0
-    for j in range(l0, r0):
-        fit += buf[j - l0] * (1.0 + (0.0 - xbar) * ((x[j] - v) - xbar) / var) * y[j]
-    return fit
+        w = buf[j - l0]
+        d = (x[j] - v) - xbar
+        var += w * d * d
+        cov += w * d * y[j]
+        sy += w * y[j]
+    var = max(var / sw, 1e-12)
+    return sy / sw + (0.0 - xbar) * (cov / sw) / var
 
 
 @njit(cache=True, error_model="numpy", inline="always")
