@@ -182,9 +182,16 @@ def lowess(endog: ArrayLike, exog: ArrayLike, frac: float = 2.0 / 3.0, it: int =
     ``k`` consecutive observations in the order of ``np.argsort(exog)`` (statsmodels' sort), so
     observations tied in ``x`` at the window's far end are in or out by that order, not all in
     as in a textbook "every point within the k-th distance" rule; the radius is the distance to
-    the farther end of the window. Each fit is exact: where the prefix moments' rounding bound
-    could exceed 3e-11 of ``max|y|`` (a fit whose weights are nearly all at the window's edge,
-    a nearly singular spread of ``x``), that fit is summed directly with statsmodels' formula.
+    the farther end of the window; the first of a run of tied points is fitted and the fit is
+    copied to the others. Where ``|x|`` is large against the span (``x`` in ``1e6 + [0, 1]``)
+    statsmodels' sums about 0 lose digits (1e-8 of ``max|y|`` measured); these sums are taken
+    about each point and keep them.
+
+    Each fit is exact: where the prefix moments' rounding bound could exceed 3e-11 of ``max|y|``
+    (a nearly singular spread of ``x``; a window whose weight sits at its far edge, as in the
+    tails of heavy-tailed ``x``), that fit is summed directly, in O(k). On uniform or normal
+    ``x`` that is under 0.1% of the fits; on Cauchy ``x`` about 2% (measured at n = 2e5,
+    ``frac=0.3``, ``it=3``: 3.3 s against 0.2 s for uniform ``x``).
 
     References
     ----------
