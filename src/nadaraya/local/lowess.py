@@ -231,20 +231,24 @@ def lowess(endog: ArrayLike, exog: ArrayLike, frac: float = 2.0 / 3.0, it: int =
         x, y = x[order], y[order]
     x = np.ascontiguousarray(x)
     y = np.ascontiguousarray(y)
-    if not given:
-        fit, _, _ = _smooth(x, y, x, np.ones_like(x), frac, it, delta, False)
-        if return_sorted:
-            return np.array([x, fit]).T
-        out = fit
-        if order is not None:
-            out = np.full(x.shape[0], np.nan)
-            out[order] = fit
-        if not valid.all():
-            full = np.full(x_in.shape[0], np.nan)
-            full[valid] = out
-            out = full
-        return out
-    return _at(x, y, _vector(xvals, "xvals"), frac, it, is_sorted, missing)
+    if given:
+        return _at(x, y, _vector(xvals, "xvals"), frac, it, is_sorted, missing)
+    fit, _, _ = _smooth(x, y, x, np.ones_like(x), frac, it, delta, False)
+    return np.array([x, fit]).T if return_sorted else _unsorted(fit, order, valid)
+
+
+def _unsorted(fit: _F, order: NDArray[np.intp] | None, valid: NDArray[np.bool_]) -> _F:
+    """The fits back in the input's order (``order`` the sort's, when it sorted), NaN where an
+    observation was dropped (``valid`` False)."""
+    out = fit
+    if order is not None:
+        out = np.full(fit.shape[0], np.nan)
+        out[order] = fit
+    if not valid.all():
+        full = np.full(valid.shape[0], np.nan)
+        full[valid] = out
+        out = full
+    return out
 
 
 def _at(x: NDArray[np.float64], y: NDArray[np.float64], xv_in: NDArray[np.float64], frac: float, it: int,
