@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ._sigtest import SignificanceTest
     from ._summary import FitSummary
     from .estimator import NadarayaWatson
+    from .local.lowess import lowess
     from .nn import AttentionPoolingRegressor
 
 from ._version import __version__
@@ -34,6 +35,7 @@ __all__ = [
     "kernels",
     "load",
     "loo_pool",
+    "lowess",
     "pool",
     "select_bandwidth",
     "set_config",
@@ -47,6 +49,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "AttentionPoolingRegressor": ("nadaraya.nn._regressor", "AttentionPoolingRegressor"),
     "load": ("nadaraya.persist", "load"),
     "select_bandwidth": ("nadaraya.bandwidth", "select_bandwidth"),
+    "lowess": ("nadaraya.local.lowess", "lowess"),
     "SingularFitWarning": ("nadaraya._fit", "SingularFitWarning"),
     "FitSummary": ("nadaraya._summary", "FitSummary"),
     "Band": ("nadaraya._inference", "Band"),

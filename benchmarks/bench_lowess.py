@@ -1,0 +1,72 @@
+"""LOWESS: nadaraya.lowess against statsmodels' lowess, ratios taken in this run (issue 31).
+
+Workloads, y = sin x + N(0, 0.3^2) on x ~ U(0, 10), frac = 0.3, it = 3:
+
+- W1, n = 2e4: statsmodels (run once) against nadaraya (best of three), the ratio and the
+  largest difference of the fits over max|y| (targets: at least 100x, at most 1e-10).
+- W2, n = 1e6: nadaraya's time (run once; target: about 3 s). statsmodels is O(n k) = O(frac
+  n^2): its time at n = 1e5 (run once) times (1e6 / 1e5)^2 is the *extrapolated* figure the
+  ratio is taken against (the fits' accuracy at size is tests/test_lowess.py's and W1's).
+
+    python benchmarks/bench_lowess.py           # full sizes (statsmodels at 1e5 takes minutes)
+    python benchmarks/bench_lowess.py --quick   # small sizes, a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import nadaraya
+from _timing import timed
+
+
+def row(name: str, impl_name: str, seconds: float, note: str = "") -> None:
+    print(f"{name:<24}{impl_name:<34}{seconds:>10.4f}  {note}", flush=True)
+
+
+def data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.0, 10.0, n)
+    return x, np.sin(x) + rng.normal(0.0, 0.3, n)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    args = parser.parse_args()
+    from statsmodels.nonparametric.smoothers_lowess import lowess as sm_lowess
+
+    frac, it = 0.3, 3
+    n1, n_big, n_sm = (2000, 20000, 2000) if args.quick else (20000, 1_000_000, 100_000)
+    nadaraya.lowess(np.sin(np.arange(200.0)), np.arange(200.0), frac=frac, it=it)  # compile
+    print(f"{'workload':<24}{'implementation':<34}{'seconds':>10}  note")
+
+    x, y = data(n1)
+    t_sm, want = timed(lambda: sm_lowess(y, x, frac=frac, it=it), repeat=1)
+    t_nd, got = timed(lambda: nadaraya.lowess(y, x, frac=frac, it=it), repeat=3)
+    err = float(np.max(np.abs(got - want)) / np.max(np.abs(y)))
+    name = f"W1 n={n1:.0e}"
+    row(name, "statsmodels lowess", t_sm)
+    row(name, "nadaraya.lowess", t_nd,
+        f"{t_sm / t_nd:.0f}x statsmodels (target >= 100x); max diff {err:.1e} of max|y| (target 1e-10)")
+
+    x, y = data(n_sm, seed=2)
+    t_sm, _ = timed(lambda: sm_lowess(y, x, frac=frac, it=it), repeat=1)
+    x, y = data(n_big, seed=3)
+    t0 = time.perf_counter()
+    nadaraya.lowess(y, x, frac=frac, it=it)
+    t_nd = time.perf_counter() - t0
+    extrapolated = t_sm * (n_big / n_sm) ** 2
+    name = f"W2 n={n_big:.0e}"
+    row(name, f"statsmodels lowess at n={n_sm:.0e}", t_sm, "measured, run once")
+    row(name, "statsmodels lowess (extrapolated)", extrapolated,
+        f"EXTRAPOLATED: {t_sm:.1f} s at n={n_sm:.0e} x ({n_big:.0e}/{n_sm:.0e})^2, O(n k) = O(frac n^2)")
+    row(name, "nadaraya.lowess", t_nd,
+        f"run once (target about 3 s); {extrapolated / t_nd:.0f}x the EXTRAPOLATED statsmodels")
+
+
+if __name__ == "__main__":
+    main()
