@@ -566,7 +566,7 @@ def test_per_feature_search_warns_nothing() -> None:
 ], ids=["complex", "datetime", "timedelta", "text"])
 def test_predict_refuses_non_real_X_naming_it(Q) -> None:
     model = nadaraya.NadarayaWatson(bandwidth=1.0).fit([[0.0], [1.0]], [0.0, 1.0])
-    with pytest.raises(ValueError, match=r"\bX\b.*(real|numeric)"):
+    with pytest.raises(ValueError, match=r"\bX\b.*(real|numeric|as numbers)"):
         model.predict(Q)
 
 
