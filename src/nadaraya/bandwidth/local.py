@@ -37,6 +37,7 @@ from ..backends.reference import _moment_sums, block_weights
 from ..kernels import Kernel
 from ..partials import Partials
 from ..pooling import Call
+from ._multistart import _OUT, best_of, log_grid, settle, sweep
 from .criteria import BandwidthSelection, _Objective
 from .rules import _pow2_scale, _rule_of_thumb
 
@@ -222,7 +223,7 @@ def select_mixed(
     span = np.ptp(obj.Xc, axis=0) if cont else np.zeros(0)
     lower = np.empty(obj.d)
     upper = np.empty(obj.d)
-    lower[obj.cont], upper[obj.cont] = rot * 2.0**-3, np.maximum(rot * 2.0**3, 100.0 * span)
+    lower[obj.cont], upper[obj.cont] = rot * 2.0**-3, np.maximum(rot * 2.0**3, _OUT * span)
     lower[obj.catc], upper[obj.catc] = 0.0, hi
     if k.compact and method == "cv" and cont:
         from .search import _nn_linf
@@ -257,31 +258,57 @@ def select_mixed(
             )
         return from_v(res.x), float(res.fun) * norm, res
 
-    h1, s1, res = run(h)
-    if s1 <= s:
-        h, s = h1, s1
+    status: list[Any] = []
+
+    def polish(h0: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
+        h1, s1, res = run(h0)
+        status.append(res)
+        return h1, s1
+
+    def f(h: NDArray[np.float64]) -> float:
+        return obj.at(h, "per_feature")
+
+    # each column's grid: bandwidths of ratio 2 from the lower bound to three times the range
+    # and the upper bound; lambdas evenly spaced over their range
+    grids = [
+        np.append(log_grid(lower[j], max(3.0 * span[list(obj.cont).index(j)], 2.0 * lower[j])), upper[j])
+        if is_cont[j] else np.linspace(0.0, upper[j], 9)
+        for j in range(obj.d)
+    ]
+    # statsmodels' and np's start: the continuous rule of thumb, and its lambdas clipped
+    h_rule = np.where(is_cont, 0.0, 1.06 * np.std(x, axis=0) * obj.n ** (-1.0 / (4 + obj.d)))
+    h_rule = np.clip(h_rule, lower, upper)
+    h_rule[obj.cont] = np.clip(rot, lower[obj.cont], upper[obj.cont])
+    h, s, _ = sweep(f, h, s, grids)
+    h, s = best_of(polish, [h, h_rule], h, s)
     moved = False
     for j in range(obj.d):
         tries = [upper[j]] + ([0.0] if not is_cont[j] and var_types[j] == "o" else [])
         for value in tries:
             trial = h.copy()
             trial[j] = value
-            st = obj.at(trial, "per_feature")
+            st = f(trial)
             if st <= s:
                 h, s, moved = trial, st, True
     if moved:
-        h1, s1, res = run(h)
-        if s1 <= s:
-            h, s = h1, s1
-    unit = np.where(is_cont, np.ldexp(1.0, x_exp), 1.0)
-    smoothed = np.zeros(obj.d, dtype=bool)
-    if cont:
-        from .search import _smoothed_out
+        h, s = best_of(polish, [h], h, s)
+    # a column stays smoothed out only where no finite value of its profile scores lower
+    from .search import _smoothed_out
 
-        smoothed[obj.cont] = _smoothed_out(k, h[obj.cont], span)
-    smoothed[obj.catc] = np.isclose(h[obj.catc], hi) & np.array(
-        [categorical_kernel == "li-racine" or kd == "u" for kd in kinds], dtype=bool
-    )
+    can = np.array([is_cont[j] or categorical_kernel == "li-racine" or var_types[j] == "u"
+                    for j in range(obj.d)])
+    finite = [g[:-1] for g in grids]
+    for _ in range(2):
+        flat = np.zeros(obj.d, dtype=bool)
+        if cont:
+            flat[obj.cont] = _smoothed_out(k, h[obj.cont], span)
+        flat |= np.isclose(h, upper)
+        h, s, smoothed, moved = settle(f, h, s, np.flatnonzero(flat & can), upper, finite, is_cont)
+        if not moved:
+            break
+        h, s = best_of(polish, [h], h, s)
+    res = status[-1]
+    unit = np.where(is_cont, np.ldexp(1.0, x_exp), 1.0)
     rule = np.full(obj.d, np.nan)
     rule[obj.cont] = rot
     return _result(

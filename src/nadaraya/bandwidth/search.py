@@ -17,6 +17,7 @@ from .._fit import as_degree
 from .._mixed import as_categorical_kernel, as_var_types
 from .._validation import as_tol
 from ..kernels import Kernel
+from ._multistart import _OUT
 from .criteria import BandwidthSelection, BandwidthWarning, _check_enough, _Objective, _validate
 from .optimise import brent, halley
 from .rules import _pow2_scale, _rule_of_thumb
@@ -138,7 +139,7 @@ def select_bandwidth(
     ``sqrt(2)``, from ``2**-6`` to at least ``2**5`` times Scott's rule of thumb (over three
     decades, extended up to three times the data's range so that "ignore x" is on the grid),
     then a bounded refinement on ``log h`` between the grid neighbours of the best grid
-    point, to a relative 1e-3; an optimum at the top of the grid is tried once more at 100
+    point, to a relative 1e-3; an optimum at the top of the grid is tried once more at 10**4
     times the data's range, where every feature is smoothed out, and kept there when no worse.
     The criterion has local minima; the grid is there for them. For
     the Gaussian kernel the whole grid costs one pass over the pairs: in the shifted log
@@ -150,17 +151,20 @@ def select_bandwidth(
     leave-one-out pass of the primitive (:func:`nadaraya.pooling.compute_partials` with
     ``exclude=arange(n)``) on ``backend``.
 
-    **Per feature** (``per_feature=True``): from the best point of the same coarse grid along
-    Scott's per-feature rule (``h = t * rule``), L-BFGS-B on ``log h_k`` within data-derived bounds (``2**-6``
-    times the rule below; above, the larger of ``2**5`` times the rule and 100 times the
-    feature's range), with the analytic gradient of the criterion for the Gaussian kernel
-    (from the same pass; finite differences through the primitive for other kernels). A
-    feature that does not help ends with a large bandwidth: before L-BFGS-B (and after it,
-    where the bandwidth has grown past the feature's range), each feature is tried at its
-    upper bound (the criterion flattens out there, so its gradient vanishes long before the
-    bound and L-BFGS-B would crawl) and kept there when the score is no worse;
-    ``smoothed_out`` says which features the fit ignores. This favours smoothing a noise
-    feature out: where such a feature also has an interior CV minimum, it may be missed.
+    **Per feature** (``per_feature=True``): from the better of the best point of the same
+    coarse grid along Scott's per-feature rule (``h = t * rule``) and the rule itself, a
+    coordinate sweep on ``log h_k`` (each feature's grid of ratio 2, from ``2**-6`` times its
+    rule to three times its range, and its upper bound, where it is smoothed out; the others
+    held; until a sweep moves nothing, at most two), then L-BFGS-B on ``log h_k`` from the
+    sweep's point, from the rule and from the grid's point (the best kept), within bounds of
+    ``2**-6`` times the rule below and, above, the larger of ``2**5`` times the rule and
+    ``10**4`` times the feature's range, with the analytic gradient of the criterion for the
+    Gaussian kernel (from the same pass; finite differences through the primitive for other
+    kernels). A feature whose bandwidth has grown past its range is tried at its upper bound
+    (the criterion flattens out there, so its gradient vanishes long before the bound) and
+    kept there when no worse. A feature is reported in ``smoothed_out`` only where its upper
+    bound scores no higher than every finite bandwidth of its profile (the others held; a
+    grid, then Brent's refinement around its best point); otherwise it takes the best finite one.
 
     **Warnings.** A feature smoothed out is a normal outcome: it is recorded in
     ``smoothed_out``, not warned about. An optimum on any other bound (the lower one, or the
@@ -386,7 +390,7 @@ def _search(s: _Search) -> BandwidthSelection:
         # the top of the grid (a few times the data's range) may not smooth every feature out
         # yet; the criterion flattens out beyond it, so one more pass at the bandwidth that does
         # (the per-feature search's upper bound) settles it: kept when no worse
-        t_out = float(np.max(100.0 * s.span / s.direction))
+        t_out = float(np.max(_OUT * s.span / s.direction))
         if t_out > top:
             s_out = s.obj.at(t_out * s.direction, "refine")
             top = t_out  # the search's upper bound
@@ -472,52 +476,80 @@ def _refine(
 def _per_feature(
     s: _Search, ts: NDArray[np.float64], t_best: float, s_best: float, t_floor: float
 ) -> BandwidthSelection:
-    """L-BFGS-B on ``log h`` from the best grid point, within per-feature bounds, with each
-    feature tried smoothed out before and after."""
+    """From the best grid point and from Scott's rule per feature: a coordinate sweep on a
+    log grid per feature, L-BFGS-B from the best points found, each feature tried smoothed
+    out, and the features left smoothed out checked against their own profiles
+    (:mod:`nadaraya.bandwidth._multistart`)."""
     from threadpoolctl import threadpool_limits
+
+    from ._multistart import best_of, log_grid, settle, smooth_out, sweep
 
     obj, d, method = s.obj, s.d, s.method
     lower = s.rot * 2.0 ** (-_GRID_BELOW / 2)
     if t_floor > 0:
         lower = np.maximum(lower, t_floor * s.direction)
-    upper = np.maximum(s.rot * 2.0 ** (_GRID_ABOVE / 2), 100.0 * s.span)
-    v0 = np.clip(np.log(t_best * s.direction), np.log(lower), np.log(upper))
+    upper = np.maximum(s.rot * 2.0 ** (_GRID_ABOVE / 2), _OUT * s.span)
     # the score is scaled to order one so that L-BFGS-B's tolerances mean the same on any data
     scale = abs(s_best) if method == "cv" and s_best > 0 else 1.0
     minimise = _lbfgsb(obj, scale, list(zip(np.log(lower), np.log(upper))))
 
-    # The criterion flattens out as a useless feature's bandwidth grows, so its gradient
-    # vanishes long before the bound and L-BFGS-B would crawl there: each feature is tried
-    # smoothed out (at its upper bound) before L-BFGS-B, and again after it where its
-    # bandwidth has grown past its range, and kept there when the score is no worse.
+    def f(h: NDArray[np.float64]) -> float:
+        return obj.at(h, "per_feature")
+
+    def polish(h0: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
+        res = minimise(np.log(h0))
+        status.append(res)
+        h1 = np.exp(res.x)
+        # scored by one exact pass: the gradient pass borrows its shifts and can misjudge
+        # rows whose every weight is near the flush limit
+        return h1, (f(h1) if obj.fast else float(res.fun) * scale)
+
+    status: list[Any] = []
+    # each feature's grid: ratio 2 from the lower bound to a few times its range, and the
+    # upper bound, where it is smoothed out
+    grids = [np.append(log_grid(lower[j], max(3.0 * s.span[j], 2.0 * lower[j])), upper[j]) for j in range(d)]
+    grids = [g[g <= upper[j]] for j, g in enumerate(grids)]
+    h_grid = np.clip(t_best * s.direction, lower, upper)
+    h_rot = np.clip(s.rot, lower, upper)
     # L-BFGS-B's BLAS calls on a few numbers: OpenBLAS's thread pool only fights numba's
     # for the cores there
     with threadpool_limits(limits=1, user_api="blas"):
-        h, s_final, _ = _smooth_out(obj, np.exp(v0), s_best, upper, s.span)
-        res = minimise(np.log(h))
-        if float(res.fun) * scale <= s_final:
-            h, s_final = np.exp(res.x), float(res.fun) * scale
-        h, s_final, moved = _smooth_out(obj, h, s_final, upper, s.span, wide=True)
+        s_rot = f(h_rot)
+        h, sc = (h_rot, s_rot) if s_rot < s_best else (h_grid, s_best)
+        h, sc, _ = sweep(f, h, sc, grids)
+        # polished from the sweep's point, from Scott's rule (where a local search from the
+        # rule of thumb, as statsmodels' and np's, ends) and from the grid's best point
+        h, sc = best_of(polish, [h, h_rot, h_grid], h, sc)
+        # The criterion flattens out as a useless feature's bandwidth grows, so its gradient
+        # vanishes long before the bound and L-BFGS-B would crawl there: each feature whose
+        # bandwidth has grown past its range is tried smoothed out (at its upper bound)
+        h, sc, moved = smooth_out(f, h, sc, upper, s.span)
         if moved:
-            res = minimise(np.log(h))
-            if float(res.fun) * scale <= s_final:
-                h, s_final = np.exp(res.x), float(res.fun) * scale
-        if s.obj.fast:
-            # the score reported is the criterion at the returned bandwidth, from one exact
-            # leave-one-out pass of the primitive: the gradient pass borrows its shifts and can
-            # misjudge rows whose every weight is near the flush limit
-            s_final = obj.at(h, "per_feature")
+            h, sc = best_of(polish, [h], h, sc)
+        # a feature stays smoothed out only where no finite bandwidth of its profile scores lower
+        flat = np.flatnonzero(_smoothed_out(s.kernel, h, s.span) | (h >= upper))
+        finite = [g[:-1] for g in grids]
+        h, sc, smoothed, moved = settle(f, h, sc, flat, upper, finite, [True] * d)
+        if moved:
+            h, sc = best_of(polish, [h], h, sc)
+            flat = np.flatnonzero(_smoothed_out(s.kernel, h, s.span) | (h >= upper))
+            h, sc, smoothed, _ = settle(f, h, sc, flat, upper, finite, [True] * d)
+        if obj.fast:
+            sc = f(h)  # the score reported: one exact pass at the returned bandwidth
+    res = status[-1]
     # a feature on its upper bound is smoothed out (``smoothed_out`` says so): no warning for
     # that normal outcome, only for a bound that is not the smoothing-out one
-    flat = _smoothed_out(s.kernel, h, s.span)
     for j in range(d):
         hj, unit = float(h[j]), float(s.unit[j])
-        if abs(math.log(hj / upper[j])) < 1e-6 and not flat[j]:
+        if abs(math.log(hj / upper[j])) < 1e-6 and not smoothed[j]:
             s.notes.append(_bound_note(j, hj * unit, "upper", float(upper[j]) * unit, method))
         elif abs(math.log(hj / lower[j])) < 1e-6:
             s.notes.append(_bound_note(j, hj * unit, "lower", float(lower[j]) * unit, method))
     bounds = np.stack([lower, upper], axis=1)
-    return s.result(h, s_final, bounds, bool(res.success), f"grid of {ts.size}, L-BFGS-B: {res.message}")
+    how = f"grid of {ts.size}, coordinate sweep, L-BFGS-B: {res.message}"
+    out = s.result(h, sc, bounds, bool(res.success), how)
+    out.smoothed_out = smoothed
+    return out
 
 
 def _lbfgsb(obj: _Objective, scale: float, bounds: list[tuple[float, float]]) -> Any:
@@ -549,26 +581,3 @@ def _lbfgsb(obj: _Objective, scale: float, bounds: list[tuple[float, float]]) ->
             return minimize(fun, start, jac=jac, method="L-BFGS-B", bounds=bounds, options=options)
 
     return run
-
-
-def _smooth_out(
-    obj: _Objective,
-    h: NDArray[np.float64],
-    score: float,
-    upper: NDArray[np.float64],
-    span: NDArray[np.float64],
-    wide: bool = False,
-) -> tuple[NDArray[np.float64], float, bool]:
-    """Try each feature at its upper bound (smoothed out); keep what is no worse. With
-    ``wide``, only the features whose bandwidth is at least their range (where the criterion
-    has flattened out: the others shape the weights, and an optimiser that stopped there found
-    them useful)."""
-    moved = False
-    for j in range(h.size):
-        if h[j] < upper[j] and (not wide or h[j] >= span[j]):
-            trial = h.copy()
-            trial[j] = upper[j]
-            s_trial = obj.at(trial, "per_feature")
-            if s_trial <= score:
-                h, score, moved = trial, s_trial, True
-    return h, score, moved

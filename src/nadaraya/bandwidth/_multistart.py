@@ -1,0 +1,187 @@
+"""A wider per-column search: a coordinate sweep on a grid per column, polish from several
+starts, and the test that a column left smoothed out is no better kept.
+
+The criterion of a per-feature search has local minima, and the basin L-BFGS-B starts in
+decides where it stops. These steps widen the search at a cost of passes linear in the
+number of columns:
+
+- :func:`sweep`: cyclic coordinate descent on a fixed grid per column (log-spaced
+  bandwidths, evenly spaced lambdas), each column's whole grid scored with the others held,
+  until a round moves nothing (at most ``rounds``);
+- :func:`best_of`: a local optimiser from several starts, the best kept;
+- :func:`settle`: each column at its smoothing-out end is scored against the best finite
+  value of its own profile (a grid, then Brent's refinement around the best grid point): it
+  stays smoothed out only where no finite value scores lower.
+
+Every function takes the criterion as ``f(h) -> float`` (one exact leave-one-out pass) and
+keeps a point only where it scores no higher than the best so far, so none of them can make
+the search's result worse.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .optimise import brent
+
+__all__ = ["best_of", "log_grid", "settle", "smooth_out", "sweep"]
+
+#: the upper bound of a bandwidth in units of its feature's range: the Gaussian's weights vary
+#: by 5e-9 over the range there, so the criterion is that of h = inf to about that
+_OUT = 1e4
+
+#: scores this close (relative) are equal: a bandwidth a few ulps from its end scores the same
+_TIE = 1e-12
+
+Criterion = Callable[[NDArray[np.float64]], float]
+Polish = Callable[[NDArray[np.float64]], tuple[NDArray[np.float64], float]]
+
+
+def log_grid(lower: float, cap: float, ratio: float = 2.0) -> NDArray[np.float64]:
+    """Bandwidths ``lower * ratio**k`` up to ``cap`` (``cap`` included), ascending.
+
+    Examples
+    --------
+    >>> log_grid(1.0, 5.0).tolist()
+    [1.0, 2.0, 4.0, 5.0]
+    """
+    k = max(0, math.floor(math.log(cap / lower) / math.log(ratio) + 1e-9))
+    out = lower * ratio ** np.arange(k + 1.0)
+    return out if out[-1] >= cap * (1 - 1e-9) else np.append(out, cap)
+
+
+def sweep(
+    f: Criterion,
+    h: NDArray[np.float64],
+    score: float,
+    grids: Sequence[NDArray[np.float64]],
+    rounds: int = 2,
+) -> tuple[NDArray[np.float64], float, bool]:
+    """Cyclic coordinate descent on a grid per column: each column moves to the best value
+    of its grid (the others held) where that scores lower. Returns ``(h, score, moved)``.
+
+    Examples
+    --------
+    >>> f = lambda h: (h[0] - 2.0) ** 2 + (h[1] + 1.0) ** 2
+    >>> g = np.arange(-3.0, 4.0)
+    >>> h, s, moved = sweep(f, np.zeros(2), f(np.zeros(2)), [g, g])
+    >>> h.tolist(), s, moved
+    ([2.0, -1.0], 0.0, True)
+    """
+    h = np.array(h, dtype=np.float64)
+    moved = False
+    for _ in range(rounds):
+        moved_now = False
+        for j, grid in enumerate(grids):
+            best_v, best_s = h[j], score
+            for v in grid:
+                if v == h[j]:
+                    continue
+                trial = h.copy()
+                trial[j] = v
+                s = f(trial)
+                if s < best_s:
+                    best_v, best_s = v, s
+            if best_s < score:
+                h[j], score, moved_now = best_v, best_s, True
+        moved |= moved_now
+        if not moved_now:
+            break
+    return h, score, moved
+
+
+def best_of(
+    polish: Polish, starts: Sequence[NDArray[np.float64]], h: NDArray[np.float64], score: float
+) -> tuple[NDArray[np.float64], float]:
+    """The local optimiser ``polish(start) -> (h, score)`` from each start; the best point
+    of them and ``(h, score)`` (duplicate starts are run once)."""
+    seen: list[NDArray[np.float64]] = []
+    for start in starts:
+        if any(np.array_equal(start, s) for s in seen):
+            continue
+        seen.append(start)
+        h1, s1 = polish(start)
+        if s1 <= score:
+            h, score = h1, s1
+    return h, score
+
+
+def settle(
+    f: Criterion,
+    h: NDArray[np.float64],
+    score: float,
+    candidates: Sequence[int],
+    upper: NDArray[np.float64],
+    grids: Sequence[NDArray[np.float64]],
+    log: Sequence[bool],
+    tol: float = 1e-3,
+) -> tuple[NDArray[np.float64], float, NDArray[np.bool_], bool]:
+    """Decide, for each column of ``candidates``, between its smoothing-out end ``upper[j]``
+    and the best finite value of its profile (others held): the grid ``grids[j]`` (ascending,
+    below ``upper[j]``), then Brent's refinement (on ``log`` h where ``log[j]``) between the
+    best grid point's neighbours. The column goes to the lower of the two; it is smoothed
+    out only where the end scores no higher than every finite value tried.
+
+    Returns ``(h, score, smoothed, moved)``: ``smoothed[j]`` for the columns left at their
+    end, ``moved`` where ``h`` changed.
+    """
+    h = np.array(h, dtype=np.float64)
+    smoothed = np.zeros(h.size, dtype=bool)
+    moved = False
+    for j in candidates:
+
+        def at(v: float, j: int = j) -> float:
+            trial = h.copy()
+            trial[j] = v
+            return f(trial)
+
+        at_end = bool(np.isclose(h[j], upper[j], rtol=1e-9, atol=0.0))
+        s_up = score if h[j] == upper[j] else at(float(upper[j]))
+        grid = np.asarray(grids[j], dtype=np.float64)
+        vals = [score if v == h[j] else at(float(v)) for v in grid]
+        k = int(np.argmin(vals))
+        v_best, s_best = float(grid[k]), float(vals[k])
+        if 0 < k < grid.size - 1 and math.isfinite(s_best):
+            warp = (np.log if log[j] else np.asarray)(grid[k - 1 : k + 2].astype(np.float64))
+            back: Callable[[float], float] = math.exp if log[j] else float
+            x, s_ref, _ = brent(
+                lambda u, back=back: at(back(u)),
+                (float(warp[0]), float(warp[1]), float(warp[2])),
+                (float(vals[k - 1]), s_best, float(vals[k + 1])),
+                tol,
+            )
+            if s_ref < s_best:
+                v_best, s_best = back(x), s_ref
+        if s_best < s_up:
+            if s_best < score or at_end:
+                h[j], score, moved = v_best, s_best, True
+        elif at_end or s_up <= score + _TIE * abs(score):
+            moved |= h[j] != upper[j]
+            h[j], score = upper[j], s_up
+            smoothed[j] = True
+    return h, score, smoothed, moved
+
+
+def smooth_out(
+    f: Criterion,
+    h: NDArray[np.float64],
+    score: float,
+    upper: NDArray[np.float64],
+    span: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], float, bool]:
+    """Each feature whose bandwidth is at least its range (where the criterion has
+    flattened out; the others shape the weights, and an optimiser that stopped there found
+    them useful) tried at its upper bound, kept where no worse: ``(h, score, moved)``."""
+    moved = False
+    for j in range(h.size):
+        if span[j] <= h[j] < upper[j]:
+            trial = h.copy()
+            trial[j] = upper[j]
+            s_trial = f(trial)
+            if s_trial <= score:
+                h, score, moved = trial, s_trial, True
+    return h, score, moved
