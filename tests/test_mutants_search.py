@@ -188,7 +188,7 @@ def test_per_feature_bandwidth_short_of_its_upper_bound_gets_no_note():
     y = np.sin(6 * X[:, 0]) + rng.normal(0, 0.1, 30)
     res, caught = _quiet(X, y, kernel="triangular", per_feature=True, method="aicc")
     ranges = res.bandwidth[1] / np.ptp(X[:, 1])
-    assert 1 < ranges and res.bandwidth[1] < res.bounds[1, 1] / math.e  # the case
+    assert ranges > 1 and res.bandwidth[1] < res.bounds[1, 1] / math.e  # the case
     assert not res.smoothed_out[1]
     assert caught == []
 

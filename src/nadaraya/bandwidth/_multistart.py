@@ -66,7 +66,7 @@ def sweep(
 
     Examples
     --------
-    >>> f = lambda h: (h[0] - 2.0) ** 2 + (h[1] + 1.0) ** 2
+    >>> f = lambda h: float((h[0] - 2.0) ** 2 + (h[1] + 1.0) ** 2)
     >>> g = np.arange(-3.0, 4.0)
     >>> h, s, moved = sweep(f, np.zeros(2), f(np.zeros(2)), [g, g])
     >>> h.tolist(), s, moved

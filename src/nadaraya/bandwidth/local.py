@@ -15,11 +15,15 @@ pass of the moment sums (each point's own term masked inside them) and the per-q
 Categorical columns multiply each weight by their factor (:mod:`nadaraya._mixed`), the own
 term's factor included. The search with categorical columns (one bandwidth or lambda per
 column, as statsmodels' and np's ``cv_ls``): a coarse grid of a common factor on the
-continuous rule of thumb times three common levels of lambda, then L-BFGS-B on
-``(log h, lambda)`` within bounds (finite differences), then each column tried at the end of
-its range that smooths it out (the upper bound; for Wang-van Ryzin's ordered kernel, whose
-weights vanish as lambda -> 1, the indicator lambda = 0 is tried as well), kept where the
-score is no worse, and L-BFGS-B once more if anything moved.
+continuous rule of thumb times three common levels of lambda; L-BFGS-B on ``(log h, lambda)``
+within bounds (finite differences) from the grid's best point and from the rule of thumb
+(statsmodels' start), the best kept; a coordinate sweep from there (each column in turn to
+the best point of its grid, the others held), and L-BFGS-B again if it moved; then each
+column tried at the end of its range that smooths it out (the upper bound; for Wang-van
+Ryzin's ordered kernel, whose weights vanish as lambda -> 1, the indicator lambda = 0 is tried
+as well), kept where the score is no worse, and L-BFGS-B once more if anything moved. A
+column is reported smoothed out only where its end scores no higher than every finite value
+of its profile (:func:`nadaraya.bandwidth._multistart.settle`).
 """
 
 from __future__ import annotations
@@ -268,19 +272,25 @@ def select_mixed(
     def f(h: NDArray[np.float64]) -> float:
         return obj.at(h, "per_feature")
 
-    # each column's grid: bandwidths of ratio 2 from the lower bound to three times the range
-    # and the upper bound; lambdas evenly spaced over their range
-    grids = [
-        np.append(log_grid(lower[j], max(3.0 * span[list(obj.cont).index(j)], 2.0 * lower[j])), upper[j])
-        if is_cont[j] else np.linspace(0.0, upper[j], 9)
+    # each column's profile: bandwidths of ratio 2 from the lower bound to three times the
+    # range, lambdas evenly spaced over their range; the sweep's grids take every other one
+    # and the upper end
+    finite = [
+        log_grid(lower[j], max(3.0 * span[list(obj.cont).index(j)], 2.0 * lower[j]))
+        if is_cont[j] else np.linspace(0.0, upper[j], 9)[:-1]
         for j in range(obj.d)
     ]
+    grids = [np.append(g[::2], upper[j]) for j, g in enumerate(finite)]
     # statsmodels' and np's start: the continuous rule of thumb, and its lambdas clipped
     h_rule = np.where(is_cont, 0.0, 1.06 * np.std(x, axis=0) * obj.n ** (-1.0 / (4 + obj.d)))
     h_rule = np.clip(h_rule, lower, upper)
     h_rule[obj.cont] = np.clip(rot, lower[obj.cont], upper[obj.cont])
-    h, s, _ = sweep(f, h, s, grids)
+    # L-BFGS-B from the grid's best point and from the rule; then a coordinate sweep from the
+    # better end, which leaves a basin where one column's grid holds a lower score
     h, s = best_of(polish, [h, h_rule], h, s)
+    h, s, moved = sweep(f, h, s, grids)
+    if moved:
+        h, s = best_of(polish, [h], h, s)
     moved = False
     for j in range(obj.d):
         tries = [upper[j]] + ([0.0] if not is_cont[j] and var_types[j] == "o" else [])
@@ -297,16 +307,17 @@ def select_mixed(
 
     can = np.array([is_cont[j] or categorical_kernel == "li-racine" or var_types[j] == "u"
                     for j in range(obj.d)])
-    finite = [g[:-1] for g in grids]
-    for _ in range(2):
-        flat = np.zeros(obj.d, dtype=bool)
+
+    def candidates(h: NDArray[np.float64]) -> NDArray[np.intp]:
+        flat = np.isclose(h, upper)
         if cont:
-            flat[obj.cont] = _smoothed_out(k, h[obj.cont], span)
-        flat |= np.isclose(h, upper)
-        h, s, smoothed, moved = settle(f, h, s, np.flatnonzero(flat & can), upper, finite, is_cont)
-        if not moved:
-            break
+            flat[obj.cont] |= _smoothed_out(k, h[obj.cont], span)
+        return np.flatnonzero(flat & can)
+
+    h, s, smoothed, moved = settle(f, h, s, candidates(h), upper, finite, is_cont)
+    if moved:
         h, s = best_of(polish, [h], h, s)
+        h, s, smoothed, _ = settle(f, h, s, candidates(h), upper, finite, is_cont)
     res = status[-1]
     unit = np.where(is_cont, np.ldexp(1.0, x_exp), 1.0)
     rule = np.full(obj.d, np.nan)

@@ -151,20 +151,22 @@ def select_bandwidth(
     leave-one-out pass of the primitive (:func:`nadaraya.pooling.compute_partials` with
     ``exclude=arange(n)``) on ``backend``.
 
-    **Per feature** (``per_feature=True``): from the better of the best point of the same
-    coarse grid along Scott's per-feature rule (``h = t * rule``) and the rule itself, a
-    coordinate sweep on ``log h_k`` (each feature's grid of ratio 2, from ``2**-6`` times its
-    rule to three times its range, and its upper bound, where it is smoothed out; the others
-    held; until a sweep moves nothing, at most two), then L-BFGS-B on ``log h_k`` from the
-    sweep's point, from the rule and from the grid's point (the best kept), within bounds of
-    ``2**-6`` times the rule below and, above, the larger of ``2**5`` times the rule and
-    ``10**4`` times the feature's range, with the analytic gradient of the criterion for the
-    Gaussian kernel (from the same pass; finite differences through the primitive for other
-    kernels). A feature whose bandwidth has grown past its range is tried at its upper bound
-    (the criterion flattens out there, so its gradient vanishes long before the bound) and
-    kept there when no worse. A feature is reported in ``smoothed_out`` only where its upper
-    bound scores no higher than every finite bandwidth of its profile (the others held; a
-    grid, then Brent's refinement around its best point); otherwise it takes the best finite one.
+    **Per feature** (``per_feature=True``): bounds of ``2**-6`` times Scott's per-feature
+    rule below and, above, the larger of ``2**5`` times the rule and ``10**4`` times the
+    feature's range (where it is smoothed out). From the better of the best point of the same
+    coarse grid along the rule (``h = t * rule``) and the rule itself, a coordinate sweep
+    (each feature in turn to the best point of its grid, ratio 4 from the lower bound to three
+    times its range, and its upper bound, the others held; until a sweep moves nothing, at
+    most twice); L-BFGS-B on ``log h_k`` from the sweep's point, from the rule (where a local
+    search from the rule of thumb, as statsmodels' and np's, ends) and from the grid's point,
+    the best kept; a second sweep from there, and L-BFGS-B again if it moved. L-BFGS-B takes
+    the analytic gradient of the criterion for the Gaussian kernel (from the same pass;
+    finite differences through the primitive for other kernels). A feature whose bandwidth
+    has grown past its range is tried at its upper bound (the criterion flattens out there,
+    so its gradient vanishes long before the bound) and kept there when no worse. A feature is
+    reported in ``smoothed_out`` only where its upper bound scores no higher than every finite
+    bandwidth of its profile (the others held; a grid of ratio 2, then Brent's refinement
+    around its best point); otherwise it takes the best finite one.
 
     **Warnings.** A feature smoothed out is a normal outcome: it is recorded in
     ``smoothed_out``, not warned about. An optimum on any other bound (the lower one, or the
@@ -349,15 +351,17 @@ class _Search:
         return self.obj.d
 
     def result(
-        self, h: NDArray[np.float64], score: float, bounds: NDArray[np.float64], converged: bool, msg: str
+        self, h: NDArray[np.float64], score: float, bounds: NDArray[np.float64], converged: bool, msg: str,
+        smoothed: NDArray[np.bool_] | None = None,
     ) -> BandwidthSelection:
+        """The selection; ``smoothed`` defaults to the features whose weights hardly vary."""
         return BandwidthSelection(
             bandwidth=np.asarray(h, dtype=np.float64),
             score=float(score),
             method=self.method,
             kernel=self.kernel.name,
             per_feature=self.per_feature,
-            smoothed_out=_smoothed_out(self.kernel, h, self.span),
+            smoothed_out=_smoothed_out(self.kernel, h, self.span) if smoothed is None else smoothed,
             rule_of_thumb=self.rot,
             bounds=bounds,
             search=self.obj.record(),
@@ -405,7 +409,16 @@ def _search(s: _Search) -> BandwidthSelection:
             j0 = None if d > 1 else 0
             s.notes.append(_bound_note(j0, t_best * s.unit[0], side, bound * s.unit[0], method))
     bounds = np.stack([bottom * s.direction, top * s.direction], axis=1)
-    return s.result(t_best * s.direction, s_best, bounds, converged, f"grid of {ts.size} and {how} on log h")
+    h = t_best * s.direction
+    # a feature whose weights hardly vary is smoothed out only where its removal (its
+    # bandwidth at the per-feature search's upper bound) scores no higher
+    smoothed = _smoothed_out(s.kernel, h, s.span)
+    for j in np.flatnonzero(smoothed):
+        trial = h.copy()
+        trial[j] = max(h[j], _OUT * s.span[j])
+        if trial[j] > h[j] and not s.obj.at(trial, "refine") <= s_best + 1e-12 * abs(s_best):
+            smoothed[j] = False
+    return s.result(h, s_best, bounds, converged, f"grid of {ts.size} and {how} on log h", smoothed)
 
 
 def _grid(s: _Search) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
@@ -494,21 +507,20 @@ def _per_feature(
     minimise = _lbfgsb(obj, scale, list(zip(np.log(lower), np.log(upper))))
 
     def f(h: NDArray[np.float64]) -> float:
-        return obj.at(h, "per_feature")
+        # the Gaussian's gradient pass is the cheapest pass that scores one bandwidth
+        return obj.with_gradient(h)[0] if obj.fast else obj.at(h, "per_feature")
 
     def polish(h0: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
         res = minimise(np.log(h0))
         status.append(res)
-        h1 = np.exp(res.x)
-        # scored by one exact pass: the gradient pass borrows its shifts and can misjudge
-        # rows whose every weight is near the flush limit
-        return h1, (f(h1) if obj.fast else float(res.fun) * scale)
+        return np.exp(res.x), float(res.fun) * scale
 
     status: list[Any] = []
-    # each feature's grid: ratio 2 from the lower bound to a few times its range, and the
-    # upper bound, where it is smoothed out
-    grids = [np.append(log_grid(lower[j], max(3.0 * s.span[j], 2.0 * lower[j])), upper[j]) for j in range(d)]
-    grids = [g[g <= upper[j]] for j, g in enumerate(grids)]
+    # each feature's grid: ratio 4 from the lower bound to a few times its range, and the
+    # upper bound, where it is smoothed out; its profile's grid (to settle whether it is
+    # smoothed out) has ratio 2
+    finite = [log_grid(lower[j], max(3.0 * s.span[j], 2.0 * lower[j])) for j in range(d)]
+    grids = [np.append(g[::2], upper[j]) for j, g in enumerate(finite)]
     h_grid = np.clip(t_best * s.direction, lower, upper)
     h_rot = np.clip(s.rot, lower, upper)
     # L-BFGS-B's BLAS calls on a few numbers: OpenBLAS's thread pool only fights numba's
@@ -516,10 +528,15 @@ def _per_feature(
     with threadpool_limits(limits=1, user_api="blas"):
         s_rot = f(h_rot)
         h, sc = (h_rot, s_rot) if s_rot < s_best else (h_grid, s_best)
+        # a coordinate sweep from the better start; L-BFGS-B from its point, from Scott's rule
+        # (where a local search from the rule of thumb, as statsmodels' and np's, ends) and from
+        # the grid's best point; a second sweep leaves the basin where one feature's grid
+        # holds a lower score, and L-BFGS-B polishes what it finds
         h, sc, _ = sweep(f, h, sc, grids)
-        # polished from the sweep's point, from Scott's rule (where a local search from the
-        # rule of thumb, as statsmodels' and np's, ends) and from the grid's best point
         h, sc = best_of(polish, [h, h_rot, h_grid], h, sc)
+        h, sc, moved = sweep(f, h, sc, grids)
+        if moved:
+            h, sc = best_of(polish, [h], h, sc)
         # The criterion flattens out as a useless feature's bandwidth grows, so its gradient
         # vanishes long before the bound and L-BFGS-B would crawl there: each feature whose
         # bandwidth has grown past its range is tried smoothed out (at its upper bound)
@@ -528,14 +545,15 @@ def _per_feature(
             h, sc = best_of(polish, [h], h, sc)
         # a feature stays smoothed out only where no finite bandwidth of its profile scores lower
         flat = np.flatnonzero(_smoothed_out(s.kernel, h, s.span) | (h >= upper))
-        finite = [g[:-1] for g in grids]
         h, sc, smoothed, moved = settle(f, h, sc, flat, upper, finite, [True] * d)
         if moved:
             h, sc = best_of(polish, [h], h, sc)
             flat = np.flatnonzero(_smoothed_out(s.kernel, h, s.span) | (h >= upper))
             h, sc, smoothed, _ = settle(f, h, sc, flat, upper, finite, [True] * d)
         if obj.fast:
-            sc = f(h)  # the score reported: one exact pass at the returned bandwidth
+            # the score reported: one exact pass at the returned bandwidth (the gradient pass
+            # borrows its shifts and can misjudge rows whose every weight is near the flush limit)
+            sc = obj.at(h, "per_feature")
     res = status[-1]
     # a feature on its upper bound is smoothed out (``smoothed_out`` says so): no warning for
     # that normal outcome, only for a bound that is not the smoothing-out one
@@ -547,9 +565,7 @@ def _per_feature(
             s.notes.append(_bound_note(j, hj * unit, "lower", float(lower[j]) * unit, method))
     bounds = np.stack([lower, upper], axis=1)
     how = f"grid of {ts.size}, coordinate sweep, L-BFGS-B: {res.message}"
-    out = s.result(h, sc, bounds, bool(res.success), how)
-    out.smoothed_out = smoothed
-    return out
+    return s.result(h, sc, bounds, bool(res.success), how, smoothed)
 
 
 def _lbfgsb(obj: _Objective, scale: float, bounds: list[tuple[float, float]]) -> Any:
