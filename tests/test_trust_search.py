@@ -174,3 +174,51 @@ def test_stored_bandwidths_are_statsmodels(degree):
     pytest.importorskip("statsmodels")
     case = next(c for c in CASES if c[3] == degree and c[0] == "cu")
     np.testing.assert_allclose(statsmodels_bw(*case), STATSMODELS_BW[case], rtol=1e-6)
+
+
+# -- the helpers, on functions whose answers are known -----------------------------------------
+
+
+def test_settle_keeps_a_column_smoothed_out_only_where_its_end_wins():
+    from nadaraya.bandwidth._multistart import settle
+
+    upper = np.array([1e4, 1e4])
+    grid = np.geomspace(0.01, 3.0, 10)
+
+    def f(h):  # column 0 has an interior minimum at 0.3; column 1 decreases towards h = inf
+        return float((np.log(h[0] / 0.3)) ** 2 + 1.0 / (1.0 + h[1]))
+
+    h, s, smoothed, moved = settle(f, upper.copy(), f(upper), [0, 1], upper, [grid, grid], [True, True])
+    assert h[0] == pytest.approx(0.3, rel=2e-3) and h[1] == upper[1]
+    assert smoothed.tolist() == [False, True] and moved
+    assert s == pytest.approx(f(h), rel=1e-12) and s < f(upper)
+
+
+def test_settle_ties_a_bandwidth_a_few_ulps_from_its_end_to_the_end():
+    from nadaraya.bandwidth._multistart import settle
+
+    upper = np.array([1e4])
+    h0 = np.nextafter(upper, 0.0)
+
+    def f(h):
+        return 1.0 + 1.0 / (1.0 + h[0]) + (1e-17 if h[0] == upper[0] else 0.0)
+
+    h, _, smoothed, _ = settle(f, h0, f(h0), [0], upper, [np.geomspace(0.01, 3.0, 10)], [True])
+    assert smoothed.tolist() == [True] and h[0] == upper[0]
+
+
+def test_sweep_and_best_of_never_return_a_worse_point():
+    from nadaraya.bandwidth._multistart import best_of, sweep
+
+    rng = np.random.default_rng(0)
+    table = rng.normal(size=(7, 7))
+
+    def f(h):
+        return float(table[int(h[0]), int(h[1])])
+
+    g = np.arange(7.0)
+    h, s, _ = sweep(f, np.array([3.0, 3.0]), f(np.array([3.0, 3.0])), [g, g], rounds=5)
+    # a coordinate-wise minimum of the table
+    assert s == f(h) and s <= table[int(h[0])].min() and s <= table[:, int(h[1])].min()
+    worse = best_of(lambda h0: (h0, s + 1.0), [np.zeros(2)], h, s)
+    assert worse[1] == s and np.array_equal(worse[0], h)
