@@ -222,3 +222,35 @@ def test_sweep_and_best_of_never_return_a_worse_point():
     assert s == f(h) and s <= table[int(h[0])].min() and s <= table[:, int(h[1])].min()
     worse = best_of(lambda h0: (h0, s + 1.0), [np.zeros(2)], h, s)
     assert worse[1] == s and np.array_equal(worse[0], h)
+
+
+def _np_test_data():
+    """The data of statsmodels' kernel-regression tests, whose bandwidths those tests take from
+    R's np (``npregbw(..., bwmethod="cv.ls")``): 60 points, y = 0.3 + 1.2 c1 + 3.7 c2 + noise."""
+    rs = np.random.RandomState(123456)
+    n = 60
+    rs.binomial(2, 0.7, size=(n, 1)), rs.binomial(3, 0.7, size=(n, 1))  # the ordered columns, unused
+    c1, c2 = rs.normal(size=(n, 1)), rs.normal(10, 1, size=(n, 1))
+    rs.normal(10, 2, size=(n, 1))  # c3, unused
+    y = (0.3 + 1.2 * c1 + 3.7 * c2 + rs.normal(size=(n, 1)))[:, 0]
+    return np.column_stack([c1, c2]), y
+
+
+@pytest.mark.parametrize(
+    "degree, np_bw, sm_bw",
+    [
+        # R np's bandwidths as statsmodels' tests quote them, and statsmodels 0.15's cv_ls
+        (1, [1.717891, 2.449415], [1.7178820114074957, 2.449428090798923]),
+        (0, [0.6163835, 0.1649656], [0.6163659414372576, 0.16494869295509454]),
+    ],
+)
+def test_no_worse_than_np_on_its_own_test_data(degree, np_bw, sm_bw):
+    """The local-linear search used to stop at CV 1.27060 with c2 smoothed out, where np's
+    bandwidths score 1.26753."""
+    X, y = _np_test_data()
+    res = _select(X, y, "cc", degree)
+    ours = plain_cv(X, y, res.bandwidth, "cc", degree)
+    assert res.score == pytest.approx(ours, rel=1e-8)
+    for theirs in (np_bw, sm_bw):
+        assert ours <= plain_cv(X, y, np.array(theirs), "cc", degree) * (1 + 1e-6), (res.bandwidth, theirs)
+    assert not res.smoothed_out.any()
