@@ -156,10 +156,10 @@ def select_bandwidth(
     feature's range (where it is smoothed out). From the better of the best point of the same
     coarse grid along the rule (``h = t * rule``) and the rule itself, a coordinate sweep
     (each feature in turn to the best point of its grid, ratio 4 from the lower bound to three
-    times its range, and its upper bound, the others held; until a sweep moves nothing, at
-    most twice); L-BFGS-B on ``log h_k`` from the sweep's point, from the rule (where a local
-    search from the rule of thumb, as statsmodels' and np's, ends) and from the grid's point,
-    the best kept; a second sweep from there, and L-BFGS-B again if it moved. L-BFGS-B takes
+    times its range, and its upper bound, the others held); L-BFGS-B on ``log h_k`` from the
+    sweep's point, from the rule (where a local search from the rule of thumb, as statsmodels'
+    and np's, ends) and from the grid's point, the best kept; sweeps again from there (until
+    one moves nothing, at most two), and L-BFGS-B again if they moved. L-BFGS-B takes
     the analytic gradient of the criterion for the Gaussian kernel (from the same pass;
     finite differences through the primitive for other kernels). A feature whose bandwidth
     has grown past its range is tried at its upper bound (the criterion flattens out there,
@@ -532,7 +532,7 @@ def _per_feature(
         # (where a local search from the rule of thumb, as statsmodels' and np's, ends) and from
         # the grid's best point; a second sweep leaves the basin where one feature's grid
         # holds a lower score, and L-BFGS-B polishes what it finds
-        h, sc, _ = sweep(f, h, sc, grids)
+        h, sc, _ = sweep(f, h, sc, grids, rounds=1)
         h, sc = best_of(polish, [h, h_rot, h_grid], h, sc)
         h, sc, moved = sweep(f, h, sc, grids)
         if moved:
