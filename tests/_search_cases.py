@@ -15,7 +15,7 @@ CASES = [
     # the issue's family: y = sin 5 x0 + 0.5 x1 + noise, where the per-feature search smoothed
     # x1 out or stopped in a worse basin than statsmodels'
     *[("sin2", s, 100, 0) for s in (3, 6, 8, 15, 17, 18, 30, 33, 11)],
-    *[("sin2", s, 100, 1) for s in (0, 2, 3, 8)],
+    *[("sin2", s, 100, 1) for s in (0, 2, 3, 8, 11, 18, 19, 22, 24, 25, 31)],
     ("sin2", 17, 200, 1),
     ("sin1", 0, 100, 0),
     ("sin1", 1, 100, 1),
@@ -24,8 +24,12 @@ CASES = [
     ("cu", 0, 120, 0),
     ("cu", 1, 120, 0),
     ("cu", 2, 120, 1),
+    ("cu", 3, 120, 1),
+    ("cu", 4, 120, 1),
     ("co", 0, 120, 0),
     ("co", 1, 120, 1),
+    ("co", 3, 120, 0),
+    ("co", 4, 120, 0),
     ("cuo", 0, 120, 0),
 ]
 
