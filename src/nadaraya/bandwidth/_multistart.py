@@ -36,6 +36,8 @@ _OUT = 1e4
 
 #: scores this close (relative) are equal: a bandwidth a few ulps from its end scores the same
 _TIE = 1e-12
+#: the least relative gain for which a sweep moves a column
+_GAIN = 1e-9
 
 Criterion = Callable[[NDArray[np.float64]], float]
 Polish = Callable[[NDArray[np.float64]], tuple[NDArray[np.float64], float]]
@@ -62,7 +64,8 @@ def sweep(
     rounds: int = 2,
 ) -> tuple[NDArray[np.float64], float, bool]:
     """Cyclic coordinate descent on a grid per column: each column moves to the best value
-    of its grid (the others held) where that scores lower. Returns ``(h, score, moved)``.
+    of its grid (the others held) where that scores lower by more than a relative 1e-9.
+    Returns ``(h, score, moved)``.
 
     Examples
     --------
@@ -86,7 +89,9 @@ def sweep(
                 s = f(trial)
                 if s < best_s:
                     best_v, best_s = v, s
-            if best_s < score:
+            # a move must gain more than rounding: on a plateau (a feature smoothed out) the
+            # scores differ in their last bits, and chasing those costs sweeps and polishes
+            if best_s < score - _GAIN * abs(score):
                 h[j], score, moved_now = best_v, best_s, True
         moved |= moved_now
         if not moved_now:
