@@ -22,13 +22,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .optimise import brent
 
-__all__ = ["best_of", "log_grid", "settle", "smooth_out", "sweep"]
+if TYPE_CHECKING:
+    from .criteria import _Objective
+
+__all__ = ["best_of", "lbfgsb", "log_grid", "settle", "smooth_out", "sweep"]
 
 #: the upper bound of a bandwidth in units of its feature's range: the Gaussian's weights vary
 #: by 5e-9 over the range there, so the criterion is that of h = inf to about that
@@ -119,10 +123,10 @@ def settle(
     f: Criterion,
     h: NDArray[np.float64],
     score: float,
-    candidates: Sequence[int],
+    candidates: Sequence[int] | NDArray[np.intp],
     upper: NDArray[np.float64],
     grids: Sequence[NDArray[np.float64]],
-    log: Sequence[bool],
+    log: Sequence[bool] | NDArray[np.bool_],
     tol: float = 1e-3,
 ) -> tuple[NDArray[np.float64], float, NDArray[np.bool_], bool]:
     """Decide, for each column of ``candidates``, between its smoothing-out end ``upper[j]``
@@ -190,3 +194,34 @@ def smooth_out(
             if s_trial <= score:
                 h, score, moved = trial, s_trial, True
     return h, score, moved
+
+
+def lbfgsb(obj: _Objective, scale: float, bounds: list[tuple[float, float]]) -> Any:
+    """L-BFGS-B on ``log h`` from a start, on the criterion divided by ``scale``: with the
+    analytic gradient for the Gaussian, finite differences through the primitive otherwise."""
+    from scipy.optimize import minimize
+
+    if obj.fast:
+
+        def fun(v: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+            f, g = obj.with_gradient(np.exp(v))
+            return f / scale, g / scale
+
+        jac: Any = True
+    else:
+
+        def fun(v: NDArray[np.float64]) -> float:  # type: ignore[misc]
+            return obj.at(np.exp(v), "per_feature") / scale
+
+        jac = None
+    # stop when a step gains less than 1e-10 of the (order-one) score, or the projected
+    # gradient is below 1e-6: the bandwidths are then well inside a relative 1e-3
+    options = {"ftol": 1e-10, "gtol": 1e-6, "maxiter": 200}
+
+    def run(start: NDArray[np.float64]) -> Any:
+        # the criterion is inf where some window is empty (compact kernels, or AICc past its
+        # pole): L-BFGS-B's finite differences there are inf - inf, which it steps back from
+        with np.errstate(invalid="ignore"):
+            return minimize(fun, start, jac=jac, method="L-BFGS-B", bounds=bounds, options=options)
+
+    return run

@@ -199,8 +199,6 @@ def select_mixed(
     progress: Any = None,
 ) -> BandwidthSelection:
     """The joint search of continuous bandwidths and lambdas for data with categorical columns."""
-    from scipy.optimize import minimize
-
     cont = [j for j, c in enumerate(var_types) if c == "c"]
     scale = np.where([c == "c" for c in var_types], np.ptp(x, axis=0), 0.0)
     x, x_exp = _pow2_scale(x, scale)
@@ -241,6 +239,42 @@ def select_mixed(
     h, s = starts[best], float(scores[best])
     is_cont = np.zeros(obj.d, dtype=bool)
     is_cont[obj.cont] = True
+    h, s, smoothed, res = _polish_and_settle(obj, h, s, lower, upper, is_cont, rot, span, np.std(x, axis=0))
+    unit = np.where(is_cont, np.ldexp(1.0, x_exp), 1.0)
+    rule = np.full(obj.d, np.nan)
+    rule[obj.cont] = rot
+    return _result(
+        obj,
+        h,
+        s,
+        unit,
+        int(y_exp[0]),
+        smoothed,
+        rule,
+        np.stack([lower, upper], axis=1),
+        bool(res.success),
+        f"grid of {len(starts)} (h factor x lambda), L-BFGS-B on (log h, lambda): {res.message}",
+    )
+
+
+def _polish_and_settle(
+    obj: LocalObjective,
+    h: NDArray[np.float64],
+    s: float,
+    lower: NDArray[np.float64],
+    upper: NDArray[np.float64],
+    is_cont: NDArray[np.bool_],
+    rot: NDArray[np.float64],
+    span: NDArray[np.float64],
+    std: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], float, NDArray[np.bool_], Any]:
+    """From the grid's best point ``h`` (score ``s``): L-BFGS-B on ``(log h, lambda)`` from it
+    and from the rule of thumb, a coordinate sweep, each column tried at its smoothing-out end,
+    and the columns left there settled against their profiles: ``(h, score, smoothed, the last
+    L-BFGS-B result)``."""
+    from scipy.optimize import minimize
+
+    k = obj.kernel
 
     def to_v(h: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.where(is_cont, np.log(np.where(is_cont, h, 1.0)), h)
@@ -248,7 +282,7 @@ def select_mixed(
     def from_v(v: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.where(is_cont, np.exp(np.where(is_cont, v, 0.0)), v)
 
-    norm = abs(s) if method == "cv" and s > 0 else 1.0
+    norm = abs(s) if obj.method == "cv" and s > 0 else 1.0
     bounds = list(zip(to_v(lower), to_v(upper)))
 
     def run(h0: NDArray[np.float64]) -> tuple[NDArray[np.float64], float, Any]:
@@ -281,8 +315,8 @@ def select_mixed(
         for j in range(obj.d)
     ]
     grids = [np.append(g[::2], upper[j]) for j, g in enumerate(finite)]
-    # statsmodels' and np's start: the continuous rule of thumb, and its lambdas clipped
-    h_rule = np.where(is_cont, 0.0, 1.06 * np.std(x, axis=0) * obj.n ** (-1.0 / (4 + obj.d)))
+    # statsmodels' start: the continuous rule of thumb, and its lambdas clipped
+    h_rule = np.where(is_cont, 0.0, 1.06 * std * obj.n ** (-1.0 / (4 + obj.d)))
     h_rule = np.clip(h_rule, lower, upper)
     h_rule[obj.cont] = np.clip(rot, lower[obj.cont], upper[obj.cont])
     # L-BFGS-B from the grid's best point and from the rule; then a coordinate sweep from the
@@ -293,7 +327,7 @@ def select_mixed(
         h, s = best_of(polish, [h], h, s)
     moved = False
     for j in range(obj.d):
-        tries = [upper[j]] + ([0.0] if not is_cont[j] and var_types[j] == "o" else [])
+        tries = [upper[j]] + ([0.0] if not is_cont[j] and obj.var_types[j] == "o" else [])
         for value in tries:
             trial = h.copy()
             trial[j] = value
@@ -305,12 +339,12 @@ def select_mixed(
     # a column stays smoothed out only where no finite value of its profile scores lower
     from .search import _smoothed_out
 
-    can = np.array([is_cont[j] or categorical_kernel == "li-racine" or var_types[j] == "u"
+    can = np.array([is_cont[j] or obj.categorical_kernel == "li-racine" or obj.var_types[j] == "u"
                     for j in range(obj.d)])
 
     def candidates(h: NDArray[np.float64]) -> NDArray[np.intp]:
         flat = np.isclose(h, upper)
-        if cont:
+        if obj.cont.size:
             flat[obj.cont] |= _smoothed_out(k, h[obj.cont], span)
         return np.flatnonzero(flat & can)
 
@@ -318,22 +352,7 @@ def select_mixed(
     if moved:
         h, s = best_of(polish, [h], h, s)
         h, s, smoothed, _ = settle(f, h, s, candidates(h), upper, finite, is_cont)
-    res = status[-1]
-    unit = np.where(is_cont, np.ldexp(1.0, x_exp), 1.0)
-    rule = np.full(obj.d, np.nan)
-    rule[obj.cont] = rot
-    return _result(
-        obj,
-        h,
-        s,
-        unit,
-        int(y_exp[0]),
-        smoothed,
-        rule,
-        np.stack([lower, upper], axis=1),
-        bool(res.success),
-        f"grid of {len(starts)} (h factor x lambda), L-BFGS-B on (log h, lambda): {res.message}",
-    )
+    return h, s, smoothed, status[-1]
 
 
 def _result(

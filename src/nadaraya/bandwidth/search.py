@@ -151,22 +151,16 @@ def select_bandwidth(
     leave-one-out pass of the primitive (:func:`nadaraya.pooling.compute_partials` with
     ``exclude=arange(n)``) on ``backend``.
 
-    **Per feature** (``per_feature=True``): bounds of ``2**-6`` times Scott's per-feature
-    rule below and, above, the larger of ``2**5`` times the rule and ``10**4`` times the
-    feature's range (where it is smoothed out). From the better of the best point of the same
-    coarse grid along the rule (``h = t * rule``) and the rule itself, a coordinate sweep
-    (each feature in turn to the best point of its grid, ratio 4 from the lower bound to three
-    times its range, and its upper bound, the others held); L-BFGS-B on ``log h_k`` from the
-    sweep's point, from the rule (where a local search from the rule of thumb, as statsmodels'
-    and np's, ends) and from the grid's point, the best kept; sweeps again from there (until
-    one moves nothing, at most two), and L-BFGS-B again if they moved. L-BFGS-B takes
-    the analytic gradient of the criterion for the Gaussian kernel (from the same pass;
-    finite differences through the primitive for other kernels). A feature whose bandwidth
-    has grown past its range is tried at its upper bound (the criterion flattens out there,
-    so its gradient vanishes long before the bound) and kept there when no worse. A feature is
-    reported in ``smoothed_out`` only where its upper bound scores no higher than every finite
-    bandwidth of its profile (the others held; a grid of ratio 2, then Brent's refinement
-    around its best point); otherwise it takes the best finite one.
+    **Per feature** (``per_feature=True``), within ``2**-6`` times Scott's per-feature rule
+    and the larger of ``2**5`` times it and ``10**4`` times the feature's range: from the
+    better of the grid's best point along the rule (``h = t * rule``) and the rule itself, a
+    coordinate sweep (each feature to the best of its grid, ratio 4 up to three times its
+    range, and its upper bound); L-BFGS-B on ``log h_k`` from the sweep's point, the rule
+    (where statsmodels' search starts) and the grid's point; sweeps again, and L-BFGS-B if they
+    moved (:mod:`nadaraya.bandwidth._multistart`). L-BFGS-B takes the criterion's analytic
+    gradient for the Gaussian (finite differences otherwise). A feature past its range is
+    tried at its upper bound, kept when no worse; it is in ``smoothed_out`` only where that
+    end scores no higher than every finite bandwidth of its profile (the others held).
 
     **Warnings.** A feature smoothed out is a normal outcome: it is recorded in
     ``smoothed_out``, not warned about. An optimum on any other bound (the lower one, or the
@@ -495,7 +489,7 @@ def _per_feature(
     (:mod:`nadaraya.bandwidth._multistart`)."""
     from threadpoolctl import threadpool_limits
 
-    from ._multistart import best_of, log_grid, settle, smooth_out, sweep
+    from ._multistart import best_of, lbfgsb, log_grid, settle, smooth_out, sweep
 
     obj, d, method = s.obj, s.d, s.method
     lower = s.rot * 2.0 ** (-_GRID_BELOW / 2)
@@ -504,7 +498,7 @@ def _per_feature(
     upper = np.maximum(s.rot * 2.0 ** (_GRID_ABOVE / 2), _OUT * s.span)
     # the score is scaled to order one so that L-BFGS-B's tolerances mean the same on any data
     scale = abs(s_best) if method == "cv" and s_best > 0 else 1.0
-    minimise = _lbfgsb(obj, scale, list(zip(np.log(lower), np.log(upper))))
+    minimise = lbfgsb(obj, scale, list(zip(np.log(lower), np.log(upper))))
 
     def f(h: NDArray[np.float64]) -> float:
         # the Gaussian's gradient pass is the cheapest pass that scores one bandwidth
@@ -566,34 +560,3 @@ def _per_feature(
     bounds = np.stack([lower, upper], axis=1)
     how = f"grid of {ts.size}, coordinate sweep, L-BFGS-B: {res.message}"
     return s.result(h, sc, bounds, bool(res.success), how, smoothed)
-
-
-def _lbfgsb(obj: _Objective, scale: float, bounds: list[tuple[float, float]]) -> Any:
-    """L-BFGS-B on ``log h`` from a start, on the criterion divided by ``scale``: with the
-    analytic gradient for the Gaussian, finite differences through the primitive otherwise."""
-    from scipy.optimize import minimize
-
-    if obj.fast:
-
-        def fun(v: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-            f, g = obj.with_gradient(np.exp(v))
-            return f / scale, g / scale
-
-        jac: Any = True
-    else:
-
-        def fun(v: NDArray[np.float64]) -> float:  # type: ignore[misc]
-            return obj.at(np.exp(v), "per_feature") / scale
-
-        jac = None
-    # stop when a step gains less than 1e-10 of the (order-one) score, or the projected
-    # gradient is below 1e-6: the bandwidths are then well inside a relative 1e-3
-    options = {"ftol": 1e-10, "gtol": 1e-6, "maxiter": 200}
-
-    def run(start: NDArray[np.float64]) -> Any:
-        # the criterion is inf where some window is empty (compact kernels, or AICc past its
-        # pole): L-BFGS-B's finite differences there are inf - inf, which it steps back from
-        with np.errstate(invalid="ignore"):
-            return minimize(fun, start, jac=jac, method="L-BFGS-B", bounds=bounds, options=options)
-
-    return run
