@@ -22,17 +22,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .optimise import brent
 
-if TYPE_CHECKING:
-    from .criteria import _Objective
-
-__all__ = ["best_of", "lbfgsb", "log_grid", "settle", "smooth_out", "sweep"]
+__all__ = ["Memo", "best_of", "lbfgsb", "log_grid", "settle", "smooth_out", "sweep"]
 
 #: the upper bound of a bandwidth in units of its feature's range: the Gaussian's weights vary
 #: by 5e-9 over the range there, so the criterion is that of h = inf to about that
@@ -66,10 +63,11 @@ def sweep(
     score: float,
     grids: Sequence[NDArray[np.float64]],
     rounds: int = 2,
+    columns: Sequence[int] | NDArray[np.intp] | None = None,
 ) -> tuple[NDArray[np.float64], float, bool]:
-    """Cyclic coordinate descent on a grid per column: each column moves to the best value
-    of its grid (the others held) where that scores lower by more than a relative 1e-9.
-    Returns ``(h, score, moved)``.
+    """Cyclic coordinate descent on a grid per column: each column (of ``columns``, default
+    all) moves to the best value of its grid (the others held) where that scores lower by
+    more than a relative 1e-9. Returns ``(h, score, moved)``.
 
     Examples
     --------
@@ -83,7 +81,8 @@ def sweep(
     moved = False
     for _ in range(rounds):
         moved_now = False
-        for j, grid in enumerate(grids):
+        for j in range(len(grids)) if columns is None else columns:
+            grid = grids[j]
             best_v, best_s = h[j], score
             for v in grid:
                 if v == h[j]:
@@ -196,32 +195,94 @@ def smooth_out(
     return h, score, moved
 
 
-def lbfgsb(obj: _Objective, scale: float, bounds: list[tuple[float, float]]) -> Any:
-    """L-BFGS-B on ``log h`` from a start, on the criterion divided by ``scale``: with the
-    analytic gradient for the Gaussian, finite differences through the primitive otherwise."""
+class Memo:
+    """The criterion with a record of every bandwidth it scored: a bandwidth scored before (a
+    polish's start, a grid point a sweep or a profile has visited) costs no pass again.
+    ``value_grad`` is the criterion with its gradient along ``log h`` (one pass) where the
+    objective gives it, else None; :meth:`__call__` then takes the value from it."""
+
+    def __init__(
+        self,
+        f: Criterion,
+        value_grad: Callable[[NDArray[np.float64]], tuple[float, NDArray[np.float64]]] | None = None,
+    ) -> None:
+        self.f, self.value_grad = f, value_grad
+        self.values: dict[bytes, float] = {}
+        self.grads: dict[bytes, NDArray[np.float64]] = {}
+
+    def __call__(self, h: NDArray[np.float64]) -> float:
+        key = np.asarray(h, dtype=np.float64).tobytes()
+        if key not in self.values:
+            if self.value_grad is not None:
+                return self.with_gradient(h)[0]
+            self.values[key] = float(self.f(h))
+        return self.values[key]
+
+    def with_gradient(self, h: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        assert self.value_grad is not None
+        key = np.asarray(h, dtype=np.float64).tobytes()
+        if key not in self.grads:
+            value, grad = self.value_grad(h)
+            self.values[key], self.grads[key] = float(value), np.asarray(grad, dtype=np.float64)
+        return self.values[key], self.grads[key]
+
+
+#: L-BFGS-B's tolerances (the score scaled to order one): ``"tight"`` stops when a step gains
+#: less than 1e-10 or the projected gradient is below 1e-6, the bandwidths then well inside a
+#: relative 1e-3; ``"loose"`` only finds the basin a start leads to
+TOLERANCES = {
+    "tight": {"ftol": 1e-10, "gtol": 1e-6, "maxiter": 200},
+    "loose": {"ftol": 1e-4, "gtol": 1e-3, "maxiter": 200},
+}
+
+
+def lbfgsb(memo: Memo, scale: float, lower: NDArray[np.float64], upper: NDArray[np.float64]) -> Any:
+    """L-BFGS-B on ``log h`` within ``[lower, upper]``, on the criterion ``memo`` divided by
+    ``scale``: with the analytic gradient where ``memo`` has it, finite differences otherwise.
+    Returns ``run(h0, tolerance="tight") -> (h, score, scipy's result)``; the columns of ``h0``
+    outside ``[lower, upper]`` (smoothed out, past the box) are held where they are."""
     from scipy.optimize import minimize
 
-    if obj.fast:
+    lo, hi = np.log(lower), np.log(upper)
 
-        def fun(v: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-            f, g = obj.with_gradient(np.exp(v))
-            return f / scale, g / scale
+    def run(h0: NDArray[np.float64], tolerance: str = "tight") -> tuple[NDArray[np.float64], float, Any]:
+        h0 = np.asarray(h0, dtype=np.float64)
+        v_all = np.log(h0)
+        free = (v_all >= lo) & (v_all <= hi)
+        v0 = v_all[free]
 
-        jac: Any = True
-    else:
+        def at(v: NDArray[np.float64]) -> NDArray[np.float64]:
+            # the start exactly as given (exp(log h) may differ from h in its last bit): a
+            # start scored before costs no pass
+            if np.array_equal(v, v0):
+                return h0
+            h = h0.copy()
+            h[free] = np.exp(v)
+            return h
 
-        def fun(v: NDArray[np.float64]) -> float:  # type: ignore[misc]
-            return obj.at(np.exp(v), "per_feature") / scale
+        if memo.value_grad is not None:
 
-        jac = None
-    # stop when a step gains less than 1e-10 of the (order-one) score, or the projected
-    # gradient is below 1e-6: the bandwidths are then well inside a relative 1e-3
-    options = {"ftol": 1e-10, "gtol": 1e-6, "maxiter": 200}
+            def fun(v: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+                f, g = memo.with_gradient(at(v))
+                return f / scale, g[free] / scale
 
-    def run(start: NDArray[np.float64]) -> Any:
+            jac: Any = True
+        else:
+
+            def fun(v: NDArray[np.float64]) -> float:  # type: ignore[misc]
+                return memo(at(v)) / scale
+
+            jac = None
+        if not free.any():
+            from scipy.optimize import OptimizeResult
+
+            return h0, memo(h0), OptimizeResult(x=v0, success=True, message="CONVERGENCE: NO FREE COLUMN")
         # the criterion is inf where some window is empty (compact kernels, or AICc past its
         # pole): L-BFGS-B's finite differences there are inf - inf, which it steps back from
         with np.errstate(invalid="ignore"):
-            return minimize(fun, start, jac=jac, method="L-BFGS-B", bounds=bounds, options=options)
+            res = minimize(fun, v0, jac=jac, method="L-BFGS-B", bounds=list(zip(lo[free], hi[free])),
+                           options=TOLERANCES[tolerance])
+        h = at(np.asarray(res.x, dtype=np.float64))
+        return h, memo(h), res
 
     return run

@@ -76,6 +76,8 @@ _GRID_ABOVE = 10
 _XATOL = 1e-3
 #: a feature counts as smoothed out when its kernel weights vary by at most 1 % over its range
 _FLAT = 0.99
+#: L-BFGS-B's upper bound per feature, in units of the feature's range
+_CAP = 10.0
 
 
 def _nn_linf(x: NDArray[np.float64]) -> float:
@@ -489,7 +491,7 @@ def _per_feature(
     (:mod:`nadaraya.bandwidth._multistart`)."""
     from threadpoolctl import threadpool_limits
 
-    from ._multistart import best_of, lbfgsb, log_grid, settle, smooth_out, sweep
+    from ._multistart import Memo, lbfgsb, log_grid, settle, smooth_out, sweep
 
     obj, d, method = s.obj, s.d, s.method
     lower = s.rot * 2.0 ** (-_GRID_BELOW / 2)
@@ -498,50 +500,59 @@ def _per_feature(
     upper = np.maximum(s.rot * 2.0 ** (_GRID_ABOVE / 2), _OUT * s.span)
     # the score is scaled to order one so that L-BFGS-B's tolerances mean the same on any data
     scale = abs(s_best) if method == "cv" and s_best > 0 else 1.0
-    minimise = lbfgsb(obj, scale, list(zip(np.log(lower), np.log(upper))))
-
-    def f(h: NDArray[np.float64]) -> float:
-        # the Gaussian's gradient pass is the cheapest pass that scores one bandwidth
-        return obj.with_gradient(h)[0] if obj.fast else obj.at(h, "per_feature")
-
-    def polish(h0: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
-        res = minimise(np.log(h0))
-        status.append(res)
-        return np.exp(res.x), float(res.fun) * scale
-
+    # every bandwidth scored once: the Gaussian's gradient pass is the cheapest pass that
+    # scores one bandwidth, and L-BFGS-B takes its gradient
+    f = Memo(lambda h: obj.at(h, "per_feature"), obj.with_gradient if obj.fast else None)
+    # L-BFGS-B stays below ten times each feature's range, where its weights vary by less than
+    # 1 % and the criterion is flat: a feature past its range is tried smoothed out instead
+    cap = np.clip(_CAP * s.span, 2.0 * lower, upper)
+    run = lbfgsb(f, scale, lower, cap)
     status: list[Any] = []
+
+    def polish(h0: NDArray[np.float64], tolerance: str = "tight") -> tuple[NDArray[np.float64], float]:
+        h1, s1, res = run(h0, tolerance)
+        status.append(res)
+        return h1, s1
+
     # each feature's grid: ratio 4 from the lower bound to a few times its range, and the
     # upper bound, where it is smoothed out; its profile's grid (to settle whether it is
     # smoothed out) has ratio 2
-    finite = [log_grid(lower[j], max(3.0 * s.span[j], 2.0 * lower[j])) for j in range(d)]
-    grids = [np.append(g[::2], upper[j]) for j, g in enumerate(finite)]
+    finite = [log_grid(lower[j], max(3.0 * s.span[j], 2.0 * lower[j]), 4.0) for j in range(d)]
+    grids = [np.append(g, upper[j]) for j, g in enumerate(finite)]
     h_grid = np.clip(t_best * s.direction, lower, upper)
     h_rot = np.clip(s.rot, lower, upper)
     # L-BFGS-B's BLAS calls on a few numbers: OpenBLAS's thread pool only fights numba's
     # for the cores there
     with threadpool_limits(limits=1, user_api="blas"):
-        s_rot = f(h_rot)
-        h, sc = (h_rot, s_rot) if s_rot < s_best else (h_grid, s_best)
-        # a coordinate sweep from the better start; L-BFGS-B from its point, from Scott's rule
-        # (where a local search from the rule of thumb, as statsmodels' and np's, ends) and from
-        # the grid's best point; a second sweep leaves the basin where one feature's grid
-        # holds a lower score, and L-BFGS-B polishes what it finds
-        h, sc, _ = sweep(f, h, sc, grids, rounds=1)
-        h, sc = best_of(polish, [h, h_rot, h_grid], h, sc)
-        h, sc, moved = sweep(f, h, sc, grids)
+        f.values[h_grid.tobytes()] = s_best  # scored on the grid
+        # L-BFGS-B, loosely, from the grid's best point, from there with each feature smoothed
+        # out where that is no worse (one at a time), and from Scott's rule (where a local
+        # search from the rule of thumb, as statsmodels' and np's, ends); starts in one cell of
+        # the sweep's grids run once. Then tightly from the best end, its features past their
+        # range tried smoothed out first (L-BFGS-B would crawl along their flat profiles)
+        h_out, _, _ = smooth_out(f, h_grid, s_best, upper, np.zeros(d))
+        ends = [polish(h0, "loose") for h0 in _distinct([h_grid, h_out, h_rot], grids)]
+        h, sc = min(ends, key=lambda e: e[1])
+        h, sc, _ = smooth_out(f, h, sc, upper, s.span)
+        h, sc = _better(polish(h), (h, sc))
+        # a coordinate sweep (each feature within its range to the best point of its grid, the
+        # others held) leaves a basin where one feature's grid holds a lower score, and
+        # L-BFGS-B polishes what it finds; the features past their range are settled below
+        # on their own profiles
+        h, sc, moved = sweep(f, h, sc, grids, rounds=1, columns=np.flatnonzero(h < s.span))
         if moved:
-            h, sc = best_of(polish, [h], h, sc)
+            h, sc = _better(polish(h), (h, sc))
         # The criterion flattens out as a useless feature's bandwidth grows, so its gradient
         # vanishes long before the bound and L-BFGS-B would crawl there: each feature whose
         # bandwidth has grown past its range is tried smoothed out (at its upper bound)
         h, sc, moved = smooth_out(f, h, sc, upper, s.span)
         if moved:
-            h, sc = best_of(polish, [h], h, sc)
+            h, sc = _better(polish(h), (h, sc))
         # a feature stays smoothed out only where no finite bandwidth of its profile scores lower
         flat = np.flatnonzero(_smoothed_out(s.kernel, h, s.span) | (h >= upper))
         h, sc, smoothed, moved = settle(f, h, sc, flat, upper, finite, [True] * d)
         if moved:
-            h, sc = best_of(polish, [h], h, sc)
+            h, sc = _better(polish(h), (h, sc))
             flat = np.flatnonzero(_smoothed_out(s.kernel, h, s.span) | (h >= upper))
             h, sc, smoothed, _ = settle(f, h, sc, flat, upper, finite, [True] * d)
         if obj.fast:
@@ -560,3 +571,29 @@ def _per_feature(
     bounds = np.stack([lower, upper], axis=1)
     how = f"grid of {ts.size}, coordinate sweep, L-BFGS-B: {res.message}"
     return s.result(h, sc, bounds, bool(res.success), how, smoothed)
+
+
+def _distinct(starts: list[NDArray[np.float64]], grids: list[NDArray[np.float64]]) -> list[NDArray[np.float64]]:
+    """The starts less those whose nearest point on the sweep's grids (in log h) is that of an
+    earlier one: they lead to one basin."""
+    out: list[NDArray[np.float64]] = []
+    cells: list[list[int]] = []
+    for h in starts:
+        cell = [int(np.argmin(np.abs(np.log(g / v)))) for g, v in zip(grids, h)]
+        if cell not in cells:
+            out.append(h)
+            cells.append(cell)
+    return out
+
+
+def _better(
+    a: tuple[NDArray[np.float64], float], b: tuple[NDArray[np.float64], float]
+) -> tuple[NDArray[np.float64], float]:
+    """The lower-scoring of two ``(h, score)``; ``a`` on a tie."""
+    return a if a[1] <= b[1] else b
+
+
+def _same_basin(a: NDArray[np.float64], b: NDArray[np.float64], span: NDArray[np.float64]) -> bool:
+    """Whether two ends of L-BFGS-B are one point: within a factor 1.1 in each bandwidth, or
+    both past the feature's range (where the criterion is flat)."""
+    return bool(np.all((np.abs(np.log(a / b)) < 0.1) | ((a >= span) & (b >= span))))
