@@ -531,7 +531,8 @@ def _per_feature(
         # the sweep's grids run once. Then tightly from the best end, its features past their
         # range tried smoothed out first (L-BFGS-B would crawl along their flat profiles)
         h_out, _, _ = smooth_out(f, h_grid, s_best, upper, np.zeros(d))
-        ends = [polish(h0, "loose") for h0 in _distinct([h_grid, h_out, h_rot], grids)]
+        loose = "loose-kinked" if s.kernel.compact else "loose"
+        ends = [polish(h0, loose) for h0 in _distinct([h_grid, h_out, h_rot], grids)]
         h, sc = min(ends, key=lambda e: e[1])
         h, sc, _ = smooth_out(f, h, sc, upper, s.span)
         h, sc = _better(polish(h), (h, sc))
@@ -573,7 +574,9 @@ def _per_feature(
     return s.result(h, sc, bounds, bool(res.success), how, smoothed)
 
 
-def _distinct(starts: list[NDArray[np.float64]], grids: list[NDArray[np.float64]]) -> list[NDArray[np.float64]]:
+def _distinct(
+    starts: list[NDArray[np.float64]], grids: list[NDArray[np.float64]]
+) -> list[NDArray[np.float64]]:
     """The starts less those whose nearest point on the sweep's grids (in log h) is that of an
     earlier one: they lead to one basin."""
     out: list[NDArray[np.float64]] = []
@@ -591,9 +594,3 @@ def _better(
 ) -> tuple[NDArray[np.float64], float]:
     """The lower-scoring of two ``(h, score)``; ``a`` on a tie."""
     return a if a[1] <= b[1] else b
-
-
-def _same_basin(a: NDArray[np.float64], b: NDArray[np.float64], span: NDArray[np.float64]) -> bool:
-    """Whether two ends of L-BFGS-B are one point: within a factor 1.1 in each bandwidth, or
-    both past the feature's range (where the criterion is flat)."""
-    return bool(np.all((np.abs(np.log(a / b)) < 0.1) | ((a >= span) & (b >= span))))
