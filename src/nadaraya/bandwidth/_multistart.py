@@ -64,10 +64,14 @@ def sweep(
     grids: Sequence[NDArray[np.float64]],
     rounds: int = 2,
     columns: Sequence[int] | NDArray[np.intp] | None = None,
+    patience: int | None = None,
 ) -> tuple[NDArray[np.float64], float, bool]:
     """Cyclic coordinate descent on a grid per column: each column (of ``columns``, default
     all) moves to the best value of its grid (the others held) where that scores lower by
     more than a relative 1e-9. Returns ``(h, score, moved)``.
+
+    With ``patience``, each column's grid (ascending) is walked outwards from its value, each
+    way until the score has risen ``patience`` times in a row.
 
     Examples
     --------
@@ -82,16 +86,26 @@ def sweep(
     for _ in range(rounds):
         moved_now = False
         for j in range(len(grids)) if columns is None else columns:
-            grid = grids[j]
+            grid = np.asarray(grids[j], dtype=np.float64)
             best_v, best_s = h[j], score
-            for v in grid:
-                if v == h[j]:
-                    continue
-                trial = h.copy()
-                trial[j] = v
-                s = f(trial)
-                if s < best_s:
-                    best_v, best_s = v, s
+            if patience is None:
+                ways = [grid]
+            else:
+                ways = [grid[grid < h[j]][::-1], grid[grid > h[j]]]
+            for way in ways:
+                last, rises = score, 0
+                for v in way:
+                    if v == h[j]:
+                        continue
+                    trial = h.copy()
+                    trial[j] = v
+                    s = f(trial)
+                    if s < best_s:
+                        best_v, best_s = v, s
+                    rises = rises + 1 if s > last else 0
+                    last = s
+                    if patience is not None and rises >= patience:
+                        break
             # a move must gain more than rounding: on a plateau (a feature smoothed out) the
             # scores differ in their last bits, and chasing those costs sweeps and polishes
             if best_s < score - _GAIN * abs(score):

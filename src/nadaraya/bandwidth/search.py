@@ -540,7 +540,7 @@ def _per_feature(
         # others held) leaves a basin where one feature's grid holds a lower score, and
         # L-BFGS-B polishes what it finds; the features past their range are settled below
         # on their own profiles
-        h, sc, moved = sweep(f, h, sc, grids, rounds=1, columns=np.flatnonzero(h < s.span))
+        h, sc, moved = sweep(f, h, sc, grids, rounds=1, columns=np.flatnonzero(h < s.span), patience=2)
         if moved:
             h, sc = _better(polish(h), (h, sc))
         # The criterion flattens out as a useless feature's bandwidth grows, so its gradient
