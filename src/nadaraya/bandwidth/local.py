@@ -41,7 +41,7 @@ from ..backends.reference import _moment_sums, block_weights
 from ..kernels import Kernel
 from ..partials import Partials
 from ..pooling import Call
-from ._multistart import _OUT, best_of, log_grid, settle, sweep
+from ._multistart import _OUT, Memo, best_of, log_grid, settle, sweep
 from .criteria import BandwidthSelection, _Objective
 from .rules import _pow2_scale, _rule_of_thumb
 
@@ -285,16 +285,28 @@ def _polish_and_settle(
     norm = abs(s) if obj.method == "cv" and s > 0 else 1.0
     bounds = list(zip(to_v(lower), to_v(upper)))
 
+    # every (h, lambda) scored once: a polish's start, a grid point a sweep or a profile has
+    # visited cost no pass again
+    f = Memo(lambda h: obj.at(h, "per_feature"))
+    f.values[np.asarray(h, dtype=np.float64).tobytes()] = s  # the grid's best point
+
     def run(h0: NDArray[np.float64]) -> tuple[NDArray[np.float64], float, Any]:
+        h0 = np.asarray(h0, dtype=np.float64)
+        v0 = to_v(h0)
+
+        def at(v: NDArray[np.float64]) -> NDArray[np.float64]:
+            return h0 if np.array_equal(v, v0) else from_v(v)
+
         with np.errstate(invalid="ignore"):
             res = minimize(
-                lambda v: obj.at(from_v(v), "per_feature") / norm,
-                to_v(h0),
+                lambda v: f(at(v)) / norm,
+                v0,
                 method="L-BFGS-B",
                 bounds=bounds,
                 options={"ftol": 1e-10, "gtol": 1e-7, "maxiter": 200},
             )
-        return from_v(res.x), float(res.fun) * norm, res
+        h1 = at(np.asarray(res.x, dtype=np.float64))
+        return h1, f(h1), res
 
     status: list[Any] = []
 
@@ -302,9 +314,6 @@ def _polish_and_settle(
         h1, s1, res = run(h0)
         status.append(res)
         return h1, s1
-
-    def f(h: NDArray[np.float64]) -> float:
-        return obj.at(h, "per_feature")
 
     # each column's profile: bandwidths of ratio 2 from the lower bound to three times the
     # range, lambdas evenly spaced over their range; the sweep's grids take every other one
@@ -322,7 +331,7 @@ def _polish_and_settle(
     # L-BFGS-B from the grid's best point and from the rule; then a coordinate sweep from the
     # better end, which leaves a basin where one column's grid holds a lower score
     h, s = best_of(polish, [h, h_rule], h, s)
-    h, s, moved = sweep(f, h, s, grids)
+    h, s, moved = sweep(f, h, s, grids, patience=2)
     if moved:
         h, s = best_of(polish, [h], h, s)
     moved = False
