@@ -6,9 +6,12 @@ decides where it stops. These steps widen the search at a cost of passes linear 
 number of columns:
 
 - :func:`sweep`: cyclic coordinate descent on a fixed grid per column (log-spaced
-  bandwidths, evenly spaced lambdas), each column's whole grid scored with the others held,
-  until a round moves nothing (at most ``rounds``);
+  bandwidths, evenly spaced lambdas), each column's grid scored with the others held (or
+  walked outwards from the column's value until the score has risen ``patience`` times in a
+  row), until a round moves nothing (at most ``rounds``);
 - :func:`best_of`: a local optimiser from several starts, the best kept;
+- :func:`lbfgsb`: L-BFGS-B on ``log h``, loosely (to find the basin a start leads to) or
+  tightly, on a :class:`Memo` of the criterion, which scores no bandwidth twice;
 - :func:`settle`: each column at its smoothing-out end is scored against the best finite
   value of its own profile (a grid, then Brent's refinement around the best grid point): it
   stays smoothed out only where no finite value scores lower.
@@ -29,7 +32,7 @@ from numpy.typing import NDArray
 
 from .optimise import brent
 
-__all__ = ["Memo", "best_of", "lbfgsb", "log_grid", "settle", "smooth_out", "sweep"]
+__all__ = ["Memo", "best_of", "better", "distinct", "lbfgsb", "log_grid", "settle", "smooth_out", "sweep"]
 
 #: the upper bound of a bandwidth in units of its feature's range: the Gaussian's weights vary
 #: by 5e-9 over the range there, so the criterion is that of h = inf to about that
@@ -253,26 +256,30 @@ TOLERANCES = {
 }
 
 
-def lbfgsb(memo: Memo, scale: float, lower: NDArray[np.float64], upper: NDArray[np.float64]) -> Any:
-    """L-BFGS-B on ``log h`` within ``[lower, upper]``, on the criterion ``memo`` divided by
+def lbfgsb(
+    memo: Memo, scale: float, lower: NDArray[np.float64], cap: NDArray[np.float64], upper: NDArray[np.float64]
+) -> Any:
+    """L-BFGS-B on ``log h`` within ``[lower, cap]``, on the criterion ``memo`` divided by
     ``scale``: with the analytic gradient where ``memo`` has it, finite differences otherwise.
     Returns ``run(h0, tolerance="tight") -> (h, score, scipy's result)``; the columns of ``h0``
-    outside ``[lower, upper]`` (smoothed out, past the box) are held where they are."""
+    on their upper bound ``upper`` (smoothed out) are held there, the others start clipped to
+    ``[lower, cap]``."""
     from scipy.optimize import minimize
 
-    lo, hi = np.log(lower), np.log(upper)
+    lo, hi = np.log(lower), np.log(cap)
 
     def run(h0: NDArray[np.float64], tolerance: str = "tight") -> tuple[NDArray[np.float64], float, Any]:
         h0 = np.asarray(h0, dtype=np.float64)
-        v_all = np.log(h0)
-        free = (v_all >= lo) & (v_all <= hi)
-        v0 = v_all[free]
+        free = h0 < upper
+        v0 = np.clip(np.log(h0[free]), lo[free], hi[free])
+        start = h0.copy()
+        start[free] = np.where(v0 == np.log(h0[free]), h0[free], np.exp(v0))
 
         def at(v: NDArray[np.float64]) -> NDArray[np.float64]:
             # the start exactly as given (exp(log h) may differ from h in its last bit): a
             # start scored before costs no pass
             if np.array_equal(v, v0):
-                return h0
+                return start
             h = h0.copy()
             h[free] = np.exp(v)
             return h
@@ -293,7 +300,8 @@ def lbfgsb(memo: Memo, scale: float, lower: NDArray[np.float64], upper: NDArray[
         if not free.any():
             from scipy.optimize import OptimizeResult
 
-            return h0, memo(h0), OptimizeResult(x=v0, success=True, message="CONVERGENCE: NO FREE COLUMN")
+            done = OptimizeResult(x=v0, success=True, message="CONVERGENCE: NO FREE COLUMN")
+            return start, memo(start), done
         # the criterion is inf where some window is empty (compact kernels, or AICc past its
         # pole): L-BFGS-B's finite differences there are inf - inf, which it steps back from
         with np.errstate(invalid="ignore"):
@@ -303,3 +311,25 @@ def lbfgsb(memo: Memo, scale: float, lower: NDArray[np.float64], upper: NDArray[
         return h, memo(h), res
 
     return run
+
+
+def distinct(
+    starts: list[NDArray[np.float64]], grids: list[NDArray[np.float64]]
+) -> list[NDArray[np.float64]]:
+    """The starts less those whose nearest point on the sweep's grids (in log h) is that of an
+    earlier one: they lead to one basin."""
+    out: list[NDArray[np.float64]] = []
+    cells: list[list[int]] = []
+    for h in starts:
+        cell = [int(np.argmin(np.abs(np.log(g / v)))) for g, v in zip(grids, h)]
+        if cell not in cells:
+            out.append(h)
+            cells.append(cell)
+    return out
+
+
+def better(
+    a: tuple[NDArray[np.float64], float], b: tuple[NDArray[np.float64], float]
+) -> tuple[NDArray[np.float64], float]:
+    """The lower-scoring of two ``(h, score)``; ``a`` on a tie."""
+    return a if a[1] <= b[1] else b

@@ -154,15 +154,19 @@ def select_bandwidth(
     ``exclude=arange(n)``) on ``backend``.
 
     **Per feature** (``per_feature=True``), within ``2**-6`` times Scott's per-feature rule
-    and the larger of ``2**5`` times it and ``10**4`` times the feature's range: from the
-    better of the grid's best point along the rule (``h = t * rule``) and the rule itself, a
-    coordinate sweep (each feature to the best of its grid, ratio 4 up to three times its
-    range, and its upper bound); L-BFGS-B on ``log h_k`` from the sweep's point, the rule
-    (where statsmodels' search starts) and the grid's point; sweeps again, and L-BFGS-B if they
-    moved (:mod:`nadaraya.bandwidth._multistart`). L-BFGS-B takes the criterion's analytic
-    gradient for the Gaussian (finite differences otherwise). A feature past its range is
-    tried at its upper bound, kept when no worse; it is in ``smoothed_out`` only where that
-    end scores no higher than every finite bandwidth of its profile (the others held).
+    and the larger of ``2**5`` times it and ``10**4`` times the feature's range: L-BFGS-B on
+    ``log h_k``, loosely (five steps), from the grid's best point along the rule
+    (``h = t * rule``), from there with each feature smoothed out (at its upper bound) where
+    that scores no higher, and from the rule itself (where statsmodels' search starts), a start
+    in the same cell of the sweep's grids as an earlier one skipped; then tightly from the best
+    end, its features past their range tried smoothed out first. A coordinate sweep follows
+    (each feature within its range to the best point of its grid, ratio 4, walked outwards
+    until the score has risen twice), and L-BFGS-B again where it moved
+    (:mod:`nadaraya.bandwidth._multistart`). L-BFGS-B stays below ten times each range, takes
+    the criterion's analytic gradient for the Gaussian (finite differences otherwise), and no
+    bandwidth is scored twice. A feature past its range is tried at its upper bound, kept when
+    no worse; it is in ``smoothed_out`` only where that end scores no higher than every finite
+    bandwidth of its profile (the others held).
 
     **Warnings.** A feature smoothed out is a normal outcome: it is recorded in
     ``smoothed_out``, not warned about. An optimum on any other bound (the lower one, or the
@@ -491,7 +495,7 @@ def _per_feature(
     (:mod:`nadaraya.bandwidth._multistart`)."""
     from threadpoolctl import threadpool_limits
 
-    from ._multistart import Memo, lbfgsb, log_grid, settle, smooth_out, sweep
+    from ._multistart import Memo, better, distinct, lbfgsb, log_grid, settle, smooth_out, sweep
 
     obj, d, method = s.obj, s.d, s.method
     lower = s.rot * 2.0 ** (-_GRID_BELOW / 2)
@@ -506,7 +510,7 @@ def _per_feature(
     # L-BFGS-B stays below ten times each feature's range, where its weights vary by less than
     # 1 % and the criterion is flat: a feature past its range is tried smoothed out instead
     cap = np.clip(_CAP * s.span, 2.0 * lower, upper)
-    run = lbfgsb(f, scale, lower, cap)
+    run = lbfgsb(f, scale, lower, cap, upper)
     status: list[Any] = []
 
     def polish(h0: NDArray[np.float64], tolerance: str = "tight") -> tuple[NDArray[np.float64], float]:
@@ -532,28 +536,28 @@ def _per_feature(
         # range tried smoothed out first (L-BFGS-B would crawl along their flat profiles)
         h_out, _, _ = smooth_out(f, h_grid, s_best, upper, np.zeros(d))
         loose = "loose-kinked" if s.kernel.compact else "loose"
-        ends = [polish(h0, loose) for h0 in _distinct([h_grid, h_out, h_rot], grids)]
-        h, sc = min(ends, key=lambda e: e[1])
+        ends = [polish(h0, loose) for h0 in distinct([h_grid, h_out, h_rot], grids)]
+        h, sc = better(min(ends, key=lambda e: e[1]), (h_grid, s_best))
         h, sc, _ = smooth_out(f, h, sc, upper, s.span)
-        h, sc = _better(polish(h), (h, sc))
+        h, sc = better(polish(h), (h, sc))
         # a coordinate sweep (each feature within its range to the best point of its grid, the
         # others held) leaves a basin where one feature's grid holds a lower score, and
         # L-BFGS-B polishes what it finds; the features past their range are settled below
         # on their own profiles
         h, sc, moved = sweep(f, h, sc, grids, rounds=1, columns=np.flatnonzero(h < s.span), patience=2)
         if moved:
-            h, sc = _better(polish(h), (h, sc))
+            h, sc = better(polish(h), (h, sc))
         # The criterion flattens out as a useless feature's bandwidth grows, so its gradient
         # vanishes long before the bound and L-BFGS-B would crawl there: each feature whose
         # bandwidth has grown past its range is tried smoothed out (at its upper bound)
         h, sc, moved = smooth_out(f, h, sc, upper, s.span)
         if moved:
-            h, sc = _better(polish(h), (h, sc))
+            h, sc = better(polish(h), (h, sc))
         # a feature stays smoothed out only where no finite bandwidth of its profile scores lower
         flat = np.flatnonzero(_smoothed_out(s.kernel, h, s.span) | (h >= upper))
         h, sc, smoothed, moved = settle(f, h, sc, flat, upper, finite, [True] * d)
         if moved:
-            h, sc = _better(polish(h), (h, sc))
+            h, sc = better(polish(h), (h, sc))
             flat = np.flatnonzero(_smoothed_out(s.kernel, h, s.span) | (h >= upper))
             h, sc, smoothed, _ = settle(f, h, sc, flat, upper, finite, [True] * d)
         if obj.fast:
@@ -573,24 +577,3 @@ def _per_feature(
     how = f"grid of {ts.size}, coordinate sweep, L-BFGS-B: {res.message}"
     return s.result(h, sc, bounds, bool(res.success), how, smoothed)
 
-
-def _distinct(
-    starts: list[NDArray[np.float64]], grids: list[NDArray[np.float64]]
-) -> list[NDArray[np.float64]]:
-    """The starts less those whose nearest point on the sweep's grids (in log h) is that of an
-    earlier one: they lead to one basin."""
-    out: list[NDArray[np.float64]] = []
-    cells: list[list[int]] = []
-    for h in starts:
-        cell = [int(np.argmin(np.abs(np.log(g / v)))) for g, v in zip(grids, h)]
-        if cell not in cells:
-            out.append(h)
-            cells.append(cell)
-    return out
-
-
-def _better(
-    a: tuple[NDArray[np.float64], float], b: tuple[NDArray[np.float64], float]
-) -> tuple[NDArray[np.float64], float]:
-    """The lower-scoring of two ``(h, score)``; ``a`` on a tie."""
-    return a if a[1] <= b[1] else b
