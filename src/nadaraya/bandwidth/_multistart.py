@@ -32,7 +32,19 @@ from numpy.typing import NDArray
 
 from .optimise import brent
 
-__all__ = ["Memo", "best_of", "better", "distinct", "lbfgsb", "log_grid", "settle", "smooth_out", "sweep"]
+__all__ = [
+    "Memo",
+    "best_of",
+    "better",
+    "distinct",
+    "explore_kinked",
+    "explore_smooth",
+    "lbfgsb",
+    "log_grid",
+    "settle",
+    "smooth_out",
+    "sweep",
+]
 
 #: the upper bound of a bandwidth in units of its feature's range: the Gaussian's weights vary
 #: by 5e-9 over the range there, so the criterion is that of h = inf to about that
@@ -45,6 +57,8 @@ _GAIN = 1e-9
 
 Criterion = Callable[[NDArray[np.float64]], float]
 Polish = Callable[[NDArray[np.float64]], tuple[NDArray[np.float64], float]]
+#: a polish that also takes a tolerance of :data:`TOLERANCES` (``"tight"`` by default)
+TolerantPolish = Callable[..., tuple[NDArray[np.float64], float]]
 
 
 def log_grid(lower: float, cap: float, ratio: float = 2.0) -> NDArray[np.float64]:
@@ -246,13 +260,11 @@ class Memo:
 
 #: L-BFGS-B's tolerances (the score scaled to order one): ``"tight"`` stops when a step gains
 #: less than 1e-10 or the projected gradient is below 1e-6, the bandwidths then well inside a
-#: relative 1e-3; ``"loose"`` only finds the basin a start leads to: five steps on a smooth
-#: criterion; ``"loose-kinked"``, for compact kernels, whose criterion has kinks where a few
-#: steps of finite differences can stall, runs to a loose convergence
+#: relative 1e-3; ``"loose"`` only finds the basin a start leads to (five steps on a smooth
+#: criterion)
 TOLERANCES = {
     "tight": {"ftol": 1e-10, "gtol": 1e-6, "maxiter": 200},
     "loose": {"ftol": 1e-4, "gtol": 1e-3, "maxiter": 5},
-    "loose-kinked": {"ftol": 1e-4, "gtol": 1e-3, "maxiter": 200},
 }
 
 
@@ -333,3 +345,56 @@ def better(
 ) -> tuple[NDArray[np.float64], float]:
     """The lower-scoring of two ``(h, score)``; ``a`` on a tie."""
     return a if a[1] <= b[1] else b
+
+
+def explore_smooth(
+    f: Criterion,
+    polish: TolerantPolish,
+    h_grid: NDArray[np.float64],
+    s_grid: float,
+    h_rot: NDArray[np.float64],
+    grids: list[NDArray[np.float64]],
+    upper: NDArray[np.float64],
+    span: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], float]:
+    """The per-feature search's starts and polish where the criterion is smooth (no compact
+    kernel): L-BFGS-B, loosely, from the grid's best point, from there with each feature
+    smoothed out where that is no worse (one at a time), and from Scott's rule (where a local
+    search from the rule of thumb, as statsmodels' and np's, ends), starts in one cell of the
+    sweep's grids run once; then tightly from the best end, its features past their range
+    tried smoothed out first (L-BFGS-B would crawl along their flat profiles). A coordinate
+    sweep (each feature within its range to the best point of its grid, the others held,
+    walked outwards until the score has risen twice) leaves a basin where one feature's grid
+    holds a lower score, and L-BFGS-B polishes what it finds; the features past their range
+    are settled afterwards on their own profiles."""
+    h_out, _, _ = smooth_out(f, h_grid, s_grid, upper, np.zeros(h_grid.size))
+    ends = [polish(h0, "loose") for h0 in distinct([h_grid, h_out, h_rot], grids)]
+    h, sc = better(min(ends, key=lambda e: e[1]), (h_grid, s_grid))
+    h, sc, _ = smooth_out(f, h, sc, upper, span)
+    h, sc = better(polish(h), (h, sc))
+    h, sc, moved = sweep(f, h, sc, grids, rounds=1, columns=np.flatnonzero(h < span), patience=2)
+    if moved:
+        h, sc = better(polish(h), (h, sc))
+    return h, sc
+
+
+def explore_kinked(
+    f: Criterion,
+    polish: TolerantPolish,
+    h_grid: NDArray[np.float64],
+    s_grid: float,
+    h_rot: NDArray[np.float64],
+    grids: list[NDArray[np.float64]],
+) -> tuple[NDArray[np.float64], float]:
+    """The per-feature search's starts and polish for a compact kernel, whose criterion has
+    kinks where L-BFGS-B's finite differences stall: a coordinate sweep from the better of
+    the grid's best point and Scott's rule, L-BFGS-B from the sweep's point, the rule and the
+    grid's point, then whole sweeps (up to two rounds) and L-BFGS-B where they moved."""
+    s_rot = f(h_rot)
+    h, sc = (h_rot, s_rot) if s_rot < s_grid else (h_grid, s_grid)
+    h, sc, _ = sweep(f, h, sc, grids, rounds=1)
+    h, sc = best_of(polish, [h, h_rot, h_grid], h, sc)
+    h, sc, moved = sweep(f, h, sc, grids)
+    if moved:
+        h, sc = best_of(polish, [h], h, sc)
+    return h, sc

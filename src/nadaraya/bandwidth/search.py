@@ -164,7 +164,9 @@ def select_bandwidth(
     until the score has risen twice), and L-BFGS-B again where it moved
     (:mod:`nadaraya.bandwidth._multistart`). L-BFGS-B stays below ten times each range, takes
     the criterion's analytic gradient for the Gaussian (finite differences otherwise), and no
-    bandwidth is scored twice. A feature past its range is tried at its upper bound, kept when
+    bandwidth is scored twice. A compact kernel's criterion has kinks that stall loose
+    polishes: its search sweeps from the better start, polishes tightly from the sweep's
+    point, the rule and the grid's point, and sweeps again. A feature past its range is tried at its upper bound, kept when
     no worse; it is in ``smoothed_out`` only where that end scores no higher than every finite
     bandwidth of its profile (the others held).
 
@@ -495,7 +497,16 @@ def _per_feature(
     (:mod:`nadaraya.bandwidth._multistart`)."""
     from threadpoolctl import threadpool_limits
 
-    from ._multistart import Memo, better, distinct, lbfgsb, log_grid, settle, smooth_out, sweep
+    from ._multistart import (
+        Memo,
+        better,
+        explore_kinked,
+        explore_smooth,
+        lbfgsb,
+        log_grid,
+        settle,
+        smooth_out,
+    )
 
     obj, d, method = s.obj, s.d, s.method
     lower = s.rot * 2.0 ** (-_GRID_BELOW / 2)
@@ -509,7 +520,8 @@ def _per_feature(
     f = Memo(lambda h: obj.at(h, "per_feature"), obj.with_gradient if obj.fast else None)
     # L-BFGS-B stays below ten times each feature's range, where its weights vary by less than
     # 1 % and the criterion is flat: a feature past its range is tried smoothed out instead
-    cap = np.clip(_CAP * s.span, 2.0 * lower, upper)
+    # (a compact kernel's search keeps the whole range)
+    cap = upper if s.kernel.compact else np.clip(_CAP * s.span, 2.0 * lower, upper)
     run = lbfgsb(f, scale, lower, cap, upper)
     status: list[Any] = []
 
@@ -519,8 +531,8 @@ def _per_feature(
         return h1, s1
 
     # each feature's grid: ratio 4 from the lower bound to a few times its range, and the
-    # upper bound, where it is smoothed out; its profile's grid (to settle whether it is
-    # smoothed out) has ratio 2
+    # upper bound, where it is smoothed out; its profile (to settle whether it is smoothed
+    # out) is that grid's finite part
     finite = [log_grid(lower[j], max(3.0 * s.span[j], 2.0 * lower[j]), 4.0) for j in range(d)]
     grids = [np.append(g, upper[j]) for j, g in enumerate(finite)]
     h_grid = np.clip(t_best * s.direction, lower, upper)
@@ -529,24 +541,12 @@ def _per_feature(
     # for the cores there
     with threadpool_limits(limits=1, user_api="blas"):
         f.values[h_grid.tobytes()] = s_best  # scored on the grid
-        # L-BFGS-B, loosely, from the grid's best point, from there with each feature smoothed
-        # out where that is no worse (one at a time), and from Scott's rule (where a local
-        # search from the rule of thumb, as statsmodels' and np's, ends); starts in one cell of
-        # the sweep's grids run once. Then tightly from the best end, its features past their
-        # range tried smoothed out first (L-BFGS-B would crawl along their flat profiles)
-        h_out, _, _ = smooth_out(f, h_grid, s_best, upper, np.zeros(d))
-        loose = "loose-kinked" if s.kernel.compact else "loose"
-        ends = [polish(h0, loose) for h0 in distinct([h_grid, h_out, h_rot], grids)]
-        h, sc = better(min(ends, key=lambda e: e[1]), (h_grid, s_best))
-        h, sc, _ = smooth_out(f, h, sc, upper, s.span)
-        h, sc = better(polish(h), (h, sc))
-        # a coordinate sweep (each feature within its range to the best point of its grid, the
-        # others held) leaves a basin where one feature's grid holds a lower score, and
-        # L-BFGS-B polishes what it finds; the features past their range are settled below
-        # on their own profiles
-        h, sc, moved = sweep(f, h, sc, grids, rounds=1, columns=np.flatnonzero(h < s.span), patience=2)
-        if moved:
-            h, sc = better(polish(h), (h, sc))
+        # loose polishes from distinct starts find a smooth criterion's basins; a compact
+        # kernel's kinks stall them, and its search sweeps and polishes tightly from each start
+        if s.kernel.compact:
+            h, sc = explore_kinked(f, polish, h_grid, s_best, h_rot, grids)
+        else:
+            h, sc = explore_smooth(f, polish, h_grid, s_best, h_rot, grids, upper, s.span)
         # The criterion flattens out as a useless feature's bandwidth grows, so its gradient
         # vanishes long before the bound and L-BFGS-B would crawl there: each feature whose
         # bandwidth has grown past its range is tried smoothed out (at its upper bound)
@@ -576,4 +576,3 @@ def _per_feature(
     bounds = np.stack([lower, upper], axis=1)
     how = f"grid of {ts.size}, coordinate sweep, L-BFGS-B: {res.message}"
     return s.result(h, sc, bounds, bool(res.success), how, smoothed)
-
