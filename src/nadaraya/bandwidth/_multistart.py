@@ -158,12 +158,15 @@ def settle(
     grids: Sequence[NDArray[np.float64]],
     log: Sequence[bool] | NDArray[np.bool_],
     tol: float = 1e-3,
+    refine_moves: bool = True,
 ) -> tuple[NDArray[np.float64], float, NDArray[np.bool_], bool]:
     """Decide, for each column of ``candidates``, between its smoothing-out end ``upper[j]``
     and the best finite value of its profile (others held): the grid ``grids[j]`` (ascending,
     below ``upper[j]``), then Brent's refinement (on ``log`` h where ``log[j]``) between the
     best grid point's neighbours. The column goes to the lower of the two; it is smoothed
-    out only where the end scores no higher than every finite value tried.
+    out only where the end scores no higher than every finite value tried. Without
+    ``refine_moves`` (for a caller that polishes a moved point itself), Brent runs only where
+    the grid's best does not beat the end already, where it may decide the column.
 
     Returns ``(h, score, smoothed, moved)``: ``smoothed[j]`` for the columns left at their
     end, ``moved`` where ``h`` changed.
@@ -184,7 +187,8 @@ def settle(
         vals = [score if v == h[j] else at(float(v)) for v in grid]
         k = int(np.argmin(vals))
         v_best, s_best = float(grid[k]), float(vals[k])
-        if 0 < k < grid.size - 1 and math.isfinite(s_best):
+        decided = not refine_moves and s_best < s_up
+        if 0 < k < grid.size - 1 and math.isfinite(s_best) and not decided:
             warp = (np.log if log[j] else np.asarray)(grid[k - 1 : k + 2].astype(np.float64))
             back: Callable[[float], float] = math.exp if log[j] else float
             x, s_ref, _ = brent(

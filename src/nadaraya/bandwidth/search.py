@@ -555,11 +555,11 @@ def _per_feature(
             h, sc = better(polish(h), (h, sc))
         # a feature stays smoothed out only where no finite bandwidth of its profile scores lower
         flat = np.flatnonzero(_smoothed_out(s.kernel, h, s.span) | (h >= upper))
-        h, sc, smoothed, moved = settle(f, h, sc, flat, upper, finite, [True] * d)
+        h, sc, smoothed, moved = settle(f, h, sc, flat, upper, finite, [True] * d, refine_moves=False)
         if moved:
             h, sc = better(polish(h), (h, sc))
             flat = np.flatnonzero(_smoothed_out(s.kernel, h, s.span) | (h >= upper))
-            h, sc, smoothed, _ = settle(f, h, sc, flat, upper, finite, [True] * d)
+            h, sc, smoothed, _ = settle(f, h, sc, flat, upper, finite, [True] * d, refine_moves=False)
         if obj.fast:
             # the score reported: one exact pass at the returned bandwidth (the gradient pass
             # borrows its shifts and can misjudge rows whose every weight is near the flush limit)
