@@ -12,6 +12,8 @@ number of columns:
 - :func:`best_of`: a local optimiser from several starts, the best kept;
 - :func:`lbfgsb`: L-BFGS-B on ``log h``, loosely (to find the basin a start leads to) or
   tightly, on a :class:`Memo` of the criterion, which scores no bandwidth twice;
+- :func:`explore_smooth`, :func:`explore_kinked`: the per-feature search's starts, polishes
+  and sweep, for a smooth criterion and for a compact kernel's;
 - :func:`settle`: each column at its smoothing-out end is scored against the best finite
   value of its own profile (a grid, then Brent's refinement around the best grid point): it
   stays smoothed out only where no finite value scores lower.

@@ -164,9 +164,9 @@ def select_bandwidth(
     until the score has risen twice), and L-BFGS-B again where it moved
     (:mod:`nadaraya.bandwidth._multistart`). L-BFGS-B stays below ten times each range, takes
     the criterion's analytic gradient for the Gaussian (finite differences otherwise), and no
-    bandwidth is scored twice. A compact kernel's criterion has kinks that stall loose
-    polishes: its search sweeps from the better start, polishes tightly from the sweep's
-    point, the rule and the grid's point, and sweeps again. A feature past its range is tried
+    step re-scores a bandwidth another has scored. A compact kernel's criterion has kinks
+    that stall loose polishes: its search sweeps from the better start, polishes tightly from
+    the sweep's point, the rule and the grid's point, and sweeps again. A feature past its range is tried
     at its upper bound, kept when no worse; it is in ``smoothed_out`` only where that end
     scores no higher than every finite bandwidth of its profile (the others held).
 
