@@ -166,9 +166,10 @@ def select_bandwidth(
     the criterion's analytic gradient for the Gaussian (finite differences otherwise), and no
     step re-scores a bandwidth another has scored. A compact kernel's criterion has kinks
     that stall loose polishes: its search sweeps from the better start, polishes tightly from
-    the sweep's point, the rule and the grid's point, and sweeps again. A feature past its range is tried
-    at its upper bound, kept when no worse; it is in ``smoothed_out`` only where that end
-    scores no higher than every finite bandwidth of its profile (the others held).
+    the sweep's point, the rule and the grid's point, and sweeps again. A feature past its
+    range is tried at its upper bound, kept when no worse; it is in ``smoothed_out`` only
+    where that end scores no higher than every finite bandwidth of its profile (the others
+    held).
 
     **Warnings.** A feature smoothed out is a normal outcome: it is recorded in
     ``smoothed_out``, not warned about. An optimum on any other bound (the lower one, or the
