@@ -112,7 +112,9 @@ def test_cv_chooses_what_select_bandwidth_chooses():
     X, y = _mixed_data(60, seed=5)
     model = NadarayaWatson(bandwidth="cv", degree=1, var_types="cuo").fit(X, y)
     ref = nadaraya.select_bandwidth(X, y, method="cv", per_feature=True, degree=1, var_types="cuo")
-    np.testing.assert_allclose(model.bandwidth_, ref.bandwidth, rtol=1e-12)
+    # the same search; the estimator's rows come in another order, so the scores differ in the
+    # last bits, and where the criterion is flat to rounding the optimiser's last steps differ
+    np.testing.assert_allclose(model.bandwidth_, ref.bandwidth, rtol=1e-6)
     assert model.selection_.score == pytest.approx(ref.score, rel=1e-12)
     assert 0 <= model.bandwidth_[1] <= 2 / 3 and 0 <= model.bandwidth_[2] < 1
 

@@ -1801,7 +1801,7 @@ def test_search_at_the_floor_refines_by_bounded_brent_towards_the_next_grid_poin
 
 
 def test_search_at_the_top_of_the_grid_tries_the_smoothed_out_bandwidth():
-    """Noise alone: the best grid point is the largest; one more pass at 100 times the range
+    """Noise alone: the best grid point is the largest; one more pass at 10**4 times the range
     (the bandwidth that smooths the feature out) is kept when no worse, without a warning."""
     rng = np.random.default_rng(0)
     x = np.sort(rng.uniform(0, 5, 40))
@@ -1810,7 +1810,7 @@ def test_search_at_the_top_of_the_grid_tries_the_smoothed_out_bandwidth():
     ts, scores = _grid_of(res)
     assert int(np.argmin(scores)) == 0 and not caught
     assert res.message == f"grid of {ts.size} and bounded Brent, then smoothed out on log h"
-    assert res.bandwidth[0] == pytest.approx(100 * np.ptp(x), rel=1e-12) and res.smoothed_out.all()
+    assert res.bandwidth[0] == pytest.approx(1e4 * np.ptp(x), rel=1e-12) and res.smoothed_out.all()
     assert res.bounds[0, 1] == res.bandwidth[0] and res.bounds[0, 0] == ts[-1]
     assert res.score == pytest.approx(_plain_loo_cv(x[:, None], y, res.bandwidth, "gaussian"), rel=1e-10)
 
@@ -1838,7 +1838,7 @@ def test_search_in_two_features_at_the_floor_names_the_search_and_uses_linf_dist
 def test_per_feature_search_bounds_and_its_lower_bound_note(kernel, scale):
     """Per feature, L-BFGS-B searches between Scott's rule times 2^-6 (raised to the floor, in
     each feature's units of the rule, for a compact kernel) and the larger of the rule times 2^5
-    and 100 times the feature's range; a feature left on its lower bound is named in the note,
+    and 10**4 times the feature's range; a feature left on its lower bound is named in the note,
     in the units of X (also where X is scaled into range by a power of two)."""
     rng = np.random.default_rng(0)
     X = rng.uniform(0, 1, (40, 2))
@@ -1850,7 +1850,7 @@ def test_per_feature_search_bounds_and_its_lower_bound_note(kernel, scale):
     if kernel != "gaussian":
         direction = rot / math.exp(np.mean(np.log(rot)))
         lower = np.maximum(lower, _plain_linf_floor(X, direction) * (1 + 1e-9) * direction)
-    upper = np.maximum(rot * 2.0**5, 100.0 * np.ptp(X, axis=0))
+    upper = np.maximum(rot * 2.0**5, 1e4 * np.ptp(X, axis=0))
     np.testing.assert_allclose(res.bounds, np.stack([lower, upper], axis=1), rtol=1e-12)
     notes = [
         f"cv: the selected bandwidth of feature {j}, {res.bandwidth[j]:.6g}, is on the lower bound "
@@ -1862,16 +1862,16 @@ def test_per_feature_search_bounds_and_its_lower_bound_note(kernel, scale):
     assert kernel == "gaussian" or notes  # the compact kernel's feature 0 sits on its floor
 
 
-def test_per_feature_search_tries_useful_features_smoothed_out_once():
-    """Each feature is tried at its upper bound before L-BFGS-B; after it, only features whose
-    bandwidth has grown past their range are tried again: two useful features, two such passes."""
+def test_per_feature_search_tries_useful_features_smoothed_out_one_at_a_time():
+    """The coordinate sweeps try each feature at its upper bound (smoothed out), one feature at a
+    time; two useful features are tried there and kept below their range."""
     rng = np.random.default_rng(0)
     X = rng.uniform(0, 1, (40, 2))
     y = np.sin(6 * X[:, 0]) + np.cos(5 * X[:, 1]) + rng.normal(0, 0.1, 40)
     res, _ = _quiet_select(X, y, per_feature=True)
-    assert (res.bandwidth < np.ptp(X, axis=0)).all()
+    assert (res.bandwidth < np.ptp(X, axis=0)).all() and not res.smoothed_out.any()
     at_upper = np.isclose(res.search["bandwidths"], res.bounds[:, 1], rtol=1e-12)
-    assert at_upper.any(axis=1).sum() == 2 and (at_upper.sum(axis=0) == 1).all()
+    assert (at_upper.sum(axis=0) >= 1).all() and (at_upper.sum(axis=1) <= 1).all()
 
 
 @pytest.mark.parametrize("method", ["cv", "aicc"])
@@ -2081,7 +2081,7 @@ def test_per_feature_search_returns_its_best_evaluation_and_says_how(kernel):
     assert res.score == pytest.approx(float(np.min(res.search["scores"])), rel=1e-9)
     assert res.score == pytest.approx(_plain_loo_cv(X, y, res.bandwidth, kernel), rel=1e-9)
     n_grid = int(np.sum(res.search["stages"] == "grid"))
-    assert res.message.startswith(f"grid of {n_grid}, L-BFGS-B: CONVERGENCE")
+    assert res.message.startswith(f"grid of {n_grid}, coordinate sweep, L-BFGS-B: CONVERGENCE")
 
 
 @pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
@@ -2127,7 +2127,7 @@ def test_search_refuses_data_whose_aicc_is_infinite_on_the_whole_grid():
 
 def test_scalar_search_bounds_are_the_grids_ends_and_the_smoothed_out_pass_is_a_refinement():
     """An interior minimum: the bounds are the grid's smallest and largest bandwidths. At the top
-    of the grid the extra pass at 100 ranges is recorded as a refinement step, and becomes the
+    of the grid the extra pass at 10**4 ranges is recorded as a refinement step, and becomes the
     upper bound."""
     rng = np.random.default_rng(2)
     x = np.sort(rng.uniform(0, 5, 40))
@@ -2145,10 +2145,11 @@ def test_scalar_search_bounds_are_the_grids_ends_and_the_smoothed_out_pass_is_a_
 
 def test_per_feature_search_with_both_features_on_their_floor_warns_once_with_both_notes():
     """Two features left on their lower bounds: one warning, the two notes joined by "; "."""
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(4)
     X = rng.uniform(0, 1, (30, 2))
     res, caught = _quiet_select(X, np.sin(6 * X[:, 0]) + np.sin(6 * X[:, 1]), kernel="epanechnikov",
                                 per_feature=True)
+    assert np.allclose(res.bandwidth, res.bounds[:, 0], rtol=1e-6, atol=0.0)  # the case
     notes = [f"cv: the selected bandwidth of feature {j}, {res.bandwidth[j]:.6g}, is on the lower bound "
              f"{res.bounds[j, 0]:.6g} of the search{_SMALLER_NOTE}" for j in range(2)]
     assert caught == ["; ".join(notes)]

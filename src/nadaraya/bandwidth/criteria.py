@@ -42,8 +42,11 @@ class BandwidthSelection:
     kernel : str
     per_feature : bool
     smoothed_out : ndarray of bool, shape (d,)
-        Features whose kernel weights vary by at most 1 % over the feature's range at the
-        selected bandwidth: the fit ignores them (they do not help predict ``y``).
+        Features whose kernel weights no longer vary with them at the selected bandwidth (by
+        at most 1 % over the feature's range; for an unordered column, the lambda that weighs
+        every category alike), where removing them scores no higher than any finite bandwidth
+        the search tried for them: the local-constant fit ignores them (they do not help
+        predict ``y``); a local polynomial fit is then a global polynomial in them.
     rule_of_thumb : ndarray of shape (d,)
         Scott's rule, the centre of the search.
     bounds : ndarray of shape (d, 2)

@@ -15,11 +15,15 @@ pass of the moment sums (each point's own term masked inside them) and the per-q
 Categorical columns multiply each weight by their factor (:mod:`nadaraya._mixed`), the own
 term's factor included. The search with categorical columns (one bandwidth or lambda per
 column, as statsmodels' and np's ``cv_ls``): a coarse grid of a common factor on the
-continuous rule of thumb times three common levels of lambda, then L-BFGS-B on
-``(log h, lambda)`` within bounds (finite differences), then each column tried at the end of
-its range that smooths it out (the upper bound; for Wang-van Ryzin's ordered kernel, whose
-weights vanish as lambda -> 1, the indicator lambda = 0 is tried as well), kept where the
-score is no worse, and L-BFGS-B once more if anything moved.
+continuous rule of thumb times three common levels of lambda; L-BFGS-B on ``(log h, lambda)``
+within bounds (finite differences) from the grid's best point and from the rule of thumb
+(statsmodels' start), the best kept; a coordinate sweep from there (each column in turn to
+the best point of its grid, the others held), and L-BFGS-B again if it moved; then each
+column tried at the end of its range that smooths it out (the upper bound; for Wang-van
+Ryzin's ordered kernel, whose weights vanish as lambda -> 1, the indicator lambda = 0 is tried
+as well), kept where the score is no worse, and L-BFGS-B once more if anything moved. A
+column is reported smoothed out only where its end scores no higher than every finite value
+of its profile (:func:`nadaraya.bandwidth._multistart.settle`).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from ..backends.reference import _moment_sums, block_weights
 from ..kernels import Kernel
 from ..partials import Partials
 from ..pooling import Call
+from ._multistart import _OUT, Memo, best_of, log_grid, settle, sweep
 from .criteria import BandwidthSelection, _Objective
 from .rules import _pow2_scale, _rule_of_thumb, _span
 
@@ -211,8 +216,6 @@ def select_mixed(
     progress: Any = None,
 ) -> BandwidthSelection:
     """The joint search of continuous bandwidths and lambdas for data with categorical columns."""
-    from scipy.optimize import minimize
-
     cont = [j for j, c in enumerate(var_types) if c == "c"]
     scale = np.where([c == "c" for c in var_types], _span(x), 0.0)
     x, x_exp = _pow2_scale(x, scale)
@@ -239,7 +242,7 @@ def select_mixed(
     span = np.ptp(obj.Xc, axis=0) if cont else np.zeros(0)
     lower = np.empty(obj.d)
     upper = np.empty(obj.d)
-    lower[obj.cont], upper[obj.cont] = rot * 2.0**-3, np.maximum(rot * 2.0**3, 100.0 * span)
+    lower[obj.cont], upper[obj.cont] = rot * 2.0**-3, np.maximum(rot * 2.0**3, _OUT * span)
     lower[obj.catc], upper[obj.catc] = 0.0, hi
     if k.compact and method == "cv" and cont:
         from .search import _nn_linf
@@ -253,52 +256,8 @@ def select_mixed(
     h, s = starts[best], float(scores[best])
     is_cont = np.zeros(obj.d, dtype=bool)
     is_cont[obj.cont] = True
-
-    def to_v(h: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.where(is_cont, np.log(np.where(is_cont, h, 1.0)), h)
-
-    def from_v(v: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.where(is_cont, np.exp(np.where(is_cont, v, 0.0)), v)
-
-    norm = abs(s) if method == "cv" and s > 0 else 1.0
-    bounds = list(zip(to_v(lower), to_v(upper)))
-
-    def run(h0: NDArray[np.float64]) -> tuple[NDArray[np.float64], float, Any]:
-        with np.errstate(invalid="ignore"):
-            res = minimize(
-                lambda v: obj.at(from_v(v), "per_feature") / norm,
-                to_v(h0),
-                method="L-BFGS-B",
-                bounds=bounds,
-                options={"ftol": 1e-10, "gtol": 1e-7, "maxiter": 200},
-            )
-        return from_v(res.x), float(res.fun) * norm, res
-
-    h1, s1, res = run(h)
-    if s1 <= s:
-        h, s = h1, s1
-    moved = False
-    for j in range(obj.d):
-        tries = [upper[j]] + ([0.0] if not is_cont[j] and var_types[j] == "o" else [])
-        for value in tries:
-            trial = h.copy()
-            trial[j] = value
-            st = obj.at(trial, "per_feature")
-            if st <= s:
-                h, s, moved = trial, st, True
-    if moved:
-        h1, s1, res = run(h)
-        if s1 <= s:
-            h, s = h1, s1
+    h, s, smoothed, res = _polish_and_settle(obj, h, s, lower, upper, is_cont, rot, span, np.std(x, axis=0))
     unit = np.where(is_cont, np.ldexp(1.0, x_exp), 1.0)
-    smoothed = np.zeros(obj.d, dtype=bool)
-    if cont:
-        from .search import _smoothed_out
-
-        smoothed[obj.cont] = _smoothed_out(k, h[obj.cont], span)
-    smoothed[obj.catc] = np.isclose(h[obj.catc], hi) & np.array(
-        [categorical_kernel == "li-racine" or kd == "u" for kd in kinds], dtype=bool
-    )
     rule = np.full(obj.d, np.nan)
     rule[obj.cont] = rot
     return _result(
@@ -313,6 +272,113 @@ def select_mixed(
         bool(res.success),
         f"grid of {len(starts)} (h factor x lambda), L-BFGS-B on (log h, lambda): {res.message}",
     )
+
+
+def _polish_and_settle(
+    obj: LocalObjective,
+    h: NDArray[np.float64],
+    s: float,
+    lower: NDArray[np.float64],
+    upper: NDArray[np.float64],
+    is_cont: NDArray[np.bool_],
+    rot: NDArray[np.float64],
+    span: NDArray[np.float64],
+    std: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], float, NDArray[np.bool_], Any]:
+    """From the grid's best point ``h`` (score ``s``): L-BFGS-B on ``(log h, lambda)`` from it
+    and from the rule of thumb, a coordinate sweep, each column tried at its smoothing-out end,
+    and the columns left there settled against their profiles: ``(h, score, smoothed, the last
+    L-BFGS-B result)``."""
+    from scipy.optimize import minimize
+
+    k = obj.kernel
+
+    def to_v(h: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.where(is_cont, np.log(np.where(is_cont, h, 1.0)), h)
+
+    def from_v(v: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.where(is_cont, np.exp(np.where(is_cont, v, 0.0)), v)
+
+    norm = abs(s) if obj.method == "cv" and s > 0 else 1.0
+    bounds = list(zip(to_v(lower), to_v(upper)))
+
+    # every (h, lambda) scored once: a polish's start, a grid point a sweep or a profile has
+    # visited cost no pass again
+    f = Memo(lambda h: obj.at(h, "per_feature"))
+    f.values[np.asarray(h, dtype=np.float64).tobytes()] = s  # the grid's best point
+
+    def run(h0: NDArray[np.float64]) -> tuple[NDArray[np.float64], float, Any]:
+        h0 = np.asarray(h0, dtype=np.float64)
+        v0 = to_v(h0)
+
+        def at(v: NDArray[np.float64]) -> NDArray[np.float64]:
+            return h0 if np.array_equal(v, v0) else from_v(v)
+
+        with np.errstate(invalid="ignore"):
+            res = minimize(
+                lambda v: f(at(v)) / norm,
+                v0,
+                method="L-BFGS-B",
+                bounds=bounds,
+                options={"ftol": 1e-10, "gtol": 1e-7, "maxiter": 200},
+            )
+        h1 = at(np.asarray(res.x, dtype=np.float64))
+        return h1, f(h1), res
+
+    status: list[Any] = []
+
+    def polish(h0: NDArray[np.float64]) -> tuple[NDArray[np.float64], float]:
+        h1, s1, res = run(h0)
+        status.append(res)
+        return h1, s1
+
+    # each column's profile: bandwidths of ratio 2 from the lower bound to three times the
+    # range, lambdas evenly spaced over their range; the sweep's grids take every other one
+    # and the upper end
+    finite = [
+        log_grid(lower[j], max(3.0 * span[list(obj.cont).index(j)], 2.0 * lower[j]))
+        if is_cont[j] else np.linspace(0.0, upper[j], 9)[:-1]
+        for j in range(obj.d)
+    ]
+    grids = [np.append(g[::2], upper[j]) for j, g in enumerate(finite)]
+    # statsmodels' start: the continuous rule of thumb, and its lambdas clipped
+    h_rule = np.where(is_cont, 0.0, 1.06 * std * obj.n ** (-1.0 / (4 + obj.d)))
+    h_rule = np.clip(h_rule, lower, upper)
+    h_rule[obj.cont] = np.clip(rot, lower[obj.cont], upper[obj.cont])
+    # L-BFGS-B from the grid's best point and from the rule; then a coordinate sweep from the
+    # better end, which leaves a basin where one column's grid holds a lower score
+    h, s = best_of(polish, [h, h_rule], h, s)
+    h, s, moved = sweep(f, h, s, grids, patience=2)
+    if moved:
+        h, s = best_of(polish, [h], h, s)
+    moved = False
+    for j in range(obj.d):
+        tries = [upper[j]] + ([0.0] if not is_cont[j] and obj.var_types[j] == "o" else [])
+        for value in tries:
+            trial = h.copy()
+            trial[j] = value
+            st = f(trial)
+            if st <= s:
+                h, s, moved = trial, st, True
+    if moved:
+        h, s = best_of(polish, [h], h, s)
+    # a column stays smoothed out only where no finite value of its profile scores lower
+    from .search import _smoothed_out
+
+    can = np.array([is_cont[j] or obj.categorical_kernel == "li-racine" or obj.var_types[j] == "u"
+                    for j in range(obj.d)])
+
+    def candidates(h: NDArray[np.float64]) -> NDArray[np.intp]:
+        flat = np.isclose(h, upper)
+        if obj.cont.size:
+            flat[obj.cont] |= _smoothed_out(k, h[obj.cont], span)
+        return np.flatnonzero(flat & can)
+
+    h, s, smoothed, moved = settle(f, h, s, candidates(h), upper, finite, is_cont)
+    if moved:
+        h, s = best_of(polish, [h], h, s)
+        h, s, smoothed, _ = settle(f, h, s, candidates(h), upper, finite, is_cont)
+    return h, s, smoothed, status[-1]
 
 
 def _result(

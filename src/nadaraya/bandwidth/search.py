@@ -17,6 +17,7 @@ from .._fit import as_degree
 from .._mixed import as_categorical_kernel, as_var_types
 from .._validation import as_tol
 from ..kernels import Kernel
+from ._multistart import _OUT
 from .criteria import BandwidthSelection, BandwidthWarning, _check_enough, _Objective, _validate
 from .optimise import brent, halley
 from .rules import _pow2_scale, _rule_of_thumb, _span
@@ -75,6 +76,8 @@ _GRID_ABOVE = 10
 _XATOL = 1e-3
 #: a feature counts as smoothed out when its kernel weights vary by at most 1 % over its range
 _FLAT = 0.99
+#: L-BFGS-B's upper bound per feature, in units of the feature's range
+_CAP = 10.0
 
 
 def _nn_linf(x: NDArray[np.float64]) -> float:
@@ -138,7 +141,7 @@ def select_bandwidth(
     ``sqrt(2)``, from ``2**-6`` to at least ``2**5`` times Scott's rule of thumb (over three
     decades, extended up to three times the data's range so that "ignore x" is on the grid),
     then a bounded refinement on ``log h`` between the grid neighbours of the best grid
-    point, to a relative 1e-3; an optimum at the top of the grid is tried once more at 100
+    point, to a relative 1e-3; an optimum at the top of the grid is tried once more at 10**4
     times the data's range, where every feature is smoothed out, and kept there when no worse.
     The criterion has local minima; the grid is there for them. For
     the Gaussian kernel the whole grid costs one pass over the pairs: in the shifted log
@@ -150,17 +153,23 @@ def select_bandwidth(
     leave-one-out pass of the primitive (:func:`nadaraya.pooling.compute_partials` with
     ``exclude=arange(n)``) on ``backend``.
 
-    **Per feature** (``per_feature=True``): from the best point of the same coarse grid along
-    Scott's per-feature rule (``h = t * rule``), L-BFGS-B on ``log h_k`` within data-derived bounds (``2**-6``
-    times the rule below; above, the larger of ``2**5`` times the rule and 100 times the
-    feature's range), with the analytic gradient of the criterion for the Gaussian kernel
-    (from the same pass; finite differences through the primitive for other kernels). A
-    feature that does not help ends with a large bandwidth: before L-BFGS-B (and after it,
-    where the bandwidth has grown past the feature's range), each feature is tried at its
-    upper bound (the criterion flattens out there, so its gradient vanishes long before the
-    bound and L-BFGS-B would crawl) and kept there when the score is no worse;
-    ``smoothed_out`` says which features the fit ignores. This favours smoothing a noise
-    feature out: where such a feature also has an interior CV minimum, it may be missed.
+    **Per feature** (``per_feature=True``), within ``2**-6`` times Scott's per-feature rule
+    and the larger of ``2**5`` times it and ``10**4`` times the feature's range: L-BFGS-B on
+    ``log h_k``, loosely (five steps), from the grid's best point along the rule
+    (``h = t * rule``), from there with each feature smoothed out (at its upper bound) where
+    that scores no higher, and from the rule itself (where statsmodels' search starts), a start
+    in the same cell of the sweep's grids as an earlier one skipped; then tightly from the best
+    end, its features past their range tried smoothed out first. A coordinate sweep follows
+    (each feature within its range to the best point of its grid, ratio 4, walked outwards
+    until the score has risen twice), and L-BFGS-B again where it moved
+    (:mod:`nadaraya.bandwidth._multistart`). L-BFGS-B stays below ten times each range, takes
+    the criterion's analytic gradient for the Gaussian (finite differences otherwise), and no
+    step re-scores a bandwidth another has scored. A compact kernel's criterion has kinks
+    that stall loose polishes: its search sweeps from the better start, polishes tightly from
+    the sweep's point, the rule and the grid's point, and sweeps again. A feature past its
+    range is tried at its upper bound, kept when no worse; it is in ``smoothed_out`` only
+    where that end scores no higher than every finite bandwidth of its profile (the others
+    held).
 
     **Warnings.** A feature smoothed out is a normal outcome: it is recorded in
     ``smoothed_out``, not warned about. An optimum on any other bound (the lower one, or the
@@ -369,15 +378,17 @@ class _Search:
         return self.obj.d
 
     def result(
-        self, h: NDArray[np.float64], score: float, bounds: NDArray[np.float64], converged: bool, msg: str
+        self, h: NDArray[np.float64], score: float, bounds: NDArray[np.float64], converged: bool, msg: str,
+        smoothed: NDArray[np.bool_] | None = None,
     ) -> BandwidthSelection:
+        """The selection; ``smoothed`` defaults to the features whose weights hardly vary."""
         return BandwidthSelection(
             bandwidth=np.asarray(h, dtype=np.float64),
             score=float(score),
             method=self.method,
             kernel=self.kernel.name,
             per_feature=self.per_feature,
-            smoothed_out=_smoothed_out(self.kernel, h, self.span),
+            smoothed_out=_smoothed_out(self.kernel, h, self.span) if smoothed is None else smoothed,
             rule_of_thumb=self.rot,
             bounds=bounds,
             search=self.obj.record(),
@@ -410,7 +421,7 @@ def _search(s: _Search) -> BandwidthSelection:
         # the top of the grid (a few times the data's range) may not smooth every feature out
         # yet; the criterion flattens out beyond it, so one more pass at the bandwidth that does
         # (the per-feature search's upper bound) settles it: kept when no worse
-        t_out = float(np.max(100.0 * s.span / s.direction))
+        t_out = float(np.max(_OUT * s.span / s.direction))
         if t_out > top:
             s_out = s.obj.at(t_out * s.direction, "refine")
             top = t_out  # the search's upper bound
@@ -425,7 +436,16 @@ def _search(s: _Search) -> BandwidthSelection:
             j0 = None if d > 1 else 0
             s.notes.append(_bound_note(j0, t_best * s.unit[0], side, bound * s.unit[0], method))
     bounds = np.stack([bottom * s.direction, top * s.direction], axis=1)
-    return s.result(t_best * s.direction, s_best, bounds, converged, f"grid of {ts.size} and {how} on log h")
+    h = t_best * s.direction
+    # a feature whose weights hardly vary is smoothed out only where its removal (its
+    # bandwidth at the per-feature search's upper bound) scores no higher
+    smoothed = _smoothed_out(s.kernel, h, s.span)
+    for j in np.flatnonzero(smoothed):
+        trial = h.copy()
+        trial[j] = max(h[j], _OUT * s.span[j])
+        if trial[j] > h[j] and not s.obj.at(trial, "refine") <= s_best + 1e-12 * abs(s_best):
+            smoothed[j] = False
+    return s.result(h, s_best, bounds, converged, f"grid of {ts.size} and {how} on log h", smoothed)
 
 
 def _grid(s: _Search) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
@@ -496,103 +516,88 @@ def _refine(
 def _per_feature(
     s: _Search, ts: NDArray[np.float64], t_best: float, s_best: float, t_floor: float
 ) -> BandwidthSelection:
-    """L-BFGS-B on ``log h`` from the best grid point, within per-feature bounds, with each
-    feature tried smoothed out before and after."""
+    """From the best grid point and from Scott's rule per feature: a coordinate sweep on a
+    log grid per feature, L-BFGS-B from the best points found, each feature tried smoothed
+    out, and the features left smoothed out checked against their own profiles
+    (:mod:`nadaraya.bandwidth._multistart`)."""
     from threadpoolctl import threadpool_limits
+
+    from ._multistart import (
+        Memo,
+        better,
+        explore_kinked,
+        explore_smooth,
+        lbfgsb,
+        log_grid,
+        settle,
+        smooth_out,
+    )
 
     obj, d, method = s.obj, s.d, s.method
     lower = s.rot * 2.0 ** (-_GRID_BELOW / 2)
     if t_floor > 0:
         lower = np.maximum(lower, t_floor * s.direction)
-    upper = np.maximum(s.rot * 2.0 ** (_GRID_ABOVE / 2), 100.0 * s.span)
-    v0 = np.clip(np.log(t_best * s.direction), np.log(lower), np.log(upper))
+    upper = np.maximum(s.rot * 2.0 ** (_GRID_ABOVE / 2), _OUT * s.span)
     # the score is scaled to order one so that L-BFGS-B's tolerances mean the same on any data
     scale = abs(s_best) if method == "cv" and s_best > 0 else 1.0
-    minimise = _lbfgsb(obj, scale, list(zip(np.log(lower), np.log(upper))))
+    # every bandwidth scored once: the Gaussian's gradient pass is the cheapest pass that
+    # scores one bandwidth, and L-BFGS-B takes its gradient
+    f = Memo(lambda h: obj.at(h, "per_feature"), obj.with_gradient if obj.fast else None)
+    # L-BFGS-B stays below ten times each feature's range, where its weights vary by less than
+    # 1 % and the criterion is flat: a feature past its range is tried smoothed out instead
+    # (a compact kernel's search keeps the whole range)
+    cap = upper if s.kernel.compact else np.clip(_CAP * s.span, 2.0 * lower, upper)
+    run = lbfgsb(f, scale, lower, cap, upper)
+    status: list[Any] = []
 
-    # The criterion flattens out as a useless feature's bandwidth grows, so its gradient
-    # vanishes long before the bound and L-BFGS-B would crawl there: each feature is tried
-    # smoothed out (at its upper bound) before L-BFGS-B, and again after it where its
-    # bandwidth has grown past its range, and kept there when the score is no worse.
+    def polish(h0: NDArray[np.float64], tolerance: str = "tight") -> tuple[NDArray[np.float64], float]:
+        h1, s1, res = run(h0, tolerance)
+        status.append(res)
+        return h1, s1
+
+    # each feature's grid: ratio 4 from the lower bound to a few times its range, and the
+    # upper bound, where it is smoothed out; its profile (to settle whether it is smoothed
+    # out) is that grid's finite part
+    finite = [log_grid(lower[j], max(3.0 * s.span[j], 2.0 * lower[j]), 4.0) for j in range(d)]
+    grids = [np.append(g, upper[j]) for j, g in enumerate(finite)]
+    h_grid = np.clip(t_best * s.direction, lower, upper)
+    h_rot = np.clip(s.rot, lower, upper)
     # L-BFGS-B's BLAS calls on a few numbers: OpenBLAS's thread pool only fights numba's
     # for the cores there
     with threadpool_limits(limits=1, user_api="blas"):
-        h, s_final, _ = _smooth_out(obj, np.exp(v0), s_best, upper, s.span)
-        res = minimise(np.log(h))
-        if float(res.fun) * scale <= s_final:
-            h, s_final = np.exp(res.x), float(res.fun) * scale
-        h, s_final, moved = _smooth_out(obj, h, s_final, upper, s.span, wide=True)
+        f.values[h_grid.tobytes()] = s_best  # scored on the grid
+        # loose polishes from distinct starts find a smooth criterion's basins; a compact
+        # kernel's kinks stall them, and its search sweeps and polishes tightly from each start
+        if s.kernel.compact:
+            h, sc = explore_kinked(f, polish, h_grid, s_best, h_rot, grids)
+        else:
+            h, sc = explore_smooth(f, polish, h_grid, s_best, h_rot, grids, upper, s.span)
+        # The criterion flattens out as a useless feature's bandwidth grows, so its gradient
+        # vanishes long before the bound and L-BFGS-B would crawl there: each feature whose
+        # bandwidth has grown past its range is tried smoothed out (at its upper bound)
+        h, sc, moved = smooth_out(f, h, sc, upper, s.span)
         if moved:
-            res = minimise(np.log(h))
-            if float(res.fun) * scale <= s_final:
-                h, s_final = np.exp(res.x), float(res.fun) * scale
-        if s.obj.fast:
-            # the score reported is the criterion at the returned bandwidth, from one exact
-            # leave-one-out pass of the primitive: the gradient pass borrows its shifts and can
-            # misjudge rows whose every weight is near the flush limit
-            s_final = obj.at(h, "per_feature")
+            h, sc = better(polish(h), (h, sc))
+        # a feature stays smoothed out only where no finite bandwidth of its profile scores lower
+        flat = np.flatnonzero(_smoothed_out(s.kernel, h, s.span) | (h >= upper))
+        h, sc, smoothed, moved = settle(f, h, sc, flat, upper, finite, [True] * d, refine_moves=False)
+        if moved:
+            h, sc = better(polish(h), (h, sc))
+            flat = np.flatnonzero(_smoothed_out(s.kernel, h, s.span) | (h >= upper))
+            h, sc, smoothed, _ = settle(f, h, sc, flat, upper, finite, [True] * d, refine_moves=False)
+        if obj.fast:
+            # the score reported: one exact pass at the returned bandwidth (the gradient pass
+            # borrows its shifts and can misjudge rows whose every weight is near the flush limit)
+            sc = obj.at(h, "per_feature")
+    res = status[-1]
     # a feature on its upper bound is smoothed out (``smoothed_out`` says so): no warning for
     # that normal outcome, only for a bound that is not the smoothing-out one
-    flat = _smoothed_out(s.kernel, h, s.span)
     for j in range(d):
         hj, unit = float(h[j]), float(s.unit[j])
-        if abs(math.log(hj / upper[j])) < 1e-6 and not flat[j]:
+        if abs(math.log(hj / upper[j])) < 1e-6 and not smoothed[j]:
             s.notes.append(_bound_note(j, hj * unit, "upper", float(upper[j]) * unit, method))
         elif abs(math.log(hj / lower[j])) < 1e-6:
             s.notes.append(_bound_note(j, hj * unit, "lower", float(lower[j]) * unit, method))
     bounds = np.stack([lower, upper], axis=1)
-    return s.result(h, s_final, bounds, bool(res.success), f"grid of {ts.size}, L-BFGS-B: {res.message}")
-
-
-def _lbfgsb(obj: _Objective, scale: float, bounds: list[tuple[float, float]]) -> Any:
-    """L-BFGS-B on ``log h`` from a start, on the criterion divided by ``scale``: with the
-    analytic gradient for the Gaussian, finite differences through the primitive otherwise."""
-    from scipy.optimize import minimize
-
-    if obj.fast:
-
-        def fun(v: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-            f, g = obj.with_gradient(np.exp(v))
-            return f / scale, g / scale
-
-        jac: Any = True
-    else:
-
-        def fun(v: NDArray[np.float64]) -> float:  # type: ignore[misc]
-            return obj.at(np.exp(v), "per_feature") / scale
-
-        jac = None
-    # stop when a step gains less than 1e-10 of the (order-one) score, or the projected
-    # gradient is below 1e-6: the bandwidths are then well inside a relative 1e-3
-    options = {"ftol": 1e-10, "gtol": 1e-6, "maxiter": 200}
-
-    def run(start: NDArray[np.float64]) -> Any:
-        # the criterion is inf where some window is empty (compact kernels, or AICc past its
-        # pole): L-BFGS-B's finite differences there are inf - inf, which it steps back from
-        with np.errstate(invalid="ignore"):
-            return minimize(fun, start, jac=jac, method="L-BFGS-B", bounds=bounds, options=options)
-
-    return run
-
-
-def _smooth_out(
-    obj: _Objective,
-    h: NDArray[np.float64],
-    score: float,
-    upper: NDArray[np.float64],
-    span: NDArray[np.float64],
-    wide: bool = False,
-) -> tuple[NDArray[np.float64], float, bool]:
-    """Try each feature at its upper bound (smoothed out); keep what is no worse. With
-    ``wide``, only the features whose bandwidth is at least their range (where the criterion
-    has flattened out: the others shape the weights, and an optimiser that stopped there found
-    them useful)."""
-    moved = False
-    for j in range(h.size):
-        if h[j] < upper[j] and (not wide or h[j] >= span[j]):
-            trial = h.copy()
-            trial[j] = upper[j]
-            s_trial = obj.at(trial, "per_feature")
-            if s_trial <= score:
-                h, score, moved = trial, s_trial, True
-    return h, score, moved
+    how = f"grid of {ts.size}, coordinate sweep, L-BFGS-B: {res.message}"
+    return s.result(h, sc, bounds, bool(res.success), how, smoothed)

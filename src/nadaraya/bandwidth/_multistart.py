@@ -1,0 +1,406 @@
+"""A wider per-column search: a coordinate sweep on a grid per column, polish from several
+starts, and the test that a column left smoothed out is no better kept.
+
+The criterion of a per-feature search has local minima, and the basin L-BFGS-B starts in
+decides where it stops. These steps widen the search at a cost of passes linear in the
+number of columns:
+
+- :func:`sweep`: cyclic coordinate descent on a fixed grid per column (log-spaced
+  bandwidths, evenly spaced lambdas), each column's grid scored with the others held (or
+  walked outwards from the column's value until the score has risen ``patience`` times in a
+  row), until a round moves nothing (at most ``rounds``);
+- :func:`best_of`: a local optimiser from several starts, the best kept;
+- :func:`lbfgsb`: L-BFGS-B on ``log h``, loosely (to find the basin a start leads to) or
+  tightly, on a :class:`Memo` of the criterion, which scores no bandwidth twice;
+- :func:`explore_smooth`, :func:`explore_kinked`: the per-feature search's starts, polishes
+  and sweep, for a smooth criterion and for a compact kernel's;
+- :func:`settle`: each column at its smoothing-out end is scored against the best finite
+  value of its own profile (a grid, then Brent's refinement around the best grid point): it
+  stays smoothed out only where no finite value scores lower.
+
+Every function takes the criterion as ``f(h) -> float`` (one exact leave-one-out pass) and
+keeps a point only where it scores no higher than the best so far, so none of them can make
+the search's result worse.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .optimise import brent
+
+__all__ = [
+    "Memo",
+    "best_of",
+    "better",
+    "distinct",
+    "explore_kinked",
+    "explore_smooth",
+    "lbfgsb",
+    "log_grid",
+    "settle",
+    "smooth_out",
+    "sweep",
+]
+
+#: the upper bound of a bandwidth in units of its feature's range: the Gaussian's weights vary
+#: by 5e-9 over the range there, so the criterion is that of h = inf to about that
+_OUT = 1e4
+
+#: scores this close (relative) are equal: a bandwidth a few ulps from its end scores the same
+_TIE = 1e-12
+#: the least relative gain for which a sweep moves a column
+_GAIN = 1e-9
+
+Criterion = Callable[[NDArray[np.float64]], float]
+Polish = Callable[[NDArray[np.float64]], tuple[NDArray[np.float64], float]]
+#: a polish that also takes a tolerance of :data:`TOLERANCES` (``"tight"`` by default)
+TolerantPolish = Callable[..., tuple[NDArray[np.float64], float]]
+
+
+def log_grid(lower: float, cap: float, ratio: float = 2.0) -> NDArray[np.float64]:
+    """Bandwidths ``lower * ratio**k`` up to ``cap`` (``cap`` included), ascending.
+
+    Examples
+    --------
+    >>> log_grid(1.0, 5.0).tolist()
+    [1.0, 2.0, 4.0, 5.0]
+    """
+    k = max(0, math.floor(math.log(cap / lower) / math.log(ratio) + 1e-9))
+    out = lower * ratio ** np.arange(k + 1.0)
+    return out if out[-1] >= cap * (1 - 1e-9) else np.append(out, cap)
+
+
+def sweep(
+    f: Criterion,
+    h: NDArray[np.float64],
+    score: float,
+    grids: Sequence[NDArray[np.float64]],
+    rounds: int = 2,
+    columns: Sequence[int] | NDArray[np.intp] | None = None,
+    patience: int | None = None,
+) -> tuple[NDArray[np.float64], float, bool]:
+    """Cyclic coordinate descent on a grid per column: each column (of ``columns``, default
+    all) moves to the best value of its grid (the others held) where that scores lower by
+    more than a relative 1e-9. Returns ``(h, score, moved)``.
+
+    With ``patience``, each column's grid (ascending) is walked outwards from its value, each
+    way until the score has risen ``patience`` times in a row.
+
+    Examples
+    --------
+    >>> f = lambda h: float((h[0] - 2.0) ** 2 + (h[1] + 1.0) ** 2)
+    >>> g = np.arange(-3.0, 4.0)
+    >>> h, s, moved = sweep(f, np.zeros(2), f(np.zeros(2)), [g, g])
+    >>> h.tolist(), s, moved
+    ([2.0, -1.0], 0.0, True)
+    """
+    h = np.array(h, dtype=np.float64)
+    moved = False
+    for _ in range(rounds):
+        moved_now = False
+        for j in range(len(grids)) if columns is None else columns:
+            grid = np.asarray(grids[j], dtype=np.float64)
+            best_v, best_s = h[j], score
+            if patience is None:
+                ways = [grid]
+            else:
+                ways = [grid[grid < h[j]][::-1], grid[grid > h[j]]]
+            for way in ways:
+                last, rises = score, 0
+                for v in way:
+                    if v == h[j]:
+                        continue
+                    trial = h.copy()
+                    trial[j] = v
+                    s = f(trial)
+                    if s < best_s:
+                        best_v, best_s = v, s
+                    rises = rises + 1 if s > last else 0
+                    last = s
+                    if patience is not None and rises >= patience:
+                        break
+            # a move must gain more than rounding: on a plateau (a feature smoothed out) the
+            # scores differ in their last bits, and chasing those costs sweeps and polishes
+            if best_s < score - _GAIN * abs(score):
+                h[j], score, moved_now = best_v, best_s, True
+        moved |= moved_now
+        if not moved_now:
+            break
+    return h, score, moved
+
+
+def best_of(
+    polish: Polish, starts: Sequence[NDArray[np.float64]], h: NDArray[np.float64], score: float
+) -> tuple[NDArray[np.float64], float]:
+    """The local optimiser ``polish(start) -> (h, score)`` from each start; the best point
+    of them and ``(h, score)`` (duplicate starts are run once)."""
+    seen: list[NDArray[np.float64]] = []
+    for start in starts:
+        if any(np.array_equal(start, s) for s in seen):
+            continue
+        seen.append(start)
+        h1, s1 = polish(start)
+        if s1 <= score:
+            h, score = h1, s1
+    return h, score
+
+
+def settle(
+    f: Criterion,
+    h: NDArray[np.float64],
+    score: float,
+    candidates: Sequence[int] | NDArray[np.intp],
+    upper: NDArray[np.float64],
+    grids: Sequence[NDArray[np.float64]],
+    log: Sequence[bool] | NDArray[np.bool_],
+    tol: float = 1e-3,
+    refine_moves: bool = True,
+) -> tuple[NDArray[np.float64], float, NDArray[np.bool_], bool]:
+    """Decide, for each column of ``candidates``, between its smoothing-out end ``upper[j]``
+    and the best finite value of its profile (others held): the grid ``grids[j]`` (ascending,
+    below ``upper[j]``), then Brent's refinement (on ``log`` h where ``log[j]``) between the
+    best grid point's neighbours. The column goes to the lower of the two; it is smoothed
+    out only where the end scores no higher than every finite value tried. Without
+    ``refine_moves`` (for a caller that polishes a moved point itself), Brent runs only where
+    the grid's best does not beat the end already, where it may decide the column.
+
+    Returns ``(h, score, smoothed, moved)``: ``smoothed[j]`` for the columns left at their
+    end, ``moved`` where ``h`` changed.
+    """
+    h = np.array(h, dtype=np.float64)
+    smoothed = np.zeros(h.size, dtype=bool)
+    moved = False
+    for j in candidates:
+
+        def at(v: float, j: int = j) -> float:
+            trial = h.copy()
+            trial[j] = v
+            return f(trial)
+
+        at_end = bool(np.isclose(h[j], upper[j], rtol=1e-9, atol=0.0))
+        s_up = score if h[j] == upper[j] else at(float(upper[j]))
+        grid = np.asarray(grids[j], dtype=np.float64)
+        vals = [score if v == h[j] else at(float(v)) for v in grid]
+        k = int(np.argmin(vals))
+        v_best, s_best = float(grid[k]), float(vals[k])
+        decided = not refine_moves and s_best < s_up
+        if 0 < k < grid.size - 1 and math.isfinite(s_best) and not decided:
+            warp = (np.log if log[j] else np.asarray)(grid[k - 1 : k + 2].astype(np.float64))
+            back: Callable[[float], float] = math.exp if log[j] else float
+            x, s_ref, _ = brent(
+                lambda u, back=back: at(back(u)),
+                (float(warp[0]), float(warp[1]), float(warp[2])),
+                (float(vals[k - 1]), s_best, float(vals[k + 1])),
+                tol,
+            )
+            if s_ref < s_best:
+                v_best, s_best = back(x), s_ref
+        if s_best < s_up:
+            if s_best < score or at_end:
+                h[j], score, moved = v_best, s_best, True
+        elif at_end or s_up <= score + _TIE * abs(score):
+            moved |= h[j] != upper[j]
+            h[j], score = upper[j], s_up
+            smoothed[j] = True
+    return h, score, smoothed, moved
+
+
+def smooth_out(
+    f: Criterion,
+    h: NDArray[np.float64],
+    score: float,
+    upper: NDArray[np.float64],
+    span: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], float, bool]:
+    """Each feature whose bandwidth is at least its range (where the criterion has
+    flattened out; the others shape the weights, and an optimiser that stopped there found
+    them useful) tried at its upper bound, kept where no worse: ``(h, score, moved)``."""
+    moved = False
+    for j in range(h.size):
+        if span[j] <= h[j] < upper[j]:
+            trial = h.copy()
+            trial[j] = upper[j]
+            s_trial = f(trial)
+            if s_trial <= score:
+                h, score, moved = trial, s_trial, True
+    return h, score, moved
+
+
+class Memo:
+    """The criterion with a record of every bandwidth it scored: a bandwidth scored before (a
+    polish's start, a grid point a sweep or a profile has visited) costs no pass again.
+    ``value_grad`` is the criterion with its gradient along ``log h`` (one pass) where the
+    objective gives it, else None; :meth:`__call__` then takes the value from it."""
+
+    def __init__(
+        self,
+        f: Criterion,
+        value_grad: Callable[[NDArray[np.float64]], tuple[float, NDArray[np.float64]]] | None = None,
+    ) -> None:
+        self.f, self.value_grad = f, value_grad
+        self.values: dict[bytes, float] = {}
+        self.grads: dict[bytes, NDArray[np.float64]] = {}
+
+    def __call__(self, h: NDArray[np.float64]) -> float:
+        key = np.asarray(h, dtype=np.float64).tobytes()
+        if key not in self.values:
+            if self.value_grad is not None:
+                return self.with_gradient(h)[0]
+            self.values[key] = float(self.f(h))
+        return self.values[key]
+
+    def with_gradient(self, h: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+        assert self.value_grad is not None
+        key = np.asarray(h, dtype=np.float64).tobytes()
+        if key not in self.grads:
+            value, grad = self.value_grad(h)
+            self.values[key], self.grads[key] = float(value), np.asarray(grad, dtype=np.float64)
+        return self.values[key], self.grads[key]
+
+
+#: L-BFGS-B's tolerances (the score scaled to order one): ``"tight"`` stops when a step gains
+#: less than 1e-10 or the projected gradient is below 1e-6, the bandwidths then well inside a
+#: relative 1e-3; ``"loose"`` only finds the basin a start leads to (five steps on a smooth
+#: criterion)
+TOLERANCES = {
+    "tight": {"ftol": 1e-10, "gtol": 1e-6, "maxiter": 200},
+    "loose": {"ftol": 1e-4, "gtol": 1e-3, "maxiter": 5},
+}
+
+
+def lbfgsb(
+    memo: Memo, scale: float, lower: NDArray[np.float64], cap: NDArray[np.float64], upper: NDArray[np.float64]
+) -> Any:
+    """L-BFGS-B on ``log h`` within ``[lower, cap]``, on the criterion ``memo`` divided by
+    ``scale``: with the analytic gradient where ``memo`` has it, finite differences otherwise.
+    Returns ``run(h0, tolerance="tight") -> (h, score, scipy's result)``; the columns of ``h0``
+    on their upper bound ``upper`` (smoothed out) are held there, the others start clipped to
+    ``[lower, cap]``."""
+    from scipy.optimize import minimize
+
+    lo, hi = np.log(lower), np.log(cap)
+
+    def run(h0: NDArray[np.float64], tolerance: str = "tight") -> tuple[NDArray[np.float64], float, Any]:
+        h0 = np.asarray(h0, dtype=np.float64)
+        free = h0 < upper
+        v0 = np.clip(np.log(h0[free]), lo[free], hi[free])
+        start = h0.copy()
+        start[free] = np.where(v0 == np.log(h0[free]), h0[free], np.exp(v0))
+
+        def at(v: NDArray[np.float64]) -> NDArray[np.float64]:
+            # the start exactly as given (exp(log h) may differ from h in its last bit): a
+            # start scored before costs no pass
+            if np.array_equal(v, v0):
+                return start
+            h = h0.copy()
+            h[free] = np.exp(v)
+            return h
+
+        if memo.value_grad is not None:
+
+            def fun(v: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+                f, g = memo.with_gradient(at(v))
+                return f / scale, g[free] / scale
+
+            jac: Any = True
+        else:
+
+            def fun(v: NDArray[np.float64]) -> float:  # type: ignore[misc]
+                return memo(at(v)) / scale
+
+            jac = None
+        if not free.any():
+            from scipy.optimize import OptimizeResult
+
+            done = OptimizeResult(x=v0, success=True, message="CONVERGENCE: NO FREE COLUMN")
+            return start, memo(start), done
+        # the criterion is inf where some window is empty (compact kernels, or AICc past its
+        # pole): L-BFGS-B's finite differences there are inf - inf, which it steps back from
+        with np.errstate(invalid="ignore"):
+            res = minimize(fun, v0, jac=jac, method="L-BFGS-B", bounds=list(zip(lo[free], hi[free])),
+                           options=TOLERANCES[tolerance])
+        h = at(np.asarray(res.x, dtype=np.float64))
+        return h, memo(h), res
+
+    return run
+
+
+def distinct(
+    starts: list[NDArray[np.float64]], grids: list[NDArray[np.float64]]
+) -> list[NDArray[np.float64]]:
+    """The starts less those whose nearest point on the sweep's grids (in log h) is that of an
+    earlier one: they lead to one basin."""
+    out: list[NDArray[np.float64]] = []
+    cells: list[list[int]] = []
+    for h in starts:
+        cell = [int(np.argmin(np.abs(np.log(g / v)))) for g, v in zip(grids, h)]
+        if cell not in cells:
+            out.append(h)
+            cells.append(cell)
+    return out
+
+
+def better(
+    a: tuple[NDArray[np.float64], float], b: tuple[NDArray[np.float64], float]
+) -> tuple[NDArray[np.float64], float]:
+    """The lower-scoring of two ``(h, score)``; ``a`` on a tie."""
+    return a if a[1] <= b[1] else b
+
+
+def explore_smooth(
+    f: Criterion,
+    polish: TolerantPolish,
+    h_grid: NDArray[np.float64],
+    s_grid: float,
+    h_rot: NDArray[np.float64],
+    grids: list[NDArray[np.float64]],
+    upper: NDArray[np.float64],
+    span: NDArray[np.float64],
+) -> tuple[NDArray[np.float64], float]:
+    """The per-feature search's starts and polish where the criterion is smooth (no compact
+    kernel): L-BFGS-B, loosely, from the grid's best point, from there with each feature
+    smoothed out where that is no worse (one at a time), and from Scott's rule (where a local
+    search from the rule of thumb, as statsmodels' and np's, ends), starts in one cell of the
+    sweep's grids run once; then tightly from the best end, its features past their range
+    tried smoothed out first (L-BFGS-B would crawl along their flat profiles). A coordinate
+    sweep (each feature within its range to the best point of its grid, the others held,
+    walked outwards until the score has risen twice) leaves a basin where one feature's grid
+    holds a lower score, and L-BFGS-B polishes what it finds; the features past their range
+    are settled afterwards on their own profiles."""
+    h_out, _, _ = smooth_out(f, h_grid, s_grid, upper, np.zeros(h_grid.size))
+    ends = [polish(h0, "loose") for h0 in distinct([h_grid, h_out, h_rot], grids)]
+    h, sc = better(min(ends, key=lambda e: e[1]), (h_grid, s_grid))
+    h, sc, _ = smooth_out(f, h, sc, upper, span)
+    h, sc = better(polish(h), (h, sc))
+    h, sc, moved = sweep(f, h, sc, grids, rounds=1, columns=np.flatnonzero(h < span), patience=2)
+    if moved:
+        h, sc = better(polish(h), (h, sc))
+    return h, sc
+
+
+def explore_kinked(
+    f: Criterion,
+    polish: TolerantPolish,
+    h_grid: NDArray[np.float64],
+    s_grid: float,
+    h_rot: NDArray[np.float64],
+    grids: list[NDArray[np.float64]],
+) -> tuple[NDArray[np.float64], float]:
+    """The per-feature search's starts and polish for a compact kernel, whose criterion has
+    kinks where L-BFGS-B's finite differences stall: a coordinate sweep from the better of
+    the grid's best point and Scott's rule, L-BFGS-B from the sweep's point, the rule and the
+    grid's point, then whole sweeps (up to two rounds) and L-BFGS-B where they moved."""
+    s_rot = f(h_rot)
+    h, sc = (h_rot, s_rot) if s_rot < s_grid else (h_grid, s_grid)
+    h, sc, _ = sweep(f, h, sc, grids, rounds=1)
+    h, sc = best_of(polish, [h, h_rot, h_grid], h, sc)
+    h, sc, moved = sweep(f, h, sc, grids)
+    if moved:
+        h, sc = best_of(polish, [h], h, sc)
+    return h, sc
