@@ -394,7 +394,7 @@ def _result(
     message: str,
 ) -> BandwidthSelection:
     """The selection in the data's units (the search ran on ``x``, ``y`` scaled by powers of two)."""
-    from .search import _unscaled_score
+    from .rules import _unscaled_score
 
     record = obj.record()
     with np.errstate(over="ignore"):  # bounds beyond float64 (a range near 1e308) are inf

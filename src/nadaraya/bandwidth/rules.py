@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -275,3 +276,13 @@ def _pow2_scale(
     out_of_range = (scale > 0) & ((scale < 2.0**-SAFE_EXP) | (scale > 2.0**SAFE_EXP))
     exp = np.where(out_of_range, exp, 0)
     return (np.ldexp(a, -exp[None, :]) if exp.any() else a), exp
+
+
+def _unscaled_score(score: NDArray[np.float64], method: str, y_exp: int) -> NDArray[np.float64]:
+    """A criterion computed on ``y * 2**-y_exp`` in the units of ``y``."""
+    if y_exp == 0:
+        return score
+    if method == "cv":  # inf where the true score is beyond float64's range
+        with np.errstate(over="ignore", under="ignore"):
+            return np.ldexp(score, 2 * y_exp)
+    return score + 2.0 * y_exp * math.log(2.0)  # AICc: log(sigma^2) moves by log(4**y_exp)

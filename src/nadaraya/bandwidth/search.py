@@ -20,7 +20,7 @@ from ..kernels import Kernel
 from ._multistart import _OUT
 from .criteria import BandwidthSelection, BandwidthWarning, _check_enough, _Objective, _validate
 from .optimise import brent, halley
-from .rules import _pow2_scale, _rule_of_thumb, _span
+from .rules import _pow2_scale, _rule_of_thumb, _span, _unscaled_score
 
 __all__ = ["reporting", "select_bandwidth"]
 
@@ -335,16 +335,6 @@ def _representable(res: BandwidthSelection, x: NDArray[np.float64]) -> Bandwidth
             f"{fix}rescale the column (divide it by a power of ten) and select again"
         )
     return res
-
-
-def _unscaled_score(score: NDArray[np.float64], method: str, y_exp: int) -> NDArray[np.float64]:
-    """A criterion computed on ``y * 2**-y_exp`` in the units of ``y``."""
-    if y_exp == 0:
-        return score
-    if method == "cv":  # inf where the true score is beyond float64's range
-        with np.errstate(over="ignore", under="ignore"):
-            return np.ldexp(score, 2 * y_exp)
-    return score + 2.0 * y_exp * math.log(2.0)  # AICc: log(sigma^2) moves by log(4**y_exp)
 
 
 @dataclasses.dataclass
