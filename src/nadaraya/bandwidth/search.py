@@ -155,21 +155,14 @@ def select_bandwidth(
 
     **Per feature** (``per_feature=True``), within ``2**-6`` times Scott's per-feature rule
     and the larger of ``2**5`` times it and ``10**4`` times the feature's range: L-BFGS-B on
-    ``log h_k``, loosely (five steps), from the grid's best point along the rule
-    (``h = t * rule``), from there with each feature smoothed out (at its upper bound) where
-    that scores no higher, and from the rule itself (where statsmodels' search starts), a start
-    in the same cell of the sweep's grids as an earlier one skipped; then tightly from the best
-    end, its features past their range tried smoothed out first. A coordinate sweep follows
-    (each feature within its range to the best point of its grid, ratio 4, walked outwards
-    until the score has risen twice), and L-BFGS-B again where it moved
-    (:mod:`nadaraya.bandwidth._multistart`). L-BFGS-B stays below ten times each range, takes
-    the criterion's analytic gradient for the Gaussian (finite differences otherwise), and no
-    step re-scores a bandwidth another has scored. A compact kernel's criterion has kinks
-    that stall loose polishes: its search sweeps from the better start, polishes tightly from
-    the sweep's point, the rule and the grid's point, and sweeps again. A feature past its
-    range is tried at its upper bound, kept when no worse; it is in ``smoothed_out`` only
-    where that end scores no higher than every finite bandwidth of its profile (the others
-    held).
+    ``log h_k`` from several starts (the grid's best point along the rule, the same with
+    features smoothed out where that costs nothing, the rule itself, where statsmodels' search
+    starts), loosely from each and tightly from the best, then a coordinate sweep on a grid per
+    feature (:mod:`nadaraya.bandwidth._multistart`; the design page says how each step pays).
+    The Gaussian's criterion gives L-BFGS-B its analytic gradient; other kernels take finite
+    differences, and compact ones polish every start tightly (their criterion has kinks). A
+    feature is in ``smoothed_out`` only where its upper bound scores no higher than every
+    finite bandwidth of its profile (the others held).
 
     **Warnings.** A feature smoothed out is a normal outcome: it is recorded in
     ``smoothed_out``, not warned about. An optimum on any other bound (the lower one, or the
