@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ._encode import shown_labels, sorted_codes
 from ._files import atomic_write, same_file
 
 _CSV = (".csv", ".txt", ".tsv")
@@ -252,18 +253,16 @@ def encode_categories(
         if not _is_text(col):
             columns[name] = _column(table, name, path)
             continue
-        values = _strings(col)
-        distinct = sorted({v for v in values if v is not None})
+        codes, distinct = sorted_codes(_strings(col))
         if kind == "o":
-            shown = ", ".join(repr(v) for v in distinct[:4]) + (", ..." if len(distinct) > 4 else "")
             raise BadInput(
-                f"column '{name}' is ordered (--ordered) but holds text ({shown}): ordered categories "
+                f"column '{name}' is ordered (--ordered) but holds text ({shown_labels(distinct)}): "
+                "ordered categories "
                 "need numbers in their order, whose differences the Wang-van Ryzin kernel uses "
                 "(e.g. low=0, medium=1, high=2); encode them so, or pass the column with "
                 "--categorical if its categories have no order"
             )
-        code = {v: float(j) for j, v in enumerate(distinct)}
-        columns[name] = np.array([np.nan if v is None else code[v] for v in values], dtype=np.float64)
+        columns[name] = codes
         labels[name] = np.array(distinct, dtype=object)
     return columns, labels
 

@@ -56,8 +56,17 @@ def _numbers(values: Any) -> np.ndarray | None:
         return np.zeros(0)  # neither numbers nor text (dicts, lists): validation refuses them as ever
 
 
-def _shown(values: list[str]) -> str:
+def shown_labels(values: list[str]) -> str:
+    """The first few labels, quoted, for a message."""
     return ", ".join(repr(v) for v in values[:4]) + (", ..." if len(values) > 4 else "")
+
+
+def sorted_codes(text: list[str | None]) -> tuple[np.ndarray, list[str]]:
+    """A text column's codes (float64: each label's place among the sorted distinct labels, NaN
+    where missing) and those labels; the CLI codes its text columns the same way."""
+    distinct = sorted({v for v in text if v is not None})
+    code = {v: float(j) for j, v in enumerate(distinct)}
+    return np.array([np.nan if v is None else code[v] for v in text], dtype=np.float64), distinct
 
 
 def _missing(v: Any) -> bool:
@@ -75,23 +84,22 @@ def _labels(values: Any, kind: str, label: str) -> tuple[np.ndarray, np.ndarray]
         codes = np.asarray(cat.codes, dtype=np.float64)
         return np.where(codes < 0, np.nan, codes), np.array([str(c) for c in cat.categories], dtype=object)
     text = [None if _missing(v) else str(v) for v in np.asarray(values, dtype=object)]
-    distinct = sorted({v for v in text if v is not None})
+    codes, distinct = sorted_codes(text)
     if kind == "o":
         raise ValueError(
-            f"{label} is ordered (var_types 'o') but holds text ({_shown(distinct)}): ordered categories "
-            "need numbers in their order, whose differences the Wang-van Ryzin kernel uses (e.g. low=0, "
-            "medium=1, high=2), or a pandas Categorical with ordered=True; encode them so, or declare the "
-            "column unordered ('u') if its categories have no order"
+            f"{label} is ordered (var_types 'o') but holds text ({shown_labels(distinct)}): ordered "
+            "categories need numbers in their order, whose differences the Wang-van Ryzin kernel uses "
+            "(e.g. low=0, medium=1, high=2), or a pandas Categorical with ordered=True; encode them so, "
+            "or declare the column unordered ('u') if its categories have no order"
         )
-    code = {v: float(j) for j, v in enumerate(distinct)}
-    return np.array([np.nan if v is None else code[v] for v in text]), np.array(distinct, dtype=object)
+    return codes, np.array(distinct, dtype=object)
 
 
 def _text_error(label: str, values: Any, j: int, d: int) -> ValueError:
     text = sorted({str(v) for v in np.asarray(values, dtype=object) if not _missing(v)})
     suggest = "".join("u" if i == j else "c" for i in range(d))
     return ValueError(
-        f"{label} holds text ({_shown(text)}), but var_types declares it continuous: declare it "
+        f"{label} holds text ({shown_labels(text)}), but var_types declares it continuous: declare it "
         f"categorical (e.g. var_types={suggest!r}: 'u' unordered, 'o' ordered), or encode it as numbers"
     )
 
