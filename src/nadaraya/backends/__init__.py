@@ -18,17 +18,17 @@ import functools
 import importlib
 import math
 from dataclasses import dataclass
-from typing import Literal, Protocol, cast, runtime_checkable
+from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..kernels import Kernel
-from ..partials import Partials
+from nadaraya.kernels import Kernel
+from nadaraya.partials import Partials
 
 __all__ = [
-    "NAMES", "WITHIN_TOL", "Backend", "BackendName", "Choice", "available", "choose", "choose_for_data",
-    "choose_window", "choose_within", "compute", "explain", "get",
+    "NAMES", "WITHIN_TOL", "Backend", "BackendName", "Choice", "available", "check_device", "choose",
+    "choose_for_data", "choose_window", "choose_within", "compute", "explain", "get",
 ]
 
 #: the values ``backend=`` accepts
@@ -41,7 +41,7 @@ _REGISTRY: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
     "reference": ("nadaraya.backends.reference", None, ()),
     "fused": ("nadaraya.backends.fused", None, ()),
     "windowed": ("nadaraya.backends.windowed", None, ()),
-    "dask": ("nadaraya.backends.dask", "dask", ("dask", "distributed")),
+    "dask": ("nadaraya.distributed.backend", "dask", ("dask", "distributed")),
     "laplace": ("nadaraya.backends.laplace", None, ()),
     "torch": ("nadaraya.backends.torch_sums", "torch", ("torch",)),
     "truncated": ("nadaraya.backends.truncated", None, ()),
@@ -249,7 +249,7 @@ def choose_within(
         return _choose_binned(n, m, tol, span)
     if kernel.name != "gaussian":
         return None
-    from . import taylor
+    from nadaraya.backends import taylor
 
     if tol < taylor.MIN_TOL:
         return None
@@ -275,7 +275,7 @@ BINNED_NS = {"point": 100.0, "grid": 1600.0, "grid2": 4400.0, "logistic_pair": 8
 
 def _choose_binned(n: int, m: int, tol: float, span: float) -> Choice | None:
     """The binned backend for the logistic kernel in 1-D, where its grid fits and pays."""
-    from . import binned
+    from nadaraya.backends import binned
 
     if tol < 1e-12 or span <= 0:
         return None
@@ -297,7 +297,7 @@ def _choose_binned_2d(queries: NDArray[np.floating], keys: NDArray[np.floating],
     """The binned backend for the logistic kernel in 2-D, where its grid is built and pays
     (:data:`BINNED_NS`: per grid point of the 2-D convolutions, and the exact loop's per pair,
     a ``log1p`` per feature)."""
-    from . import binned
+    from nadaraya.backends import binned
 
     if tol < 1e-12:
         return None
@@ -385,7 +385,7 @@ def choose_for_data(
     m, n, d = queries.shape[0], keys.shape[0], keys.shape[1]
     if kernel.name not in ("gaussian", "logistic") or d > 3 or m * n < SMALL_PAIRS:
         return None
-    from . import truncated
+    from nadaraya.backends import truncated
 
     if tol is not None and d == 1:
         points = (queries, keys)
@@ -416,7 +416,7 @@ def _choose_series(queries: NDArray[np.floating], keys: NDArray[np.floating], ba
     """The taylor backend in 2 or 3 features where its modelled cost is under half the cheaper
     exact method's (the truncated sums over ``pairs``, or every pair; with the moments of a local
     fit, every pair)."""
-    from . import _taylor_nd, taylor
+    from nadaraya.backends import _taylor_nd, taylor
 
     if tol < taylor.MIN_TOL or moments > taylor.MAX_DEGREE:
         return None
@@ -484,7 +484,7 @@ def explain(
     ...         queries=x, keys=x).split(":")[0]
     'taylor'
     """
-    from ..kernels import get as get_kernel
+    from nadaraya.kernels import get as get_kernel
 
     k = get_kernel(kernel)
     if queries is not None and keys is not None and bandwidth is not None:
@@ -548,3 +548,25 @@ def compute(
         **({"device": device} if device is not None else {}),
         **({"tol": tol} if tol is not None and name in ("taylor", "binned", "dask") else {}),
     )
+
+
+def check_device(device: Any, backend: str) -> None:
+    """A torch device for ``backend="auto"`` or ``"torch"``, usable here (or ``None``).
+
+    Examples
+    --------
+    >>> check_device(None, "fused")
+    >>> check_device("cpu", "fused")
+    Traceback (most recent call last):
+    ...
+    ValueError: device='cpu' is for backend='torch' (or 'auto'); got backend='fused'
+    """
+    if device is None:
+        return
+    if backend not in ("auto", "torch"):
+        raise ValueError(f"device={device!r} is for backend='torch' (or 'auto'); got backend={backend!r}")
+    from nadaraya.backends.torch_sums import resolve_device
+
+    resolve_device(device)
+
+

@@ -90,8 +90,8 @@ from functools import reduce
 import numpy as np
 from numpy.typing import NDArray
 
-from ..kernels import Kernel
-from ..partials import Partials
+from nadaraya.kernels import Kernel
+from nadaraya.partials import Partials
 
 __all__ = ["GRID_MAX", "REACH", "SECOND_DERIVATIVE", "grid_points", "grid_spacing", "partials", "supports"]
 
@@ -225,13 +225,13 @@ def partials(
         _binned_sums(q, x, cols, vmax, kernel, h, float(tol), weight, value, ok)
     shift = np.zeros(m)
     if not ok.all():  # computed exactly, each with its own shift (a far query's weights underflow at 0)
-        from . import fused
+        from nadaraya.backends import fused
 
         rows = np.flatnonzero(~ok)
         exact = fused.partials(queries[rows].astype(f64), keys.astype(f64), np.asarray(values, dtype=f64),
                                kernel=kernel, bandwidth=h, sample_weight=None if sample_weight is None else s)
         shift[rows], weight[rows], value[rows] = exact.shift, exact.weight, exact.value
-    from ._rows import assemble
+    from nadaraya.backends._rows import assemble
 
     return assemble(shift, np.column_stack([weight, value]), values.dtype, m, p, 0)
 

@@ -67,10 +67,10 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import as_moments
-from ..kernels import Kernel
-from ..partials import Partials
-from ._sorted import sorted_exclude, sorted_order
+from nadaraya._support.validation import as_moments
+from nadaraya.kernels import Kernel
+from nadaraya.partials import Partials
+from nadaraya.backends._sorted import sorted_exclude, sorted_order
 
 __all__ = ["MAX_DEGREE", "SORT_QUERIES_ABOVE", "partials", "supports"]
 

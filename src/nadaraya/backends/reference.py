@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from .._config import get_config
-from .._validation import as_moments
-from ..kernels import Kernel
-from ..partials import Partials, concat, merge
-from ..partials import empty as empty_partials
+from nadaraya._support.config import get_config
+from nadaraya._support.validation import as_moments
+from nadaraya.kernels import Kernel
+from nadaraya.partials import Partials, concat, merge
+from nadaraya.partials import empty as empty_partials
 
 __all__ = ["SCRATCH_ARRAYS", "block_sizes", "block_weights", "moment_shapes", "partials", "supports"]
 

@@ -28,11 +28,11 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from .._validation import as_moments
-from ..kernels import Kernel
-from ..partials import Partials, merge
-from ..partials import empty as empty_partials
-from .reference import block_sizes, moment_shapes
+from nadaraya._support.validation import as_moments
+from nadaraya.kernels import Kernel
+from nadaraya.partials import Partials, merge
+from nadaraya.partials import empty as empty_partials
+from nadaraya.backends.reference import block_sizes, moment_shapes
 
 __all__ = ["partials", "resolve_device", "supports"]
 
