@@ -4,22 +4,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from nadaraya import kernels
+from nadaraya import _compat, kernels
 from nadaraya._core.attention import attention_weights
-from nadaraya._support.config import config_context, get_config, set_config
 from nadaraya._core.finish import EmptyWindowWarning
+from nadaraya._support.config import config_context, get_config, set_config
 from nadaraya.pooling import loo_pool, pool
 
 if TYPE_CHECKING:
-    from nadaraya.local.job import SingularFitWarning
+    from nadaraya.estimator import NadarayaWatson
     from nadaraya.inference.bands import Band
     from nadaraya.inference.sigtest import SignificanceTest
     from nadaraya.inference.summary import FitSummary
-    from nadaraya.estimator import NadarayaWatson
+    from nadaraya.local.job import SingularFitWarning
     from nadaraya.local.lowess import lowess
     from nadaraya.nn import AttentionPoolingRegressor
 
 from nadaraya._version import __version__
+
+_compat.install()
 
 __all__ = [
     "AttentionPoolingRegressor",
@@ -51,9 +53,9 @@ _LAZY: dict[str, tuple[str, str]] = {
     "load": ("nadaraya.persist", "load"),
     "select_bandwidth": ("nadaraya.bandwidth", "select_bandwidth"),
     "lowess": ("nadaraya.local.lowess", "lowess"),
-    "SingularFitWarning": ("nadaraya.local.fit", "SingularFitWarning"),
+    "SingularFitWarning": ("nadaraya.local.job", "SingularFitWarning"),
     "FitSummary": ("nadaraya.inference.summary", "FitSummary"),
-    "Band": ("nadaraya.inference.mixin", "Band"),
+    "Band": ("nadaraya.inference.bands", "Band"),
     "SignificanceTest": ("nadaraya.inference.sigtest", "SignificanceTest"),
 }
 

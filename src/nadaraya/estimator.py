@@ -10,20 +10,20 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from nadaraya.local import fit as _fit, job as _job
 from nadaraya import backends
-from nadaraya._support.encode import encode_fit, encode_queries
-from nadaraya.bandwidth.resolve import _cv_results, _mixed_bandwidth, resolve_bandwidth
-from nadaraya.local.mixed import _levels
-from nadaraya.backends import check_device
-from nadaraya.distributed.fit import fit_dask
-from nadaraya.inference.training import VARIANCES, _check, forget
-from nadaraya.inference.mixin import InferenceMixin
-from nadaraya.local.mixed import as_categorical_kernel, as_var_types
-from nadaraya._support.validation import as_empty, as_real, as_tol, check_some_weight, is_dask
-from nadaraya.kernels import get as get_kernel
 from nadaraya._core.call import compute_partials, prepare
 from nadaraya._core.finish import finish
+from nadaraya._support.validation import as_empty, as_real, as_tol, check_some_weight, is_dask
+from nadaraya.backends import check_device
+from nadaraya.bandwidth.resolve import _cv_results, _mixed_bandwidth, resolve_bandwidth
+from nadaraya.distributed.fit import fit_dask, gather
+from nadaraya.inference.mixin import InferenceMixin
+from nadaraya.inference.training import VARIANCES, _check, forget
+from nadaraya.kernels import get as get_kernel
+from nadaraya.local import fit as _fit
+from nadaraya.local import job as _job
+from nadaraya.local.encode import encode_fit, encode_queries
+from nadaraya.local.mixed import _levels, as_categorical_kernel, as_var_types
 
 if TYPE_CHECKING:
     from nadaraya.inference.summary import FitSummary
@@ -310,7 +310,8 @@ default "cv"
         forget(self)
         n, d = Xs.shape
         backend = "torch" if self.device is not None and self.backend == "auto" else self.backend
-        choice = backends.choose(get_kernel(self.kernel), n=n, m=n, d=d, backend=backend)
+        choice = backends.choose(get_kernel(self.kernel), n=n, m=n, d=d, backend=backend,
+                                 moments=self.degree, tol=self.tol)
         self.backend_, self.backend_reason_ = choice.name, choice.reason
 
     def _fit_dask(self, X: Any, y: Any, sample_weight: Any, notes: list[str]) -> None:
@@ -364,9 +365,7 @@ default "cv"
         """``X_fit_``, ``y_fit_`` and ``sample_weight_`` in memory (Dask arrays are computed)."""
         data = (self.X_fit_, self.y_fit_, self.sample_weight_)
         if is_dask(*data):
-            import dask
-
-            data = dask.compute(*data)
+            data = gather(*data)
         return data
 
     def predict(
@@ -552,9 +551,7 @@ default "cv"
         X = validate_data(self, X, reset=False, dtype=np.float64)
         keys, sw = self.X_fit_, self.sample_weight_
         if is_dask(keys, sw):  # the matrix is dense in memory anyway: gather the training points
-            import dask
-
-            keys, sw = dask.compute(keys, sw)
+            keys, sw = gather(keys, sw)
         order = getattr(self, "fit_order_", None)
         if order is not None:  # the training rows back in the order given to fit
             keys = _given_order(keys, order)

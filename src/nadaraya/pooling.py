@@ -11,10 +11,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from nadaraya import backends
 from nadaraya._core.call import compute_partials, prepare
 from nadaraya._core.finish import EmptyWindowWarning, finish
-
-from nadaraya import backends
 from nadaraya._support.validation import as_empty, as_tol, is_dask
 from nadaraya.kernels import Kernel
 
@@ -142,7 +141,8 @@ def pool(
         return _lazy_pool(queries, keys, values, kernel, bandwidth, empty, sample_weight, backend,
                           degree, var_types, categorical_kernel, tol)
     if not (type(degree) is int and degree == 0) or var_types is not None:  # validated there
-        from nadaraya.local import fit as _fit, job as _job
+        from nadaraya.local import fit as _fit
+        from nadaraya.local import job as _job
 
         job = _job.prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth,
                            sample_weight=sample_weight, degree=degree, var_types=var_types,
@@ -201,7 +201,8 @@ def loo_pool(
         return _lazy_pool(None, keys, values, kernel, bandwidth, empty, sample_weight, backend,
                           degree, var_types, categorical_kernel, tol)
     if not (type(degree) is int and degree == 0) or var_types is not None:  # validated there
-        from nadaraya.local import fit as _fit, job as _job
+        from nadaraya.local import fit as _fit
+        from nadaraya.local import job as _job
 
         job = _job.prepare(None, keys, values, kernel=kernel, bandwidth=bandwidth,
                            sample_weight=sample_weight, degree=degree, var_types=var_types,
@@ -212,3 +213,10 @@ def loo_pool(
     exclude = np.arange(call.keys.shape[0])
     parts, _ = compute_partials(call, exclude=exclude, backend=backend, device=device, tol=tol)
     return finish(parts, call, empty, exclude)
+
+
+def __getattr__(name: str) -> Any:
+    """Names that release 0.1.0 kept here (``Call`` in its pickles) and that now live in ``_core``."""
+    from nadaraya._compat import moved_name
+
+    return moved_name(__name__, name)

@@ -16,7 +16,7 @@ from nadaraya.kernels import REGISTRY, Kernel
 from nadaraya.partials import Partials
 
 # every installed backend except dask (a cluster; tested in its own file), binned (within a
-# tolerance of 1e-12 at the finest: tests/test_binned.py holds it to its bound) and the reference
+# tolerance of 1e-12 at the finest: tests/backends/test_binned.py holds it to its bound) and the reference
 BACKENDS = [b for b in backends.available() if b not in ("reference", "dask", "binned")]
 KERNELS = list(REGISTRY)
 P = 3  # several outputs

@@ -140,7 +140,7 @@ def test_auto_takes_it_for_the_logistic_kernel_with_tol_only() -> None:
     rng = np.random.default_rng(6)
     x = rng.uniform(0, 5, 20000)
     y = np.sin(x) + rng.normal(0, 0.2, x.size)
-    from nadaraya.pooling import compute_partials, prepare
+    from nadaraya._core.call import compute_partials, prepare
 
     call = prepare(x, x, y, kernel="logistic", bandwidth=0.01)
     _, picked = compute_partials(call, tol=1e-6)

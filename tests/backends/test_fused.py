@@ -7,7 +7,7 @@ import pytest
 
 numba = pytest.importorskip("numba")
 
-from nadaraya._jit import FLUSH, exp_fast, exp_fast32, exp_flushed  # noqa: E402
+from nadaraya._support.jit import FLUSH, exp_fast, exp_fast32, exp_flushed  # noqa: E402
 
 
 @numba.njit

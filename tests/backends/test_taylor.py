@@ -202,7 +202,7 @@ def test_auto_takes_the_exact_windows_where_they_are_small() -> None:
     x = rng.uniform(0, 5, 3000)
     y = np.sin(x) + rng.normal(0, 0.3, x.size)
     q = rng.uniform(-1, 6, 500)
-    from nadaraya.pooling import compute_partials, prepare
+    from nadaraya._core.call import compute_partials, prepare
 
     call = prepare(q, x, y, kernel="gaussian", bandwidth=0.005)
     _, choice = compute_partials(call)
@@ -331,7 +331,7 @@ def test_local_linear_with_tol_takes_the_series_and_fits_like_the_exact_sums() -
     x = rng.uniform(0, 5, 40000)
     y = 2 * np.sin(x) + x + rng.normal(0, 0.5, x.size)
     q = rng.uniform(0, 5, 2000)
-    from nadaraya.pooling import compute_partials, prepare
+    from nadaraya._core.call import compute_partials, prepare
 
     _, choice = compute_partials(prepare(q, x, y, kernel="gaussian", bandwidth=0.05), moments=1, tol=1e-10)
     assert choice.name == "taylor"

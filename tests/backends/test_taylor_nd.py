@@ -304,7 +304,7 @@ def test_pool_with_tol_in_two_features_takes_the_series_and_holds() -> None:
     x = rng.uniform(0, 5, (20000, 2))
     y = np.sin(x[:, 0]) * np.cos(x[:, 1]) + rng.normal(0, 0.1, 20000)
     q = rng.uniform(0, 5, (20000, 2))
-    from nadaraya.pooling import compute_partials, prepare
+    from nadaraya._core.call import compute_partials, prepare
 
     _, choice = compute_partials(prepare(q, x, y, kernel="gaussian", bandwidth=[1.5, 2.0]), tol=1e-10)
     assert choice.name == "taylor"

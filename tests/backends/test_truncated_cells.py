@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_truncated import _compare, _run
 
 import nadaraya
 from nadaraya.backends import _truncated_cells as cells
 from nadaraya.backends import choose_for_data, truncated
 from nadaraya.bandwidth import score_bandwidth
 from nadaraya.kernels import get
-from test_truncated import _compare, _run
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import nadaraya
+import nadaraya.backends._truncated_grid as _truncated_grid
 from nadaraya.backends import _truncated_grid as grid
 from nadaraya.backends import reference, truncated
 from nadaraya.kernels import get
@@ -119,7 +120,7 @@ def test_skips_only_keys_below_the_stated_ratio():
     """The keys it leaves out weigh under 2^-60 of each query's largest term, together: with a
     key placed just inside the radius, its (tiny) weight is still summed."""
     n = 2000
-    big_l = truncated.log_ratio(n)
+    big_l = _truncated_grid.log_ratio(n)
     rng = np.random.default_rng(9)
     k = np.vstack([rng.uniform(0, 0.01, (n - 1, 2)), [[math.sqrt(2 * big_l) - 0.5, 0.0]]])
     v = np.zeros((n, 1))
@@ -131,7 +132,7 @@ def test_skips_only_keys_below_the_stated_ratio():
 
 
 def test_auto_takes_the_grid_where_windows_are_small_and_agrees():
-    from nadaraya.pooling import compute_partials, prepare
+    from nadaraya._core.call import compute_partials, prepare
 
     rng = np.random.default_rng(2)
     x = rng.uniform(0, 5, (4000, 2))
@@ -148,7 +149,7 @@ def test_pairs_estimate_tracks_the_true_count():
     rng = np.random.default_rng(4)
     k = rng.uniform(0, 5, (20000, 3))
     h = np.full(3, 0.1)
-    big_l = truncated.log_ratio(k.shape[0])
+    big_l = _truncated_grid.log_ratio(k.shape[0])
     est = grid.pairs(k[:2000], k, h, big_l)
     d2 = (((k[:200, None, :] - k[None, :, :]) / h) ** 2).sum(axis=2)
     true_in_ball = (d2 <= 2 * big_l).sum(axis=1).mean() * 2000

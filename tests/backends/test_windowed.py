@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import nadaraya
+import nadaraya.backends._windowed_common as _windowed_common
 from nadaraya.backends import reference, windowed
 from nadaraya.kernels import REGISTRY, get
 
@@ -139,7 +140,7 @@ def test_duplicates_loo_and_tiny_sizes(kernel, monkeypatch):
     base = rng.uniform(0, 1, 40)
     keys = np.repeat(base, 25)[:, None]  # every location 25 times
     values = np.ascontiguousarray(rng.normal(size=(keys.shape[0], 2)))
-    for direct in (0, windowed.DIRECT_MAX_KEYS):
+    for direct in (0, _windowed_common.DIRECT_MAX_KEYS):
         monkeypatch.setattr(windowed, "DIRECT_MAX_KEYS", direct)
         ref, got = _both(keys, keys, values, kernel, [0.05], exclude=np.arange(keys.shape[0]))
         _assert_close(ref, got, 1e-12)

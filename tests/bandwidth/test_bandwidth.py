@@ -103,7 +103,7 @@ def test_gradient_matches_finite_differences(method):
 @pytest.mark.parametrize("method", ["cv", "aicc"])
 def test_curvature_pass_derivatives_match_finite_differences(method):
     """The Halley steps' one pass: the criterion and its first three derivatives along log h."""
-    from nadaraya.bandwidth.criteria import _Objective
+    from nadaraya.bandwidth._objective import _Objective
     from nadaraya.kernels import get
 
     X, y = data(80, 2, seed=11)
@@ -130,7 +130,7 @@ def test_gradient_pass_reuses_old_neighbours_and_recovers_from_overflow():
     """A new direction of h takes the shift from the last direction's nearest neighbours;
     where that neighbour is now far (its weight would overflow the others'), the pass is
     redone with exact shifts. Either way the results equal a fresh computation."""
-    from nadaraya.bandwidth.criteria import _Objective
+    from nadaraya.bandwidth._objective import _Objective
     from nadaraya.kernels import get
 
     rng = np.random.default_rng(4)
@@ -490,7 +490,7 @@ def test_aicc_curvature_where_no_residual_is_left_is_an_infinite_score() -> None
     """At a bandwidth where every point is alone (h far below the spacing) the in-sample fit
     interpolates, sigma^2 = 0 and AICc is undefined: the curvature pass says inf with no slope,
     as the criterion does, instead of dividing by zero."""
-    from nadaraya.bandwidth.criteria import _Objective
+    from nadaraya.bandwidth._objective import _Objective
     from nadaraya.kernels import get
 
     x = np.arange(10.0)[:, None]

@@ -1,6 +1,6 @@
 """The per-feature search's cost, counted in leave-one-out passes (``res.n_passes``).
 
-The wider search that ends no worse than statsmodels' ``cv_ls`` (tests/test_trust_search.py)
+The wider search that ends no worse than statsmodels' ``cv_ls`` (tests/bandwidth/test_trust_search.py)
 first cost 4 to 10 times the passes of the single-start search it replaced: 57-78 passes on
 2-D local-constant data where that took 13-20, 167-283 on local-linear data where it took 38,
 and 163 on 5-D data where it took 19. Passes are counted, not seconds, so these bounds do not

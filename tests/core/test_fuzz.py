@@ -536,7 +536,7 @@ def test_gradient_pass_score_is_the_exact_cv() -> None:
     """Found by hypothesis: at h = [0.0806, 551] the gradient pass scored 0.0904970 where the
     exact CV is 0.0919328 (an xfail until 924f1a8, which stopped the pass from counting each
     point's own, left-out term as an overflow)."""
-    from nadaraya.bandwidth.criteria import _Objective
+    from nadaraya.bandwidth._objective import _Objective
     from nadaraya.kernels import get
 
     h = np.array([0.0805993465, 551.126711])

@@ -284,7 +284,7 @@ def test_estimator_bandwidth_strings_say_what_was_meant():
 @pytest.mark.parametrize("kernel", ["boxcar", "cosine", "epanechnikov", "triangular", "tricube"])
 def test_compact_kernel_with_overflowing_scaled_distance_is_quiet(kernel):
     """u = (q - k) / h overflows to inf for a far query and a tiny bandwidth; the boxcar's profile
-    computed 0 * inf there and leaked a RuntimeWarning (found by tests/test_fuzz.py). The query's
+    computed 0 * inf there and leaked a RuntimeWarning (found by tests/core/test_fuzz.py). The query's
     window is empty: NaN with the EmptyWindowWarning only."""
     q = np.zeros((3, 2))
     q[2, 1] = 1e150

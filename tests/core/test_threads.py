@@ -2,7 +2,7 @@
 
 The fight this guards against (issue 3, item 6): after numba's parallel loops, torch's own
 thread pool became 29x to 1000x slower, because two pools of spinning threads shared the cores.
-nadaraya prevents it by construction (see :mod:`nadaraya._threads`): the fused loops run on one
+nadaraya prevents it by construction (see :mod:`nadaraya._support.threads`): the fused loops run on one
 Python thread pool of ``numba.get_num_threads()`` threads, numba's own layer is ``omp`` where it
 loads, and OpenMP's idle workers sleep (``OMP_WAIT_POLICY=PASSIVE``). The test checks those
 facts in a fresh process, which cannot flake, and keeps only a coarse 10x guard on time (the

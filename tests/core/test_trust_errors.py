@@ -88,7 +88,7 @@ def test_n_boot_bounded_by_time():
 
 
 def test_n_boot_bounded_by_memory(monkeypatch):
-    monkeypatch.setattr("nadaraya._boot_limits.physical_memory", lambda: 2.0**30)
+    monkeypatch.setattr("nadaraya.inference.limits.physical_memory", lambda: 2.0**30)
     _, _, m = _model()
     X = np.linspace(0, 5, 200)[:, None]
     # 200 points x 1e6 replicates x 24 bytes = 4.5 GiB, more than half of 1 GiB

@@ -11,7 +11,7 @@ import pytest
 import nadaraya
 from nadaraya.backends import WITHIN_TOL
 from nadaraya.bandwidth import score_bandwidth, select_bandwidth
-from nadaraya.bandwidth.criteria import _Objective
+from nadaraya.bandwidth._objective import _Objective
 from nadaraya.kernels import get as get_kernel
 
 
@@ -194,7 +194,7 @@ def _smoother(X, h, degree, kernel, sw, var_types):
 
 @pytest.mark.parametrize("case", list(_CASES))
 def test_hat_diagonal_and_in_sample_fits_equal_the_brute_force_smoother(case):
-    from nadaraya._inference import training
+    from nadaraya.inference.training import training
 
     X, y, h, degree, kernel, sw, vt = _CASES[case]
     S = _smoother(X, h, degree, kernel, sw, vt)

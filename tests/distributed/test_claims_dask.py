@@ -32,7 +32,7 @@ def _count_arrays_on_worker() -> None:
 
     from dask.sizeof import sizeof
 
-    from nadaraya._dask_far import _Far
+    from nadaraya.distributed.far import _Far
     from nadaraya.partials import Partials
 
     def arrays(obj) -> int:

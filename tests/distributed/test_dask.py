@@ -19,9 +19,9 @@ from nadaraya.partials import Partials, merge, merge_all
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
-nd = pytest.importorskip("nadaraya.backends.dask")
-dpool = pytest.importorskip("nadaraya._dask_pool")  # the lazy pool moved out of the backend
-drules = pytest.importorskip("nadaraya.bandwidth._dask")  # the Dask rules of thumb too
+nd = pytest.importorskip("nadaraya.distributed.backend")
+dpool = pytest.importorskip("nadaraya.distributed.pool")  # the lazy pool moved out of the backend
+drules = pytest.importorskip("nadaraya.distributed.rules")  # the Dask rules of thumb too
 
 pytestmark = pytest.mark.cluster
 

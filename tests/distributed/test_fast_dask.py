@@ -7,7 +7,7 @@ import pytest
 
 import nadaraya
 from nadaraya import backends
-from nadaraya.backends import dask as dask_backend
+from nadaraya.distributed import backend as dask_backend
 
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
@@ -80,8 +80,8 @@ def test_dask_tasks_take_the_exact_truncated_sums_without_tol(names: list[str], 
 
 
 def test_choose_for_data_is_what_pool_takes() -> None:
+    from nadaraya._core.call import compute_partials, prepare
     from nadaraya.kernels import get
-    from nadaraya.pooling import compute_partials, prepare
 
     x, y, _ = data(3000, d=2)
     for h, tol in ((0.01, None), (3.0, None), (0.01, 1e-8)):

@@ -17,9 +17,9 @@ import nadaraya
 
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
-nd = pytest.importorskip("nadaraya.backends.dask")
-dpool = pytest.importorskip("nadaraya._dask_pool")  # the lazy pool moved out of the backend
-drules = pytest.importorskip("nadaraya.bandwidth._dask")  # the Dask rules of thumb too
+nd = pytest.importorskip("nadaraya.distributed.backend")
+dpool = pytest.importorskip("nadaraya.distributed.pool")  # the lazy pool moved out of the backend
+drules = pytest.importorskip("nadaraya.distributed.rules")  # the Dask rules of thumb too
 
 RTOL = 1e-12
 

@@ -20,15 +20,18 @@ import numpy as np
 import pytest
 
 import nadaraya
-from nadaraya import _fit, _local, backends
-from nadaraya._fit import SingularFitWarning
+from nadaraya import backends
 from nadaraya.backends import reference
 from nadaraya.kernels import get
+from nadaraya.local import fit as _fit
+from nadaraya.local import job as _job
+from nadaraya.local import solve as _local
+from nadaraya.local.job import SingularFitWarning
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
-nd = pytest.importorskip("nadaraya.backends.dask")
-dfar = pytest.importorskip("nadaraya._dask_far")
+nd = pytest.importorskip("nadaraya.distributed.backend")
+dfar = pytest.importorskip("nadaraya.distributed.far")
 
 RTOL = 1e-12
 
@@ -69,7 +72,7 @@ def _conditions(queries, keys, values, *, kernel="gaussian", bandwidth, sample_w
                 var_types=None, categorical_kernel="classic", empty="nan"):
     """Per query, the condition number of the equilibrated local system the in-memory fit solved
     (of the degree it used; 1 for a degree-0 answer)."""
-    job = _fit.prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight,
+    job = _job.prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight,
                        degree=degree, var_types=var_types, categorical_kernel=categorical_kernel)
     exclude = np.arange(job.call.keys.shape[0]) if queries is None else None
     parts = _fit.partials(job, exclude, "reference")

@@ -1,6 +1,6 @@
 """The bandwidth package after the house move (issue 13): its public face, the trusting entry
 points the estimator calls, the rules as pure functions, the one parabola vertex, and the numba
-plumbing in nadaraya._jit."""
+plumbing in nadaraya._support.jit."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def test_halley_and_brent_find_the_minimum_of_a_smooth_function():
 def test_run_ranges_covers_every_row_once_on_several_threads():
     import numba
 
-    from nadaraya._jit import run_ranges, threads_for
+    from nadaraya._support.jit import run_ranges, threads_for
 
     @numba.njit(nogil=True)
     def task(a, b, out):  # pragma: no cover - compiled
@@ -128,7 +128,7 @@ def test_run_ranges_covers_every_row_once_on_several_threads():
 def test_generated_runs_the_source_once_per_number_of_features():
     import numba
 
-    from nadaraya._jit import generated
+    from nadaraya._support.jit import generated
 
     calls = []
 

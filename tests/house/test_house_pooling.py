@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import nadaraya
-from nadaraya import pooling
-from nadaraya._validation import is_dask
+import nadaraya._core.finish as _finish
+from nadaraya._support.validation import is_dask
 
 da = pytest.importorskip("dask.array")
 pytest.importorskip("distributed")
@@ -68,10 +68,10 @@ def test_one_fill_for_pool_attention_weights_and_dask(empty):
 def test_fill_empty_leaves_raise_and_reports_rows_without_a_fill():
     out = np.zeros((4, 1))
     nearest = lambda rows: (np.ones((rows.size, 1)), rows != 2)  # noqa: E731
-    left = pooling.fill_empty(out, np.array([1, 2]), "nearest", nearest=nearest, mean=nearest)
+    left = _finish.fill_empty(out, np.array([1, 2]), "nearest", nearest=nearest, mean=nearest)
     assert left.tolist() == [2] and out[:, 0].tolist() == [0.0, 1.0, 0.0, 0.0]
-    assert pooling.fill_empty(out, np.array([3]), "raise", nearest=nearest, mean=nearest).size == 0
-    pooling.fill_empty(out, np.array([3]), "nan", nearest=nearest, mean=nearest, nan=5.0)
+    assert _finish.fill_empty(out, np.array([3]), "raise", nearest=nearest, mean=nearest).size == 0
+    _finish.fill_empty(out, np.array([3]), "nan", nearest=nearest, mean=nearest, nan=5.0)
     assert out[3, 0] == 5.0
 
 
@@ -85,7 +85,7 @@ def test_fit_validates_the_training_points_once(monkeypatch, bandwidth):
     """scikit-learn's validate_data is the only check of X at fit: the primitive (prepare) and the
     bandwidth rules and search trust it (before: as_points ran in rule_of_thumb, robust_scale,
     the selection's _validate and prepare)."""
-    from nadaraya import _validation
+    from nadaraya._support import validation as _validation
 
     calls = []
     real = _validation.as_points

@@ -10,7 +10,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from nadaraya import plot, report
-from nadaraya._files import atomic_write
+from nadaraya._support.files import atomic_write
 from nadaraya.bandwidth import BandwidthWarning, select_bandwidth
 from nadaraya.datasets import textbook
 

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import nadaraya
+import nadaraya._core.call as _call
 from nadaraya import kernels
 from nadaraya.backends import reference
 from nadaraya.kernels import REGISTRY
@@ -730,10 +731,9 @@ def test_empty_windows_give_one_warning_that_says_how_many_and_where():
 
 
 def _choice(x, h, tol):
-    from nadaraya import pooling
 
-    call = pooling.prepare(x, x, np.sin(3 * x), kernel="gaussian", bandwidth=h)
-    parts, choice = pooling.compute_partials(call, tol=tol)
+    call = _call.prepare(x, x, np.sin(3 * x), kernel="gaussian", bandwidth=h)
+    parts, choice = _call.compute_partials(call, tol=tol)
     return choice.name, parts, call
 
 
@@ -792,7 +792,7 @@ def test_dask_tasks_run_the_engine_set_in_the_options():
     # backend="auto" or "dask" leave the engine of each task to the Dask options; the laplace
     # engine takes only the Laplacian kernel, so the Gaussian is refused by it
     da = pytest.importorskip("dask.array")
-    from nadaraya.backends import dask as nd
+    from nadaraya.distributed import backend as nd
 
     x = np.linspace(0, 3, 24)
     y = np.sin(x)
@@ -975,16 +975,15 @@ def test_attention_weights_nearest_is_euclidean_in_x_over_h():
 def test_auto_takes_the_truncated_sums_for_narrow_gaussian_windows_in_up_to_3_features(d):
     # 1000 points, bandwidth 0.01 of the unit cube: each window holds few keys, so auto sums
     # over them exactly (1 to 3 features; not in 4); a named backend is what runs
-    from nadaraya import pooling
 
     rng = np.random.default_rng(21)
     x = rng.uniform(0, 1, (1000, d))
-    call = pooling.prepare(x, x, np.sin(3 * x[:, 0]), kernel="gaussian", bandwidth=0.01)
-    parts, choice = pooling.compute_partials(call)
+    call = _call.prepare(x, x, np.sin(3 * x[:, 0]), kernel="gaussian", bandwidth=0.01)
+    parts, choice = _call.compute_partials(call)
     assert (choice.name == "truncated") == (d <= 3)
     w = np.exp(-0.5 * (((x[:, None, :] - x[None, :, :]) / 0.01) ** 2).sum(axis=2))
     np.testing.assert_allclose(parts.finalize()[:, 0], w @ call.values[:, 0] / w.sum(axis=1), rtol=1e-12)
-    assert pooling.compute_partials(call, backend="reference")[1].name == "reference"
+    assert _call.compute_partials(call, backend="reference")[1].name == "reference"
 
 
 def test_pool_with_tol_takes_the_series_within_its_bound():
@@ -1002,15 +1001,14 @@ def test_auto_in_2d_counts_the_pairs_of_the_queries_windows_with_each_bandwidth(
     # wide windows along the second feature hold every key (no truncated sums); keys in one
     # tight cluster meet the windows of few queries (truncated sums), though they would fill
     # each other's windows
-    from nadaraya import pooling
 
     rng = np.random.default_rng(23)
     x = rng.uniform(0, 1, (1000, 2))
-    call = pooling.prepare(x, x, x[:, 0], kernel="gaussian", bandwidth=[0.01, 10.0])
-    assert pooling.compute_partials(call)[1].name != "truncated"
+    call = _call.prepare(x, x, x[:, 0], kernel="gaussian", bandwidth=[0.01, 10.0])
+    assert _call.compute_partials(call)[1].name != "truncated"
     keys = rng.uniform(0, 0.005, (1000, 2))
-    call = pooling.prepare(x, keys, keys[:, 0], kernel="gaussian", bandwidth=0.01)
-    parts, choice = pooling.compute_partials(call)
+    call = _call.prepare(x, keys, keys[:, 0], kernel="gaussian", bandwidth=0.01)
+    parts, choice = _call.compute_partials(call)
     assert choice.name == "truncated"
     w = np.exp(-0.5 * (((x[:, None, :] - keys[None, :, :]) / 0.01) ** 2).sum(axis=2))
     near = w.sum(axis=1) > 1e-200  # the rest are far queries, recomputed by pool
@@ -1085,7 +1083,7 @@ def test_score_bandwidth_needs_three_points_of_positive_weight():
 
 
 def test_curvature_records_its_stage():
-    from nadaraya.bandwidth.criteria import _Objective
+    from nadaraya.bandwidth._objective import _Objective
 
     x = np.linspace(0, 1, 20)
     obj = _Objective(x[:, None], np.sin(x)[:, None], None, REGISTRY["gaussian"], "cv", "auto")
@@ -1100,7 +1098,7 @@ def test_curvature_records_its_stage():
 def test_curvature_third_derivative_is_the_slope_of_the_second(method):
     # d3 against central differences of d2 (d2 of d1, d1 of the score) from the same pass at nearby
     # bandwidths: accurate to about eps^2, far tighter than differences of the criterion
-    from nadaraya.bandwidth.criteria import _Objective
+    from nadaraya.bandwidth._objective import _Objective
 
     rng = np.random.default_rng(26)
     x = rng.uniform(0, 2, (60, 2))
@@ -1117,7 +1115,7 @@ def test_curvature_third_derivative_is_the_slope_of_the_second(method):
 
 
 def _objective(x, y, sw=None, method="cv", weight_exp=0):
-    from nadaraya.bandwidth.criteria import _Objective
+    from nadaraya.bandwidth._objective import _Objective
 
     return _Objective(x, y, sw, REGISTRY["gaussian"], method, "auto", weight_exp)
 
@@ -1253,7 +1251,7 @@ def test_reused_neighbours_that_would_underflow_every_weight_are_not_reused():
 
 
 def test_a_criterion_with_tol_takes_the_series_within_its_bound():
-    from nadaraya.bandwidth.criteria import _Objective
+    from nadaraya.bandwidth._objective import _Objective
 
     rng = np.random.default_rng(30)
     x = np.sort(rng.uniform(0, 1, 1000))[:, None]

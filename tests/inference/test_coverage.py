@@ -3,7 +3,7 @@ the significance test, each failing if the method is wrong.
 
 The design is held fixed (one draw of x, sorted as the model stores it), so the target of a band
 for the smoothed function, ``E[f(x) | X] = sum_i a_i(x) m(x_i)``, is known exactly from the dense
-effective weights ``a(x)`` written in ``tests/test_inference.py``. A coverage rate estimated from
+effective weights ``a(x)`` written in ``tests/inference/test_inference.py``. A coverage rate estimated from
 ``R`` replicates is within binomial noise of 95 % when it lies within 3 standard errors,
 ``3 sqrt(0.95 0.05 / R)``. Sizes fit CI; ``benchmarks/coverage_study.py`` runs the same
 simulations with more replicates.
@@ -15,9 +15,9 @@ import warnings
 
 import numpy as np
 import pytest
+from test_inference import effective_weights
 
 from nadaraya import NadarayaWatson
-from test_inference import effective_weights
 
 LEVEL = 0.95
 

@@ -18,7 +18,12 @@ import numpy as np
 import pytest
 
 import nadaraya
-from nadaraya import NadarayaWatson, _bootstrap, _fit, _inference, _smoother
+import nadaraya.inference.bands as _bands
+import nadaraya.inference.training as _training
+from nadaraya import NadarayaWatson
+from nadaraya.inference import bootstrap as _bootstrap
+from nadaraya.local import job as _job
+from nadaraya.local import smoother as _smoother
 
 KERNELS = {
     "gaussian": lambda u: np.exp(-(u**2) / 2),
@@ -128,7 +133,7 @@ def test_std_is_the_dense_sum_of_squared_effective_weights(var_types, bw, kernel
     assert np.array_equal(model.X_fit_, X)
     Q = queries(X, var_types)
     mean, std = model.predict(Q, return_std=True, variance=variance)
-    sigma2 = _inference.noise_variance(model, variance)[:, 0]
+    sigma2 = _training.noise_variance(model, variance)[:, 0]
     A = effective_weights(Q, X, var_types, bw, kernel, degree)
     np.testing.assert_allclose(mean, A @ y, rtol=1e-10, atol=1e-12)
     expected = np.sqrt((A**2) @ sigma2)
@@ -146,7 +151,7 @@ def test_std_with_sample_weights_takes_them_into_the_effective_weights():
     Q = queries(X, "c")
     mean, std = model.predict(Q, return_std=True, variance="homoscedastic")
     A = effective_weights(Q, X, "c", [0.2], "gaussian", 1, sample_weight=s)
-    sigma2 = _inference.noise_variance(model, "homoscedastic")[:, 0]
+    sigma2 = _training.noise_variance(model, "homoscedastic")[:, 0]
     np.testing.assert_allclose(mean, A @ y, rtol=1e-10)
     assert rel(std, np.sqrt((A**2) @ (sigma2 / s))) < 1e-12
     # the same rows repeated: the effective weights of each copy are a_i / s_i
@@ -163,7 +168,7 @@ def test_multi_output_std_is_per_column():
     mean, std = model.predict(Q, return_std=True, variance="homoscedastic")
     assert mean.shape == std.shape == (Q.shape[0], 2)
     A = effective_weights(Q, X, "c", [0.2], "gaussian", 1)
-    sigma2 = _inference.noise_variance(model, "homoscedastic")
+    sigma2 = _training.noise_variance(model, "homoscedastic")
     for c in range(2):
         assert rel(std[:, c], np.sqrt((A**2) @ sigma2[:, c])) < 1e-12
 
@@ -175,10 +180,10 @@ def test_homoscedastic_sigma2_is_residual_variance_over_n_minus_trace_hat(var_ty
     H = effective_weights(X, X, var_types, bw, kernel, degree)  # the dense hat matrix
     e = y - H @ y
     expected = (e**2).sum() / (X.shape[0] - np.trace(H))
-    sigma2 = _inference.noise_variance(model, "homoscedastic")
+    sigma2 = _training.noise_variance(model, "homoscedastic")
     assert sigma2.shape == (X.shape[0], 1)
     assert rel(sigma2, np.full_like(sigma2, expected)) < 1e-10
-    np.testing.assert_allclose(_inference.training(model).hat, np.diag(H), rtol=1e-9)
+    np.testing.assert_allclose(_training.training(model).hat, np.diag(H), rtol=1e-9)
 
 
 def test_homoscedastic_sigma2_with_sample_weights():
@@ -188,7 +193,7 @@ def test_homoscedastic_sigma2_with_sample_weights():
     H = effective_weights(X, X, "c", [0.2], "gaussian", 1, sample_weight=s)
     e = y - H @ y
     expected = (s * e**2).sum() / (s.sum() - np.trace(H))
-    assert rel(_inference.noise_variance(model, "homoscedastic"), np.array([[expected]])) < 1e-10
+    assert rel(_training.noise_variance(model, "homoscedastic"), np.array([[expected]])) < 1e-10
 
 
 def test_heteroscedastic_sigma2_is_a_smooth_of_squared_loo_residuals():
@@ -203,7 +208,7 @@ def test_heteroscedastic_sigma2_is_a_smooth_of_squared_loo_residuals():
         h2 = nadaraya.select_bandwidth(X, r2).bandwidth
     w = np.exp(-(((X[:, 0, None] - X[None, :, 0]) / np.asarray(h2)[0]) ** 2) / 2)
     expected = (w @ r2) / w.sum(axis=1)
-    got = _inference.noise_variance(model, "heteroscedastic")[:, 0]
+    got = _training.noise_variance(model, "heteroscedastic")[:, 0]
     assert rel(got, expected) < 1e-9
     assert np.all(got >= 0)
 
@@ -218,7 +223,7 @@ def test_gradient_std_of_degree_one_is_the_dense_slope_weights(var_types, bw, ke
     model = NadarayaWatson(bandwidth=bw, kernel=kernel, degree=1, var_types=var_types).fit(X, y)
     Q = queries(X, var_types)
     g, std = model.gradient(Q, return_std=True, variance=variance)
-    sigma2 = _inference.noise_variance(model, variance)[:, 0]
+    sigma2 = _training.noise_variance(model, variance)[:, 0]
     cont = [j for j, t in enumerate(var_types) if t == "c"]
     for a, j in enumerate(cont):
         C = effective_weights(Q, X, var_types, bw, kernel, 1, row=1 + a) / bw[j]
@@ -236,7 +241,7 @@ def test_gradient_std_of_nadaraya_watson_gaussian_is_the_dense_ratio_derivative(
     Q = queries(X, "c")
     g, std = model.gradient(Q, return_std=True, variance=variance)
     C = nw_slope_weights(Q, X, 0.12)
-    sigma2 = _inference.noise_variance(model, variance)[:, 0]
+    sigma2 = _training.noise_variance(model, variance)[:, 0]
     np.testing.assert_allclose(g[:, 0], C @ y, rtol=1e-9, atol=1e-12)
     assert rel(std[:, 0], np.sqrt((C**2) @ sigma2)) < 1e-12
 
@@ -257,7 +262,7 @@ def test_std_far_from_the_data_is_finite_in_the_log_domain():
     logw = -(((40.0 - X[:, 0]) / 0.01) ** 2) / 2
     a = np.exp(logw - logw.max())
     a /= a.sum()
-    sigma2 = _inference.noise_variance(model, "homoscedastic")[:, 0]
+    sigma2 = _training.noise_variance(model, "homoscedastic")[:, 0]
     assert np.isfinite(mean).all() and np.isfinite(std).all()
     np.testing.assert_allclose(mean, a @ y, rtol=1e-12)
     # the log weights themselves (about -7.6e6) carry float64 rounding of |log w| * eps
@@ -276,7 +281,7 @@ def test_replicates_equal_separate_fits_on_the_bootstrap_responses(var_types, bw
     X, y = data(var_types, n=30, seed=11)
     model = NadarayaWatson(bandwidth=bw, degree=degree, var_types=var_types).fit(X, y)
     Q = queries(X, var_types)
-    tr = _inference.training(model)
+    tr = _training.training(model)
     H = effective_weights(X, X, var_types, bw, "gaussian", degree)
     np.testing.assert_allclose(tr.fits[:, 0], H @ y, rtol=1e-10, atol=1e-12)
     E = (y - H @ y) / np.sqrt(1 - 2 * np.diag(H) + (H**2).sum(axis=1))
@@ -322,7 +327,7 @@ def test_replicates_stream_in_blocks_of_outputs_within_the_working_memory():
     X, y = data("c", n=10000, seed=13)
     model = NadarayaWatson(bandwidth=0.1, degree=1).fit(X, y)
     Q = queries(X, "c")
-    tr = _inference.training(model)
+    tr = _training.training(model)
     job = model._job(Q, tr.X, tr.Y, tr.sw)
     E = np.ones((X.shape[0], 1))
     with nadaraya.config_context(working_memory=1):  # 1 MiB: blocks of 3 columns of n = 10000
@@ -342,7 +347,7 @@ def test_replicates_take_keys_and_queries_in_any_order(monkeypatch):
     perm = rng.permutation(300)
     Xs, ys = X[perm], y[perm]
     Q = rng.uniform(-0.1, 1.1, (57, 1))
-    job = _fit.prepare(Q, Xs, ys, kernel="gaussian", bandwidth=0.02, sample_weight=None, degree=1,
+    job = _job.prepare(Q, Xs, ys, kernel="gaussian", bandwidth=0.02, sample_weight=None, degree=1,
                        var_types=None, categorical_kernel="classic")
     E = rng.normal(size=(300, 1))
     monkeypatch.setattr(_bootstrap, "ROWS", 0.05)  # blocks of a few queries each
@@ -396,7 +401,7 @@ def test_rbc_band_is_the_degree_p_plus_one_fit_and_its_dense_std(degree):
     Q = queries(X, "c")
     band = model.confidence_band(Q, method="rbc", variance="homoscedastic")
     A1 = effective_weights(Q, X, "c", [0.15], "gaussian", degree + 1)
-    sd = np.sqrt((A1**2) @ _inference.noise_variance(model, "homoscedastic")[:, 0])
+    sd = np.sqrt((A1**2) @ _training.noise_variance(model, "homoscedastic")[:, 0])
     z = norm.ppf(0.975)
     np.testing.assert_allclose(band.estimate, model.predict(Q), rtol=1e-12)
     np.testing.assert_allclose(band.lower, A1 @ y - z * sd, rtol=1e-10)
@@ -417,7 +422,7 @@ def test_simultaneous_band_contains_the_pointwise_one_and_is_reproducible(fitted
     # symmetric about the (degree p + 1 for rbc) centre, a constant multiple of the scale
     centre = (simul.lower + simul.upper) / 2
     if method != "bootstrap":
-        mean, std = _inference.predict_std(model, Q, "heteroscedastic",
+        mean, std = _bands.predict_std(model, Q, "heteroscedastic",
                                            degree=model.degree + 1 if method == "rbc" else None)
         np.testing.assert_allclose(centre, mean[:, 0], rtol=1e-10)
         crit = (simul.upper - centre) / std[:, 0]

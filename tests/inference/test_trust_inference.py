@@ -19,7 +19,8 @@ import pytest
 from scipy.stats import norm
 
 import nadaraya
-from nadaraya import NadarayaWatson, _inference
+import nadaraya.inference.training as _training
+from nadaraya import NadarayaWatson
 
 BANDS = [(m, k) for m in ("asymptotic", "bootstrap", "rbc") for k in ("pointwise", "simultaneous")]
 
@@ -110,7 +111,7 @@ def _fitted_data(model, variance="heteroscedastic"):
     weights (ones without) and the noise variance sigma^2 at each."""
     X, y = np.asarray(model.X_fit_), np.asarray(model.y_fit_)
     s = np.ones(len(y)) if model.sample_weight_ is None else np.asarray(model.sample_weight_, float)
-    return X, y, s, _inference.noise_variance(model, variance)[:, 0]
+    return X, y, s, _training.noise_variance(model, variance)[:, 0]
 
 
 def _check_bands(model, Q, mean, std, variance="heteroscedastic"):
@@ -144,8 +145,8 @@ def test_far_query_gaussian_se_is_the_nearest_observations(degree):
     np.testing.assert_allclose(std, np.sqrt(sig2[near]), rtol=1e-12)
     _check_bands(model, Q, mean, std)
     # the bootstrap's replicates at a one-hot row are e_j v: the band's ends are mean - e_j v
-    tr = _inference.training(model)
-    e = (tr.Y[:, 0] - tr.fits[:, 0]) * _inference.residual_scale(model)
+    tr = _training.training(model)
+    e = (tr.Y[:, 0] - tr.fits[:, 0]) * _training.residual_scale(model)
     band = model.confidence_band(Q, method="bootstrap", n_boot=99, random_state=0)
     p = 65536 * (np.sqrt(5.0) + 1) / (2 * np.sqrt(5.0))
     p = round(p) / 65536

@@ -17,8 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import nadaraya
-from nadaraya import _fit
-from nadaraya._fit import SingularFitWarning
+from nadaraya.local import fit as _fit
+from nadaraya.local import job as _job
+from nadaraya.local.job import SingularFitWarning
 from naive import PLAIN_KERNELS, naive_pool, naive_weights
 
 
@@ -59,8 +60,8 @@ def local_fit(queries, keys, values, weights, bandwidth, degree):
 
 def gradient(queries, keys, values, *, degree, kernel="gaussian", bandwidth=1.0, var_types=None,
              sample_weight=None, categorical_kernel="classic", **kw):
-    """nadaraya._fit.gradient on a prepared job, (m, d, p)."""
-    job = _fit.prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight,
+    """nadaraya.local.fit.gradient on a prepared job, (m, d, p)."""
+    job = _job.prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight,
                        degree=degree, var_types=var_types, categorical_kernel=categorical_kernel)
     return _fit.gradient(job, **kw)
 
@@ -202,7 +203,7 @@ def test_degree1_reproduces_linear_functions(design_, kernel, rel_h):
     Q = np.vstack([X.min(axis=0), X.max(axis=0), X[0], X.min(axis=0) - 0.3 * span,
                    rng.uniform(X.min(axis=0), X.max(axis=0), size=(5, d))])
     h = rel_h * span
-    job = _fit.prepare(Q, X, y, kernel=kernel, bandwidth=h, sample_weight=None, degree=1,
+    job = _job.prepare(Q, X, y, kernel=kernel, bandwidth=h, sample_weight=None, degree=1,
                        var_types=None, categorical_kernel="classic")
     scale = np.abs(Q @ a).max() + abs(b)
     with warnings.catch_warnings():
@@ -227,7 +228,7 @@ def test_degree2_reproduces_quadratics(design_, kernel, rel_h):
         return np.einsum("ia,ab,ib->i", Z, c, Z) / span + Z @ a + b * span
 
     Q = np.vstack([X.min(axis=0), X.max(axis=0), rng.uniform(X.min(axis=0), X.max(axis=0), size=(4, d))])
-    job = _fit.prepare(Q, X, f(X), kernel=kernel, bandwidth=rel_h * span, sample_weight=None, degree=2,
+    job = _job.prepare(Q, X, f(X), kernel=kernel, bandwidth=rel_h * span, sample_weight=None, degree=2,
                        var_types=None, categorical_kernel="classic")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SingularFitWarning)
@@ -302,7 +303,7 @@ def test_partials_carry_the_plain_moments():
     X, Q = rng.uniform(size=(50, 2)), rng.uniform(size=(7, 2))
     y = rng.normal(size=50)
     h = np.array([0.3, 0.4])
-    job = _fit.prepare(Q, X, y, kernel="gaussian", bandwidth=h, sample_weight=None, degree=1,
+    job = _job.prepare(Q, X, y, kernel="gaussian", bandwidth=h, sample_weight=None, degree=1,
                        var_types=None, categorical_kernel="classic")
     parts = _fit.partials(job, backend="reference")
     w = naive_weights(Q, X, "gaussian", h)
@@ -321,7 +322,7 @@ def test_partials_carry_the_plain_moments():
     assert (fit.degree == 1).all()
     # the hat-matrix diagonal: own weight share times (M / sum w)^-1 [0, 0] is the weight that
     # the local linear fit at a key puts on its own value
-    jobk = _fit.prepare(None, X, y, kernel="gaussian", bandwidth=h, sample_weight=None, degree=1,
+    jobk = _job.prepare(None, X, y, kernel="gaussian", bandwidth=h, sample_weight=None, degree=1,
                         var_types=None, categorical_kernel="classic")
     pk = _fit.partials(jobk, backend="reference")
     _, fk = _fit.fitted(jobk, pk, "nan")

@@ -15,12 +15,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_local import design, local_fit
 
 import nadaraya
-from nadaraya import _fit, backends
+from nadaraya import backends
 from nadaraya.kernels import get
+from nadaraya.local import fit as _fit
+from nadaraya.local import job as job_module
 from naive import naive_weights
-from test_local import design, local_fit
 
 FAST = ["fused", "windowed"]
 KERNELS = ["epanechnikov", "tricube", "boxcar", "gaussian"]
@@ -46,7 +48,7 @@ def _data(n: int, m: int, d: int, seed: int):
 
 
 def _job(Q, X, V, sw, kernel, h, degree, var_types=None):
-    return _fit.prepare(Q, X, V, kernel=kernel, bandwidth=h, sample_weight=sw, degree=degree,
+    return job_module.prepare(Q, X, V, kernel=kernel, bandwidth=h, sample_weight=sw, degree=degree,
                         var_types=var_types, categorical_kernel="classic")
 
 
@@ -74,14 +76,14 @@ def _fits(job, backend, exclude=None):
         warnings.simplefilter("always")
         parts = _fit.partials(job, exclude, backend)
         out, fit = _fit.fitted(job, parts, "nan", exclude)
-    singular = [str(w.message) for w in rec if issubclass(w.category, _fit.SingularFitWarning)]
+    singular = [str(w.message) for w in rec if issubclass(w.category, job_module.SingularFitWarning)]
     return parts, out, fit, singular
 
 
 def _assert_same_fits(job, backend, exclude=None, rtol=1e-8):
     """Same partials (to rounding), same degrees, same warning; predictions within ``rtol`` (the
     solve amplifies the partials' rounding by the condition of the local system: up to 1e10
-    under nadaraya._local's RCOND rule, so an arbitrary problem needs about 1e-5)."""
+    under nadaraya.local.solve's RCOND rule, so an arbitrary problem needs about 1e-5)."""
     want_parts, want, want_fit, want_warn = _fits(job, "reference", exclude)
     parts, got, fit, warn = _fits(job, backend, exclude)
     _assert_same_partials(parts, want_parts)

@@ -7,11 +7,11 @@ import warnings
 
 import numpy as np
 import pytest
+from test_local import gradient, local_fit
+from test_local_mixed import mixed_weights
 
 import nadaraya
 from naive import naive_weights
-from test_local import gradient, local_fit
-from test_local_mixed import mixed_weights
 
 
 @pytest.mark.parametrize("factor", [1e300, 1e-300, 2.0**-1060])
@@ -163,7 +163,8 @@ def test_a_row_of_zero_weight_is_its_own_leave_one_out(degree, var_types):
 def test_hat_matrix_diagonal_from_inverse00(degree, var_types):
     """H_ii = (own weight / sum of weights) * inverse00: the weight the fit at key i puts on v_i,
     computed densely by fitting the unit vector e_i (the AICc trace uses this)."""
-    from nadaraya import _fit
+    from nadaraya.local import fit as _fit
+    from nadaraya.local import job as _job
 
     rng = np.random.default_rng(61)
     X = np.column_stack([rng.uniform(size=(40, 2)), rng.integers(0, 3, 40), rng.integers(0, 4, 40)])
@@ -172,7 +173,7 @@ def test_hat_matrix_diagonal_from_inverse00(degree, var_types):
         X = X[:, :2]
     y = rng.normal(size=40)
     bw = np.array([0.4, 0.5, 0.3, 0.4])[: len(vt)]
-    job = _fit.prepare(None, X, y, kernel="gaussian", bandwidth=bw, sample_weight=None, degree=degree,
+    job = _job.prepare(None, X, y, kernel="gaussian", bandwidth=bw, sample_weight=None, degree=degree,
                        var_types=var_types, categorical_kernel="classic")
     parts = _fit.partials(job)
     _, fit = _fit.fitted(job, parts, "nan")

@@ -3,8 +3,8 @@ plainly, lambda at its bounds, leave-one-out by refitting, and bad input.
 
 statsmodels' ``KernelReg`` is compared for degree 0 (``reg_type="lc"``) only: its local linear
 puts every column, categorical ones too, into the local design, while nadaraya's local terms use
-the continuous columns only (its all-continuous ``ll`` is compared in tests/test_local.py).
-Degree 1 with categorical columns is compared with the dense oracle of tests/test_local.py.
+the continuous columns only (its all-continuous ``ll`` is compared in tests/local/test_local.py).
+Degree 1 with categorical columns is compared with the dense oracle of tests/local/test_local.py.
 """
 
 from __future__ import annotations
@@ -15,14 +15,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_local import design, gradient, local_fit
 
 import nadaraya
-from nadaraya import _fit
-from nadaraya._fit import SingularFitWarning
-from nadaraya._mixed import Categorical, lambda_bounds
-from nadaraya._nearest import FAR_LOG_WEIGHT
+from nadaraya._core.nearest import FAR_LOG_WEIGHT
+from nadaraya.local import fit as _fit
+from nadaraya.local import job as _job
+from nadaraya.local.job import SingularFitWarning
+from nadaraya.local.mixed import Categorical, lambda_bounds
 from naive import naive_weights
-from test_local import design, gradient, local_fit
 
 # --- the categorical kernels, written plainly -----------------------------------------------------
 
@@ -402,13 +403,13 @@ def _check_against_dense(problem, degree, loo):
     """Each answer is the dense least-squares fit at the degree its fit used; that degree is the
     one asked unless the equilibrated system at it is (near) singular, and the degree used is
     regular; NaN exactly where no key has weight. The tolerance allows the RCOND rule's loss of
-    digits (nadaraya._local: up to about six)."""
+    digits (nadaraya.local.solve: up to about six)."""
     vt, Q, X, y, bw, ck, kernel = problem
     if loo:
         Q = X
     cont = [j for j, t in enumerate(vt) if t == "c"]
     exclude = np.arange(len(X)) if loo else None
-    job = _fit.prepare(None if loo else Q, X, y, kernel=kernel, bandwidth=bw, sample_weight=None,
+    job = _job.prepare(None if loo else Q, X, y, kernel=kernel, bandwidth=bw, sample_weight=None,
                        degree=degree, var_types=vt, categorical_kernel=ck)
     kw = dict(kernel=kernel, bandwidth=bw, degree=degree, var_types=vt, categorical_kernel=ck)
     with warnings.catch_warnings():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 SCRIPTS = sorted(p.stem.removeprefix("bench_") for p in BENCHMARKS.glob("bench_*.py"))
 
 

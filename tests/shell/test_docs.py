@@ -13,7 +13,7 @@ import pytest
 
 from conftest import offline_tab
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 GALLERY = ROOT / "examples" / "gallery"
 TOOLCHAIN = ("sphinx", "pydata_sphinx_theme", "numpydoc", "sphinx_gallery", "myst_parser")

@@ -1,6 +1,6 @@
 """The gallery shows what the library offers beyond the textbook chapter, and the landing page
 says what nadaraya regresses. (That every gallery script runs in the docs build is
-tests/test_docs.py's check; here, what they show.)"""
+tests/shell/test_docs.py's check; here, what they show.)"""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 import nadaraya
-import nadaraya._fit
+import nadaraya.local.fit
+import nadaraya.local.job
 from nadaraya.kernels import REGISTRY
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GALLERY = ROOT / "examples" / "gallery"
 SCRIPTS = {p.name: p.read_text(encoding="utf-8") for p in sorted(GALLERY.glob("plot_*.py"))}
 INDEX = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
@@ -63,7 +64,7 @@ def test_the_landing_page_names_what_nadaraya_regresses() -> None:
 def test_what_the_landing_page_says_it_regresses_is_so() -> None:
     text = _regresses()
     lo, hi = map(int, re.search(r"`degree=(\d)` to `(\d)`", text).groups())
-    assert (lo, hi) == (0, nadaraya._fit.MAX_DEGREE)
+    assert (lo, hi) == (0, nadaraya.local.job.MAX_DEGREE)
     words = {"eleven": 11, "twelve": 12, "thirteen": 13}
     assert words[re.search(r"with (\w+) kernels", text).group(1)] == len(REGISTRY)
     var_types = re.search(r'`var_types="(\w+)"`', text).group(1)

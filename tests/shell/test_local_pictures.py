@@ -13,12 +13,13 @@ matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 
 import nadaraya  # noqa: E402
+import nadaraya.report._study as _study  # noqa: E402
 from nadaraya import report  # noqa: E402
 from nadaraya.datasets import textbook  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def study() -> report.Study:
+def study() -> _study.Study:
     """The demo's data (textbook(), seed 0), one kernel: the local fits do not depend on the others."""
     return report.textbook_study(kernels=["constant", "gaussian"], slider=[0.5], learnable=False)
 
@@ -38,7 +39,7 @@ def _nw(q: np.ndarray, x: np.ndarray, y: np.ndarray, h: float) -> np.ndarray:
     return (w @ y) / w.sum(axis=1)
 
 
-def test_study_fits_are_the_cv_choices_and_plain_formulas(study: report.Study) -> None:
+def test_study_fits_are_the_cv_choices_and_plain_formulas(study: _study.Study) -> None:
     s = study.split
     assert sorted(study.local) == [0, 1, 2]
     assert study.local[0].bandwidth == pytest.approx(float(study.searches["gaussian"].bandwidth[0]))
@@ -55,7 +56,7 @@ def test_study_fits_are_the_cv_choices_and_plain_formulas(study: report.Study) -
     assert ll.x[0] == min(s.x_train.min(), s.x_val.min()) and ll.x[-1] == max(s.x_train.max(), s.x_val.max())
 
 
-def test_local_linear_is_closer_to_the_truth_at_the_left_edge(study: report.Study) -> None:
+def test_local_linear_is_closer_to_the_truth_at_the_left_edge(study: _study.Study) -> None:
     """The demo's own data: where 2 sin x + x rises with slope 3 from 0, Nadaraya-Watson's one-sided
     average sits well above the truth; the local line does not."""
     s = study.split
@@ -80,7 +81,7 @@ def test_without_noise_local_linear_has_less_bias_at_both_edges(seed: int) -> No
         assert abs(ll.prediction[end] - truth[end]) < abs(nw.prediction[end] - truth[end]), (seed, end)
 
 
-def test_fit_local_png_draws_both_fits_the_truth_and_the_edge(study: report.Study, tmp_path: Path) -> None:
+def test_fit_local_png_draws_both_fits_the_truth_and_the_edge(study: _study.Study, tmp_path: Path) -> None:
     fig = report.figure_local(study)
     whole, edge = fig.axes
     for ax in (whole, edge):
@@ -114,7 +115,7 @@ def test_without_local_degrees_there_is_no_local_figure(tmp_path: Path) -> None:
         report.figure_local(st)
 
 
-def test_report_explains_and_draws_local_linear(study: report.Study) -> None:
+def test_report_explains_and_draws_local_linear(study: _study.Study) -> None:
     page = report.render_html(study)
     section = re.search(r"<details open id='local'>.*?</details>", page, re.S).group(0)
     assert "local linear" in section.lower() and "boundary" in section and "degree=1" in section

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import nadaraya
-from nadaraya._files import atomic_write
+from nadaraya._support.files import atomic_write
 from nadaraya.persist import FORMAT_VERSION, ModelFileError, load, save
 
 

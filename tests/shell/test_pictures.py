@@ -14,6 +14,7 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
 
 import nadaraya  # noqa: E402
+import nadaraya.report._study as _study  # noqa: E402
 from conftest import offline_tab  # noqa: E402
 from nadaraya import plot, report  # noqa: E402
 from nadaraya.bandwidth import BandwidthWarning  # noqa: E402
@@ -33,7 +34,7 @@ def _wait_ready(tab, seconds: float = 20.0) -> None:
 
 
 @pytest.fixture(scope="module")
-def study() -> report.Study:
+def study() -> _study.Study:
     """Every kernel (two at the textbook's bandwidths), a short slider, no learnable models."""
     return report.textbook_study(textbook(n=40, seed=3), kernels=["constant", "gaussian"], slider=[0.1, 1.0],
                                  every_kernel=True, learnable=False)
@@ -59,7 +60,7 @@ def _is_sorted(a: np.ndarray) -> bool:
 # -- the bandwidth search ----------------------------------------------------------------------
 
 
-def test_bandwidth_curves_are_drawn_in_bandwidth_order(study: report.Study) -> None:
+def test_bandwidth_curves_are_drawn_in_bandwidth_order(study: _study.Study) -> None:
     """A search records its refinement after its grid; a curve in that order draws a segment
     back across the plot (the demo's bandwidth.png did, from h ~ 0.01 back to 0.45)."""
     tried = study.searches["gaussian"].grid[:, 0]
@@ -134,9 +135,9 @@ def test_training_from_nn_fit_draws_its_loss() -> None:
     np.testing.assert_array_equal(ax.get_lines()[0].get_ydata(), history["loss"])
 
 
-def test_demo_training_figure_has_equal_epochs_a_linear_axis_and_y_labels(study: report.Study) -> None:
+def test_demo_training_figure_has_equal_epochs_a_linear_axis_and_y_labels(study: _study.Study) -> None:
     losses = {"w": np.linspace(1.45, 1.19, report.LEARN_EPOCHS), "additive": np.linspace(2.2, 1.15, 60)}
-    study = report.Study(**{**study.__dict__, "learned": {
+    study = _study.Study(**{**study.__dict__, "learned": {
         name: {"history": h, "prediction": study.split.y_val} for name, h in losses.items()}})
     fig = report.figure_training(study)
     loss_ax, fit_ax = fig.axes
@@ -158,7 +159,7 @@ def test_kernels_figure_draws_every_kernel_with_one_y_label() -> None:
     np.testing.assert_allclose(gaussian.get_ydata(), np.exp(-gaussian.get_xdata() ** 2 / 2))
 
 
-def test_fit_figure_shows_the_textbook_bandwidths_and_the_cv_choice(study: report.Study) -> None:
+def test_fit_figure_shows_the_textbook_bandwidths_and_the_cv_choice(study: _study.Study) -> None:
     s = study.split
     fig = report.figure_fit(study)
     h_cv = float(study.searches["gaussian"].bandwidth[0])
@@ -175,7 +176,7 @@ def test_fit_figure_shows_the_textbook_bandwidths_and_the_cv_choice(study: repor
     assert width <= 1400 and width / height < 2.2  # the demo's was 1980x352
 
 
-def test_attention_heatmaps_share_one_colour_scale(study: report.Study) -> None:
+def test_attention_heatmaps_share_one_colour_scale(study: _study.Study) -> None:
     s = study.split
     fig = report.figure_attention(study)
     heat = [ax for ax in fig.axes if ax.images]
@@ -204,7 +205,7 @@ def _payload(page: str) -> dict:
                       .group(1).replace("<\\/", "</"))
 
 
-def test_report_has_every_kernel_and_the_cv_choice_among_the_slider_positions(study: report.Study) -> None:
+def test_report_has_every_kernel_and_the_cv_choice_among_the_slider_positions(study: _study.Study) -> None:
     page = report.render_html(study)
     data = _payload(page)
     assert list(data["kernels"]) == ["constant", "gaussian", *(k for k in kernel_names()

@@ -18,13 +18,14 @@ import pytest
 import tomllib
 
 import nadaraya
-import nadaraya._attention
-import nadaraya._fit
+import nadaraya._core.attention
+import nadaraya.local.fit
+import nadaraya.local.job
 import nadaraya.persist
 from nadaraya import backends
 from nadaraya.kernels import REGISTRY
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 LOCAL_GUIDE = (ROOT / "docs" / "guide" / "local.md").read_text(encoding="utf-8")
 
@@ -117,7 +118,7 @@ def test_degrees_named_in_the_prose_and_the_guide_are_those_accepted() -> None:
     assert named, "the README's local-fits section no longer names the degrees"
     prose = {int(v) for v in re.findall(r"(?:^|, )(\d) ", named.group(1).replace("\n", " "))}
     guide = {int(v) for v in re.findall(r"^\| (\d) \| ", LOCAL_GUIDE, flags=re.M)}
-    assert prose == guide == _readme_degrees() == set(range(nadaraya._fit.MAX_DEGREE + 1))
+    assert prose == guide == _readme_degrees() == set(range(nadaraya.local.job.MAX_DEGREE + 1))
 
 
 # --- kernels -------------------------------------------------------------------------------------
@@ -315,7 +316,7 @@ def test_defaults_and_limits_stated() -> None:
     config = nadaraya.get_config()
     assert "(default 256 MiB)" in README and config["working_memory"] == 256
     assert "four times the working memory: 1 GiB" in README
-    assert nadaraya._attention._dense_limit(None) == 4 * 256 * 2**20
+    assert nadaraya._core.attention._dense_limit(None) == 4 * 256 * 2**20
     assert "16 GiB by default (`MAX_MODEL_BYTES`" in README and nadaraya.persist.MAX_MODEL_BYTES == 16 * 2**30
     sig = inspect.signature(nadaraya.select_bandwidth).parameters
     stated = re.search(r"select_bandwidth\(X, y, method=\"cv\" \| \"aicc\", kernel=\.\.\., "

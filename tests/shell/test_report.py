@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import nadaraya.report._study as _study
 from conftest import offline_tab
 from nadaraya import report
 from nadaraya.datasets import textbook
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def test_demo_page_is_under_the_readme_bound(tmp_path: Path) -> None:
@@ -49,18 +50,18 @@ def _wait_ready(tab, seconds: float = 20.0) -> None:
 
 
 @pytest.fixture(scope="module")
-def study() -> report.Study:
+def study() -> _study.Study:
     return report.textbook_study(
         textbook(n=40, seed=2), kernels=["constant", "gaussian", "boxcar"], learnable=False
     )
 
 
 @pytest.fixture(scope="module")
-def page(study: report.Study, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def page(study: _study.Study, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return report.write_html(study, tmp_path_factory.mktemp("report") / "report.html")
 
 
-def test_states_are_the_primitive(study: report.Study) -> None:
+def test_states_are_the_primitive(study: _study.Study) -> None:
     import nadaraya
 
     s = study.split
@@ -100,7 +101,7 @@ def test_browser_slider_switches_the_curve_offline(page: Path) -> None:
     assert requests == []
 
 
-def test_reprs_name_sizes_not_arrays(study: report.Study) -> None:
+def test_reprs_name_sizes_not_arrays(study: _study.Study) -> None:
     for obj in (study, study.searches["gaussian"]):
         text = repr(obj)
         assert "array" not in text and len(text) < 300, text  # the dataclass default printed every state

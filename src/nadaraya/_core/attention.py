@@ -8,9 +8,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from nadaraya._core.call import Call, prepare
-from nadaraya._support.config import get_config
 from nadaraya._core.finish import fill_empty, report_empty
 from nadaraya._core.nearest import FAR_LOG_WEIGHT, _far_weights, _nearest
+from nadaraya._support.config import get_config
 from nadaraya._support.validation import as_empty, as_real
 from nadaraya.kernels import Kernel
 

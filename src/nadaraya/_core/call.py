@@ -84,7 +84,8 @@ def compute_partials(
         choice = backends.choose_for_data(call.kernel, call.queries, call.keys, call.bandwidth,
                                           moments=moments, tol=tol, loo=exclude is not None, merged=merged)
     if choice is None:
-        choice = backends.choose(call.kernel, n=n, m=m, d=d, backend=backend)
+        choice = backends.choose(call.kernel, n=n, m=m, d=d, backend=backend, moments=moments,
+                                 loo=exclude is not None, tol=tol)
     parts = backends.compute(
         choice.name,
         call.queries,

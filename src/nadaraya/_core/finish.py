@@ -9,7 +9,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nadaraya._core.call import Call, compute_partials
-
 from nadaraya._core.nearest import FAR_LOG_WEIGHT, _far_weights, _nearest_values
 from nadaraya._support.validation import warn_at_caller
 from nadaraya.kernels import Kernel

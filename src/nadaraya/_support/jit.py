@@ -20,7 +20,7 @@ results in the subnormal range are right too; :func:`exp_flushed` needs no clamp
 second factor (``n >= -1021`` there), and adds ``n`` to the exponent bits of the polynomial's
 value with one integer addition.
 
-Accuracy, against ``np.exp`` over the whole range (tests/test_fused.py):
+Accuracy, against ``np.exp`` over the whole range (tests/backends/test_fused.py):
 
 - float64: relative error at most 4.5e-16 (2 ulp) wherever the result is a normal number;
   subnormal results (``-745.1 < x < -708.4``) within 1 unit of the smallest subnormal;

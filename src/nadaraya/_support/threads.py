@@ -18,7 +18,7 @@ not chosen already (their environment variables win):
   an OpenMP runtime starts, so it reaches numba's runtime (started at the first fused call)
   and torch's if torch is imported afterwards.
 
-tests/test_threads.py checks, in a fresh process, which threading layer and wait policy were
+tests/core/test_threads.py checks, in a fresh process, which threading layer and wait policy were
 picked, that the fused loops run on nadaraya's own pool and leave torch's untouched, with one
 coarse 10x guard on time.
 

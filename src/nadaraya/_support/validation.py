@@ -279,7 +279,7 @@ def as_empty(empty: str) -> str:
     return empty
 
 
-_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # nadaraya/
 
 
 def warn_at_caller(message: str, category: type[Warning]) -> None:

@@ -75,14 +75,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nadaraya._support.jit import run_ranges
-from nadaraya.kernels import Kernel
-from nadaraya.partials import Partials
 from nadaraya.backends._fallback import exact_rows
 from nadaraya.backends._moment_shift import about_queries, tree
 from nadaraya.backends._rows import assemble
 from nadaraya.backends._sorted import counting_order, sorted_exclude
 from nadaraya.backends._truncated_grid import ball_slices, key_cells
 from nadaraya.backends.reference import moment_shapes
+from nadaraya.kernels import Kernel
+from nadaraya.partials import Partials
 
 __all__ = ["MAX_POWER", "MAX_TERMS", "NS", "RHO", "estimate", "multi_indices", "partials", "plan"]
 

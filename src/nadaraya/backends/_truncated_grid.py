@@ -41,9 +41,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nadaraya._support.jit import exp_flushed, run_ranges, threads_for
+from nadaraya.backends._sorted import counting_order, sorted_exclude
 from nadaraya.kernels import Kernel
 from nadaraya.partials import Partials
-from nadaraya.backends._sorted import counting_order, sorted_exclude
 
 __all__ = ["CELLS_PER_KEY", "CELLS_PER_RADIUS", "FAR", "KEYS_PER_CELL", "MAX_D", "ball_slices", "key_cells",
            "pairs", "partials", "sums"]

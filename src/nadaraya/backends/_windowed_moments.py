@@ -34,13 +34,13 @@ import numpy as np
 from numba import njit
 from numpy.typing import NDArray
 
-from nadaraya.kernels import REGISTRY, Kernel
-from nadaraya.partials import Partials
 from nadaraya.backends import _windowed_common as _w
 from nadaraya.backends import fused as _fused
 from nadaraya.backends._windowed_jit import _first
 from nadaraya.backends._windowed_msweep import prefix_moments
 from nadaraya.backends.reference import moment_shapes
+from nadaraya.kernels import REGISTRY, Kernel
+from nadaraya.partials import Partials
 
 __all__ = ["moment_partials"]
 

@@ -29,9 +29,9 @@ import numpy as np
 from numba import njit
 from numpy.typing import NDArray
 
-from nadaraya.kernels import Kernel
 from nadaraya.backends._windowed_jit import _bounds, _csx, _triage
 from nadaraya.backends._windowed_sweep import _sort_bucket, _walk
+from nadaraya.kernels import Kernel
 
 __all__ = ["expansion", "prefix_moments"]
 

@@ -202,13 +202,7 @@ def partials(
         For a kernel it does not serve or ``d`` not 1 or 2, ``moments``, ``exclude``, or a
         ``tol`` outside ``[1e-12, 0.1]``.
     """
-    d = keys.shape[1]
-    if not supports(kernel, d):
-        raise ValueError(f"backend='binned' computes the {sorted(SECOND_DERIVATIVE)} kernels in 1 or 2 "
-                         f"features; got kernel={kernel.name!r} with d={d}")
-    if moments or exclude is not None:
-        raise ValueError("backend='binned' computes plain pooling: no moments (degree 0) and no "
-                         "leave-one-out (exclude); use backend='auto'")
+    # kernel, features, degree and leave-one-out are checked against CAPABILITIES by backends.compute
     if not (isinstance(tol, float | int) and 1e-12 <= tol <= 0.1):
         raise ValueError(f"tol must be a number from 1e-12 to 0.1 for backend='binned'; got {tol!r}")
     f64 = np.float64

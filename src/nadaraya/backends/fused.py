@@ -62,11 +62,10 @@ from numpy.typing import NDArray
 
 from nadaraya._support import threads as _threads
 from nadaraya._support.jit import exp_flushed, generated, run_ranges
-from nadaraya._support.validation import as_moments
-from nadaraya.kernels import Kernel
-from nadaraya.partials import Partials
 from nadaraya.backends import _fused_moments
 from nadaraya.backends._fused_moments import block_moments, block_values, merge_row, scratch
+from nadaraya.kernels import Kernel
+from nadaraya.partials import Partials
 
 __all__ = ["KEY_BLOCK", "KINDS", "partials", "supports"]
 
@@ -87,7 +86,7 @@ _PI_2 = math.pi / 2.0
 
 # One feature's factor per kernel: ``log K(u)`` for the log-domain kernels (the first _N_LOG),
 # ``K(u)`` for the others. The same formulas as the profiles of :mod:`nadaraya.kernels`
-# (tests/test_fused.py checks each against them), written for scalars because numba cannot take
+# (tests/backends/test_fused.py checks each against them), written for scalars because numba cannot take
 # the array namespace; normalising constants of the log-domain kernels are left out (they cancel).
 
 
@@ -530,12 +529,7 @@ def partials(
     >>> [s.shape for s in p.moments]
     [(1, 1), (1, 1, 1), (1, 1, 1)]
     """
-    moments = as_moments(moments)
-    if not supports(kernel, queries.shape[1]):
-        raise ValueError(
-            f"kernel={kernel.name!r} has no compiled loop in the fused backend; "
-            f"it supports: {', '.join(KINDS)}"
-        )
+    moments = int(moments)  # checked against CAPABILITIES by nadaraya.backends.compute
     _threads.configure()
     dtype = queries.dtype
     m, n, p = queries.shape[0], keys.shape[0], values.shape[1]

@@ -90,19 +90,17 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from nadaraya.backends._truncated_grid import BITS, log_ratio
-
 from nadaraya._support import threads as _threads
 from nadaraya._support.jit import run_ranges, threads_for
-from nadaraya._support.validation import as_moments
-from nadaraya.kernels import Kernel
-from nadaraya.partials import Partials
 from nadaraya.backends import _truncated_cells as _cells
 from nadaraya.backends import _truncated_grid as _grid
 from nadaraya.backends._rows import assemble
 from nadaraya.backends._sorted import sorted_exclude, sorted_order, unsort_rows
+from nadaraya.backends._truncated_grid import BITS, log_ratio
 from nadaraya.backends._truncated_sums import sums as _sums
 from nadaraya.backends.laplace import SORT_QUERIES_ABOVE
+from nadaraya.kernels import Kernel
+from nadaraya.partials import Partials
 
 __all__ = ["BITS", "MAX_DEGREE", "SORT_QUERIES_ABOVE", "log_ratio", "pairs", "pairs_1d", "partials",
            "supports"]
@@ -111,7 +109,8 @@ __all__ = ["BITS", "MAX_DEGREE", "SORT_QUERIES_ABOVE", "log_ratio", "pairs", "pa
 MAX_DEGREE = 2
 #: keys per block of the table of block maxima of the log sample weights
 _MAX_BLOCK = 32
-#: terms at or below ``exp(-708)`` of the shift are flushed to zero (:func:`nadaraya._support.jit.exp_flushed`)
+#: terms at or below ``exp(-708)`` of the shift are flushed to zero
+#: (:func:`nadaraya._support.jit.exp_flushed`)
 _FLUSH = 708.0
 
 
@@ -385,15 +384,8 @@ def partials(
     >>> float(p.shift[1]) == -0.5 * (1e9 - 3.0) ** 2  # its log weight, exactly
     True
     """
-    moments = as_moments(moments)
+    moments = int(moments)  # checked against CAPABILITIES by nadaraya.backends.compute
     d = queries.shape[1]
-    if not supports(kernel, d):
-        raise ValueError(f"backend='truncated' computes the 'gaussian' kernel in 1 to {_grid.MAX_D} "
-                         f"features; got kernel={kernel.name!r} with d={d}")
-    if moments > (MAX_DEGREE if d == 1 else 0):
-        raise ValueError(f"backend='truncated' computes moments up to {MAX_DEGREE} (local polynomial degree) "
-                         f"in one feature and none in {d}; got moments={moments}; use backend='reference' "
-                         "or 'fused'")
     _threads.configure()
     if d > 1:
         return _grid.partials(queries, keys, values, kernel, bandwidth, sample_weight, exclude)

@@ -93,8 +93,6 @@ from nadaraya.backends._windowed_common import (
     _tree_blocks,
     _working_bytes,
 )
-
-from nadaraya._support.validation import as_moments
 from nadaraya.kernels import Kernel
 from nadaraya.partials import Partials
 
@@ -464,17 +462,12 @@ def partials(
     [2.0, 2.5, 2.0]
     """
     m, d = queries.shape
-    if not supports(kernel, d):
-        raise ValueError(
-            f"the windowed backend needs a compact kernel (finite support); kernel={kernel.name!r} "
-            f"has support {kernel.support}"
-        )
     dtype = queries.dtype
     inv_h = (1.0 / bandwidth).astype(dtype)
     if type(moments) is not int or moments:  # the default 0 skips even the check
         from nadaraya.backends._windowed_moments import moment_partials
 
-        if as_moments(moments):
+        if int(moments):
             return moment_partials(queries, keys, values, sample_weight, kernel, bandwidth, inv_h, exclude,
                                    int(moments))
     if d == 1:

@@ -15,7 +15,6 @@ from nadaraya.bandwidth._objective import (
     _Objective,
     _validate,
 )
-
 from nadaraya.kernels import Kernel
 
 __all__ = ["METHODS", "BandwidthSelection", "BandwidthWarning", "score_bandwidth"]
@@ -111,9 +110,9 @@ def _score_local(
     categorical_kernel: str,
 ) -> float:
     """:func:`score_bandwidth` of a local polynomial fit or mixed data (validated ``x``, ``Y``, ``sw``)."""
+    from nadaraya.bandwidth.local import LocalObjective
     from nadaraya.local.job import _bandwidth, as_degree
     from nadaraya.local.mixed import Categorical, as_categorical_kernel, as_var_types
-    from nadaraya.bandwidth.local import LocalObjective
 
     if gradient:
         raise ValueError("gradient=True is available for degree=0 with continuous columns only")

@@ -34,16 +34,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from nadaraya.local import fit as _fit, job as _job
-from nadaraya.local.solve import hat_diagonal, solve
-from nadaraya.local.mixed import Categorical, lambda_bounds
-from nadaraya.backends.reference import _moment_sums, block_weights
-from nadaraya.kernels import Kernel
-from nadaraya.partials import Partials
 from nadaraya._core.call import Call
+from nadaraya.backends.reference import _moment_sums, block_weights
 from nadaraya.bandwidth._multistart import _OUT, Memo, best_of, log_grid, settle, sweep
 from nadaraya.bandwidth._objective import BandwidthSelection, _Objective
 from nadaraya.bandwidth.rules import _pow2_scale, _rule_of_thumb, _span
+from nadaraya.kernels import Kernel
+from nadaraya.local import fit as _fit
+from nadaraya.local import job as _job
+from nadaraya.local.mixed import Categorical, lambda_bounds
+from nadaraya.local.solve import hat_diagonal, solve
+from nadaraya.partials import Partials
 
 __all__ = ["LocalObjective", "select_mixed"]
 

@@ -7,10 +7,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from nadaraya.local.mixed import as_categorical_kernel, lambda_bounds
 from nadaraya._support.validation import as_bandwidth, as_real
 from nadaraya.bandwidth import RULES
 from nadaraya.kernels import get as get_kernel
+from nadaraya.local.mixed import as_categorical_kernel, lambda_bounds
 
 
 def _bandwidth_hint(text: str) -> str:

@@ -13,22 +13,22 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from nadaraya.bandwidth._objective import _nn_linf, _smoothed_out
-
-from nadaraya.local.job import as_degree
-from nadaraya.local.mixed import as_categorical_kernel, as_var_types
 from nadaraya._support.validation import as_tol
-from nadaraya.kernels import Kernel
 from nadaraya.bandwidth._multistart import _OUT
 from nadaraya.bandwidth._objective import (
     BandwidthSelection,
     BandwidthWarning,
     _check_enough,
+    _nn_linf,
     _Objective,
+    _smoothed_out,
     _validate,
 )
 from nadaraya.bandwidth.optimise import brent, halley
 from nadaraya.bandwidth.rules import _pow2_scale, _rule_of_thumb, _span, _unscaled_score
+from nadaraya.kernels import Kernel
+from nadaraya.local.job import as_degree
+from nadaraya.local.mixed import as_categorical_kernel, as_var_types
 
 __all__ = ["reporting", "select_bandwidth"]
 

@@ -27,6 +27,8 @@ import numpy as np
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from nadaraya._support.files import atomic_write, missing_folders, remove_created
+from nadaraya._support.validation import EMPTY_POLICIES
 from nadaraya.cli import _infer as infer
 from nadaraya.cli._io import (
     _CRITERIA,
@@ -54,8 +56,6 @@ from nadaraya.cli._io import (
     select_columns,
     var_types_of,
 )
-from nadaraya._support.files import atomic_write, missing_folders, remove_created
-from nadaraya._support.validation import EMPTY_POLICIES
 
 __all__ = ["BadInput", "app", "main", "read_table", "select_columns"]
 
@@ -547,7 +547,7 @@ def significance(
 
 
 def _benchmark_runner() -> Path | None:
-    for root in (Path.cwd(), Path(__file__).resolve().parents[2]):
+    for root in (Path.cwd(), Path(__file__).resolve().parents[3]):
         candidate = root / "benchmarks" / "run.py"
         if candidate.is_file():
             return candidate

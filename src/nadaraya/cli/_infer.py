@@ -9,8 +9,8 @@ from typing import Annotated, Any
 import numpy as np
 import typer
 
-from nadaraya.inference.limits import MAX_BOOT, MIN_BOOT
 from nadaraya.cli._io import BadInput, _split_names
+from nadaraya.inference.limits import MAX_BOOT, MIN_BOOT
 
 BAND_METHODS = ("asymptotic", "bootstrap", "rbc")
 VARIANCES = ("heteroscedastic", "homoscedastic")

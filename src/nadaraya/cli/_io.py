@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from nadaraya._support.encode import shown_labels, sorted_codes
 from nadaraya._support.files import atomic_write, same_file
+from nadaraya.local.encode import shown_labels, sorted_codes
 
 _CSV = (".csv", ".txt", ".tsv")
 _PARQUET = (".parquet", ".pq")

@@ -44,11 +44,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nadaraya import backends
+from nadaraya.backends.reference import moment_shapes
 from nadaraya.kernels import Kernel
 from nadaraya.kernels import get as get_kernel
 from nadaraya.partials import Partials, concat, merge_all
 from nadaraya.partials import empty as empty_partials
-from nadaraya.backends.reference import moment_shapes
 
 __all__ = [
     "auto_rows",
@@ -215,7 +215,8 @@ def block(
         choice = backends.choose_for_data(kern, q, k, bandwidth, moments=moments, tol=tol,
                                           loo=exclude is not None, merged=True)
     if choice is None:
-        choice = backends.choose(kern, n=k.shape[0], m=m, d=k.shape[1], backend=engine)
+        choice = backends.choose(kern, n=k.shape[0], m=m, d=k.shape[1], backend=engine, moments=moments,
+                                 loo=exclude is not None, tol=tol)
     if choice.name in ("fused", "truncated", "taylor"):
         _share_cores_with_worker()
     sw = None if sw is None else np.ascontiguousarray(sw)

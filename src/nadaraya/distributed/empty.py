@@ -8,10 +8,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nadaraya._core.call import Call
-from nadaraya.distributed.far import _log_dist
-from nadaraya.distributed.inputs import _zero_weights
 from nadaraya._core.finish import fill_empty, report_empty
 from nadaraya._core.nearest import _nearest, exact_distance
+from nadaraya.distributed.far import _log_dist
+from nadaraya.distributed.inputs import _zero_weights
 from nadaraya.kernels import get as get_kernel
 from nadaraya.partials import Partials
 

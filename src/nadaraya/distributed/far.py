@@ -10,8 +10,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nadaraya._core.nearest import FAR_LOG_WEIGHT, _unit_coords, own_positions
-from nadaraya.distributed.backend import block, count_arrays
 from nadaraya.backends.reference import _moment_sums, moment_shapes
+from nadaraya.distributed.backend import block, count_arrays
 from nadaraya.kernels import Kernel
 from nadaraya.kernels import get as get_kernel
 from nadaraya.partials import Partials, merge

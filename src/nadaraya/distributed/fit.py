@@ -6,11 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from nadaraya.bandwidth.resolve import _default_lambdas, _mixed_bandwidth, resolve_bandwidth
-
-from nadaraya.local.mixed import as_categorical_kernel, as_var_types
 from nadaraya._support.validation import check_some_weight
 from nadaraya.bandwidth import RULES
+from nadaraya.bandwidth.resolve import _default_lambdas, _mixed_bandwidth, resolve_bandwidth
+from nadaraya.local.mixed import as_categorical_kernel, as_var_types
 
 
 def fit_dask(model: Any, X: Any, y: Any, sample_weight: Any, notes: list[str]) -> None:
@@ -59,3 +58,10 @@ def fit_dask(model: Any, X: Any, y: Any, sample_weight: Any, notes: list[str]) -
     model.X_fit_, model.y_fit_, model.sample_weight_ = X_fit, y_fit, sw
     model.fit_order_ = None  # kept in the given order
     model.backend_, model.backend_reason_ = "dask", "the training data are Dask arrays"
+
+
+def gather(*arrays: Any) -> tuple[Any, ...]:
+    """The arrays in memory: Dask arrays computed together in one pass, the others as they are."""
+    import dask
+
+    return tuple(dask.compute(*arrays))

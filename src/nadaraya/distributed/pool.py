@@ -51,13 +51,8 @@ import dask.array as da
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from nadaraya.local import fit as _fit, job as _job
 from nadaraya import backends
 from nadaraya._core.call import Call
-from nadaraya.distributed.empty import _finish, _nearest_block, _nearest_merge
-from nadaraya.distributed.far import _merge_all_far, far_block
-from nadaraya.distributed.inputs import _as_rows, _dask_weights, _known_rows, coalesced
-from nadaraya.local.mixed import Categorical, as_categorical_kernel, as_var_types
 from nadaraya._core.nearest import FAR_LOG_WEIGHT
 from nadaraya._support.validation import (
     as_bandwidth,
@@ -69,6 +64,7 @@ from nadaraya._support.validation import (
     is_dask,
     pick_dtype,
 )
+from nadaraya.backends.reference import moment_shapes
 from nadaraya.distributed.backend import (
     _opts,
     _share_cores_with_worker,
@@ -78,9 +74,14 @@ from nadaraya.distributed.backend import (
     query_partials,
     tree_merge,
 )
-from nadaraya.backends.reference import moment_shapes
+from nadaraya.distributed.empty import _finish, _nearest_block, _nearest_merge
+from nadaraya.distributed.far import _merge_all_far, far_block
+from nadaraya.distributed.inputs import _as_rows, _dask_weights, _known_rows, coalesced
 from nadaraya.kernels import Kernel
 from nadaraya.kernels import get as get_kernel
+from nadaraya.local import fit as _fit
+from nadaraya.local import job as _job
+from nadaraya.local.mixed import Categorical, as_categorical_kernel, as_var_types
 from nadaraya.partials import Partials
 from nadaraya.partials import empty as empty_partials
 

@@ -10,10 +10,10 @@ import dask.array as da
 import numpy as np
 from numpy.typing import NDArray
 
+from nadaraya.bandwidth.rules import check_rule_input, from_scale, scale_from
 from nadaraya.distributed.inputs import _as_rows, _dask_weights, _points_rows, _zero_weights
 from nadaraya.kernels import Kernel
 from nadaraya.kernels import get as get_kernel
-from nadaraya.bandwidth.rules import check_rule_input, from_scale, scale_from
 
 __all__ = ["robust_scale", "rule_of_thumb"]
 

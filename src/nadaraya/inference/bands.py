@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from nadaraya.inference.bootstrap import quantiles, replicates
 from nadaraya.inference.training import (
     _backend,
     _check,
@@ -16,11 +17,9 @@ from nadaraya.inference.training import (
     training,
     unit_exponent,
 )
-
-from nadaraya.local import fit as _fit
-from nadaraya.inference.bootstrap import quantiles, replicates
-from nadaraya.local.fills import fallback_variances
 from nadaraya.inference.variance import variances
+from nadaraya.local import fit as _fit
+from nadaraya.local.fills import fallback_variances
 
 METHODS = ("asymptotic", "bootstrap", "rbc")
 

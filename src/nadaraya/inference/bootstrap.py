@@ -19,8 +19,8 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from nadaraya.local import job as _job
 from nadaraya._support.config import get_config
+from nadaraya.local import job as _job
 from nadaraya.local.smoother import blocks
 
 __all__ = ["multipliers", "quantiles", "replicates"]

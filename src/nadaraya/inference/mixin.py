@@ -169,8 +169,8 @@ def _queries(model: Any, X: Any) -> NDArray[np.float64]:
     """``X`` validated as the estimator's ``predict`` validates it."""
     from sklearn.utils.validation import check_is_fitted, validate_data
 
-    from nadaraya._support.encode import encode_queries
     from nadaraya._support.validation import as_real, is_dask
+    from nadaraya.local.encode import encode_queries
 
     check_is_fitted(model)
     if is_dask(X):

@@ -15,11 +15,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from nadaraya.local import fit as _fit, job as _job
-from nadaraya.inference.limits import as_n_boot
-from nadaraya.inference.bootstrap import multipliers
 from nadaraya._support.config import get_config
+from nadaraya.inference.bootstrap import multipliers
+from nadaraya.inference.limits import as_n_boot
 from nadaraya.inference.training import _backend, _rng, leverage_scale, unit_exponent
+from nadaraya.local import fit as _fit
+from nadaraya.local import job as _job
 
 __all__ = ["SignificanceTest", "significance_test"]
 

@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from nadaraya.local import fit as _fit, job as _job
-from nadaraya.local.solve import hat_diagonal, solve
 from nadaraya.inference.variance import variances
+from nadaraya.local import fit as _fit
+from nadaraya.local import job as _job
+from nadaraya.local.solve import hat_diagonal, solve
 from nadaraya.partials import Partials, merge
 
 VARIANCES = ("heteroscedastic", "homoscedastic")

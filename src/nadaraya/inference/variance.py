@@ -22,9 +22,10 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from nadaraya.local import fit as _fit, job as _job
-from nadaraya.local.solve import _regular, _systems, monomials
 from nadaraya.kernels import Kernel
+from nadaraya.local import fit as _fit
+from nadaraya.local import job as _job
+from nadaraya.local.solve import _regular, _systems, monomials
 from nadaraya.partials import Partials
 
 __all__ = ["squared_kernel", "variances"]

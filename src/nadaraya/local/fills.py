@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import NDArray
 
-from nadaraya._support.config import get_config
 from nadaraya._core.nearest import FAR_LOG_WEIGHT, _far_weights, _nearest
+from nadaraya._support.config import get_config
 
 if TYPE_CHECKING:
     from nadaraya.local.job import Job

@@ -20,13 +20,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from nadaraya.local.job import MAX_DEGREE, Job, SingularFitWarning, as_degree
-
-from nadaraya._core import call as _call, finish as _finish
-from nadaraya.local.solve import LocalFit, solve
+from nadaraya._core import call as _call
+from nadaraya._core import finish as _finish
 from nadaraya._core.nearest import FAR_LOG_WEIGHT
 from nadaraya._support.validation import warn_at_caller
 from nadaraya.backends.reference import moment_shapes
+from nadaraya.local.job import MAX_DEGREE, Job, SingularFitWarning, as_degree
+from nadaraya.local.solve import LocalFit, solve
 from nadaraya.partials import Partials, merge
 from nadaraya.partials import empty as empty_partials
 

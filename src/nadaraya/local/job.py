@@ -1,4 +1,4 @@
-"""A validated local or mixed-data fit: the degree, the continuous call, the categorical columns, and x scaling."""
+"""A validated local or mixed-data fit: the degree, the continuous call, the categorical columns."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from nadaraya._core import call as _call
-from nadaraya.local.mixed import Categorical, as_categorical_kernel, as_var_types
 from nadaraya._support.validation import as_points, as_real, as_sample_weight, as_values, pick_dtype
 from nadaraya.kernels import Kernel
 from nadaraya.kernels import get as get_kernel
+from nadaraya.local.mixed import Categorical, as_categorical_kernel, as_var_types
 
 #: the highest polynomial degree offered (a degree-r system in d features has C(d + r, r) unknowns)
 MAX_DEGREE = 3

@@ -17,11 +17,11 @@ from collections.abc import Iterator
 import numpy as np
 from numpy.typing import NDArray
 
-from nadaraya.local import job as _job
-from nadaraya._support.config import get_config
-from nadaraya.local.solve import _regular, monomials
 from nadaraya._core.nearest import FAR_LOG_WEIGHT
+from nadaraya._support.config import get_config
 from nadaraya.backends.reference import block_weights
+from nadaraya.local import job as _job
+from nadaraya.local.solve import _regular, monomials
 
 __all__ = ["blocks"]
 

@@ -13,8 +13,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from nadaraya.backends.reference import block_sizes as _block_sizes
-from nadaraya.partials import Partials, merge
 from nadaraya.nn._scores import Scorer, _fill, _finite_inputs, _Mask
+from nadaraya.partials import Partials, merge
 
 #: the largest key block of the layers (the NumPy reference takes larger ones)
 _MAX_KEYS = 1024

@@ -71,6 +71,7 @@ from typing import Any
 import numpy as np
 
 from nadaraya._support.files import atomic_write
+from nadaraya._version import __version__
 from nadaraya.persist._file import (
     _CLASSES,
     _DAMAGED,
@@ -91,7 +92,6 @@ from nadaraya.persist._file import (
     _decode,
     _read_model,
 )
-from nadaraya._version import __version__
 
 __all__ = [
     "FORMAT",
@@ -310,8 +310,7 @@ def load(path: str | os.PathLike[str], *, max_bytes: int = MAX_MODEL_BYTES) -> A
     if not hasattr(model, "var_types_") and type(d) is int:  # files from before mixed data
         model.var_types_ = "c" * d if model.var_types is None else model.var_types
     if not hasattr(model, "levels_") and isinstance(getattr(model, "X_fit_", None), np.ndarray):
-        from nadaraya.local.mixed import _levels
-        from nadaraya.local.mixed import as_var_types
+        from nadaraya.local.mixed import _levels, as_var_types
 
         try:
             model.levels_ = _levels(model.X_fit_, as_var_types(model.var_types_, model.X_fit_.shape[1]))

@@ -465,10 +465,10 @@ def _check_model(model: Any, src: str) -> None:
     ``predict`` would fail on.
     """
     from nadaraya import backends
-    from nadaraya.bandwidth.resolve import _mixed_bandwidth
-    from nadaraya.backends import check_device
     from nadaraya._support.validation import as_empty, as_points, as_sample_weight, as_tol, as_values
+    from nadaraya.backends import check_device
     from nadaraya.bandwidth import METHODS, RULES, BandwidthSelection
+    from nadaraya.bandwidth.resolve import _mixed_bandwidth
     from nadaraya.kernels import get as get_kernel
 
     def fail(what: str, exc: BaseException | str) -> ModelFileError:
@@ -579,9 +579,8 @@ def _check_local(model: Any, X: np.ndarray, d: int, fail: Any) -> tuple[str, np.
     """The local and mixed settings of a model: ``degree``, ``var_types``, ``categorical_kernel``
     valid, ``var_types_`` equal to ``var_types`` and ``levels_`` to the distinct values of the
     categorical columns of ``X_fit_``. Returns ``(var_types_, levels_, categorical_kernel)``."""
-    from nadaraya.local.mixed import _levels
     from nadaraya.local.job import as_degree
-    from nadaraya.local.mixed import as_categorical_kernel, as_var_types
+    from nadaraya.local.mixed import _levels, as_categorical_kernel, as_var_types
 
     for name, check in (("degree", as_degree), ("var_types", lambda v: as_var_types(v, d)),
                         ("categorical_kernel", as_categorical_kernel)):

@@ -18,15 +18,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from nadaraya.report._study import DEMO_KERNELS, Row, Search, Study
-
 from nadaraya._core.attention import attention_weights
-from nadaraya.report._local import LOCAL_GRID, figure_local
-from nadaraya.report._study import LOCAL_NAMES, LocalCurve
-from nadaraya.report._html import _label, render_html, write_html
 from nadaraya.datasets import Split, textbook
 from nadaraya.kernels import names as kernel_names
 from nadaraya.pooling import pool
+from nadaraya.report._html import _label, render_html, write_html
+from nadaraya.report._local import LOCAL_GRID, figure_local
+from nadaraya.report._study import DEMO_KERNELS, LOCAL_NAMES, LocalCurve, Row, Search, Study
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
