@@ -333,7 +333,8 @@ default "cv"
     def _trusted(self) -> Trusted:
         """The training data validated once per fit (``_core.call.trust``): predict checks only X."""
         if self.__dict__.get("_trusted_fit", (None,))[0] is not self.X_fit_:  # fit's arrays, validated there
-            self._trusted_fit = (self.X_fit_, trust(self.X_fit_, self.y_fit_, self.sample_weight_, checked=1))
+            self._trusted_fit = (self.X_fit_,
+                                 trust(self.X_fit_, self.y_fit_, self.sample_weight_, checked=True))
         return self._trusted_fit[1]
 
     def __getstate__(self) -> dict[str, Any]:
