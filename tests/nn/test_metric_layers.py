@@ -1,4 +1,4 @@
-"""KernelPooling's metrics (diagonal, low_rank, full), heads and categorical lambdas, against dense attention."""
+"""KernelPooling's metrics (diagonal, low_rank, full), heads and categorical lambdas vs dense attention."""
 
 from __future__ import annotations
 
@@ -92,8 +92,8 @@ def test_values_equal_dense_softmax_attention(metric, method):
 def test_compact_kernel_takes_the_map_too(metric):
     q, k, v = tensors((7, 3), (30, 3), (30,), seed=2)
     torch.manual_seed(3)
-    layer = KernelPooling("epanechnikov", 2.5, metric=metric, n_components=2 if metric == "low_rank" else None,
-                          in_features=3, dtype=F64)
+    rows = 2 if metric == "low_rank" else None
+    layer = KernelPooling("epanechnikov", 2.5, metric=metric, n_components=rows, in_features=3, dtype=F64)
     kern = nadaraya.kernels.get("epanechnikov")
     ref = dense(q[None], k[None], v[None, :, None], map_of(layer)[0],
                 profile=lambda u: torch.as_tensor(kern(u.numpy())))[0, :, 0]
@@ -171,7 +171,8 @@ def test_categorical_lambdas_values(metric, method):
     cats = torch.tensor(rng.integers(0, 3, (2, 14, 2)), dtype=F64)
     x = torch.cat([xc[..., :1], cats[..., :1], xc[..., 1:], cats[..., 1:]], -1)  # "cocu"
     v = torch.tensor(rng.normal(size=(2, 14, 3)))
-    kw = {"diagonal": {}, "low_rank": {"metric": "low_rank", "n_components": 1}, "full": {"metric": "full"}}[metric]
+    kw = {"diagonal": {}, "low_rank": {"metric": "low_rank", "n_components": 1},
+          "full": {"metric": "full"}}[metric]
     torch.manual_seed(8)
     layer = KernelPooling(var_types="cocu", lambdas=[0.3, 0.6], method=method, dtype=F64, **kw)
     assert layer.path(x, x) == "chunked"
@@ -276,7 +277,8 @@ def test_default_layer_keeps_its_state_dict():
         layer.load_state_dict(old, strict=True)
         torch.testing.assert_close(layer.log_bandwidth, old["log_bandwidth"])
         assert layer.metric == "diagonal" and layer.heads == 1
-    assert repr(KernelPooling(bandwidth=2.0)) == "KernelPooling(kernel='gaussian', bandwidth=2, method='auto')"
+    want = "KernelPooling(kernel='gaussian', bandwidth=2, method='auto')"
+    assert repr(KernelPooling(bandwidth=2.0)) == want
 
 
 @pytest.mark.parametrize("metric", METRICS)
@@ -290,7 +292,7 @@ def test_torch_compile(metric):
     try:
         compiled = torch.compile(layer, backend="aot_eager")
         got = compiled(q, k, v)
-    except Exception as exc:  # noqa: BLE001 - a CPU build without a working compile stack
+    except Exception as exc:  # a CPU build without a working compile stack
         pytest.skip(f"torch.compile is unavailable here: {type(exc).__name__}: {exc}")
     (g_got,) = torch.autograd.grad(got.sum(), [next(layer.parameters())])
     torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)

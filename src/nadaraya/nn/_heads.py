@@ -1,4 +1,4 @@
-"""Multi-head pooling: the heads folded into the batch axis for one chunked call, and their outputs combined."""
+"""Multi-head pooling: heads folded into the batch axis for one chunked call, and their outputs combined."""
 
 from __future__ import annotations
 

@@ -66,9 +66,11 @@ def check_spec(
     _check_sizes(heads=heads, in_features=in_features)
     if var_types is not None:
         if not isinstance(var_types, str):
-            raise ValueError(f"var_types must be a string of 'c', 'o' and 'u', one per column; got {var_types!r}")
+            raise ValueError(f"var_types must be a string of 'c', 'o' and 'u' per column; got {var_types!r}")
         if in_features is not None and len(var_types) != in_features:
-            raise ValueError(f"var_types={var_types!r} has {len(var_types)} letters but in_features={in_features}")
+            raise ValueError(
+                f"var_types={var_types!r} has {len(var_types)} letters but in_features={in_features}"
+            )
         in_features = len(var_types)
         var_types = as_var_types(var_types, in_features)
     if components is not None and in_features is None and metric != "diagonal":
@@ -87,9 +89,11 @@ def check_spec(
     d = len(cont)
     if metric == "diagonal":
         if n_components is not None:
-            raise ValueError(f"n_components={n_components!r} is for metric='low_rank'; the diagonal metric has none")
+            raise ValueError(
+                f"n_components={n_components!r} is for metric='low_rank'; the diagonal metric has none"
+            )
         if components is not None:
-            raise ValueError("components is for metric='low_rank' or 'full'; the diagonal metric takes bandwidth")
+            raise ValueError("components is for metric='low_rank' or 'full', not the diagonal metric")
         return spec, None
     if metric == "full":
         if n_components is not None and n_components != d:
@@ -107,6 +111,23 @@ def check_spec(
     return spec, n_components
 
 
+def initial_tensors(
+    spec: MetricSpec, n_rows: int | None, h: Tensor, components: Tensor | None,
+    lambdas: float | Sequence[float] | Tensor,
+) -> dict[str, Tensor]:
+    """The layer's learned tensors by name, in float64: ``log_bandwidth`` (diagonal; for the
+    default layer ``log h`` as given) or ``components``, and ``logit_lambda`` with categorical columns."""
+    out: dict[str, Tensor] = {}
+    if spec.metric == "diagonal":
+        out["log_bandwidth"] = torch.log(h) if spec.is_default else initial_log_bandwidth(spec, h)
+    else:
+        assert n_rows is not None
+        out["components"] = initial_components(spec, n_rows, h, components)
+    if spec.categorical:
+        out["logit_lambda"] = initial_logit_lambda(spec, lambdas)
+    return out
+
+
 def initial_components(
     spec: MetricSpec, k: int, h: Tensor, components: Tensor | Sequence[float] | None
 ) -> Tensor:
@@ -120,7 +141,9 @@ def initial_components(
         if a.shape == (k, d) and heads > 1:
             a = a.expand(heads, k, d).clone()
         if tuple(a.shape) != shape or not bool(torch.isfinite(a).all()):
-            raise ValueError(f"components must be finite, of shape {shape} (or {(k, d)}); got {tuple(a.shape)}")
+            raise ValueError(
+                f"components must be finite, of shape {shape} (or {(k, d)}); got {tuple(a.shape)}"
+            )
         return a
     if h.numel() not in (1, d):
         raise ValueError(f"bandwidth has {h.numel()} entries but the metric acts on {d} continuous features")
@@ -134,7 +157,9 @@ def initial_log_bandwidth(spec: MetricSpec, h: Tensor) -> Tensor:
     """``log h`` for the diagonal metric; several heads start at scales a factor 2 apart
     around ``h`` (identical heads would stay identical under ``combine="mean"``)."""
     if h.ndim == 1 and spec.var_types is not None and h.numel() not in (1, len(spec.cont)):
-        raise ValueError(f"bandwidth has {h.numel()} entries but var_types has {len(spec.cont)} continuous columns")
+        raise ValueError(
+            f"bandwidth has {h.numel()} entries but var_types has {len(spec.cont)} continuous columns"
+        )
     log_h = torch.log(h)
     if spec.heads == 1:
         return log_h
@@ -150,7 +175,9 @@ def initial_logit_lambda(spec: MetricSpec, lambdas: float | Sequence[float] | Te
     except (TypeError, ValueError, RuntimeError) as exc:
         raise ValueError(f"lambdas must be numbers in (0, 1); got {lambdas!r:.80} ({exc})") from None
     if lam.numel() not in (1, c) or not bool(((lam > 0) & (lam < 1)).all()):
-        raise ValueError(f"lambdas must be one number in (0, 1) or one per categorical column ({c}); got {lambdas!r}")
+        raise ValueError(
+            f"lambdas must be one number in (0, 1) or one per categorical column ({c}); got {lambdas!r}"
+        )
     logit = torch.logit(lam.expand(c).clone())
     return logit if spec.heads == 1 else logit.expand(spec.heads, c).clone()
 
@@ -185,7 +212,9 @@ def project(
     if k.shape[-1] != d:
         raise ValueError(f"queries and keys must have the same number of features; got {d} and {k.shape[-1]}")
     if spec.features is not None and d != spec.features:
-        raise ValueError(f"this layer takes {spec.features} features (in_features / var_types); the inputs have {d}")
+        raise ValueError(
+            f"this layer takes {spec.features} features (in_features / var_types); the inputs have {d}"
+        )
     heads = spec.heads
     cat = spec.ordered + spec.unordered
     qc, kc = (q, k) if not cat else (q[..., list(spec.cont)], k[..., list(spec.cont)])
@@ -193,7 +222,9 @@ def project(
         dc = qc.shape[-1]
         per_head = scale.shape[-1] if scale.ndim > (heads > 1) else 1
         if per_head not in (1, dc):
-            raise ValueError(f"this layer has {per_head} bandwidths (per head) but the inputs have {dc} continuous features")
+            raise ValueError(
+                f"this layer has {per_head} bandwidths (per head) but the inputs have {dc} continuous columns"
+            )
         w = (-scale).exp().to(q.dtype).reshape(heads, 1, -1)
         qa, ka = qc[:, None] * w, kc[:, None] * w
     else:

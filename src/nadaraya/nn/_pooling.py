@@ -15,7 +15,7 @@ from ._chunked import Plan, _ChunkedPool, _SdpaPool, _weights, block_sizes
 from ._far import _far_query_limit
 from ._heads import combine_outputs, fold, split_weights
 from ._inputs import _check_sizes, _flatten, _Inputs, _same_dtype
-from ._metric import check_spec, far_limit, initial_components, initial_log_bandwidth, initial_logit_lambda, project
+from ._metric import check_spec, far_limit, initial_tensors, project
 from ._scores import Scorer, _additive_fn, _dot_fn, _dot_identity, _kernel_scorer, _Mask
 
 __all__ = [
@@ -321,7 +321,9 @@ class KernelPooling(_Pooling):
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
-        self._spec, n_rows = check_spec(metric, n_components, in_features, heads, combine, var_types, components)
+        self._spec, n_rows = check_spec(
+            metric, n_components, in_features, heads, combine, var_types, components
+        )
         self.kernel = get_kernel(kernel)
         self.method = self._check_method(method)
         allowed = "a positive, finite number or one per feature"
@@ -340,23 +342,12 @@ class KernelPooling(_Pooling):
             if h.ndim == 1 and h.numel() not in (1, per_feature):
                 raise ValueError(f"bandwidth has {h.numel()} entries but per_feature={per_feature}")
             h = h.reshape(-1).expand(per_feature).clone() if h.numel() == 1 else h
-        place = {"device": device, "dtype": dtype or torch.get_default_dtype()}
-        spec = self._spec
-        if spec.metric == "diagonal":
-            self._learned("log_bandwidth", torch.log(h) if spec.is_default else initial_log_bandwidth(spec, h),
-                          learnable, place)
-        else:
-            assert n_rows is not None
-            self._learned("components", initial_components(spec, n_rows, h, components), learnable, place)
-        if spec.categorical:
-            self._learned("logit_lambda", initial_logit_lambda(spec, lambdas), learnable, place)
-
-    def _learned(self, name: str, value: Tensor, learnable: bool, place: dict) -> None:
-        value = value.to(**place)
-        if learnable:
-            setattr(self, name, nn.Parameter(value))
-        else:
-            self.register_buffer(name, value)
+        for name, value in initial_tensors(self._spec, n_rows, h, components, lambdas).items():
+            value = value.to(device=device, dtype=dtype or torch.get_default_dtype())
+            if learnable:
+                setattr(self, name, nn.Parameter(value))
+            else:
+                self.register_buffer(name, value)
 
     @property
     def metric(self) -> str:
