@@ -238,7 +238,7 @@ def test_gradcheck_categorical_lambdas():
     cq = torch.tensor([[[0.0, 1.0], [2.0, 0.0], [1.0, 1.0]]], dtype=F64)
     ck = torch.tensor([[[0.0, 1.0], [1.0, 0.0], [2.0, 1.0], [0.0, 0.0], [1.0, 1.0]]], dtype=F64)
     torch.manual_seed(11)
-    layer = KernelPooling(metric="full", var_types="ccou", lambdas=[0.4, 0.7], dtype=F64)
+    layer = KernelPooling(metric="full", var_types="ccou", lambdas=[0.4, 0.7], heads=2, dtype=F64)
     names = [n for n, _ in layer.named_parameters()]
     assert names == ["components", "logit_lambda"]
     inputs = [t.requires_grad_() for t in (q, k, v, *(p.detach().clone() for p in layer.parameters()))]
@@ -307,6 +307,29 @@ def test_far_query_gets_the_nearest_key_in_the_mapped_space():
     q = torch.tensor([[0.0, 1e200]], dtype=F64)  # nearest in A q: the third key
     out = layer(q, k, v)
     assert out.tolist() == [3.0]
+
+
+def test_memory_stays_far_below_the_dense_weights():
+    """Forward and backward of a two-head low-rank layer with a categorical column hold
+    blocks, never the (heads, m, n) weights."""
+    from torch.profiler import ProfilerActivity, profile
+
+    m = n = 1024
+    torch.manual_seed(0)
+    layer = KernelPooling(metric="low_rank", n_components=2, var_types="cccu", heads=2, combine="mean")
+    x = torch.randn(n, 4)
+    x[:, 3] = torch.randint(0, 3, (n,)).float()
+    q = x.clone().requires_grad_()
+    v = torch.randn(n, 1)
+    with nadaraya.config_context(working_memory=2), \
+            profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        layer(q, x, v, exclude=torch.arange(n)).sum().backward()
+    events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
+                    if e.name() == "[memory]")
+    peak = int(np.max(np.cumsum([b for _, b in events])))
+    dense = 2 * m * n * 4
+    assert peak < dense / 4, f"peak {peak / 2**20:.1f} MiB vs dense (heads, m, n) {dense / 2**20:.0f} MiB"
+    assert torch.isfinite(layer.logit_lambda.grad).all() and layer.components.grad.abs().sum() > 0
 
 
 @CUDA
