@@ -299,6 +299,14 @@ class KernelPooling(_Pooling):
     >>> v = torch.tensor([3.0, 5.0, 4.0])
     >>> KernelPooling(bandwidth=1.0)(q, k, v).detach().round(decimals=2)
     tensor([4.2700])
+
+    A learned map ``A`` (2, 5), three heads concatenated, and one unordered column:
+
+    >>> layer = KernelPooling(metric="low_rank", n_components=2, var_types="cccccu", heads=3)
+    >>> layer.components.shape, layer.logit_lambda.shape
+    (torch.Size([3, 2, 5]), torch.Size([3, 1]))
+    >>> layer(torch.randn(4, 6), torch.randn(9, 6), torch.randn(9, 2)).shape
+    torch.Size([4, 6])
     """
 
     def __init__(
