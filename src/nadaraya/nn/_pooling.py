@@ -15,7 +15,7 @@ from ._chunked import Plan, _ChunkedPool, _SdpaPool, _weights, block_sizes
 from ._far import _far_query_limit
 from ._heads import combine_outputs, fold, split_weights
 from ._inputs import _check_sizes, _flatten, _Inputs, _same_dtype
-from ._metric import check_spec, far_limit, initial_tensors, project
+from ._metric import MetricSpec, check_spec, far_limit, initial_tensors, project
 from ._scores import Scorer, _additive_fn, _dot_fn, _dot_identity, _kernel_scorer, _Mask
 
 __all__ = [
@@ -308,6 +308,11 @@ class KernelPooling(_Pooling):
     >>> layer(torch.randn(4, 6), torch.randn(9, 6), torch.randn(9, 2)).shape
     torch.Size([4, 6])
     """
+
+    _spec: MetricSpec
+    log_bandwidth: Tensor
+    components: Tensor
+    logit_lambda: Tensor
 
     def __init__(
         self,
