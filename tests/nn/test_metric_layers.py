@@ -381,3 +381,10 @@ def test_inputs_of_the_wrong_width_are_refused():
     mixed = KernelPooling(var_types="cu", per_feature=1)
     with pytest.raises(ValueError, match="takes 2 features"):
         mixed(torch.zeros(4, 3), torch.zeros(4, 3), torch.zeros(4))
+
+
+def test_a_map_has_no_bandwidth():
+    layer = KernelPooling(metric="full", in_features=2)
+    assert not hasattr(layer, "bandwidth") and not hasattr(layer, "w") and not hasattr(layer, "log_bandwidth")
+    torch.testing.assert_close(KernelPooling(bandwidth=2.0, heads=2, dtype=F64).bandwidth,
+                               torch.tensor([2.0 / 2 ** 0.5, 2.0 * 2 ** 0.5], dtype=F64))  # a factor 2 apart

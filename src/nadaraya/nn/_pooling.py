@@ -379,13 +379,18 @@ class KernelPooling(_Pooling):
 
     @property
     def bandwidth(self) -> Tensor:
-        """``h = exp(log h)``: a scalar, or one per feature."""
-        return self.log_bandwidth.exp()
+        """``h = exp(log h)``: a scalar, or one per feature (per head with ``heads > 1``)."""
+        return self._log_h().exp()
 
     @property
     def w(self) -> Tensor:
         """The textbook's parameter ``w = 1 / h``."""
-        return (-self.log_bandwidth).exp()
+        return (-self._log_h()).exp()
+
+    def _log_h(self) -> Tensor:
+        if self._spec.metric != "diagonal":
+            raise AttributeError(f"metric={self._spec.metric!r} has no bandwidth; its map A is .components")
+        return self.log_bandwidth
 
     def _scale(self) -> Tensor:
         return self.log_bandwidth if self._spec.metric == "diagonal" else self.components
