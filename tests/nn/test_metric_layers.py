@@ -365,7 +365,9 @@ def test_cuda_equals_cpu(metric):
         ({"var_types": "uu"}, "no continuous column"),
         ({"var_types": "cu", "lambdas": 1.0}, r"lambdas must be one number in \(0, 1\)"),
         ({"var_types": "cu", "in_features": 3}, "has 2 letters but in_features=3"),
-        ({"metric": "full", "in_features": 2, "components": torch.zeros(3, 3)}, "components must be finite"),
+        ({"metric": "low_rank", "n_components": 1, "in_features": 3, "components": torch.zeros(2, 3)},
+         "components must be finite"),
+        ({"metric": "full", "components": [[1.0, torch.nan], [0.0, 1.0]]}, "components must be finite"),
     ],
 )
 def test_bad_options_name_the_argument(kwargs, match):
@@ -388,3 +390,12 @@ def test_a_map_has_no_bandwidth():
     assert not hasattr(layer, "bandwidth") and not hasattr(layer, "w") and not hasattr(layer, "log_bandwidth")
     torch.testing.assert_close(KernelPooling(bandwidth=2.0, heads=2, dtype=F64).bandwidth,
                                torch.tensor([2.0 / 2 ** 0.5, 2.0 * 2 ** 0.5], dtype=F64))  # a factor 2 apart
+
+
+def test_a_starting_map_sizes_the_layer():
+    a = np.array([[0.5, -1.0, 0.25], [0.0, 2.0, 1.0]])  # e.g. an MLKR's components_ times sqrt(2)
+    layer = KernelPooling(metric="low_rank", components=a, dtype=F64)
+    assert layer.components.shape == (2, 3)
+    q, k, v = tensors((4, 3), (9, 3), (9, 2), seed=15)
+    ref = dense(q[None], k[None], v[None], torch.tensor(a))[0]
+    torch.testing.assert_close(layer(q, k, v), ref, rtol=0, atol=1e-10)

@@ -73,8 +73,10 @@ def check_spec(
             )
         in_features = len(var_types)
         var_types = as_var_types(var_types, in_features)
-    if components is not None and in_features is None and metric != "diagonal":
-        in_features = int(components.shape[-1]) if components.ndim else None
+    given = None if components is None else tuple(torch.as_tensor(components).shape)
+    if given and metric != "diagonal":  # sizes from the starting map
+        in_features = in_features if in_features is not None or var_types is not None else given[-1]
+        n_components = n_components if n_components is not None or len(given) < 2 else given[-2]
     if metric != "diagonal" and in_features is None:
         raise ValueError(f"metric={metric!r} needs in_features (or var_types, or components) to size its map")
     vt = var_types or ("c" * in_features if in_features is not None else "")

@@ -273,8 +273,9 @@ class KernelPooling(_Pooling):
         - k_j|`` (ordered) or ``lambda ** [q_j != k_j]`` (unordered), ``lambda`` in (0, 1).
     lambdas : float or sequence of float, default 0.5
         Initial (or fixed) lambdas of the categorical columns (per head when ``heads > 1``).
-    components : Tensor, optional
-        Initial ``A``, (n_components, d) or (heads, n_components, d) over the continuous columns.
+    components : Tensor or array-like, optional
+        Initial ``A``, (n_components, d) or (heads, n_components, d) over the continuous columns
+        (it gives n_components and in_features when they are not).
     device, dtype : optional
         Of the parameter, as for torch's layers; ``log h`` is computed in float64 and then
         cast, so ``dtype=torch.float64`` keeps the given bandwidth exactly.
