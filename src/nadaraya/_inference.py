@@ -43,7 +43,8 @@ __all__ = ["Band", "InferenceMixin"]
 
 METHODS = ("asymptotic", "bootstrap", "rbc")
 KINDS = ("pointwise", "simultaneous")
-VARIANCES = ("heteroscedastic", "homoscedastic")
+NOISE = ("heteroscedastic", "homoscedastic")
+VARIANCES = (*NOISE, "hc0", "hc1", "hc2", "hc3", "nn")
 
 
 def unit_exponent(a: NDArray[np.floating]) -> NDArray[np.int64]:
@@ -62,12 +63,24 @@ def unit_exponent(a: NDArray[np.floating]) -> NDArray[np.int64]:
     return np.where(top > 0, np.frexp(top)[1], 0).astype(np.int64)
 
 
-class Band(NamedTuple):
-    """A confidence band: the estimate and the band's lower and upper edges at each point."""
-
+class _Edges(NamedTuple):
     estimate: NDArray[np.float64]
     lower: NDArray[np.float64]
     upper: NDArray[np.float64]
+
+
+class Band(_Edges):
+    """A confidence band ``(estimate, lower, upper)``; ``center``: the point it is built around (the
+    bias-corrected estimate for ``method="rbc"``), ``se``: the standard error it is built on."""
+
+    center: NDArray[np.float64]
+    se: NDArray[np.float64] | None
+
+    def __new__(cls, estimate: Any, lower: Any, upper: Any, center: Any = None, se: Any = None) -> Band:
+        self = super().__new__(cls, estimate, lower, upper)
+        self.center = estimate if center is None else center
+        self.se = se
+        return self
 
 
 def _check(name: str, value: Any, allowed: tuple[str, ...]) -> str:
@@ -173,7 +186,7 @@ def noise_variance(model: Any, variance: str) -> NDArray[np.float64]:
 
 def _unit_variance(model: Any, variance: str) -> NDArray[np.float64]:
     """:func:`noise_variance` in the units of inference (``y * 2**-exp``, squared), cached."""
-    _check("variance", variance, VARIANCES)
+    _check("variance", variance, NOISE)
     key = f"_sigma2_{variance}"
     cached = getattr(model, key, None)
     if cached is not None:
@@ -254,9 +267,14 @@ def _smooth_squares(model: Any, tr: _Training) -> NDArray[np.float64]:
 
 
 def predict_std(
-    model: Any, X: NDArray[np.float64], variance: str, degree: int | None = None, slopes: bool = False
+    model: Any, X: NDArray[np.float64], variance: str, degree: int | None = None, slopes: bool = False,
+    clusters: Any = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Predictions (m, p) (or slopes (m, d, p)) and their standard errors at validated ``X``."""
+    if variance not in NOISE or clusters is not None:  # nprobust's sandwich variances
+        from .inference.robust import robust_predict_std
+
+        return robust_predict_std(model, X, variance, clusters, slopes)
     mean, std = _unit_predict_std(model, X, variance, degree, slopes)
     e = training(model).exp
     return np.ldexp(mean, e), np.ldexp(std, e)
@@ -348,18 +366,26 @@ def confidence_band(
     random_state: Any,
     variance: str,
     multiplier: str = "mammen",
+    clusters: Any = None,
+    bias_bandwidth: Any = None,
 ) -> Band:
     """See :meth:`nadaraya.NadarayaWatson.confidence_band`."""
     from ._boot_limits import check_band
 
     _check("method", method, METHODS)
     _check("kind", kind, KINDS)
+    _check("variance", variance, VARIANCES)
     level, z, rng = check_band(model, X, level, method, kind, n_boot, random_state)
+    if variance not in NOISE or clusters is not None or bias_bandwidth is not None:  # nprobust's way
+        from .inference.rbc import rbc_band
+
+        s2 = noise_variance(model, variance) if variance in NOISE else None
+        return _shape(model, Band(*rbc_band(model, X, z, method, kind, variance, clusters, bias_bandwidth, s2)))
     tr = training(model)
     e = tr.exp  # everything below is in the units y * 2**-e; the band is scaled back at the end
 
-    def band(estimate: NDArray[np.float64], lower: NDArray[np.float64], upper: NDArray[np.float64]) -> Band:
-        return _shape(model, Band(*(np.ldexp(a, e) for a in (estimate, lower, upper))))
+    def band(estimate: Any, lower: Any, upper: Any, center: Any, se: Any) -> Band:
+        return _shape(model, Band(*(np.ldexp(a, e) for a in (estimate, lower, upper, center, se))))
 
     degree = model.degree + 1 if method == "rbc" else None
     std: NDArray[np.float64] | None = None
@@ -371,7 +397,7 @@ def confidence_band(
     alpha = 1.0 - level
     if method in ("asymptotic", "rbc") and kind == "pointwise":
         assert std is not None
-        return band(estimate, mean - z * std, mean + z * std)
+        return band(estimate, mean - z * std, mean + z * std, mean, std)
     assert rng is not None  # the bands below draw replicates
     job = model._job(X, tr.X, tr.Yu, tr.sw)
     if degree is not None:
@@ -387,21 +413,23 @@ def confidence_band(
     dev = replicates(job, np.ldexp(E, -r), rng, int(n_boot), kind_v, empty=model.empty)
     if kind == "pointwise":
         lo_q, hi_q = quantiles(dev, (alpha / 2, 1 - alpha / 2), copy=False)
-        return band(estimate, mean - np.ldexp(hi_q, r), mean - np.ldexp(lo_q, r))
+        se = np.ldexp(np.std(dev, axis=2, dtype=np.float64), r)
+        return band(estimate, mean - np.ldexp(hi_q, r), mean - np.ldexp(lo_q, r), mean, se)
     scale = std if std is not None else np.ldexp(np.std(dev, axis=2, dtype=np.float64), r)
     with np.errstate(divide="ignore", invalid="ignore"):  # a point without noise deviates by 0
         unit = np.ldexp(scale, -r)[:, :, None]
         z = np.where(unit > 0, np.abs(dev) / unit, 0.0)
     t = np.max(np.where(np.isnan(z), -np.inf, z), axis=0)  # (p, n_boot): sup over the points
     crit = np.quantile(t, level, axis=1)  # (p,)
-    return band(estimate, mean - crit * scale, mean + crit * scale)
+    return band(estimate, mean - crit * scale, mean + crit * scale, mean, scale)
 
 
 def _shape(model: Any, band: Band) -> Band:
     """One output column squeezed as ``predict`` does."""
     if np.ndim(model.y_fit_) > 1:
         return band
-    return Band(*(np.asarray(a)[:, 0] for a in band))
+    parts = (*band, band.center, band.se)
+    return Band(*(None if a is None else np.asarray(a)[:, 0] for a in parts))
 
 
 class InferenceMixin:
@@ -416,6 +444,8 @@ class InferenceMixin:
         n_boot: int = 999,
         random_state: Any = None,
         variance: str = "heteroscedastic",
+        clusters: Any = None,
+        bias_bandwidth: Any = None,
     ) -> Band:
         """A confidence band for the regression function at the rows of ``X``.
 
@@ -434,7 +464,10 @@ class InferenceMixin:
           the degree ``p + 1`` fit at the same bandwidth, and the interval is centred on the
           corrected estimate (which equals that fit) and studentised by its standard error.
           It covers the *true* regression function at the CV bandwidth, where the plain
-          bands under-cover; ``estimate`` is still the model's own prediction.
+          bands under-cover; ``estimate`` is still the model's own prediction. With
+          ``bias_bandwidth=b`` (or one of nprobust's variances) it is nprobust's ``lprobust``
+          with ``rho = h / b``: ``center`` and ``se`` are its ``tau.bc`` and ``se.rb``
+          (:mod:`nadaraya.inference.rbc`).
 
         ``kind="simultaneous"`` widens the band so that it covers the whole curve over the rows
         of ``X`` at once: the ``level`` quantile of the largest studentised deviation over the
@@ -451,14 +484,27 @@ class InferenceMixin:
             Replicates for the bootstrap and for simultaneous bands (19 to 1,000,000, and within
             an hour's work and half the machine's memory; unused by the other bands).
         random_state : int, numpy Generator or None
-        variance : {"heteroscedastic", "homoscedastic"}, default "heteroscedastic"
+        variance : {"heteroscedastic", "homoscedastic", "hc0", "hc1", "hc2", "hc3", "nn"}, \
+default "heteroscedastic"
             How the noise variance ``sigma^2(x_i)`` is estimated (see
-            :meth:`~nadaraya.NadarayaWatson.predict`).
+            :meth:`~nadaraya.NadarayaWatson.predict`), or one of nprobust's sandwich estimators:
+            ``"hc0"``..``"hc3"`` (the local fit's residuals, ``hc1`` with ``n / (n - p - 1)``,
+            ``hc2``/``hc3`` with the local leverage) and ``"nn"`` (nearest-neighbour residuals,
+            3 matches); these are for one continuous feature, no sample weights, pointwise bands
+            (:mod:`nadaraya.inference.robust`).
+        clusters : array-like of shape (n_samples,), optional
+            Cluster labels of the training rows (in the order given to ``fit``): the sandwich
+            sums the residuals per cluster (nprobust's ``cluster=``, with its small-sample factor).
+        bias_bandwidth : float or "auto", optional
+            ``method="rbc"`` only: the bandwidth ``b`` of the bias estimate (``rho = h / b``);
+            ``"auto"`` takes nprobust's plug-in ``b`` (:func:`nadaraya.bandwidth.plugin_bandwidth`).
+            Default: ``b = h``.
 
         Returns
         -------
         Band
-            ``(estimate, lower, upper)``, each of shape (n_queries,) or (n_queries, n_outputs).
+            ``(estimate, lower, upper)``, each of shape (n_queries,) or (n_queries, n_outputs);
+            ``band.center`` and ``band.se`` are the centre and standard error it is built on.
 
         Examples
         --------
@@ -472,7 +518,8 @@ class InferenceMixin:
         True
         """
         Xv = _queries(self, X)
-        return confidence_band(self, Xv, level, method, kind, n_boot, random_state, variance)
+        return confidence_band(self, Xv, level, method, kind, n_boot, random_state, variance,
+                               clusters=clusters, bias_bandwidth=bias_bandwidth)
 
     def significance_test(
         self, X: Any, y: Any, features: Any = None, n_boot: int = 399, random_state: Any = None
