@@ -22,7 +22,9 @@ def _bandwidth_hint(text: str) -> str:
 
     from .bandwidth import METHODS, RULES
 
-    names = (*METHODS, *RULES)
+    from .bandwidth.plugin import PLUGINS
+
+    names = (*METHODS, *RULES, *PLUGINS)
     allowed = f"pass a positive number, one per feature, or one of {', '.join(map(repr, names))}"
     try:
         number = float(text)
@@ -70,6 +72,7 @@ def resolve_bandwidth(
     and ``levels`` from :func:`_levels`. What the search finds worth a warning goes to
     ``notes`` (``fit`` warns once)."""
     from .bandwidth import METHODS
+    from .bandwidth.plugin import PLUGINS, resolve_plugin
     from .bandwidth.rules import _rule_of_thumb
     from .bandwidth.search import _select_bandwidth
 
@@ -81,6 +84,9 @@ def resolve_bandwidth(
     bw = model.bandwidth
     kernel = get_kernel(model.kernel)
     model.selection_ = None
+    model.__dict__.pop("bias_bandwidth_", None)
+    if isinstance(bw, str) and bw in PLUGINS:  # nprobust's plug-in bandwidths (1-D)
+        return resolve_plugin(model, X, y, sample_weight, vt)
     if isinstance(bw, str):
         if bw in METHODS and (kernel.name != "constant" or vt != "c" * d):
             Y = np.ascontiguousarray(y.reshape(n, -1))
