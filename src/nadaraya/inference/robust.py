@@ -108,10 +108,10 @@ def robust_predict_std(
     if slopes:
         raise ValueError(f"variance={variance!r} gives the standard errors of predictions; the gradient's take "
                          "variance='heteroscedastic' or 'homoscedastic'")
+    tr = training_1d(model, variance, clusters)
     if variance not in ROBUST:
         raise ValueError(f"variance={variance!r} is not valid; choose one of "
                          f"{', '.join(map(repr, ('heteroscedastic', 'homoscedastic', *ROBUST)))}")
-    tr = training_1d(model, variance, clusters)
     mean = np.asarray(model._pool(X, model.X_fit_, model.y_fit_, None), dtype=np.float64).reshape(X.shape[0], -1)
     std = np.full(mean.shape, np.nan)
     for k in range(tr.Y.shape[1]):
