@@ -80,9 +80,8 @@ def _bw(d: _Data, c: float, o: int, nu: int, o_B: int, h_V: float, h_B1: float, 
     """nprobust's ``lprobust_bw``: the variance and bias constants of coefficient ``nu`` of an order-``o`` fit."""
     fv = _fit(d, c, h_V, o)
     V_V = _variance(d, fv, o, nu, h_V)
-    Ru = fv.R * fv.W[:, None]
-    BConst1 = float((fv.invG @ (Ru.T @ fv.u ** (o + 1)))[nu])
-    BConst2 = float((fv.invG @ (Ru.T @ fv.u ** (o + 2)))[nu])
+    BConst1 = float((fv.invG @ fv.S[o + 1 : 2 * o + 2])[nu])  # sum W R u^(o+1) = S[o+1+i]
+    BConst2 = float((fv.invG @ fv.S[o + 2 : 2 * o + 3])[nu])
     f1 = _fit(d, c, h_B1, o_B)
     R = 0.0
     if scale > 0:

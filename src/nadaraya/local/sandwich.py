@@ -105,12 +105,36 @@ def window(x: NDArray[np.float64], c: float, h: float, kernel: Any) -> tuple[NDA
 
 
 class PointFit:
-    """A local polynomial fit of order ``order`` at ``c``: its window, design, weights, inverse Gram matrix, coefficients."""
+    """A local polynomial fit of order ``order`` at ``c``: its window, weights, inverse Gram
+    matrix, coefficients, the moments ``S_k = sum W u^k`` (k <= 2 order + 2) and (on first use)
+    its design ``R``."""
 
-    __slots__ = ("idx", "R", "W", "invG", "beta", "u")
+    __slots__ = ("idx", "W", "invG", "beta", "u", "S", "order", "_R")
 
-    def __init__(self, idx: Any, R: Any, W: Any, invG: Any, beta: Any, u: Any) -> None:
-        self.idx, self.R, self.W, self.invG, self.beta, self.u = idx, R, W, invG, beta, u
+    def __init__(self, idx: Any, W: Any, invG: Any, beta: Any, u: Any, S: Any, order: int) -> None:
+        self.idx, self.W, self.invG, self.beta, self.u, self.S = idx, W, invG, beta, u, S
+        self.order, self._R = order, None
+
+    @property
+    def R(self) -> NDArray[np.float64]:
+        if self._R is None:
+            self._R = powers(self.u, self.order)
+        return self._R
+
+
+@njit(cache=True, error_model="numpy")
+def _moments(u: Any, W: Any, y: Any, n_s: int, n_t: int) -> Any:  # pragma: no cover - jitted
+    """``S_k = sum W u^k`` (k < n_s) and ``T_k = sum W u^k y`` (k < n_t), in one pass."""
+    S = np.zeros(n_s)
+    T = np.zeros(n_t)
+    for i in range(u.shape[0]):
+        p = W[i]
+        for k in range(n_s):
+            S[k] += p
+            if k < n_t:
+                T[k] += p * y[i]
+            p *= u[i]
+    return S, T
 
 
 def _inverse(G: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -136,10 +160,19 @@ def point_fit(
     [1.0, 2.0]
     """
     u = (x[idx] - c) / h
-    R = u[:, None] ** np.arange(order + 1)
-    invG = _inverse((R * W[:, None]).T @ R)
-    beta = invG @ ((R * W[:, None]).T @ y[idx])
-    return PointFit(idx, R, W, invG, beta, u)
+    S, T = _moments(u, W, y[idx], 2 * order + 3, order + 1)
+    k = np.arange(order + 1)
+    invG = _inverse(S[k[:, None] + k[None, :]])
+    return PointFit(idx, W, invG, invG @ T, u, S, order)
+
+
+def powers(u: NDArray[np.float64], order: int) -> NDArray[np.float64]:
+    """The columns ``u^0 .. u^order`` (products, not ``pow``)."""
+    R = np.empty((u.shape[0], order + 1))
+    R[:, 0] = 1.0
+    for j in range(1, order + 1):
+        np.multiply(R[:, j - 1], u, out=R[:, j])
+    return R
 
 
 def residuals(
@@ -153,7 +186,7 @@ def residuals(
     --------
     >>> x = np.linspace(0, 1, 6); y = np.array([0.0, 1, 0, 1, 0, 1])
     >>> f = point_fit(x, y, np.arange(6), np.ones(6), 0.5, 1.0, 0)
-    >>> residuals("hc0", f, x, y, None, None, 3).tolist()
+    >>> np.round(residuals("hc0", f, x, y, None, None, 3), 12).tolist()
     [-0.5, 0.5, -0.5, 0.5, -0.5, 0.5]
     """
     idx = fit.idx
