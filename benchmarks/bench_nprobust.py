@@ -78,9 +78,13 @@ def main() -> None:
     d_s = float(np.max(np.abs(band.se[same] / est[same, 7] - 1)))
     name = f"W1 n={n1:.0e}"
     row(name, "nprobust lpbwselect + lprobust", t_np, "run once")
-    row(name, "nadaraya imse-dpi + rbc band", t_nd,
+    row(
+        name,
+        "nadaraya imse-dpi + rbc band",
+        t_nd,
         f"{t_np / t_nd:.0f}x nprobust; rel. diff h {d_h:.1e}, b {d_b:.1e}, center {d_c:.1e}, se {d_s:.1e} "
-        f"({int(same.sum())}/30 points)")
+        f"({int(same.sum())}/30 points)",
+    )
 
     x, y = data(n2, seed=1)
     t0 = time.perf_counter()
@@ -88,10 +92,18 @@ def main() -> None:
     t_big = time.perf_counter() - t0
     scaled = t_np * n2 / n1
     name = f"W2 n={n2:.0e}"
-    row(name, "nprobust (extrapolated)", scaled,
-        f"EXTRAPOLATED: {t_np:.1f} s at n={n1:.0e} x {n2 / n1:.0f} (linear in n: a lower bound)")
-    row(name, "nadaraya imse-dpi + rbc band", t_big,
-        f"run once; {scaled / t_big:.0f}x the EXTRAPOLATED nprobust (target >= 20x)")
+    row(
+        name,
+        "nprobust (extrapolated)",
+        scaled,
+        f"EXTRAPOLATED: {t_np:.1f} s at n={n1:.0e} x {n2 / n1:.0f} (linear in n: a lower bound)",
+    )
+    row(
+        name,
+        "nadaraya imse-dpi + rbc band",
+        t_big,
+        f"run once; {scaled / t_big:.0f}x the EXTRAPOLATED nprobust (target >= 20x)",
+    )
 
 
 if __name__ == "__main__":

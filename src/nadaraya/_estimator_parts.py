@@ -21,7 +21,6 @@ def _bandwidth_hint(text: str) -> str:
     import difflib
 
     from .bandwidth import METHODS, RULES
-
     from .bandwidth.plugin import PLUGINS
 
     names = (*METHODS, *RULES, *PLUGINS)

@@ -380,7 +380,8 @@ def confidence_band(
         from .inference.rbc import rbc_band
 
         s2 = noise_variance(model, variance) if variance in NOISE else None
-        return _shape(model, Band(*rbc_band(model, X, z, method, kind, variance, clusters, bias_bandwidth, s2)))
+        out = rbc_band(model, X, z, method, kind, variance, clusters, bias_bandwidth, s2)
+        return _shape(model, Band(*out))
     tr = training(model)
     e = tr.exp  # everything below is in the units y * 2**-e; the band is scaled back at the end
 

@@ -388,7 +388,7 @@ default "cv"
         variance : str, default "heteroscedastic"
             ``sigma^2(x_i)``: a Nadaraya-Watson smooth of the squared leave-one-out residuals
             (bandwidth by CV), ``"homoscedastic"``: one residual variance ``sum s_i e_i^2 / (N - tr H)``;
-            ``"hc0"``..``"hc3"``, ``"nn"``: nprobust's sandwiches, ``clusters=`` labels (:meth:`confidence_band`).
+            ``"hc0"``..``"hc3"``, ``"nn"``: nprobust's sandwiches, ``clusters=`` labels (see confidence_band).
 
         Returns
         -------

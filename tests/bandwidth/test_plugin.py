@@ -1,4 +1,4 @@
-"""Plug-in bandwidths (mse/imse, dpi/rot) against nprobust's lpbwselect, and the estimator's bandwidth= hook."""
+"""Plug-in bandwidths (mse/imse, dpi/rot) against nprobust's lpbwselect; the estimator's bandwidth= hook."""
 
 from __future__ import annotations
 

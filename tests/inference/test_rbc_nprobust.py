@@ -25,8 +25,9 @@ def data():
 
 def _ref(x, y, h, b, p, kernel, vce, clusters, **kw):
     with np.errstate(all="ignore"):
-        return nprobust.lprobust(y, x, eval=EVAL, h=h, b=b, p=p, kernel=KERNELS[kernel], vce=vce,
-                                 cluster=clusters, **kw).Estimate
+        return nprobust.lprobust(
+            y, x, eval=EVAL, h=h, b=b, p=p, kernel=KERNELS[kernel], vce=vce, cluster=clusters, **kw
+        ).Estimate
 
 
 @pytest.mark.parametrize(("kernel", "h", "b"), [("epanechnikov", 0.25, 0.4), ("gaussian", 0.2, 0.15)])
@@ -37,8 +38,9 @@ def test_center_and_se_equal_lprobust(data, kernel, degree, rule, clustered, h, 
     x, y, groups = data
     cl = groups if clustered else None
     model = NadarayaWatson(bandwidth=h, degree=degree, kernel=kernel).fit(x[:, None], y)
-    band = model.confidence_band(EVAL[:, None], method="rbc", bias_bandwidth=b, variance=rule, clusters=cl,
-                                 level=0.95)
+    band = model.confidence_band(
+        EVAL[:, None], method="rbc", bias_bandwidth=b, variance=rule, clusters=cl, level=0.95
+    )
     ref = _ref(x, y, h, b, degree, kernel, rule, cl, bwcheck=None)
     np.testing.assert_allclose(band.center, ref[:, 5], rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(band.se, ref[:, 7], rtol=1e-8)
@@ -52,7 +54,9 @@ def test_center_and_se_equal_lprobust(data, kernel, degree, rule, clustered, h, 
 def test_other_kernels(data, kernel):
     x, y, groups = data
     model = NadarayaWatson(bandwidth=0.3, degree=1, kernel=kernel).fit(x[:, None], y)
-    band = model.confidence_band(EVAL[:, None], method="rbc", bias_bandwidth=0.5, variance="hc2", clusters=groups)
+    band = model.confidence_band(
+        EVAL[:, None], method="rbc", bias_bandwidth=0.5, variance="hc2", clusters=groups
+    )
     ref = _ref(x, y, 0.3, 0.5, 1, kernel, "hc2", groups, bwcheck=None)
     np.testing.assert_allclose(band.center, ref[:, 5], rtol=1e-8)
     np.testing.assert_allclose(band.se, ref[:, 7], rtol=1e-8)
@@ -85,7 +89,7 @@ def test_auto_bias_bandwidth_is_lprobust_with_imse_dpi(data):
 
 
 def test_noise_rules_take_a_bias_bandwidth_too(data):
-    """variance='homoscedastic' with bias_bandwidth: se^2 = sigma^2 sum_i l_i^2, the weights from hc0's sandwich."""
+    """variance='homoscedastic' with bias_bandwidth: the same centre; se scales with y."""
     x, y, _ = data
     model = NadarayaWatson(bandwidth=0.3, degree=1, kernel="epanechnikov").fit(x[:, None], y)
     band = model.confidence_band(EVAL[:, None], method="rbc", bias_bandwidth=0.45, variance="homoscedastic")

@@ -28,14 +28,17 @@ def data() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _lprobust(x, y, h, b, p, kernel, vce, clusters):
     with np.errstate(all="ignore"):
-        return nprobust.lprobust(y, x, eval=EVAL, h=h, b=b, p=p, kernel=KERNELS[kernel], vce=vce,
-                                 cluster=clusters, bwcheck=None).Estimate
+        return nprobust.lprobust(
+            y, x, eval=EVAL, h=h, b=b, p=p, kernel=KERNELS[kernel], vce=vce, cluster=clusters, bwcheck=None
+        ).Estimate
 
 
 def _plain_se(x, y, c, h, p, kernel, rule, clusters=None):
     """The sandwich standard error of the degree-p fit at c, every step written out."""
-    K = {"epanechnikov": lambda u: np.where(np.abs(u) <= 1, 0.75 * (1 - u**2), 0.0),
-         "gaussian": lambda u: np.exp(-u**2 / 2)}[kernel]
+    K = {
+        "epanechnikov": lambda u: np.where(np.abs(u) <= 1, 0.75 * (1 - u**2), 0.0),
+        "gaussian": lambda u: np.exp(-(u**2) / 2),
+    }[kernel]
     w_all = K((x - c) / h)
     keep = w_all > 0
     xs, ys, w = x[keep], y[keep], w_all[keep]
@@ -114,7 +117,9 @@ def test_clusters_follow_the_rows_given_to_fit(data):
     sb = b.predict(EVAL[:, None], return_std=True, variance="hc0", clusters=groups[perm])[1]
     np.testing.assert_allclose(sa, sb, rtol=1e-12)
     labels = np.array([f"g{k}" for k in groups], dtype=object)
-    np.testing.assert_allclose(a.predict(EVAL[:, None], return_std=True, variance="hc0", clusters=labels)[1], sa)
+    np.testing.assert_allclose(
+        a.predict(EVAL[:, None], return_std=True, variance="hc0", clusters=labels)[1], sa
+    )
 
 
 def test_each_output_alone(data):
@@ -130,7 +135,7 @@ def test_each_output_alone(data):
 def test_band_fields_for_the_other_methods(data):
     x, y, _ = data
     model = NadarayaWatson(bandwidth=0.3, degree=1).fit(x[:, None], y)
-    est, lo, hi = band = model.confidence_band(EVAL[:, None], variance="homoscedastic")
+    est, _, _ = band = model.confidence_band(EVAL[:, None], variance="homoscedastic")
     _, std = model.predict(EVAL[:, None], return_std=True, variance="homoscedastic")
     np.testing.assert_array_equal(band.center, est)
     np.testing.assert_allclose(band.se, std)

@@ -1,4 +1,4 @@
-"""Plug-in bandwidths for local polynomial fits in 1-D, as nprobust's lpbwselect defines them (MSE/IMSE, DPI/ROT).
+"""Plug-in bandwidths (MSE/IMSE, DPI/ROT) of 1-D local polynomial fits, as nprobust's lpbwselect.
 
 ``"mse-dpi"`` (Calonico, Cattaneo and Farrell, 2018): at a point ``c``, the MSE-optimal
 ``h = (V / (2 (p + 1) B^2 n))^(1 / (2p + 3))`` (degree ``p`` odd; for even ``p`` the bias has two
@@ -75,9 +75,10 @@ def _fit(d: _Data, c: float, h: float, order: int) -> Any:
     return point_fit(d.x, d.y, idx, W, c, h, order)
 
 
-def _bw(d: _Data, c: float, o: int, nu: int, o_B: int, h_V: float, h_B1: float, h_B2: float,
-        scale: float) -> dict[str, float]:
-    """nprobust's ``lprobust_bw``: the variance and bias constants of coefficient ``nu`` of an order-``o`` fit."""
+def _bw(
+    d: _Data, c: float, o: int, nu: int, o_B: int, h_V: float, h_B1: float, h_B2: float, scale: float
+) -> dict[str, float]:
+    """nprobust's ``lprobust_bw``: variance and bias constants of coefficient ``nu`` of an order-``o`` fit."""
     fv = _fit(d, c, h_V, o)
     V_V = _variance(d, fv, o, nu, h_V)
     BConst1 = float((fv.invG @ fv.S[o + 1 : 2 * o + 2])[nu])  # sum W R u^(o+1) = S[o+1+i]
@@ -96,7 +97,9 @@ def _bw(d: _Data, c: float, o: int, nu: int, o_B: int, h_V: float, h_B1: float, 
     return {"V": V, "B1": B1, "B2": B2, "R": R, "rV": rV, "rB": rB, "bw": bw}
 
 
-def _mse_dpi(d: _Data, c: float, p: int, bwcheck: int | None, bwregul: float, interior: bool) -> dict[str, float]:
+def _mse_dpi(
+    d: _Data, c: float, p: int, bwcheck: int | None, bwregul: float, interior: bool
+) -> dict[str, float]:
     """nprobust's ``lpbwselect_mse_dpi`` at ``c`` (derivative 0)."""
     q, N, x = p + 1, d.n, d.x
     odd = p % 2 == 1 or interior
@@ -113,8 +116,9 @@ def _mse_dpi(d: _Data, c: float, p: int, bwcheck: int | None, bwregul: float, in
         C = _bw(d, c, o, o, o + 1, c_bw, d.range, d.range, 0.0)
         if odd:
             return C["bw"]
-        return _minimise(lambda H: abs(H**2 * (C["B1"] + H * C["B2"]) ** 2 + C["V"] / (N * H ** (1 + 2 * o))),
-                         d.range)
+        return _minimise(
+            lambda H: abs(H**2 * (C["B1"] + H * C["B2"]) ** 2 + C["V"] / (N * H ** (1 + 2 * o))), d.range
+        )
 
     def clip(v: float) -> float:
         v = min(v, bw_max)
@@ -125,21 +129,42 @@ def _mse_dpi(d: _Data, c: float, p: int, bwcheck: int | None, bwregul: float, in
     if odd:
         b = C_b["bw"]
     else:
-        b = _minimise(lambda H: abs(H ** (2 * q + 2 - 2 * (p + 1)) * (C_b["B1"] + H * C_b["B2"] + bwregul * C_b["R"]) ** 2
-                                    + C_b["V"] / (N * H ** (1 + 2 * (p + 1)))), d.range)
+        b = _minimise(
+            lambda H: abs(
+                H ** (2 * q + 2 - 2 * (p + 1)) * (C_b["B1"] + H * C_b["B2"] + bwregul * C_b["R"]) ** 2
+                + C_b["V"] / (N * H ** (1 + 2 * (p + 1)))
+            ),
+            d.range,
+        )
     b = clip(b)
     C_h = _bw(d, c, p, 0, q, c_bw, b, mp2, bwregul)
     if odd:
         h = C_h["bw"]
     else:
-        h = _minimise(lambda H: abs(H ** (2 * p + 2) * (C_h["B1"] + H * C_h["B2"] + bwregul * C_h["R"]) ** 2
-                                    + C_h["V"] / (N * H)), d.range)
+        h = _minimise(
+            lambda H: abs(
+                H ** (2 * p + 2) * (C_h["B1"] + H * C_h["B2"] + bwregul * C_h["R"]) ** 2 + C_h["V"] / (N * H)
+            ),
+            d.range,
+        )
     h = clip(h)
     if odd:
-        return {"h": h, "b": b, "V_h": C_h["rV"] * C_h["V"], "B_h": C_h["rB"] * C_h["B1"] ** 2,
-                "V_b": C_b["rV"] * C_b["V"], "B_b": C_b["rB"] * C_b["B1"] ** 2}
-    return {"h": h, "b": b, "V_h": C_h["V"], "B_h": (C_h["B1"] + h * C_h["B2"]) ** 2,
-            "V_b": C_b["V"], "B_b": (C_b["B1"] + b * C_b["B2"]) ** 2}
+        return {
+            "h": h,
+            "b": b,
+            "V_h": C_h["rV"] * C_h["V"],
+            "B_h": C_h["rB"] * C_h["B1"] ** 2,
+            "V_b": C_b["rV"] * C_b["V"],
+            "B_b": C_b["rB"] * C_b["B1"] ** 2,
+        }
+    return {
+        "h": h,
+        "b": b,
+        "V_h": C_h["V"],
+        "B_h": (C_h["B1"] + h * C_h["B2"]) ** 2,
+        "V_b": C_b["V"],
+        "B_b": (C_b["B1"] + b * C_b["B2"]) ** 2,
+    }
 
 
 def _imse_dpi(d: _Data, p: int, bwcheck: int | None, bwregul: float, imsegrid: int, interior: bool) -> Plugin:
@@ -149,8 +174,12 @@ def _imse_dpi(d: _Data, p: int, bwcheck: int | None, bwregul: float, imsegrid: i
     est = [_mse_dpi(d, float(c), p, bwcheck, bwregul, interior) for c in grid]
     V_h, B_h, V_b, B_b = (np.mean([e[k] for e in est]) for k in ("V_h", "B_h", "V_b", "B_b"))
     if p % 2 == 1 or interior:
-        return Plugin(float((V_h / (N * B_h)) ** (1 / (2 * p + 3))), float((V_b / (N * B_b)) ** (1 / (2 * q + 3))))
-    b = _minimise(lambda H: abs(H ** (2 * q + 2 - 2 * (p + 1)) * B_b + V_b / (N * H ** (1 + 2 * (p + 1)))), d.range)
+        return Plugin(
+            float((V_h / (N * B_h)) ** (1 / (2 * p + 3))), float((V_b / (N * B_b)) ** (1 / (2 * q + 3)))
+        )
+    b = _minimise(
+        lambda H: abs(H ** (2 * q + 2 - 2 * (p + 1)) * B_b + V_b / (N * H ** (1 + 2 * (p + 1)))), d.range
+    )
     h = _minimise(lambda H: abs(H ** (2 * p + 2) * B_h + V_h / (N * H)), d.range)
     return Plugin(h, b)
 
@@ -172,7 +201,9 @@ def _kernel_constants(d: _Data, p: int, v: int) -> tuple[float, float]:
     return float((Gi @ nu)[v]), float((Gi @ Psi @ Gi)[v, v])
 
 
-def _mse_rot(d: _Data, c: float, p: int, v: int, consts: tuple[float, float], fit: Any) -> tuple[float, float, float]:
+def _mse_rot(
+    d: _Data, c: float, p: int, v: int, consts: tuple[float, float], fit: Any
+) -> tuple[float, float, float]:
     """nprobust's ``lpbwselect_mse_rot`` at ``c`` for derivative ``v``: ``(h, V, B)``."""
     x, N = d.x, d.n
     even = (p - v) % 2 == 0
@@ -188,8 +219,16 @@ def _mse_rot(d: _Data, c: float, p: int, v: int, consts: tuple[float, float], fi
     B1, B2, V = C1 * m1 / factorial(p + 1), C1 * m2 / factorial(p + 2), C2 * s2 / f_hat
     if not even:
         Bsq = (m1 / factorial(p + 1)) ** 2
-        return float(((2 * v + 1) * C2 * (s2 / f_hat) / (2 * (p + 1 - v) * C1**2 * Bsq * N)) ** (1 / (2 * p + 3))), V, B1
-    h = _minimise(lambda H: abs(H ** (2 * p + 2 - 2 * v) * (B1 + H * B2) ** 2 + V / (N * H ** (1 + 2 * v))), d.range)
+        return (
+            float(
+                ((2 * v + 1) * C2 * (s2 / f_hat) / (2 * (p + 1 - v) * C1**2 * Bsq * N)) ** (1 / (2 * p + 3))
+            ),
+            V,
+            B1,
+        )
+    h = _minimise(
+        lambda H: abs(H ** (2 * p + 2 - 2 * v) * (B1 + H * B2) ** 2 + V / (N * H ** (1 + 2 * v))), d.range
+    )
     return h, V, B1 + h * B2
 
 
@@ -212,35 +251,46 @@ def _rot(d: _Data, p: int, v: int, points: NDArray[np.float64], integrated: bool
     V, B = np.array([o[1] for o in out]), np.array([o[2] for o in out])
     if (p - v) % 2 == 1:
         return float((np.mean((1 + 2 * v) * V) / (N * np.mean(2 * (p + 1 - v) * B**2))) ** (1 / (2 * p + 3)))
-    return _minimise(lambda H: abs(H ** (2 * p + 2 - 2 * v) * np.mean(B**2) + np.mean(V) / (N * H ** (1 + 2 * v))),
-                     d.range)
+    return _minimise(
+        lambda H: abs(H ** (2 * p + 2 - 2 * v) * np.mean(B**2) + np.mean(V) / (N * H ** (1 + 2 * v))), d.range
+    )
 
 
-def _check(x: Any, y: Any, method: str, degree: int, kernel: Any, variance: str, clusters: Any) -> tuple[Any, ...]:
+def _check(
+    x: Any, y: Any, method: str, degree: int, kernel: Any, variance: str, clusters: Any
+) -> tuple[Any, ...]:
     if method not in PLUGINS:
         raise ValueError(f"method={method!r} is not valid; choose one of {', '.join(map(repr, PLUGINS))}")
     if isinstance(degree, bool) or not isinstance(degree, (int, np.integer)) or not 0 <= degree <= 2:
         raise ValueError(f"degree={degree!r} is not valid for a plug-in bandwidth; choose 0, 1 or 2")
     k = get_kernel(kernel)
     if k.name not in _NAMES:
-        raise ValueError(f"kernel={kernel!r} has no plug-in bandwidth (nprobust's kernels): choose one of "
-                         f"{', '.join(map(repr, _NAMES))}")
+        raise ValueError(
+            f"kernel={kernel!r} has no plug-in bandwidth (nprobust's kernels): choose one of "
+            f"{', '.join(map(repr, _NAMES))}"
+        )
     if variance not in RULES:
         raise ValueError(f"variance={variance!r} is not valid; choose one of {', '.join(map(repr, RULES))}")
     xa, ya = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if xa.ndim == 2 and xa.shape[1] == 1:
         xa = xa[:, 0]
     if xa.ndim != 1:
-        raise ValueError(f"x has shape {xa.shape}: plug-in bandwidths are for one feature (nprobust's lpbwselect)")
+        raise ValueError(
+            f"x has shape {xa.shape}: plug-in bandwidths are for one feature (nprobust's lpbwselect)"
+        )
     if ya.ndim == 2 and ya.shape[1] == 1:
         ya = ya[:, 0]
     if ya.shape != xa.shape:
-        raise ValueError(f"y has shape {ya.shape}; plug-in bandwidths need one response per x, shape {xa.shape}")
+        raise ValueError(
+            f"y has shape {ya.shape}; plug-in bandwidths need one response per x, shape {xa.shape}"
+        )
     if not (np.all(np.isfinite(xa)) and np.all(np.isfinite(ya))):
         raise ValueError("x and y must be finite for a plug-in bandwidth")
     if np.unique(xa).size < degree + 9:
-        raise ValueError(f"a plug-in bandwidth of degree {degree} fits pilot polynomials of degree {degree + 6}: "
-                         f"it needs at least {degree + 9} distinct x; got {np.unique(xa).size}")
+        raise ValueError(
+            f"a plug-in bandwidth of degree {degree} fits pilot polynomials of degree {degree + 6}: "
+            f"it needs at least {degree + 9} distinct x; got {np.unique(xa).size}"
+        )
     c = None
     if clusters is not None:
         c = np.asarray(clusters)
@@ -250,9 +300,20 @@ def _check(x: Any, y: Any, method: str, degree: int, kernel: Any, variance: str,
 
 
 def plugin_bandwidth(
-    x: Any, y: Any, method: str = "imse-dpi", *, degree: int = 1, kernel: str = "epanechnikov", at: Any = None,
-    variance: str = "nn", clusters: Any = None, bwcheck: int | None = 21, bwregul: float = 1.0,
-    imsegrid: int = 30, nnmatch: int = 3, interior: bool = False,
+    x: Any,
+    y: Any,
+    method: str = "imse-dpi",
+    *,
+    degree: int = 1,
+    kernel: str = "epanechnikov",
+    at: Any = None,
+    variance: str = "nn",
+    clusters: Any = None,
+    bwcheck: int | None = 21,
+    bwregul: float = 1.0,
+    imsegrid: int = 30,
+    nnmatch: int = 3,
+    interior: bool = False,
 ) -> Plugin:
     """nprobust's plug-in bandwidths ``(h, b)`` for a local polynomial fit of ``y`` on ``x`` (1-D).
 
@@ -306,14 +367,20 @@ def plugin_bandwidth(
     return Plugin(h, b)
 
 
-def resolve_plugin(model: Any, X: NDArray[np.float64], y: NDArray[np.float64], sample_weight: Any, vt: str) -> Any:
+def resolve_plugin(
+    model: Any, X: NDArray[np.float64], y: NDArray[np.float64], sample_weight: Any, vt: str
+) -> Any:
     """The estimator's ``bandwidth="mse-dpi"`` etc.: ``h`` (``bias_bandwidth_`` keeps ``b``)."""
     if X.shape[1] != 1 or vt != "c" or sample_weight is not None:
-        raise ValueError(f"bandwidth={model.bandwidth!r} (nprobust's plug-in) is for one continuous feature "
-                         f"without sample weights; got {X.shape[1]} feature(s) of types {vt!r}"
-                         + (" with sample_weight" if sample_weight is not None else ""))
+        raise ValueError(
+            f"bandwidth={model.bandwidth!r} (nprobust's plug-in) is for one continuous feature "
+            f"without sample weights; got {X.shape[1]} feature(s) of types {vt!r}"
+            + (" with sample_weight" if sample_weight is not None else "")
+        )
     if y.ndim == 2 and y.shape[1] != 1:
-        raise ValueError(f"bandwidth={model.bandwidth!r} (nprobust's plug-in) is for one output; y has {y.shape[1]}")
+        raise ValueError(
+            f"bandwidth={model.bandwidth!r} (nprobust's plug-in) is for one output; y has {y.shape[1]}"
+        )
     h, b = plugin_bandwidth(X[:, 0], y.reshape(-1), model.bandwidth, degree=model.degree, kernel=model.kernel)
     model.bias_bandwidth_ = float(b)
     return np.array([h], dtype=np.float64)

@@ -1,4 +1,4 @@
-"""Robust bias-corrected confidence bands with a bias bandwidth of their own (rho = h / b), as nprobust's lprobust.
+"""Robust bias-corrected bands with a bias bandwidth of their own (rho = h / b), as nprobust's lprobust.
 
 At a query ``c`` with the fit's degree ``p``, bandwidth ``h`` and bias bandwidth ``b``
 (``q = p + 1``, ``u = (x - c) / h``, ``v = (x - c) / b``):
@@ -30,7 +30,12 @@ __all__ = ["bias_corrected", "rbc_band"]
 
 
 def bias_corrected(
-    tr: Training1D, y: NDArray[np.float64], c: float, b: float, rule: str, nnmatch: int = 3,
+    tr: Training1D,
+    y: NDArray[np.float64],
+    c: float,
+    b: float,
+    rule: str,
+    nnmatch: int = 3,
     sigma: NDArray[np.float64] | None = None,
 ) -> tuple[float, float, float, float]:
     """``(tau_bc, se_rb, tau, se)`` at ``c``: nprobust's ``tau.bc``, ``se.rb``, ``tau.us``, ``se.us``.
@@ -88,7 +93,9 @@ def resolve_bias_bandwidth(model: Any, bias_bandwidth: Any, variance: str, clust
     when its bandwidth is a plug-in, else ``"imse-dpi"``'s), with this variance and clusters."""
     if isinstance(bias_bandwidth, str):
         if bias_bandwidth != "auto":
-            raise ValueError(f"bias_bandwidth={bias_bandwidth!r} is not valid; pass a positive number or 'auto'")
+            raise ValueError(
+                f"bias_bandwidth={bias_bandwidth!r} is not valid; pass a positive number or 'auto'"
+            )
         stored = getattr(model, "bias_bandwidth_", None)
         if stored is not None and (variance, clusters) == ("nn", None):
             return float(stored)
@@ -97,38 +104,64 @@ def resolve_bias_bandwidth(model: Any, bias_bandwidth: Any, variance: str, clust
         method = model.bandwidth if model.bandwidth in PLUGINS else "imse-dpi"
         x = np.asarray(model.X_fit_, dtype=np.float64)
         if x.shape[1] != 1:
-            raise ValueError("bias_bandwidth='auto' (nprobust's plug-in) is for one continuous feature; "
-                             f"this model has {x.shape[1]}: pass a number")
+            raise ValueError(
+                "bias_bandwidth='auto' (nprobust's plug-in) is for one continuous feature; "
+                f"this model has {x.shape[1]}: pass a number"
+            )
         at = float(np.median(x[:, 0])) if method.startswith("mse") else None
-        sel = plugin_bandwidth(x[:, 0], np.asarray(model.y_fit_, dtype=np.float64), method=method,
-                               degree=model.degree, kernel=model.kernel, at=at,
-                               variance=variance if variance in ROBUST else "nn", clusters=clusters)
+        sel = plugin_bandwidth(
+            x[:, 0],
+            np.asarray(model.y_fit_, dtype=np.float64),
+            method=method,
+            degree=model.degree,
+            kernel=model.kernel,
+            at=at,
+            variance=variance if variance in ROBUST else "nn",
+            clusters=clusters,
+        )
         return float(sel.b)
     try:
         b = float(bias_bandwidth)
     except (TypeError, ValueError):
-        raise TypeError(f"bias_bandwidth={bias_bandwidth!r} is not valid; pass a positive number or 'auto'") from None
+        raise TypeError(
+            f"bias_bandwidth={bias_bandwidth!r} is not valid; pass a positive number or 'auto'"
+        ) from None
     if not (np.isfinite(b) and b > 0):
-        raise ValueError(f"bias_bandwidth={bias_bandwidth!r} is not valid; pass a positive finite number or 'auto'")
+        raise ValueError(
+            f"bias_bandwidth={bias_bandwidth!r} is not valid; pass a positive finite number or 'auto'"
+        )
     return b
 
 
 def rbc_band(
-    model: Any, X: NDArray[np.float64], z: float, method: str, kind: str, variance: str, clusters: Any,
-    bias_bandwidth: Any, sigma2: NDArray[np.float64] | None = None,
+    model: Any,
+    X: NDArray[np.float64],
+    z: float,
+    method: str,
+    kind: str,
+    variance: str,
+    clusters: Any,
+    bias_bandwidth: Any,
+    sigma2: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.float64], ...]:
     """``(estimate, lower, upper, center, se)``, each (m, p), for ``method`` ``"asymptotic"``
     (``center`` the fit) or ``"rbc"`` (``center`` the bias-corrected fit) with nprobust's
     variances or a bias bandwidth of its own; ``sigma2`` (n, p) the noise variances for
     ``"heteroscedastic"``/``"homoscedastic"``."""
     if kind != "pointwise":
-        raise ValueError(f"kind={kind!r} with variance={variance!r}, clusters= or bias_bandwidth= is not available: "
-                         "nprobust's bands are pointwise; use kind='pointwise'")
+        raise ValueError(
+            f"kind={kind!r} with variance={variance!r}, clusters= or bias_bandwidth= is not available: "
+            "nprobust's bands are pointwise; use kind='pointwise'"
+        )
     if method not in ("asymptotic", "rbc"):
-        raise ValueError(f"method={method!r} takes variance='heteroscedastic' or 'homoscedastic' and no clusters= "
-                         "or bias_bandwidth=; nprobust's variances go with method='asymptotic' or 'rbc'")
+        raise ValueError(
+            f"method={method!r} takes variance='heteroscedastic' or 'homoscedastic' and no clusters= "
+            "or bias_bandwidth=; nprobust's variances go with method='asymptotic' or 'rbc'"
+        )
     if method == "asymptotic" and bias_bandwidth is not None:
-        raise ValueError("bias_bandwidth= is the bandwidth of method='rbc'; method='asymptotic' has no bias correction")
+        raise ValueError(
+            "bias_bandwidth= is the bandwidth of method='rbc'; method='asymptotic' has no bias correction"
+        )
     tr = training_1d(model, variance, clusters)
     b = tr.h if bias_bandwidth is None else resolve_bias_bandwidth(model, bias_bandwidth, variance, clusters)
     m, k_out = X.shape[0], tr.Y.shape[1]

@@ -1,4 +1,4 @@
-"""Heteroscedasticity-robust (HC0-HC3), nearest-neighbour and cluster-robust standard errors, as nprobust defines them.
+"""HC0-HC3, nearest-neighbour and cluster-robust standard errors of local fits, as nprobust defines them.
 
 At a query ``c`` the degree-``p`` fit is ``beta = G^-1 sum_i W_i R_i y_i`` over the points of its
 window (``W_i = K((x_i - c) / h)``, ``R_i`` the powers of ``(x_i - c) / h``), and its variance
@@ -26,7 +26,7 @@ ROBUST = RULES
 class Training1D:
     """A fitted model's 1-D training data as the robust variances read them (sorted by x)."""
 
-    __slots__ = ("x", "Y", "clusters", "dups", "dupsid", "kernel", "h", "degree")
+    __slots__ = ("Y", "clusters", "degree", "dups", "dupsid", "h", "kernel", "x")
 
     def __init__(self, x: Any, Y: Any, clusters: Any, kernel: Kernel, h: float, degree: int) -> None:
         self.x, self.Y, self.clusters = x, Y, clusters
@@ -53,16 +53,22 @@ def check_clusters(model: Any, clusters: Any) -> NDArray[Any] | None:
 def training_1d(model: Any, variance: str, clusters: Any = None) -> Training1D:
     """The model's training data for nprobust's variances; a ValueError where they do not apply."""
     if variance not in ROBUST and clusters is not None:
-        raise ValueError(f"clusters= sums the residuals of variance='hc0', 'hc1', 'hc2', 'hc3' or 'nn' per "
-                         f"cluster; variance={variance!r} has no residuals to sum: choose one of those")
+        raise ValueError(
+            f"clusters= sums the residuals of variance='hc0', 'hc1', 'hc2', 'hc3' or 'nn' per "
+            f"cluster; variance={variance!r} has no residuals to sum: choose one of those"
+        )
     X = np.asarray(model.X_fit_, dtype=np.float64)
     vt = getattr(model, "var_types_", None) or "c" * X.shape[1]
     if X.shape[1] != 1 or vt != "c":
-        raise ValueError(f"variance={variance!r} (nprobust's estimators) is for one continuous feature; this "
-                         f"model has {X.shape[1]} feature(s) of types {vt!r}: use variance='heteroscedastic'")
+        raise ValueError(
+            f"variance={variance!r} (nprobust's estimators) is for one continuous feature; this "
+            f"model has {X.shape[1]} feature(s) of types {vt!r}: use variance='heteroscedastic'"
+        )
     if model.sample_weight_ is not None:
-        raise ValueError(f"variance={variance!r} (nprobust's estimators) has no sample weights; this model was "
-                         f"fitted with sample_weight: refit without, or use variance='heteroscedastic'")
+        raise ValueError(
+            f"variance={variance!r} (nprobust's estimators) has no sample weights; this model was "
+            f"fitted with sample_weight: refit without, or use variance='heteroscedastic'"
+        )
     kernel = get_kernel(model.kernel)
     if kernel.name == "constant":
         raise ValueError(f"variance={variance!r} needs a kernel that localises; kernel='constant' does not")
@@ -73,7 +79,11 @@ def training_1d(model: Any, variance: str, clusters: Any = None) -> Training1D:
 
 
 def conventional(
-    tr: Training1D, y: NDArray[np.float64], c: float, rule: str, nnmatch: int = 3,
+    tr: Training1D,
+    y: NDArray[np.float64],
+    c: float,
+    rule: str,
+    nnmatch: int = 3,
     sigma: NDArray[np.float64] | None = None,
 ) -> tuple[float, float]:
     """The degree-``p`` fit at ``c`` and its standard error (``rule`` one of :data:`ROBUST`, or
@@ -101,18 +111,28 @@ def conventional(
 
 
 def robust_predict_std(
-    model: Any, X: NDArray[np.float64], variance: str, clusters: Any = None, slopes: bool = False,
+    model: Any,
+    X: NDArray[np.float64],
+    variance: str,
+    clusters: Any = None,
+    slopes: bool = False,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``predict(X, return_std=True, variance=..., clusters=...)`` for nprobust's variances: the
     model's predictions (m, p) and the sandwich standard errors of its local fits."""
     if slopes:
-        raise ValueError(f"variance={variance!r} gives the standard errors of predictions; the gradient's take "
-                         "variance='heteroscedastic' or 'homoscedastic'")
+        raise ValueError(
+            f"variance={variance!r} gives the standard errors of predictions; the gradient's take "
+            "variance='heteroscedastic' or 'homoscedastic'"
+        )
     tr = training_1d(model, variance, clusters)
     if variance not in ROBUST:
-        raise ValueError(f"variance={variance!r} is not valid; choose one of "
-                         f"{', '.join(map(repr, ('heteroscedastic', 'homoscedastic', *ROBUST)))}")
-    mean = np.asarray(model._pool(X, model.X_fit_, model.y_fit_, None), dtype=np.float64).reshape(X.shape[0], -1)
+        raise ValueError(
+            f"variance={variance!r} is not valid; choose one of "
+            f"{', '.join(map(repr, ('heteroscedastic', 'homoscedastic', *ROBUST)))}"
+        )
+    mean = np.asarray(model._pool(X, model.X_fit_, model.y_fit_, None), dtype=np.float64).reshape(
+        X.shape[0], -1
+    )
     std = np.full(mean.shape, np.nan)
     for k in range(tr.Y.shape[1]):
         y = np.ascontiguousarray(tr.Y[:, k])

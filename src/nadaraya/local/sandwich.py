@@ -22,9 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
-
 from numba import njit
+from numpy.typing import NDArray
 
 __all__ = ["PointFit", "duplicates", "point_fit", "residuals", "sandwich", "window"]
 
@@ -84,7 +83,9 @@ def _nn_residuals(x: Any, y: Any, dups: Any, dupsid: Any, matches: int) -> Any: 
     return res
 
 
-def window(x: NDArray[np.float64], c: float, h: float, kernel: Any) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
+def window(
+    x: NDArray[np.float64], c: float, h: float, kernel: Any
+) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
     """The indices of the points of sorted ``x`` with positive weight ``K((x - c) / h)``, and those weights.
 
     Examples
@@ -109,7 +110,7 @@ class PointFit:
     matrix, coefficients, the moments ``S_k = sum W u^k`` (k <= 2 order + 2) and (on first use)
     its design ``R``."""
 
-    __slots__ = ("idx", "W", "invG", "beta", "u", "S", "order", "_R")
+    __slots__ = ("S", "W", "_R", "beta", "idx", "invG", "order", "u")
 
     def __init__(self, idx: Any, W: Any, invG: Any, beta: Any, u: Any, S: Any, order: int) -> None:
         self.idx, self.W, self.invG, self.beta, self.u, self.S = idx, W, invG, beta, u, S
@@ -147,8 +148,13 @@ def _inverse(G: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def point_fit(
-    x: NDArray[np.float64], y: NDArray[np.float64], idx: NDArray[np.intp], W: NDArray[np.float64],
-    c: float, h: float, order: int,
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    idx: NDArray[np.intp],
+    W: NDArray[np.float64],
+    c: float,
+    h: float,
+    order: int,
 ) -> PointFit:
     """The weighted least-squares fit of order ``order`` on the points ``idx`` (weights ``W``),
     design columns ``((x - c) / h)^j``: its coefficients are nprobust's times ``h^j``.
@@ -176,8 +182,14 @@ def powers(u: NDArray[np.float64], order: int) -> NDArray[np.float64]:
 
 
 def residuals(
-    rule: str, fit: PointFit, x: NDArray[np.float64], y: NDArray[np.float64], dups: Any, dupsid: Any,
-    nnmatch: int, hii: NDArray[np.float64] | None = None,
+    rule: str,
+    fit: PointFit,
+    x: NDArray[np.float64],
+    y: NDArray[np.float64],
+    dups: Any,
+    dupsid: Any,
+    nnmatch: int,
+    hii: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """nprobust's residuals ``rule`` of ``fit`` at its window's points (``hii``: the leverages
     that ``"hc2"`` and ``"hc3"`` use, by default the fit's own).
@@ -209,7 +221,9 @@ def leverage(fit: PointFit) -> NDArray[np.float64]:
     return np.asarray(np.einsum("ij,jk,ik->i", fit.R, fit.invG, fit.R) * fit.W)
 
 
-def sandwich(A: NDArray[np.float64], res: NDArray[np.float64], clusters: NDArray[Any] | None = None) -> NDArray[np.float64]:
+def sandwich(
+    A: NDArray[np.float64], res: NDArray[np.float64], clusters: NDArray[Any] | None = None
+) -> NDArray[np.float64]:
     """``sum_i res_i^2 A_i A_i^T``, or nprobust's cluster sums of ``res_i A_i`` (rows ``A_i``).
 
     Examples
