@@ -2,8 +2,9 @@
 
 The rooms: :mod:`.rules` (rules of thumb, the robust scale), :mod:`.criteria` (exact
 leave-one-out CV and AICc, the result type), :mod:`.optimise` (the Halley and Brent steps),
-:mod:`.search` (:func:`select_bandwidth`), :mod:`.plugin` (nprobust's plug-in bandwidths), and the compiled passes that score several
-bandwidths per pass over the pairs, with the criteria's derivatives (docs/design.md).
+:mod:`.search` (:func:`select_bandwidth`), :mod:`.plugin` (nprobust's plug-in bandwidths), and the
+compiled passes that score several bandwidths per pass over the pairs, with the criteria's
+derivatives (docs/design.md).
 
 Examples
 --------
