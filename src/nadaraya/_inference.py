@@ -498,7 +498,7 @@ default "heteroscedastic"
             sums the residuals per cluster (nprobust's ``cluster=``, with its small-sample factor).
         bias_bandwidth : float or "auto", optional
             ``method="rbc"`` only: the bandwidth ``b`` of the bias estimate (``rho = h / b``);
-            ``"auto"`` takes nprobust's plug-in ``b`` (:func:`nadaraya.bandwidth.plugin_bandwidth`).
+            ``"auto"`` takes nprobust's plug-in ``b`` (:func:`nadaraya.bandwidth.plugin.plugin_bandwidth`).
             Default: ``b = h``.
 
         Returns

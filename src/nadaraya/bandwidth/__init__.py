@@ -2,9 +2,9 @@
 
 The rooms: :mod:`.rules` (rules of thumb, the robust scale), :mod:`.criteria` (exact
 leave-one-out CV and AICc, the result type), :mod:`.optimise` (the Halley and Brent steps),
-:mod:`.search` (:func:`select_bandwidth`), :mod:`.plugin` (nprobust's plug-in bandwidths), and the
-compiled passes that score several bandwidths per pass over the pairs, with the criteria's
-derivatives (docs/design.md).
+:mod:`.search` (:func:`select_bandwidth`), and the compiled passes that score several
+bandwidths per pass over the pairs, with the criteria's derivatives (docs/design.md);
+:mod:`.plugin` holds nprobust's plug-in bandwidths.
 
 Examples
 --------
@@ -19,19 +19,15 @@ True
 from __future__ import annotations
 
 from .criteria import METHODS, BandwidthSelection, BandwidthWarning, score_bandwidth
-from .plugin import PLUGINS, Plugin, plugin_bandwidth
 from .rules import RULES, check_rule_input, robust_scale, rule_factor, rule_of_thumb
 from .search import select_bandwidth
 
 __all__ = [
     "METHODS",
-    "PLUGINS",
     "RULES",
     "BandwidthSelection",
     "BandwidthWarning",
-    "Plugin",
     "check_rule_input",
-    "plugin_bandwidth",
     "robust_scale",
     "rule_factor",
     "rule_of_thumb",

@@ -114,10 +114,12 @@ class PointFit:
 
     def __init__(self, idx: Any, W: Any, invG: Any, beta: Any, u: Any, S: Any, order: int) -> None:
         self.idx, self.W, self.invG, self.beta, self.u, self.S = idx, W, invG, beta, u, S
-        self.order, self._R = order, None
+        self.order = order
+        self._R: NDArray[np.float64] | None = None
 
     @property
     def R(self) -> NDArray[np.float64]:
+        """The design, columns ``u^0 .. u^order``."""
         if self._R is None:
             self._R = powers(self.u, self.order)
         return self._R
