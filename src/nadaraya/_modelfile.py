@@ -468,6 +468,7 @@ def _check_model(model: Any, src: str) -> None:
     from ._estimator_parts import _mixed_bandwidth, check_device
     from ._validation import as_empty, as_points, as_sample_weight, as_tol, as_values
     from .bandwidth import METHODS, RULES, BandwidthSelection
+    from .bandwidth.plugin import PLUGINS
     from .kernels import get as get_kernel
 
     def fail(what: str, exc: BaseException | str) -> ModelFileError:
@@ -532,8 +533,8 @@ def _check_model(model: Any, src: str) -> None:
         except ValueError as exc:
             raise fail("sample_weight_", exc) from None
     if isinstance(bw, str):
-        if bw not in (*METHODS, *RULES):
-            raise fail("bandwidth", f"{bw!r} is not valid; allowed: a number or one of {(*METHODS, *RULES)}")
+        if bw not in (*METHODS, *RULES, *PLUGINS):
+            raise fail("bandwidth", f"{bw!r} is not valid; allowed: a number or one of {(*METHODS, *RULES, *PLUGINS)}")
     else:
         try:
             given = _mixed_bandwidth(bw, vt, levels, ck)
