@@ -533,8 +533,8 @@ def _check_model(model: Any, src: str) -> None:
         except ValueError as exc:
             raise fail("sample_weight_", exc) from None
     if isinstance(bw, str):
-        if bw not in (*METHODS, *RULES, *PLUGINS):
-            raise fail("bandwidth", f"{bw!r} is not valid; allowed: a number or one of {(*METHODS, *RULES, *PLUGINS)}")
+        if bw not in (names := (*METHODS, *RULES, *PLUGINS)):
+            raise fail("bandwidth", f"{bw!r} is not valid; allowed: a number or one of {names}")
     else:
         try:
             given = _mixed_bandwidth(bw, vt, levels, ck)
