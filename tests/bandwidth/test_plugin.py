@@ -43,6 +43,9 @@ def test_imse_dpi_with_its_defaults_through_the_estimator(data):
     assert model.bias_bandwidth_ == pytest.approx(b, rel=1e-6)
     refit = NadarayaWatson(bandwidth=0.2).fit(x[:, None], y)
     assert not hasattr(refit, "bias_bandwidth_")
+    at_median = NadarayaWatson(bandwidth="mse-dpi", degree=2).fit(x[:, None], y)
+    h, b = plugin_bandwidth(x, y, "mse-dpi", degree=2, at=float(np.median(x)), kernel="gaussian")
+    assert (at_median.bandwidth_[0], at_median.bias_bandwidth_) == (h, b)
 
 
 @pytest.mark.parametrize("degree", [0, 1, 2])

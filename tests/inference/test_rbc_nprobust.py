@@ -114,3 +114,16 @@ def test_bad_bias_bandwidth(data):
         model.confidence_band(q, method="rbc", bias_bandwidth=[1, 2])
     with pytest.raises(ValueError, match="method='asymptotic' has no bias correction"):
         model.confidence_band(q, bias_bandwidth=0.4)
+
+
+def test_auto_on_a_numeric_bandwidth_takes_imse_dpis_b(data):
+    from nadaraya.bandwidth.plugin import plugin_bandwidth
+
+    x, y, groups = data
+    model = NadarayaWatson(bandwidth=0.3, degree=1, kernel="epanechnikov").fit(x[:, None], y)
+    b = plugin_bandwidth(x, y, "imse-dpi", variance="hc1", clusters=groups).b
+    q = EVAL[:, None]
+    auto = model.confidence_band(q, method="rbc", bias_bandwidth="auto", variance="hc1", clusters=groups)
+    given = model.confidence_band(q, method="rbc", bias_bandwidth=b, variance="hc1", clusters=groups)
+    np.testing.assert_array_equal(auto.center, given.center)
+    np.testing.assert_array_equal(auto.se, given.se)

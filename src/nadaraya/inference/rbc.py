@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..local.sandwich import leverage, point_fit, residuals, sandwich, window
-from .robust import ROBUST, Training1D, conventional, training_1d
+from .robust import ROBUST, Training1D, check_clusters, conventional, training_1d
 
 __all__ = ["bias_corrected", "rbc_band"]
 
@@ -117,7 +117,7 @@ def resolve_bias_bandwidth(model: Any, bias_bandwidth: Any, variance: str, clust
             kernel=model.kernel,
             at=at,
             variance=variance if variance in ROBUST else "nn",
-            clusters=clusters,
+            clusters=check_clusters(model, clusters),  # in the order of X_fit_, as x and y
         )
         return float(sel.b)
     try:
