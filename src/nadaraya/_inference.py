@@ -73,8 +73,8 @@ class Band(_Edges):
     """A confidence band ``(estimate, lower, upper)``; ``center``: the point it is built around (the
     bias-corrected estimate for ``method="rbc"``), ``se``: the standard error it is built on."""
 
-    center: NDArray[np.float64]
-    se: NDArray[np.float64] | None
+    center: Any = None  # set by __new__; the class's None is what _make and _replace leave
+    se: Any = None
 
     def __new__(cls, estimate: Any, lower: Any, upper: Any, center: Any = None, se: Any = None) -> Band:
         self = super().__new__(cls, estimate, lower, upper)
