@@ -26,8 +26,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from ..kernels import get as get_kernel
-from ..local.sandwich import RULES, duplicates, leverage, point_fit, residuals, sandwich, window
+from nadaraya.kernels import get as get_kernel
+from nadaraya.local.sandwich import RULES, duplicates, leverage, point_fit, residuals, sandwich, window
 
 __all__ = ["PLUGINS", "Plugin", "plugin_bandwidth"]
 

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..local.sandwich import leverage, point_fit, residuals, sandwich, window
-from .robust import ROBUST, Training1D, check_clusters, conventional, training_1d
+from nadaraya.local.sandwich import leverage, point_fit, residuals, sandwich, window
+from nadaraya.inference.robust import ROBUST, Training1D, check_clusters, conventional, training_1d
 
 __all__ = ["bias_corrected", "rbc_band"]
 
@@ -99,7 +99,7 @@ def resolve_bias_bandwidth(model: Any, bias_bandwidth: Any, variance: str, clust
         stored = getattr(model, "bias_bandwidth_", None)
         if stored is not None and (variance, clusters) == ("nn", None):
             return float(stored)
-        from ..bandwidth.plugin import PLUGINS, plugin_bandwidth
+        from nadaraya.bandwidth.plugin import PLUGINS, plugin_bandwidth
 
         method = model.bandwidth if model.bandwidth in PLUGINS else "imse-dpi"
         x = np.asarray(model.X_fit_, dtype=np.float64)

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..kernels import Kernel
-from ..kernels import get as get_kernel
-from ..local.sandwich import RULES, duplicates, point_fit, residuals, sandwich, window
+from nadaraya.kernels import Kernel
+from nadaraya.kernels import get as get_kernel
+from nadaraya.local.sandwich import RULES, duplicates, point_fit, residuals, sandwich, window
 
 __all__ = ["ROBUST", "Training1D", "conventional", "robust_predict_std", "training_1d"]
 
