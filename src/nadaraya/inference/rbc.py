@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from nadaraya.local.sandwich import leverage, point_fit, residuals, sandwich, window
 from nadaraya.inference.robust import ROBUST, Training1D, check_clusters, conventional, training_1d
+from nadaraya.local.sandwich import leverage, point_fit, residuals, sandwich, window
 
 __all__ = ["bias_corrected", "rbc_band"]
 
