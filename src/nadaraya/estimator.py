@@ -11,12 +11,12 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from nadaraya import backends
-from nadaraya._core.call import compute_partials, prepare
+from nadaraya._core.call import Trusted, compute_partials, prepare, trust
 from nadaraya._core.finish import finish
 from nadaraya._support.validation import as_empty, as_real, as_tol, check_some_weight, is_dask
 from nadaraya.backends import check_device
 from nadaraya.bandwidth.resolve import _cv_results, _mixed_bandwidth, resolve_bandwidth
-from nadaraya.distributed.fit import fit_dask, gather
+from nadaraya.distributed.fit import fit_dask, gather, predict_lazy
 from nadaraya.inference.mixin import InferenceMixin
 from nadaraya.inference.training import VARIANCES, _check, forget
 from nadaraya.kernels import get as get_kernel
@@ -271,6 +271,7 @@ default "cv"
             self._fit_dask(X, y, sample_weight, notes)
         else:
             self._fit_numpy(X, y, sample_weight, notes)
+            self._trusted()  # kept validated: predict checks only X
         if notes:  # one warning per fit, at the caller's line
             from nadaraya.bandwidth import BandwidthWarning
 
@@ -322,42 +323,45 @@ default "cv"
 
     def _predict_dask(self, X: Any) -> Any:
         """``predict`` when the model or ``X`` is on Dask: a lazy Dask array."""
-        from nadaraya.distributed.pool import pool as lazy_pool
-
-        d = self.n_features_in_
-        X = X if is_dask(X) else np.asarray(X)
-        if X.ndim != 2 or X.shape[1] != d:
-            raise ValueError(f"X has shape {X.shape}, but this NadarayaWatson was fitted with {d} features")
-        extra: dict[str, Any] = {}
-        if not self._plain():  # the Dask pool counts the categories over all the keys, X_fit_, as fit did
-            extra = dict(degree=self.degree, var_types=self.var_types_,
-                         categorical_kernel=self.categorical_kernel)
-        return lazy_pool(X, self.X_fit_, self.y_fit_, kernel=self.kernel, bandwidth=self.bandwidth_,
-                         empty=self.empty, sample_weight=self.sample_weight_, **extra)
+        return predict_lazy(self, X)
 
     def _cat_levels(self) -> NDArray[np.int64] | None:
         """``levels_`` of the categorical columns (what :func:`nadaraya.local.job.prepare` takes)."""
         cat = [j for j, t in enumerate(self.var_types_) if t != "c"]
         return self.levels_[cat] if cat else None
 
-    def _job(self, X: Any, keys: Any, values: Any, sample_weight: Any) -> _job.Job:
-        """A validated local or mixed call of the fitted model at the queries ``X``."""
+    def _trusted(self) -> Trusted:
+        """The training data validated once per fit (``_core.call.trust``): predict checks only X."""
+        if self.__dict__.get("_trusted_fit", (None,))[0] is not self.X_fit_:  # fit's arrays, validated there
+            self._trusted_fit = (self.X_fit_,
+                                 trust(self.X_fit_, self.y_fit_, self.sample_weight_, checked=True))
+        return self._trusted_fit[1]
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state.pop("_trusted_fit", None)  # rebuilt on the first call after loading
+        return state
+
+    def _job(self, X: Any, keys: Any, values: Any, sample_weight: Any, trusted: bool = False) -> _job.Job:
+        """A local or mixed call at ``X`` (``trusted``: ``X`` validated, the model's own training data)."""
         job = _job.prepare(X, keys, values, kernel=self.kernel, bandwidth=self.bandwidth_,
                            sample_weight=sample_weight, degree=self.degree, var_types=self.var_types_,
-                           categorical_kernel=self.categorical_kernel, levels=self._cat_levels())
+                           categorical_kernel=self.categorical_kernel, levels=self._cat_levels(),
+                           trusted=self._trusted() if trusted else None)
         job.device = self.device
         return job
 
     def _pool(
-        self, X: Any, keys: Any, values: Any, sample_weight: Any
+        self, X: Any, keys: Any, values: Any, sample_weight: Any, trusted: bool = False
     ) -> NDArray[np.floating]:
-        """Predictions at validated NumPy queries from NumPy training data."""
+        """Predictions at validated NumPy queries from NumPy training data (``trusted``: the
+        model's own, validated once per fit)."""
         if not self._plain():
-            job = self._job(X, keys, values, sample_weight)
+            job = self._job(X, keys, values, sample_weight, trusted)
             job.tol = self.tol
             return _fit.pool(job, self.empty, backend=self.backend)
         call = prepare(X, keys, values, kernel=self.kernel, bandwidth=self.bandwidth_,
-                       sample_weight=sample_weight)
+                       sample_weight=sample_weight, trusted=self._trusted() if trusted else None)
         parts, _ = compute_partials(call, backend=self.backend, device=self.device, tol=self.tol)
         return finish(parts, call, self.empty)
 
@@ -417,7 +421,7 @@ default "cv"
 
             mean, std = predict_std(self, X, variance, clusters=clusters)
             return (mean[:, 0], std[:, 0]) if np.ndim(self.y_fit_) == 1 else (mean, std)
-        return self._pool(X, self.X_fit_, self.y_fit_, self.sample_weight_)
+        return self._pool(X, self.X_fit_, self.y_fit_, self.sample_weight_, trusted=True)
 
     def gradient(self, X: ArrayLike, return_std: bool = False, variance: str = "heteroscedastic") -> Any:
         """The derivative of the fitted mean with respect to each feature, at each row of ``X``.
@@ -465,7 +469,8 @@ default "cv"
             g, std = predict_std(self, X, variance, slopes=True)
             return (g[:, :, 0], std[:, :, 0]) if np.ndim(values) == 1 else (g, std)
         backend = self.backend if self.backend != "dask" else "auto"
-        g = _fit.gradient(self._job(X, keys, values, sw), self.empty, backend=backend)
+        g = _fit.gradient(self._job(X, keys, values, sw, trusted=not is_dask(self.X_fit_)), self.empty,
+                          backend=backend)
         return g[:, :, 0] if np.ndim(values) == 1 else g
 
     def summary(self) -> FitSummary:
@@ -495,7 +500,8 @@ default "cv"
         cached: FitSummary | None = getattr(self, "_summary_cache", None)
         if cached is None:
             keys, values, sw = self._training_data()
-            fits = self._pool(np.asarray(keys, dtype=np.float64), keys, values, sw)
+            trusted = not is_dask(self.X_fit_)
+            fits = self._pool(np.asarray(keys, dtype=np.float64), keys, values, sw, trusted=trusted)
             cached = summarize(self, values, fits, sw)
             self._summary_cache = cached
         return cached

@@ -35,6 +35,47 @@ class Call:
         return (self.queries.shape[0], *self.keys.shape, self.values.shape[1])
 
 
+@dataclass(frozen=True)
+class Trusted:
+    """Training data validated once (by ``fit``) and reused by every later call on it: keys
+    ``(n, d)``, values ``(n, p)`` multiplied by ``2**-value_exp``, whether the values were 1-D,
+    and the relative sample weights."""
+
+    keys: NDArray[np.floating]
+    values: NDArray[np.floating]
+    one_d: bool
+    sample_weight: NDArray[np.floating] | None
+    value_exp: int
+
+
+def trust(keys: ArrayLike, values: ArrayLike, sample_weight: ArrayLike | None = None, *,
+          checked: bool = False) -> Trusted:
+    """Validate training data once, as :func:`prepare` does, for calls that pass ``trusted=``
+    (``checked``: the caller has validated them already, finite float64 of matching rows and
+    non-negative weights, as ``fit`` does; they are then only laid out and scaled).
+
+    Examples
+    --------
+    >>> t = trust([[0.0], [1.0]], [2.0, 4.0])
+    >>> t.values.ravel().tolist(), t.one_d, t.value_exp
+    ([2.0, 4.0], True, 0)
+    """
+    if checked:
+        kk = np.ascontiguousarray(keys, dtype=np.float64)
+        v = np.asarray(values, dtype=np.float64)
+        vv, one_d = np.ascontiguousarray(v.reshape(kk.shape[0], -1)), v.ndim == 1
+        sw = None if sample_weight is None else np.ldexp(sample_weight, -np.frexp(np.max(sample_weight))[1])
+        if sw is not None:  # a positive weight far below the largest stays a key, as in as_sample_weight
+            sw[(np.asarray(sample_weight) > 0) & (sw == 0)] = np.finfo(np.float64).smallest_subnormal
+    else:
+        dtype = pick_dtype(keys, values, keys)
+        kk = as_points("keys", keys, dtype)
+        vv, one_d = as_values(values, kk.shape[0], dtype)
+        sw = as_sample_weight(sample_weight, kk.shape[0], dtype, relative=True)
+    vv, value_exp = _in_range(vv)
+    return Trusted(kk, vv, one_d, sw, value_exp)
+
+
 def prepare(
     queries: ArrayLike | None,
     keys: ArrayLike,
@@ -43,9 +84,21 @@ def prepare(
     kernel: str | Kernel,
     bandwidth: ArrayLike,
     sample_weight: ArrayLike | None = None,
+    trusted: Trusted | None = None,
 ) -> Call:
-    """Validate the arguments of :func:`pool` (``queries=None`` means the keys themselves)."""
+    """Validate the arguments of :func:`pool` (``queries=None`` means the keys themselves).
+
+    With ``trusted`` (training data validated once by :func:`trust`), ``keys``, ``values`` and
+    ``sample_weight`` are ignored and not checked again, and ``queries`` are taken as validated
+    by the caller (finite, of the training data's width): a fitted model's ``predict`` checks
+    only ``X``, once.
+    """
     k = get_kernel(kernel)
+    if trusted is not None:
+        kk = trusted.keys
+        qq = kk if queries is None else np.ascontiguousarray(queries, dtype=kk.dtype)
+        h = as_bandwidth(bandwidth, kk.shape[1])
+        return Call(qq, kk, trusted.values, trusted.one_d, k, h, trusted.sample_weight, trusted.value_exp)
     dtype = pick_dtype(keys, values, keys if queries is None else queries)
     kk = as_points("keys", keys, dtype)
     n, d = kk.shape

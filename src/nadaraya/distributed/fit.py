@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from nadaraya._support.validation import check_some_weight
+from nadaraya._support.validation import check_some_weight, is_dask
 from nadaraya.bandwidth import RULES
 from nadaraya.bandwidth.resolve import _default_lambdas, _mixed_bandwidth, resolve_bandwidth
 from nadaraya.local.mixed import as_categorical_kernel, as_var_types
@@ -65,3 +65,19 @@ def gather(*arrays: Any) -> tuple[Any, ...]:
     import dask
 
     return tuple(dask.compute(*arrays))
+
+
+def predict_lazy(model: Any, X: Any) -> Any:
+    """The estimator's ``predict`` when the model or ``X`` is on Dask: a lazy Dask array."""
+    from nadaraya.distributed.pool import pool as lazy_pool
+
+    d = model.n_features_in_
+    X = X if is_dask(X) else np.asarray(X)
+    if X.ndim != 2 or X.shape[1] != d:
+        raise ValueError(f"X has shape {X.shape}, but this NadarayaWatson was fitted with {d} features")
+    extra: dict[str, Any] = {}
+    if not model._plain():  # the Dask pool counts the categories over all the keys, X_fit_, as fit did
+        extra = dict(degree=model.degree, var_types=model.var_types_,
+                     categorical_kernel=model.categorical_kernel)
+    return lazy_pool(X, model.X_fit_, model.y_fit_, kernel=model.kernel, bandwidth=model.bandwidth_,
+                     empty=model.empty, sample_weight=model.sample_weight_, **extra)

@@ -112,22 +112,30 @@ def prepare(
     var_types: str | None,
     categorical_kernel: str,
     levels: NDArray[np.int64] | None = None,
+    trusted: _call.Trusted | None = None,
 ) -> Job:
-    """Validate a local or mixed call (``queries=None`` means the keys themselves)."""
+    """Validate a local or mixed call (``queries=None`` means the keys themselves); with
+    ``trusted``, the training data validated once (see :func:`nadaraya._core.call.prepare`)."""
     deg = as_degree(degree)
     ck = as_categorical_kernel(categorical_kernel)
     k = get_kernel(kernel)
-    dtype = pick_dtype(keys, values, keys if queries is None else queries)
-    kk = as_points("keys", keys, dtype)
-    n, d = kk.shape
-    qq = kk if queries is None else as_points("queries", queries, dtype, d=d)
+    if trusted is not None:
+        kk, vv, one_d, sw, value_exp = (trusted.keys, trusted.values, trusted.one_d, trusted.sample_weight,
+                                        trusted.value_exp)
+        qq = kk if queries is None else np.ascontiguousarray(queries, dtype=kk.dtype)
+        n, d = kk.shape
+    else:
+        dtype = pick_dtype(keys, values, keys if queries is None else queries)
+        kk = as_points("keys", keys, dtype)
+        n, d = kk.shape
+        qq = kk if queries is None else as_points("queries", queries, dtype, d=d)
+        vv, one_d = as_values(values, n, dtype)
+        sw = as_sample_weight(sample_weight, n, dtype, relative=True)
+        vv, value_exp = _call._in_range(vv)
     vt = as_var_types(var_types, d)
     cont = np.array([j for j, c in enumerate(vt) if c == "c"], dtype=np.intp)
     catc = np.array([j for j, c in enumerate(vt) if c != "c"], dtype=np.intp)
     h = _bandwidth(bandwidth, vt)
-    vv, one_d = as_values(values, n, dtype)
-    sw = as_sample_weight(sample_weight, n, dtype, relative=True)
-    vv, value_exp = _call._in_range(vv)
     kc = np.ascontiguousarray(kk[:, cont])
     qc, kc, hc, x_exp = scaled(kc if queries is None else np.ascontiguousarray(qq[:, cont]), kc, h[cont])
     call = _call.Call(qc, kc, vv, one_d, k, hc, sw, value_exp)
