@@ -388,9 +388,8 @@ default "cv"
             nearest key: ``sigma(x_nearest) / sqrt(s)``; ``"mean"``: the SE of the weighted
             mean of y) or of the lower degree a singular local system fell back to.
         variance : str, default "heteroscedastic"
-            ``sigma^2(x_i)``: a Nadaraya-Watson smooth of the squared leave-one-out residuals
-            (bandwidth by CV), ``"homoscedastic"``: one residual variance ``sum s_i e_i^2 / (N - tr H)``;
-            ``"hc0"``..``"hc3"``, ``"nn"``: nprobust's sandwiches, ``clusters=`` labels (see confidence_band).
+            ``sigma^2(x_i)``: a smooth of the squared LOO residuals (CV bandwidth); ``"homoscedastic"``:
+            ``sum s_i e_i^2 / (N - tr H)``; nprobust's ``"hc0"``..``"hc3"``, ``"nn"``, ``clusters=``.
 
         Returns
         -------
