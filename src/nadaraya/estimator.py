@@ -23,6 +23,7 @@ from ._estimator_parts import (
 from ._inference import VARIANCES, InferenceMixin, _check, forget
 from ._mixed import as_categorical_kernel, as_var_types
 from ._validation import as_empty, as_real, as_tol, check_some_weight, is_dask
+from .inference.mixin import IntervalMixin
 from .kernels import get as get_kernel
 from .pooling import compute_partials, finish, prepare
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["NadarayaWatson"]
 
 
-class NadarayaWatson(InferenceMixin, RegressorMixin, BaseEstimator):  # type: ignore[misc]
+class NadarayaWatson(InferenceMixin, IntervalMixin, RegressorMixin, BaseEstimator):  # type: ignore[misc]
     r"""Nadaraya-Watson kernel regression: attention pooling of the training targets.
 
     The prediction at ``q`` is ``sum_i alpha(q, x_i) y_i`` with attention weights
