@@ -52,9 +52,9 @@ def _check(level: Any, method: Any, adaptive: Any, cv: Any) -> None:
     if not isinstance(adaptive, (bool, np.bool_)):
         raise TypeError(f"adaptive must be True or False; got {adaptive!r}")
     if isinstance(cv, (bool, np.bool_)) or (isinstance(cv, (int, np.integer)) and cv < 2):
-        raise ValueError(f"cv must be an integer >= 2 or a scikit-learn splitter; got {cv!r}")
-    if not isinstance(cv, (int, np.integer)) and not hasattr(cv, "split"):
-        raise TypeError(f"cv must be an integer >= 2 or a scikit-learn splitter; got {cv!r}")
+        raise ValueError(f"cv={cv!r}: cv must be an integer >= 2 or a scikit-learn splitter")
+    if isinstance(cv, str) or (not isinstance(cv, (int, np.integer)) and not hasattr(cv, "split")):
+        raise TypeError(f"cv={cv!r}: cv must be an integer >= 2 or a scikit-learn splitter")
 
 
 def _subset_pool(model: Any, Q: NDArray[np.float64], keep: NDArray[np.bool_]) -> NDArray[np.float64]:
