@@ -97,14 +97,37 @@ def _spread(model: Any, r2: NDArray[np.float64], Q: NDArray[np.float64]) -> tupl
 
 def _loo_fits(model: Any) -> NDArray[np.float64]:
     """The exact leave-one-out fits at the training points (X_fit_ order); a point whose
-    leave-one-out sums are empty is refitted without it (the model's ``empty`` fill)."""
-    loo = np.array(training(model).loo[:, 0], dtype=np.float64)
-    keys = np.asarray(model._training_data()[0], dtype=np.float64)
+    leave-one-out sums are empty or underflow is refitted without it (the model's ``empty`` fill)."""
+    keys, values, sw = model._training_data()
+    X = np.ascontiguousarray(keys, dtype=np.float64)
+    n = X.shape[0]
+    code = _kernel_code(model)
+    if code >= 0:
+        from .._jit import run_ranges, threads_for
+        from . import _conformal_jit as cj
+
+        loo = np.empty(n)
+        s = np.ones(n) if sw is None else np.ascontiguousarray(sw, dtype=np.float64)
+        h = np.ascontiguousarray(model.bandwidth_, dtype=np.float64)
+        with threads_for(float(n) * n * 8):
+            run_ranges(cj.loo_fits, (X, h, s, code, np.ascontiguousarray(values, dtype=np.float64)), n, (loo,),
+                       grain=16)
+    else:
+        loo = np.array(training(model).loo[:, 0], dtype=np.float64)
     for i in np.flatnonzero(~np.isfinite(loo)):
-        keep = np.ones(keys.shape[0], dtype=bool)
+        keep = np.ones(n, dtype=bool)
         keep[i] = False
-        loo[i] = _subset_pool(model, keys[i : i + 1], keep)[0]
+        loo[i] = _subset_pool(model, X[i : i + 1], keep)[0]
     return loo
+
+
+def _kernel_code(model: Any) -> int:
+    """The kernel's code in the jitted loops, -1 where they do not compute its weights (other
+    kernels, degree >= 1, categorical columns)."""
+    from ..kernels import get as get_kernel
+    from ._conformal_jit import KERNEL_CODES
+
+    return KERNEL_CODES.get(get_kernel(model.kernel).name, -1) if model._plain() else -1
 
 
 def _block(n: int) -> int:
@@ -147,36 +170,35 @@ def _jackknife_plus(model: Any, Q: NDArray, R: NDArray, scales: NDArray, kl: int
             P[:, i] = _subset_pool(model, Q, keep)
         return _bounds_from_matrix(lambda a, b: P[a:b], R, scales, kl, ku)
     from .._jit import run_ranges, threads_for
-    from ..kernels import get as get_kernel
     from . import _conformal_jit as cj
 
-    name = get_kernel(model.kernel).name
-    code = cj.KERNEL_CODES.get(name, -1)
+    code = _kernel_code(model)
     h = np.ascontiguousarray(model.bandwidth_, dtype=np.float64)
     s = np.ones(n) if sw is None else np.ascontiguousarray(sw, dtype=np.float64)
-    Rs = np.sort(R)
+    order = np.argsort(R, kind="stable")
+    Rs = np.ascontiguousarray(R[order])
     lower, upper = np.full(m, np.nan), np.full(m, np.nan)
     tops = np.full(m, -2, dtype=np.int64)
     forced = np.full(m, np.nan)
     if code >= 0:
         with threads_for(float(m) * n * 8):
-            run_ranges(cj.jackknife_queries, (Q, X, h, s, code, y, R, Rs, scales, kl, ku, forced), m,
+            run_ranges(cj.jackknife_queries, (Q, X, h, s, code, y, R, Rs, order, scales, kl, ku, forced), m,
                        (lower, upper, tops), grain=4)
     todo = np.flatnonzero(tops == -2)  # weights from the primitive: other kernels, empty windows
     if todo.size:
-        _rows_pass(model, Q, X, s, y, R, Rs, scales, kl, ku, forced, todo, (lower, upper, tops))
+        _rows_pass(model, Q, X, s, y, R, Rs, order, scales, kl, ku, forced, todo, (lower, upper, tops))
     for q in np.flatnonzero(tops >= 0):  # the model without the heaviest key is an underflow or empty
         keep = np.ones(n, dtype=bool)
         keep[tops[q]] = False
         forced[q] = _subset_pool(model, Q[q : q + 1], keep)[0]
     redo = np.flatnonzero(tops >= 0)
     if redo.size:
-        _rows_pass(model, Q, X, s, y, R, Rs, scales, kl, ku, forced, redo, (lower, upper, tops))
+        _rows_pass(model, Q, X, s, y, R, Rs, order, scales, kl, ku, forced, redo, (lower, upper, tops))
     return lower, upper
 
 
 def _rows_pass(model: Any, Q: NDArray, X: NDArray, s: NDArray, y: NDArray, R: NDArray, Rs: NDArray,
-               scales: NDArray, kl: int, ku: int, forced: NDArray, rows: NDArray, out: tuple) -> None:
+               order: NDArray, scales: NDArray, kl: int, ku: int, forced: NDArray, rows: NDArray, out: tuple) -> None:
     """Jackknife+ bounds of the queries ``rows`` from the primitive's attention weights
     (their ``empty`` fill included), in blocks within the working memory."""
     import warnings
@@ -193,7 +215,7 @@ def _rows_pass(model: Any, Q: NDArray, X: NDArray, s: NDArray, y: NDArray, R: ND
                                   sample_weight=None if model.sample_weight_ is None else s,
                                   empty=model.empty, max_bytes=np.inf)
         lo, up, tp = np.empty(idx.size), np.empty(idx.size), np.empty(idx.size, dtype=np.int64)
-        cj.jackknife_rows(np.ascontiguousarray(A, dtype=np.float64), y, R, Rs, scales[idx], kl, ku,
+        cj.jackknife_rows(np.ascontiguousarray(A, dtype=np.float64), y, R, Rs, order, scales[idx], kl, ku,
                           forced[idx], 0, idx.size, lo, up, tp)
         out[0][idx], out[1][idx], out[2][idx] = lo, up, tp
 
