@@ -7,6 +7,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .margins import AverageGradient
+
 __all__ = ["IntervalMixin"]
 
 
@@ -74,3 +76,49 @@ class IntervalMixin:
         from .intervals import prediction_interval
 
         return prediction_interval(self, X, level, method, adaptive, cv, random_state)
+
+    def average_gradient(
+        self, X: ArrayLike | None = None, method: str = "delta", variance: str = "heteroscedastic",
+        n_boot: int = 999, random_state: Any = None,
+    ) -> AverageGradient:
+        """The average marginal effect of each feature: the mean of :meth:`gradient` over the
+        evaluation points (Stata's ``margins, dydx(*)``), with its standard error.
+
+        With ``degree=0`` it is the mean of the fitted curve's derivative; with ``degree >= 1``
+        the mean of the local slopes (as :meth:`gradient` defines them).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_points, n_features), optional
+            Where the gradient is averaged; default: the training points.
+        method : {"delta", "bootstrap"}, default "delta"
+            The standard error. ``"delta"``: the average gradient is linear in ``y``,
+            ``c @ y`` with ``c`` from the fit's exact weights, so its variance given the
+            design is ``sum_i c_i^2 sigma^2(x_i)`` (``sigma^2`` by ``variance``, as for
+            :meth:`predict`). ``"bootstrap"``: a wild bootstrap (Rademacher signs on the
+            leave-one-out residuals around the fit), ``n_boot`` replicates, each ``c @ y*``
+            exactly (no refits). Both condition on the design and on the evaluation points.
+        variance : {"heteroscedastic", "homoscedastic"}, default "heteroscedastic"
+        n_boot : int, default 999
+        random_state : int, numpy Generator or None
+            Seeds the bootstrap.
+
+        Returns
+        -------
+        AverageGradient
+            ``estimate`` and ``se``, arrays of shape (n_features,) (NaN for categorical
+            columns), and ``method``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from nadaraya import NadarayaWatson
+        >>> X = np.linspace(0, 1, 50)[:, None]
+        >>> y = 2 * X[:, 0] + np.random.default_rng(0).normal(0, 0.1, 50)
+        >>> ame = NadarayaWatson(bandwidth=0.2, degree=1).fit(X, y).average_gradient()
+        >>> bool(abs(ame.estimate[0] - 2) < 3 * ame.se[0] + 0.05)
+        True
+        """
+        from .margins import average_gradient
+
+        return average_gradient(self, X, method, variance, n_boot, random_state)
