@@ -58,7 +58,8 @@ def test_cv_plus_equals_mapie_kfold():
     X, y = _data(seed=2)
     Q = np.linspace(0, 1, 20)[:, None]
     folds = KFold(4, shuffle=True, random_state=3)
-    lo, hi = NadarayaWatson(bandwidth=0.07).fit(X, y).prediction_interval(Q, level=0.8, method="cv+", cv=folds)
+    model = NadarayaWatson(bandwidth=0.07).fit(X, y)
+    lo, hi = model.prediction_interval(Q, level=0.8, method="cv+", cv=folds)
     ref = mapie.CrossConformalRegressor(NadarayaWatson(bandwidth=0.07), confidence_level=0.8, cv=folds,
                                         method="plus")
     ref.fit_conformalize(X, y)
@@ -89,7 +90,8 @@ def test_split_is_the_calibration_fold_order_statistic():
     X, y = _data(n=60, seed=7)
     Q = np.linspace(0, 1, 9)[:, None]
     folds = KFold(3, shuffle=True, random_state=0)
-    lo, hi = NadarayaWatson(bandwidth=0.08).fit(X, y).prediction_interval(Q, level=0.8, method="split", cv=folds)
+    model = NadarayaWatson(bandwidth=0.08).fit(X, y)
+    lo, hi = model.prediction_interval(Q, level=0.8, method="split", cv=folds)
     train, cal = next(folds.split(X))
     m = NadarayaWatson(bandwidth=0.08).fit(X[train], y[train])
     scores = np.sort(np.abs(y[cal] - m.predict(X[cal])))

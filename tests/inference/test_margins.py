@@ -17,14 +17,16 @@ def _data(n: int = 100, d: int = 2, seed: int = 0):
     return X, y
 
 
-@pytest.mark.parametrize("params", [{"bandwidth": [0.15, 0.2]}, {"bandwidth": [0.3, 0.3], "kernel": "epanechnikov"}])
+@pytest.mark.parametrize("params", [{"bandwidth": [0.15, 0.2]},
+                                    {"bandwidth": [0.3, 0.3], "kernel": "epanechnikov"}])
 def test_estimate_is_the_mean_of_finite_differences(params):
     X, y = _data()
     model = NadarayaWatson(**params).fit(X, y)
     for points in (None, X[:30] * 0.8 + 0.1):
         P = X if points is None else points
         eps = 1e-6
-        fd = [np.mean((model.predict(P + eps * e) - model.predict(P - eps * e)) / (2 * eps)) for e in np.eye(2)]
+        fd = [np.mean((model.predict(P + eps * e) - model.predict(P - eps * e)) / (2 * eps))
+              for e in np.eye(2)]
         got = model.average_gradient(points)
         np.testing.assert_allclose(got.estimate, fd, rtol=1e-6, atol=1e-8)
 
@@ -42,8 +44,8 @@ def test_delta_se_is_the_plain_sandwich_of_the_weights():
     model = NadarayaWatson(bandwidth=[0.15, 0.2]).fit(X, y)
     eps = 1e-6
     # the average gradient is c @ y with c the mean derivative of the attention weights
-    c = np.array([np.mean((model.attention_weights(X + eps * e) - model.attention_weights(X - eps * e)) / (2 * eps),
-                          axis=0) for e in np.eye(2)])
+    W = model.attention_weights
+    c = np.array([np.mean((W(X + eps * e) - W(X - eps * e)) / (2 * eps), axis=0) for e in np.eye(2)])
     sigma2 = np.empty(len(y))
     sigma2[model.fit_order_] = noise_variance(model, "heteroscedastic")[:, 0]  # back in the given order
     got = model.average_gradient()
@@ -62,8 +64,8 @@ def test_bootstrap_agrees_with_a_refit_loop_and_the_delta_method():
     delta = model.average_gradient()
     # a wild bootstrap written out: refit on y* = fit + sign * leave-one-out residual
     fits = model.predict(X)
-    loo = np.array([NadarayaWatson(bandwidth=h).fit(np.delete(X, i, 0), np.delete(y, i)).predict(X[i:i + 1])[0]
-                    for i in range(len(y))])
+    loo = np.array([NadarayaWatson(bandwidth=h).fit(np.delete(X, i, 0), np.delete(y, i)).predict(X[i:i + 1])
+                    for i in range(len(y))])[:, 0]
     rng = np.random.default_rng(1)
     reps = []
     for _ in range(200):

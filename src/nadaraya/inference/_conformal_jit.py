@@ -226,4 +226,4 @@ def loo_fits(X, h, s, code, y, a, b, out):  # pragma: no cover - compiled
                 S += w[j] * y[j]
                 if w[j] > big:
                     big = w[j]
-        out[i] = S / W if W > 0.0 and W > _TINY * max(big, w[i]) else np.nan
+        out[i] = S / W if W > 0.0 and _TINY * max(big, w[i]) < W else np.nan

@@ -38,7 +38,8 @@ def order_indices(level: float, n: int) -> tuple[int, int]:
         cor = np.ceil(ref * (n + 1)) / n
         if cor > 1.0:
             need = int(np.ceil(ref * (n + 1)))
-            raise ValueError(f"level={level!r} needs at least {need} conformity scores; this interval has {n} "
+            raise ValueError(f"level={level!r} needs at least {need} conformity scores; this interval has "
+                             f"{n} "
                              "(MAPIE's rule: the ceil(level (n + 1))-th of n values must exist)")
         out.append(int(np.quantile(positions, cor, method="lower")))
     return n - 1 - out[0], out[1]
@@ -110,8 +111,8 @@ def _loo_fits(model: Any) -> NDArray[np.float64]:
         s = np.ones(n) if sw is None else np.ascontiguousarray(sw, dtype=np.float64)
         h = np.ascontiguousarray(model.bandwidth_, dtype=np.float64)
         with threads_for(float(n) * n * 8):
-            run_ranges(cj.loo_fits, (X, h, s, code, np.ascontiguousarray(values, dtype=np.float64)), n, (loo,),
-                       grain=16)
+            yv = np.ascontiguousarray(values, dtype=np.float64)
+            run_ranges(cj.loo_fits, (X, h, s, code, yv), n, (loo,), grain=16)
     else:
         loo = np.array(training(model).loo[:, 0], dtype=np.float64)
     for i in np.flatnonzero(~np.isfinite(loo)):
@@ -151,7 +152,9 @@ def _bounds_from_matrix(M: Any, R: NDArray, scales: NDArray, kl: int, ku: int) -
     return lower, upper
 
 
-def _jackknife_plus(model: Any, Q: NDArray, R: NDArray, scales: NDArray, kl: int, ku: int) -> tuple[NDArray, NDArray]:
+def _jackknife_plus(
+    model: Any, Q: NDArray, R: NDArray, scales: NDArray, kl: int, ku: int
+) -> tuple[NDArray, NDArray]:
     """Jackknife+ bounds: the computed leave-one-out models of a degree-0 continuous model,
     else one fit per left-out point."""
     keys, values, sw = model._training_data()
@@ -198,7 +201,8 @@ def _jackknife_plus(model: Any, Q: NDArray, R: NDArray, scales: NDArray, kl: int
 
 
 def _rows_pass(model: Any, Q: NDArray, X: NDArray, s: NDArray, y: NDArray, R: NDArray, Rs: NDArray,
-               order: NDArray, scales: NDArray, kl: int, ku: int, forced: NDArray, rows: NDArray, out: tuple) -> None:
+               order: NDArray, scales: NDArray, kl: int, ku: int, forced: NDArray, rows: NDArray,
+               out: tuple) -> None:
     """Jackknife+ bounds of the queries ``rows`` from the primitive's attention weights
     (their ``empty`` fill included), in blocks within the working memory."""
     import warnings

@@ -28,7 +28,7 @@ def gradient_coefficients(model: Any, P: NDArray[np.float64]) -> NDArray[np.floa
     """``c`` of shape (n_features, n_samples_fit) with ``mean_j gradient(P_j) = c @ y_fit_``:
     the fit's derivative is linear in ``y``, so ``c`` is the average gradient of unit
     responses, computed in blocks of columns within the working memory."""
-    keys, values, sw = model._training_data()
+    keys, _, sw = model._training_data()
     keys = np.asarray(keys, dtype=np.float64)
     n, d = keys.shape
     m = P.shape[0]
