@@ -66,10 +66,10 @@ def _subset_pool(model: Any, Q: NDArray[np.float64], keep: NDArray[np.bool_]) ->
     return np.asarray(model._pool(Q, keys[keep], values[keep], s), dtype=np.float64)
 
 
-def _spread(model: Any, r2: NDArray[np.float64], Q: NDArray[np.float64]) -> tuple[NDArray, NDArray]:
-    """The smoothed spread ``s(x)``: the square root of a Nadaraya-Watson smooth of the squared
-    leave-one-out residuals ``r2`` (bandwidth by least-squares CV), at the training points and
-    at ``Q``, floored at ``1e-6`` of its root mean square."""
+def _spread(model: Any, r: NDArray[np.float64], Q: NDArray[np.float64]) -> tuple[NDArray, NDArray]:
+    """The smoothed spread ``s(x)`` (Lei et al. 2018): a Nadaraya-Watson smooth of the absolute
+    leave-one-out residuals ``r`` (bandwidth by least-squares CV), at the training points and
+    at ``Q``, floored at ``1e-6`` of their mean."""
     import warnings
 
     from .. import _fit
@@ -77,22 +77,21 @@ def _spread(model: Any, r2: NDArray[np.float64], Q: NDArray[np.float64]) -> tupl
 
     keys, _, sw = model._training_data()
     X = np.asarray(keys, dtype=np.float64)
-    known = np.isfinite(r2)
+    known = np.isfinite(r)
     Xk, swk = X[known], None if sw is None else np.asarray(sw, dtype=np.float64)[known]
     vt = getattr(model, "var_types_", None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BandwidthWarning)
-        sel = select_bandwidth(Xk, r2[known], kernel=model.kernel, sample_weight=swk, var_types=vt,
+        sel = select_bandwidth(Xk, r[known], kernel=model.kernel, sample_weight=swk, var_types=vt,
                                categorical_kernel=model.categorical_kernel, per_feature=X.shape[1] > 1)
-    job = _fit.prepare(np.vstack([X, Q]), Xk, r2[known], kernel=model.kernel, bandwidth=sel.bandwidth,
+    job = _fit.prepare(np.vstack([X, Q]), Xk, r[known], kernel=model.kernel, bandwidth=sel.bandwidth,
                        sample_weight=swk, degree=0, var_types=vt, categorical_kernel=model.categorical_kernel,
                        levels=model._cat_levels())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        s2 = np.asarray(_fit.pool(job, "nearest"), dtype=np.float64)
-    rms = float(np.sqrt(np.mean(r2[known]))) if known.any() else 1.0
-    s = np.sqrt(np.maximum(s2, 0.0))
-    s = np.maximum(s, 1e-6 * rms) if rms > 0 else np.ones_like(s)
+        s = np.asarray(_fit.pool(job, "nearest"), dtype=np.float64)
+    mean = float(np.mean(r[known])) if known.any() else 0.0
+    s = np.maximum(s, 1e-6 * mean) if mean > 0 else np.ones_like(s)
     return s[: X.shape[0]], s[X.shape[0]:]
 
 
@@ -270,7 +269,7 @@ def prediction_interval(
             preds.append(_subset_pool(model, Q, keep))
     resid = np.abs(y - fits)
     if adaptive:
-        s_fit, scales = _spread(model, resid**2, Q)
+        s_fit, scales = _spread(model, resid, Q)
         resid = resid / s_fit
     else:
         scales = np.ones(Q.shape[0])

@@ -40,8 +40,8 @@ class IntervalMixin:
             first fold of ``cv`` and the residuals of that fold.
         adaptive : bool, default False
             Locally weighted conformal (Lei et al., 2018): residuals divided by a smoothed
-            spread ``s(x)`` (the square root of a Nadaraya-Watson smooth of the squared
-            leave-one-out residuals, bandwidth by CV, estimated once on all ``n``), bounds
+            spread ``s(x)`` (a Nadaraya-Watson smooth of the absolute leave-one-out
+            residuals, bandwidth by CV, estimated once on all ``n``), bounds
             ``+- s(q)`` times the order statistic, so that intervals widen where the noise does.
         cv : int or scikit-learn splitter, default 5
             The folds of ``"cv+"`` and ``"split"``, over the rows in the order given to fit
