@@ -68,10 +68,17 @@ def test_cv_plus_equals_mapie_kfold():
     np.testing.assert_allclose(hi, iv[:, 1, 0], rtol=0, atol=1e-10)
 
 
-@pytest.mark.parametrize("case", ["weights", "two_features", "degree1", "boxcar", "cosine"])
+@pytest.mark.parametrize("case", ["weights", "two_features", "degree1", "boxcar", "cosine", "ties",
+                                  "boxcar2d"])
 def test_jackknife_plus_equals_refit_loop(case):
-    X, y = _data(n=40, d=2 if case == "two_features" else 1, seed=4)
-    params: dict = {"bandwidth": 0.1 if case != "two_features" else [0.15, 0.3]}
+    two = case in ("two_features", "boxcar2d")
+    X, y = _data(n=40, d=2 if two else 1, seed=4)
+    params: dict = {"bandwidth": [0.15, 0.3] if two else 0.1}
+    if case == "ties":  # many equal residuals and equal keys: the bracketed order statistics count ties
+        X, y = np.round(X * 8) / 8, np.round(y)
+        params["kernel"] = "boxcar"
+    if case == "boxcar2d":
+        params = {"bandwidth": [0.25, 0.5], "kernel": "boxcar"}
     sw = None
     if case == "weights":
         sw = np.random.default_rng(5).uniform(0.2, 3.0, len(y))
@@ -84,6 +91,18 @@ def test_jackknife_plus_equals_refit_loop(case):
     rlo, rhi = _refit_jackknife(X, y, Q, 0.75, sample_weight=sw, **params)
     np.testing.assert_allclose(lo, rlo, rtol=0, atol=1e-10)
     np.testing.assert_allclose(hi, rhi, rtol=0, atol=1e-10)
+
+
+def test_a_model_fitted_on_dask_arrays_gives_the_same_intervals():
+    dask_array = pytest.importorskip("dask.array")
+    X, y = _data(n=50, seed=9)
+    Q = np.linspace(0, 1, 11)[:, None]
+    for kernel in ("epanechnikov", "gaussian"):
+        lazy = NadarayaWatson(kernel=kernel, bandwidth=0.1).fit(dask_array.from_array(X, chunks=20),
+                                                                 dask_array.from_array(y, chunks=20))
+        eager = NadarayaWatson(kernel=kernel, bandwidth=0.1).fit(X, y)
+        for a, b in zip(lazy.prediction_interval(Q), eager.prediction_interval(Q), strict=True):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
 
 
 def test_split_is_the_calibration_fold_order_statistic():

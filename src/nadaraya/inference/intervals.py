@@ -127,7 +127,11 @@ def _kernel_code(model: Any) -> int:
     from ..kernels import get as get_kernel
     from ._conformal_jit import KERNEL_CODES
 
-    return KERNEL_CODES.get(get_kernel(model.kernel).name, -1) if model._plain() else -1
+    code = KERNEL_CODES.get(get_kernel(model.kernel).name, -1) if model._plain() else -1
+    if code >= 10:  # a compact window needs the keys sorted by the first feature, as fit keeps them
+        first = np.asarray(model._training_data()[0], dtype=np.float64)[:, 0]
+        code = code if bool(np.all(first[1:] >= first[:-1])) else -1
+    return code
 
 
 def _block(n: int) -> int:
