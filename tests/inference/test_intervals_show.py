@@ -90,3 +90,11 @@ def test_plot_fit_hatches_the_interval_beside_the_band() -> None:
     np.testing.assert_allclose(ax.get_ylim()[1] >= hi.max(), True)
     with pytest.raises(ValueError, match="prediction interval"):
         plot.fit(x, y, grid, model.predict(grid[:, None]), interval=(lo[:, None, None], hi))
+
+
+def test_the_gallery_example_shows_intervals_beside_bands() -> None:
+    import re
+
+    text = (Path(__file__).resolve().parents[2] / "examples" / "gallery" / "plot_18_intervals.py").read_text()
+    for pattern in (r"prediction_interval\(", r"confidence_band\(", r"adaptive=True", r"interval=", r"quiet"):
+        assert re.search(pattern, text), pattern
