@@ -48,18 +48,26 @@ def _weights(q, X, h, s, code, w):  # pragma: no cover - compiled
     n, d = X.shape
     if code < 10:
         # relative to the largest log weight over all keys (weight 0 included: no overflow)
-        lmax = -np.inf
-        for j in range(n):
-            acc = 0.0
-            if code == 0:
+        if code == 2:
+            w[:n] = s
+            return 0, n
+        if d == 1:  # one feature: a loop the compiler vectorises
+            q0 = q[0]
+            ih = 1.0 / h[0]
+            x0 = X[:, 0]
+            for j in range(n):
+                u = (q0 - x0[j]) * ih
+                w[j] = -0.5 * u * u if code == 0 else -abs(u)
+        else:
+            for j in range(n):
+                acc = 0.0
                 for k in range(d):
                     u = (q[k] - X[j, k]) / h[k]
-                    acc -= 0.5 * u * u
-            elif code == 1:
-                for k in range(d):
-                    acc -= abs((q[k] - X[j, k]) / h[k])
-            w[j] = acc
-            lmax = max(lmax, acc)
+                    acc -= 0.5 * u * u if code == 0 else abs(u)
+                w[j] = acc
+        lmax = w[0]
+        for j in range(1, n):
+            lmax = max(lmax, w[j])
         for j in range(n):
             w[j] = s[j] * exp_fast(w[j] - lmax)
         return 0, n
@@ -220,10 +228,12 @@ def loo_fits(X, h, s, code, y, a, b, out):  # pragma: no cover - compiled
         W = 0.0
         S = 0.0
         big = 0.0
-        for j in range(wlo, whi):
-            if j != i:
-                W += w[j]
-                S += w[j] * y[j]
-                if w[j] > big:
-                    big = w[j]
+        for j in range(wlo, min(i, whi)):  # every key but i: two ranges, no test per key
+            W += w[j]
+            S += w[j] * y[j]
+            big = max(big, w[j])
+        for j in range(max(i + 1, wlo), whi):
+            W += w[j]
+            S += w[j] * y[j]
+            big = max(big, w[j])
         out[i] = S / W if W > 0.0 and _TINY * max(big, w[i]) < W else np.nan
