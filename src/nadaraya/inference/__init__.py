@@ -1,1 +1,7 @@
-"""Inference on fitted models: prediction intervals and average marginal effects."""
+"""Inference for fitted models: standard errors, confidence bands, significance tests and the fit summary."""
+
+from .bands import Band
+from .sigtest import SignificanceTest
+from .summary import FitSummary
+
+__all__ = ["Band", "FitSummary", "SignificanceTest"]

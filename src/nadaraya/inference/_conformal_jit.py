@@ -7,7 +7,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .._jit import exp_fast
+from nadaraya._support.jit import exp_fast
 
 __all__ = ["KERNEL_CODES", "jackknife_queries", "jackknife_rows"]
 

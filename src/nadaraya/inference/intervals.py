@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._config import get_config
-from .._inference import _queries, training
+from nadaraya._support.config import get_config
+from nadaraya.inference.training import training
 
-__all__ = ["METHODS", "order_indices", "prediction_interval"]
+__all__ = ["METHODS", "order_indices", "prediction_interval", "queries"]
 
 METHODS = ("jackknife+", "cv+", "split")
 
@@ -43,6 +43,22 @@ def order_indices(level: float, n: int) -> tuple[int, int]:
                              "(MAPIE's rule: the ceil(level (n + 1))-th of n values must exist)")
         out.append(int(np.quantile(positions, cor, method="lower")))
     return n - 1 - out[0], out[1]
+
+
+def queries(model: Any, X: Any) -> NDArray[np.float64]:
+    """``X`` validated as the estimator's ``predict`` validates it."""
+    from sklearn.utils.validation import check_is_fitted, validate_data
+
+    from nadaraya._support.validation import as_real, is_dask
+    from nadaraya.local.encode import encode_queries
+
+    check_is_fitted(model)
+    if is_dask(X):
+        X = X.compute()
+    X = encode_queries(model, X)
+    if np.asarray(X).dtype.kind in "cmMUS":
+        as_real("X", X)
+    return validate_data(model, X, reset=False, dtype=np.float64)
 
 
 def _check(level: Any, method: Any, adaptive: Any, cv: Any) -> None:
@@ -72,8 +88,9 @@ def _spread(model: Any, r: NDArray[np.float64], Q: NDArray[np.float64]) -> tuple
     at ``Q``, floored at ``1e-6`` of their mean."""
     import warnings
 
-    from .. import _fit
-    from ..bandwidth import BandwidthWarning, select_bandwidth
+    from nadaraya.bandwidth import BandwidthWarning, select_bandwidth
+    from nadaraya.local import fit as _fit
+    from nadaraya.local import job as _job
 
     keys, _, sw = model._training_data()
     X = np.asarray(keys, dtype=np.float64)
@@ -84,7 +101,7 @@ def _spread(model: Any, r: NDArray[np.float64], Q: NDArray[np.float64]) -> tuple
         warnings.simplefilter("ignore", BandwidthWarning)
         sel = select_bandwidth(Xk, r[known], kernel=model.kernel, sample_weight=swk, var_types=vt,
                                categorical_kernel=model.categorical_kernel, per_feature=X.shape[1] > 1)
-    job = _fit.prepare(np.vstack([X, Q]), Xk, r[known], kernel=model.kernel, bandwidth=sel.bandwidth,
+    job = _job.prepare(np.vstack([X, Q]), Xk, r[known], kernel=model.kernel, bandwidth=sel.bandwidth,
                        sample_weight=swk, degree=0, var_types=vt, categorical_kernel=model.categorical_kernel,
                        levels=model._cat_levels())
     with warnings.catch_warnings():
@@ -103,8 +120,8 @@ def _loo_fits(model: Any) -> NDArray[np.float64]:
     n = X.shape[0]
     code = _kernel_code(model)
     if code >= 0:
-        from .._jit import run_ranges, threads_for
-        from . import _conformal_jit as cj
+        from nadaraya._support.jit import run_ranges, threads_for
+        from nadaraya.inference import _conformal_jit as cj
 
         loo = np.empty(n)
         s = np.ones(n) if sw is None else np.ascontiguousarray(sw, dtype=np.float64)
@@ -124,8 +141,8 @@ def _loo_fits(model: Any) -> NDArray[np.float64]:
 def _kernel_code(model: Any) -> int:
     """The kernel's code in the jitted loops, -1 where they do not compute its weights (other
     kernels, degree >= 1, categorical columns)."""
-    from ..kernels import get as get_kernel
-    from ._conformal_jit import KERNEL_CODES
+    from nadaraya.inference._conformal_jit import KERNEL_CODES
+    from nadaraya.kernels import get as get_kernel
 
     code = KERNEL_CODES.get(get_kernel(model.kernel).name, -1) if model._plain() else -1
     if code >= 10:  # a compact window needs the keys sorted by the first feature, as fit keeps them
@@ -175,8 +192,8 @@ def _jackknife_plus(
             keep[i] = False
             P[:, i] = _subset_pool(model, Q, keep)
         return _bounds_from_matrix(lambda a, b: P[a:b], R, scales, kl, ku)
-    from .._jit import run_ranges, threads_for
-    from . import _conformal_jit as cj
+    from nadaraya._support.jit import run_ranges, threads_for
+    from nadaraya.inference import _conformal_jit as cj
 
     code = _kernel_code(model)
     h = np.ascontiguousarray(model.bandwidth_, dtype=np.float64)
@@ -210,8 +227,8 @@ def _rows_pass(model: Any, Q: NDArray, X: NDArray, s: NDArray, y: NDArray, R: ND
     (their ``empty`` fill included), in blocks within the working memory."""
     import warnings
 
-    from .._attention import attention_weights
-    from . import _conformal_jit as cj
+    from nadaraya._core.attention import attention_weights
+    from nadaraya.inference import _conformal_jit as cj
 
     b = _block(X.shape[0])
     for r0 in range(0, rows.size, b):
@@ -250,7 +267,7 @@ def prediction_interval(
     """Lower and upper prediction bounds at ``X``: see
     :meth:`nadaraya.NadarayaWatson.prediction_interval`."""
     _check(level, method, adaptive, cv)
-    Q = _queries(model, X)
+    Q = queries(model, X)
     keys, values, _ = model._training_data()
     if np.ndim(values) != 1:
         raise ValueError("prediction_interval is computed for one output; this model was fitted on "

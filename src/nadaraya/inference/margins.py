@@ -7,9 +7,10 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import _fit
-from .._config import get_config
-from .._inference import VARIANCES, _check, _queries, _rng, noise_variance, training
+from nadaraya._support.config import get_config
+from nadaraya.inference.intervals import queries
+from nadaraya.inference.training import VARIANCES, _check, _rng, noise_variance, training
+from nadaraya.local import fit as _fit
 
 __all__ = ["AverageGradient", "average_gradient", "gradient_coefficients"]
 
@@ -57,7 +58,7 @@ def average_gradient(
     if np.ndim(values) != 1:
         raise ValueError("average_gradient is computed for one output; this model was fitted on y of shape "
                          f"{np.shape(values)}: fit one model per output")
-    P = np.asarray(model._training_data()[0], dtype=np.float64) if X is None else _queries(model, X)
+    P = np.asarray(model._training_data()[0], dtype=np.float64) if X is None else queries(model, X)
     if P.shape[0] == 0:
         raise ValueError("X has no rows: the average gradient needs at least one evaluation point")
     y = np.asarray(values, dtype=np.float64)

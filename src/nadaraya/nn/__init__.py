@@ -29,14 +29,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._pooling import (
+    from nadaraya.nn._pooling import (
         AdditiveAttentionPooling,
         AveragePooling,
         DotProductAttentionPooling,
         KernelPooling,
     )
-    from ._regressor import AttentionPoolingRegressor
-    from ._training import fit
+    from nadaraya.nn._regressor import AttentionPoolingRegressor
+    from nadaraya.nn._training import fit
 
 __all__ = [
     "AdditiveAttentionPooling",

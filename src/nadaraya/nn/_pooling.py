@@ -9,12 +9,12 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
-from ..kernels import Kernel
-from ..kernels import get as get_kernel
-from ._chunked import Plan, _ChunkedPool, _SdpaPool, _weights, block_sizes
-from ._far import _far_query_limit
-from ._inputs import _check_sizes, _flatten, _same_dtype
-from ._scores import Scorer, _additive_fn, _dot_fn, _dot_identity, _kernel_scorer, _Mask
+from nadaraya.kernels import Kernel
+from nadaraya.kernels import get as get_kernel
+from nadaraya.nn._chunked import Plan, _ChunkedPool, _SdpaPool, _weights, block_sizes
+from nadaraya.nn._far import _far_query_limit
+from nadaraya.nn._inputs import _check_sizes, _flatten, _same_dtype
+from nadaraya.nn._scores import Scorer, _additive_fn, _dot_fn, _dot_identity, _kernel_scorer, _Mask
 
 __all__ = [
     "AdditiveAttentionPooling",
