@@ -47,8 +47,9 @@ class IntervalMixin:
         cv : int or scikit-learn splitter, default 5
             The folds of ``"cv+"`` and ``"split"``, over the rows in the order given to fit
             (an integer: ``KFold(cv)``, shuffled when ``random_state`` is given).
-        random_state : int, numpy Generator or None
-            Shuffles the folds of an integer ``cv``.
+        random_state : int, numpy RandomState or None
+            Shuffles the folds of an integer ``cv`` (scikit-learn's ``KFold(shuffle=True)``);
+            None keeps the rows' order.
 
         Returns
         -------
