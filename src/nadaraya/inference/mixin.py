@@ -31,11 +31,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nadaraya.inference.bands import Band, confidence_band
+from nadaraya.inference.prediction import IntervalMixin
 
 __all__ = ["Band", "InferenceMixin"]
 
 
-class InferenceMixin:
+class InferenceMixin(IntervalMixin):
     """Confidence bands and significance tests of :class:`nadaraya.NadarayaWatson`."""
 
     def confidence_band(
