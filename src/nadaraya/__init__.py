@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ._inference import Band
     from ._sigtest import SignificanceTest
     from ._summary import FitSummary
+    from .density import KernelDensity
     from .estimator import NadarayaWatson
     from .local.lowess import lowess
     from .nn import AttentionPoolingRegressor
@@ -25,6 +26,7 @@ __all__ = [
     "Band",
     "EmptyWindowWarning",
     "FitSummary",
+    "KernelDensity",
     "NadarayaWatson",
     "SignificanceTest",
     "SingularFitWarning",
@@ -46,6 +48,7 @@ __all__ = [
 # scikit-learn itself imports pandas when it is installed, so the estimator is lazy too.
 _LAZY: dict[str, tuple[str, str]] = {
     "NadarayaWatson": ("nadaraya.estimator", "NadarayaWatson"),
+    "KernelDensity": ("nadaraya.density", "KernelDensity"),
     "AttentionPoolingRegressor": ("nadaraya.nn._regressor", "AttentionPoolingRegressor"),
     "load": ("nadaraya.persist", "load"),
     "select_bandwidth": ("nadaraya.bandwidth", "select_bandwidth"),
