@@ -129,7 +129,8 @@ class KernelDensity(BaseEstimator):  # type: ignore[misc]
         cat = np.array([c != "c" for c in vt])
         if cat.any():  # lambdas inside their ranges (a clear error now, not at the first score)
             kinds = "".join(c for c in vt if c != "c")
-            Categorical.build(kinds, X[:, cat], X[:1, cat], self.bandwidth_[cat], ck, columns=np.nonzero(cat)[0])
+            Categorical.build(kinds, X[:, cat], X[:1, cat], self.bandwidth_[cat], ck,
+                              columns=np.nonzero(cat)[0])
         return self
 
     def _kernel(self) -> Kernel:
