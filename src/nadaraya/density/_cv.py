@@ -225,8 +225,10 @@ def select(
         if res.fun <= objective(theta):
             theta = res.x
     elif (per_feature and theta.size > 1) or not cont.any():
+        simplex = np.vstack([theta, theta + 0.5 * np.eye(theta.size)])  # steps of e^0.5 in h, 0.5 in logit
         res = optimize.minimize(objective, theta, method="Nelder-Mead",
-                                options=dict(xatol=1e-4, fatol=1e-12, maxfev=200 * theta.size))
+                                options=dict(xatol=1e-5, fatol=1e-13, maxfev=300 * theta.size,
+                                             initial_simplex=simplex))
         if res.fun <= objective(theta):
             theta = res.x
     return unpack(theta)
