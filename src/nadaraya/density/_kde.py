@@ -76,7 +76,7 @@ class KernelDensity(BaseEstimator):  # type: ignore[misc]
     >>> x = np.random.default_rng(0).normal(size=(200, 1))
     >>> kde = KernelDensity(bandwidth=0.4).fit(x)
     >>> kde.score_samples([[0.0]]).round(2)
-    array([-0.84])
+    array([-0.99])
     """
 
     def __init__(
