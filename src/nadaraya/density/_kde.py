@@ -8,9 +8,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
+from sklearn.utils.validation import validate_data
 
 from .._mixed import Categorical, as_categorical_kernel, as_var_types, lambda_bounds
-from .._validation import as_points, as_sample_weight, as_tol, is_dask, pick_dtype
+from .._validation import as_sample_weight, as_tol, is_dask
 from ..bandwidth.rules import rule_of_thumb
 from ..kernels import Kernel
 from ..kernels import get as get_kernel
@@ -102,7 +103,7 @@ class KernelDensity(BaseEstimator):  # type: ignore[misc]
 
         Parameters
         ----------
-        X : array-like of shape (n, d) or (n,)
+        X : array-like of shape (n, d)
             A Dask array is computed first.
         y : ignored
         sample_weight : array-like of shape (n,), optional
@@ -115,14 +116,12 @@ class KernelDensity(BaseEstimator):  # type: ignore[misc]
         if is_dask(X, sample_weight):
             X, sample_weight = _computed(X), None if sample_weight is None else _computed(sample_weight)
         kernel = self._kernel()
-        X = as_points("X", X, pick_dtype(X))
+        X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=2)
         n, d = X.shape
         vt = as_var_types(self.var_types, d)
         ck = as_categorical_kernel(self.categorical_kernel)
         as_tol(self.tol)
         sw = as_sample_weight(sample_weight, n, np.dtype(np.float64))
-        if n < 2:
-            raise ValueError(f"X has {n} row; a kernel density needs at least 2")
         self.X_fit_, self.sample_weight_, self.var_types_ = X, sw, vt
         self.n_features_in_ = d
         self.bandwidth_ = self._choose(X.astype(np.float64), kernel, vt, ck, sw)
@@ -171,8 +170,9 @@ class KernelDensity(BaseEstimator):  # type: ignore[misc]
         self._check_fitted()
         if is_dask(X):
             return _lazy(self, X)
-        dtype = self.X_fit_.dtype if pick_dtype(X) == self.X_fit_.dtype else np.dtype(np.float64)
-        Q = as_points("X", X, dtype, d=self.n_features_in_)
+        Q = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        if Q.dtype != self.X_fit_.dtype:
+            Q = Q.astype(np.float64)
         keys = self.X_fit_ if Q.dtype == self.X_fit_.dtype else self.X_fit_.astype(Q.dtype)
         return log_kde(Q, keys, kernel=self._kernel(), bandwidth=self.bandwidth_, var_types=self.var_types_,
                        categorical_kernel=as_categorical_kernel(self.categorical_kernel),
