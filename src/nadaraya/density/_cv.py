@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 from scipy import optimize
+from threadpoolctl import threadpool_limits
 
 from .. import backends, pooling
 from .._mixed import lambda_bounds
@@ -229,9 +230,10 @@ def select(
             ok = math.isfinite(value) and np.isfinite(grad).all()
             return (value, grad) if ok else (1e300, np.zeros_like(t))
 
-        res = optimize.minimize(smooth, theta, jac=True, method="L-BFGS-B",
-                                bounds=[(t - REACH, t + REACH) for t in theta],
-                                options=dict(ftol=1e-13, gtol=1e-9, maxiter=200))
+        with threadpool_limits(1, user_api="blas"):  # BLAS threads on a 2-vector cost more than the sums
+            res = optimize.minimize(smooth, theta, jac=True, method="L-BFGS-B",
+                                    bounds=[(t - REACH, t + REACH) for t in theta],
+                                    options=dict(ftol=1e-13, gtol=1e-9, maxiter=200))
         if res.fun <= objective(theta):
             theta = res.x
     elif (per_feature and theta.size > 1) or not cont.any():
