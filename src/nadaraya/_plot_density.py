@@ -94,7 +94,7 @@ def density(
     else:
         lims = np.asarray(limits, dtype=np.float64).reshape(2, 2) if limits is not None else np.array(
             [_span(X[:, j], h[j]) for j in range(2)])
-        gx, gy = np.linspace(*lims[0], grid), np.linspace(*lims[1], grid)
+        gx, gy = (np.linspace(float(lims[j, 0]), float(lims[j, 1]), grid) for j in (0, 1))
         mx, my = np.meshgrid(gx, gy, indexing="xy")
         f = model.pdf(np.column_stack([mx.ravel(), my.ravel()])).reshape(mx.shape)
         filled = ax.contourf(mx, my, f, levels=levels, cmap="viridis")

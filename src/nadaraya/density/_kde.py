@@ -116,19 +116,21 @@ class KernelDensity(BaseEstimator):  # type: ignore[misc]
         if is_dask(X, sample_weight):
             X, sample_weight = _computed(X), None if sample_weight is None else _computed(sample_weight)
         kernel = self._kernel()
-        X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=2)
-        n, d = X.shape
+        data: NDArray[np.floating] = np.asarray(
+            validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=2))
+        n, d = data.shape
         vt = as_var_types(self.var_types, d)
         ck = as_categorical_kernel(self.categorical_kernel)
         as_tol(self.tol)
-        sw = as_sample_weight(sample_weight, n, np.dtype(np.float64))
-        self.X_fit_, self.sample_weight_, self.var_types_ = X, sw, vt
+        given = as_sample_weight(sample_weight, n, np.dtype(np.float64))
+        sw = None if given is None else given.astype(np.float64)
+        self.X_fit_, self.sample_weight_, self.var_types_ = data, sw, vt
         self.n_features_in_ = d
-        self.bandwidth_ = self._choose(X.astype(np.float64), kernel, vt, ck, sw)
+        self.bandwidth_ = self._choose(data.astype(np.float64), kernel, vt, ck, sw)
         cat = np.array([c != "c" for c in vt])
         if cat.any():  # lambdas inside their ranges (a clear error now, not at the first score)
             kinds = "".join(c for c in vt if c != "c")
-            Categorical.build(kinds, X[:, cat], X[:1, cat], self.bandwidth_[cat], ck,
+            Categorical.build(kinds, data[:, cat], data[:1, cat], self.bandwidth_[cat], ck,
                               columns=np.nonzero(cat)[0])
         return self
 
@@ -143,7 +145,7 @@ class KernelDensity(BaseEstimator):  # type: ignore[misc]
         d = X.shape[1]
         cont = np.array([c == "c" for c in vt])
         if not isinstance(bw, str):
-            h = np.asarray(bw, dtype=np.float64) if np.ndim(bw) else np.full(d, float(bw))
+            h = np.asarray(bw, dtype=np.float64) if np.ndim(bw) else np.full(d, float(bw))  # type: ignore[arg-type]
             if np.ndim(bw) == 0 and not cont.all():
                 raise ValueError(f"bandwidth={bw!r} is a scalar, but var_types={vt!r} has categorical "
                                  "columns; give one entry per column (lambdas for the categorical ones)")
@@ -170,7 +172,8 @@ class KernelDensity(BaseEstimator):  # type: ignore[misc]
         self._check_fitted()
         if is_dask(X):
             return _lazy(self, X)
-        Q = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        Q: NDArray[np.floating] = np.asarray(
+            validate_data(self, X, reset=False, dtype=[np.float64, np.float32]))
         if Q.dtype != self.X_fit_.dtype:
             Q = Q.astype(np.float64)
         keys = self.X_fit_ if Q.dtype == self.X_fit_.dtype else self.X_fit_.astype(Q.dtype)
