@@ -24,11 +24,12 @@ from numpy.typing import NDArray
 from scipy import optimize
 from threadpoolctl import threadpool_limits
 
-from .. import backends, pooling
-from .._mixed import lambda_bounds
-from .._nearest import FAR_LOG_WEIGHT
-from ..kernels import Kernel
-from ._constants import log_density, log_kde, log_kernel_constant
+from nadaraya import backends
+from nadaraya._core import call as _call
+from nadaraya._core.nearest import FAR_LOG_WEIGHT
+from nadaraya.density._constants import log_density, log_kde, log_kernel_constant
+from nadaraya.kernels import Kernel
+from nadaraya.local.mixed import lambda_bounds
 
 __all__ = ["CVProblem", "select"]
 
@@ -99,15 +100,15 @@ def _gaussian_sums(
     sums of degree 1 (whose second moments are ``sum w (x_j - x_i)^2``)."""
     hh = h * math.sqrt(2.0) if convolved else h
     n, d = problem.X.shape
-    call = pooling.prepare(None, problem.X, np.ones(n), kernel=problem.kernel, bandwidth=hh,
+    call = _call.prepare(None, problem.X, np.ones(n), kernel=problem.kernel, bandwidth=hh,
                            sample_weight=problem.sample_weight)
     exclude = None if convolved else np.arange(n)
-    parts, choice = pooling.compute_partials(call, exclude=exclude, backend=problem.backend, moments=1)
+    parts, choice = _call.compute_partials(call, exclude=exclude, backend=problem.backend, moments=1)
     far = np.nonzero(~(parts.shift >= FAR_LOG_WEIGHT))[0]
     if far.size and choice.name != "reference":
-        sub = pooling.Call(call.queries[far], call.keys, call.values, False, call.kernel, call.bandwidth,
+        sub = _call.Call(call.queries[far], call.keys, call.values, False, call.kernel, call.bandwidth,
                            call.sample_weight)
-        fix, _ = pooling.compute_partials(sub, exclude=None if exclude is None else exclude[far],
+        fix, _ = _call.compute_partials(sub, exclude=None if exclude is None else exclude[far],
                                           backend="reference", moments=1)
         parts.shift[far], parts.weight[far] = fix.shift, fix.weight
         parts.moments[1][far] = fix.moments[1]

@@ -10,13 +10,13 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
-from .._mixed import Categorical, as_categorical_kernel, as_var_types, lambda_bounds
-from .._validation import as_sample_weight, as_tol, is_dask
-from ..bandwidth.rules import rule_of_thumb
-from ..kernels import Kernel
-from ..kernels import get as get_kernel
-from ._constants import log_kde, log_kernel_constant, log_probability
-from ._cv import CVProblem, select
+from nadaraya._support.validation import as_sample_weight, as_tol, is_dask
+from nadaraya.bandwidth.rules import rule_of_thumb
+from nadaraya.density._constants import log_kde, log_kernel_constant, log_probability
+from nadaraya.density._cv import CVProblem, select
+from nadaraya.kernels import Kernel
+from nadaraya.kernels import get as get_kernel
+from nadaraya.local.mixed import Categorical, as_categorical_kernel, as_var_types, lambda_bounds
 
 __all__ = ["KernelDensity"]
 
