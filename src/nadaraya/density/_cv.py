@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 from scipy import optimize
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from nadaraya import backends
 from nadaraya._core import call as _call
@@ -176,6 +176,17 @@ def _bounds(problem: CVProblem) -> list[tuple[float, float, bool]]:
     return out
 
 
+_CONTROLLER: list[ThreadpoolController] = []
+
+
+def _blas() -> ThreadpoolController:
+    """One controller of the loaded thread pools per process (building one scans the loaded
+    libraries: milliseconds, as much as a small search's pass)."""
+    if not _CONTROLLER:
+        _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0]
+
+
 def resolve_backend(problem: CVProblem, bandwidth: NDArray[np.float64], moments: int = 0) -> str:
     """``backend="auto"`` decided once for a search (at its start), not at every evaluation:
     the data-aware choice measures the data, which costs more than a small pass. ``moments``:
@@ -235,7 +246,7 @@ def select(
             ok = math.isfinite(value) and np.isfinite(grad).all()
             return (value, grad) if ok else (1e300, np.zeros_like(t))
 
-        with threadpool_limits(1, user_api="blas"):  # BLAS threads on a 2-vector cost more than the sums
+        with _blas().limit(limits=1, user_api="blas"):  # BLAS threads on a small vector cost more
             res = optimize.minimize(smooth, theta, jac=True, method="L-BFGS-B",
                                     bounds=[(t - REACH, t + REACH) for t in theta],
                                     options=dict(ftol=1e-13, gtol=1e-9, maxiter=200))
