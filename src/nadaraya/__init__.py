@@ -11,6 +11,7 @@ from nadaraya._support.config import config_context, get_config, set_config
 from nadaraya.pooling import loo_pool, pool
 
 if TYPE_CHECKING:
+    from nadaraya.density import KernelDensity
     from nadaraya.estimator import NadarayaWatson
     from nadaraya.inference.bands import Band
     from nadaraya.inference.sigtest import SignificanceTest
@@ -28,6 +29,7 @@ __all__ = [
     "Band",
     "EmptyWindowWarning",
     "FitSummary",
+    "KernelDensity",
     "NadarayaWatson",
     "SignificanceTest",
     "SingularFitWarning",
@@ -49,6 +51,7 @@ __all__ = [
 # scikit-learn itself imports pandas when it is installed, so the estimator is lazy too.
 _LAZY: dict[str, tuple[str, str]] = {
     "NadarayaWatson": ("nadaraya.estimator", "NadarayaWatson"),
+    "KernelDensity": ("nadaraya.density._kde", "KernelDensity"),
     "AttentionPoolingRegressor": ("nadaraya.nn._regressor", "AttentionPoolingRegressor"),
     "load": ("nadaraya.persist", "load"),
     "select_bandwidth": ("nadaraya.bandwidth", "select_bandwidth"),
