@@ -198,7 +198,7 @@ def loo_loss_grad(
     >>> X = np.arange(8.0).reshape(4, 2)
     >>> loss, grad = loo_loss_grad(np.eye(2), X, X[:, :1])
     >>> round(loss, 6), grad.shape
-    (16.0, (2, 2))
+    (2.0, (2, 2))
     """
     A = np.ascontiguousarray(A, dtype=np.float64)
     X = np.asarray(X, dtype=np.float64)

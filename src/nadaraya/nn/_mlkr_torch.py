@@ -39,7 +39,7 @@ def loo_loss_grad_torch(A: torch.Tensor, Xc: torch.Tensor, Y: torch.Tensor) -> t
     >>> X = torch.arange(8.0, dtype=torch.float64).reshape(4, 2)
     >>> loss, grad = loo_loss_grad_torch(torch.eye(2, dtype=torch.float64), X - X.mean(0), X[:, :1])
     >>> round(float(loss), 6), tuple(grad.shape)
-    (16.0, (2, 2))
+    (2.0, (2, 2))
     """
     n = Xc.shape[0]
     Z = Xc @ A.T
