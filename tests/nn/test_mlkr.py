@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 
@@ -132,7 +133,7 @@ def test_loss_curve_is_the_loss_of_the_map() -> None:
     model = MLKR(n_components=2, max_iter=15).fit(X, y)
     curve = model.loss_curve_
     assert len(curve) == model.n_iter_ + 1 <= 16
-    assert all(b <= a for a, b in zip(curve, curve[1:], strict=False))  # L-BFGS decreases each step
+    assert all(b <= a for a, b in itertools.pairwise(curve))  # L-BFGS decreases each step
     loss, _ = loo_loss_grad(model.components_, X, (y - y.mean())[:, None])
     assert loss == pytest.approx(curve[-1], rel=1e-10)
     assert model.transform(X) == pytest.approx(X @ model.components_.T)

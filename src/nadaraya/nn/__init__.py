@@ -32,23 +32,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._mlkr import MLKR
     from ._pooling import (
         AdditiveAttentionPooling,
         AveragePooling,
         DotProductAttentionPooling,
         KernelPooling,
     )
-    from ._mlkr import MLKR
     from ._regressor import AttentionPoolingRegressor
     from ._training import fit
 
 __all__ = [
+    "MLKR",
     "AdditiveAttentionPooling",
     "AttentionPoolingRegressor",
     "AveragePooling",
     "DotProductAttentionPooling",
     "KernelPooling",
-    "MLKR",
     "fit",
 ]
 

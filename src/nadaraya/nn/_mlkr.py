@@ -1,4 +1,4 @@
-"""MLKR: metric learning for kernel regression, a scikit-learn transformer trained on the leave-one-out error."""
+"""MLKR: metric learning for kernel regression, a transformer trained on the leave-one-out error."""
 
 from __future__ import annotations
 
@@ -48,7 +48,8 @@ class MLKR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):  #
         leading principal directions ("pca"), the first ``k`` features ("identity") or
         Gaussian random directions ("random"), each direction scaled so that the kernel starts
         with a bandwidth of one standard deviation of the data along it (a wide start: the
-        loss has fewer local minima there than at a rule-of-thumb bandwidth). An array is taken as it is, in the units of X.
+        loss has fewer local minima there than at a rule-of-thumb bandwidth). An array is
+        taken as it is, in the units of X.
     max_iter : int, default 100
         Most L-BFGS iterations.
     tol : float, default 1e-5

@@ -44,7 +44,7 @@ _FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 
 @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
 def _distances(Zt, i0, nr, dist, best):  # pragma: no cover - compiled
-    """Squared distances of rows ``i0 .. i0 + nr`` to every key, own pair at +inf, and per row the smallest."""
+    """Squared distances of rows ``i0 .. i0 + nr`` to every key (own pair +inf) and each row's smallest."""
     k, n = Zt.shape
     for j0 in range(0, n, TILE):
         j1 = min(n, j0 + TILE)
@@ -175,7 +175,7 @@ def _part(Zt, Yt, Xt, edges, t0, t1, cx, rs, cs_parts, losses):  # pragma: no co
 def loo_loss_grad(
     A: NDArray[np.float64], X: NDArray[np.float64], Y: NDArray[np.float64]
 ) -> tuple[float, NDArray[np.float64]]:
-    """The leave-one-out mean squared error of Gaussian Nadaraya-Watson on ``X A^T`` and its gradient in ``A``.
+    """The leave-one-out MSE of Gaussian Nadaraya-Watson on ``X A^T`` and its gradient in ``A``.
 
     Parameters
     ----------

@@ -30,8 +30,12 @@ def _rows_per_block(n: int) -> int:
     return max(1, min(n, int(budget // max(1, n))))
 
 
-def loo_loss_grad_torch(A: torch.Tensor, Xc: torch.Tensor, Y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Loss ``(1/n) sum_i |yhat_i - y_i|^2`` and its gradient in ``A`` (k, d), for centred ``Xc`` (n, d), ``Y`` (n, p).
+def loo_loss_grad_torch(
+    A: torch.Tensor, Xc: torch.Tensor, Y: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Loss ``(1/n) sum_i |yhat_i - y_i|^2`` and its gradient in ``A`` (k, d).
+
+    ``Xc`` (n, d) are centred inputs, ``Y`` (n, p) the targets.
 
     Examples
     --------
