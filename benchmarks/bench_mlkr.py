@@ -28,8 +28,8 @@ import argparse
 import time
 
 import numpy as np
-from _timing import timed
 
+from _timing import timed
 from nadaraya import NadarayaWatson
 from nadaraya.nn import MLKR
 from nadaraya.nn._mlkr_loss import loo_loss_grad
@@ -50,7 +50,7 @@ def data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 def metric_learn_mlkr():  # type: ignore[no-untyped-def]
     """metric-learn's MLKR class, with the keyword shim for scikit-learn >= 1.8 applied."""
     import metric_learn._util as util
-    from metric_learn import MLKR as ML_MLKR  # noqa: N811
+    from metric_learn import MLKR as ML_MLKR
 
     def renamed(fn):  # type: ignore[no-untyped-def]
         def call(*args, force_all_finite=True, **kwargs):  # type: ignore[no-untyped-def]
@@ -62,7 +62,9 @@ def metric_learn_mlkr():  # type: ignore[no-untyped-def]
     return ML_MLKR
 
 
-def autograd_loss_grad(A: np.ndarray, X: np.ndarray, Y: np.ndarray, rows: int = 256) -> tuple[float, np.ndarray]:
+def autograd_loss_grad(
+    A: np.ndarray, X: np.ndarray, Y: np.ndarray, rows: int = 256
+) -> tuple[float, np.ndarray]:
     """The loss by blocks of rows with torch, the gradient by autograd block by block."""
     import torch
 
@@ -79,7 +81,7 @@ def autograd_loss_grad(A: np.ndarray, X: np.ndarray, Y: np.ndarray, rows: int = 
         P = torch.softmax(S, dim=1)
         part = ((P @ Yt - Yt[q0:q1]) ** 2).sum() / n
         part.backward()
-        total += float(part)
+        total += float(part.detach())
     return total, At.grad.numpy()
 
 
@@ -92,10 +94,10 @@ def gradients(sizes: tuple[int, ...]) -> None:
         Y = (y - y.mean())[:, None]
         A = rng.normal(size=(3, 10)) * 0.5
         name = f"grad n={n}"
-        t_nb, (l_nb, g_nb) = timed(lambda: loo_loss_grad(A, X, Y), repeat=3)
         ev = torch_evaluator(X, Y, "cpu")
-        t_th, (l_th, g_th) = timed(lambda: ev(A), repeat=3)  # noqa: B023
-        t_ag, (l_ag, g_ag) = timed(lambda: autograd_loss_grad(A, X, Y), repeat=3)  # noqa: B023
+        t_nb, (_, g_nb) = timed(lambda: loo_loss_grad(A, X, Y), repeat=3)  # noqa: B023
+        t_th, (_, g_th) = timed(lambda: ev(A), repeat=3)  # noqa: B023
+        t_ag, (_, g_ag) = timed(lambda: autograd_loss_grad(A, X, Y), repeat=3)  # noqa: B023
         diff = max(np.max(np.abs(g_th - g_nb)), np.max(np.abs(g_ag - g_nb))) / np.max(np.abs(g_nb))
         row(name, "analytic, numba (default)", t_nb)
         row(name, "analytic, torch cpu (device path)", t_th, f"{t_th / t_nb:.1f}x numba's time")

@@ -1,4 +1,4 @@
-"""Matplotlib figures that make attention visible: kernels, fits, attention heatmaps, CV curves, training.
+"""Figures that make attention visible: kernels, fits, attention heatmaps, CV curves, training, metrics.
 
 Each function draws on the Axes it is given (``ax=None`` makes a new figure), returns the
 Axes and never calls ``show``. matplotlib is imported inside the functions (the ``plot``
@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._files import atomic_write
+from ._plot_metric import metric
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -23,17 +24,8 @@ if TYPE_CHECKING:
 
     from .bandwidth import BandwidthSelection
 
-__all__ = [
-    "attention",
-    "bandwidth_curve",
-    "bandwidth_selection",
-    "criterion_label",
-    "fit",
-    "kernel_grid",
-    "kernels",
-    "savefig",
-    "training",
-]
+__all__ = ["attention", "bandwidth_curve", "bandwidth_selection", "criterion_label", "fit", "kernel_grid",
+           "kernels", "metric", "savefig", "training"]
 
 #: The kernels of the textbook chapter (its ``epanechikov`` is our ``triangular``).
 TEXTBOOK_KERNELS: tuple[str, ...] = ("gaussian", "boxcar", "constant", "triangular")
