@@ -47,8 +47,9 @@ def dense_grad(A: np.ndarray, X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     return G
 
 
-# n beyond one tile and not a multiple of the row block; one output and several
-CASES = [(7, 3, 2, 1), (TILE + 2 * ROWS + 3, 5, 3, 1), (61, 4, 4, 3)]
+# n beyond one tile and not a multiple of the row block; one output and several; 2k < d (the
+# gradient through C^T Z and C Z) and 2k >= d (through C X)
+CASES = [(7, 3, 2, 1), (TILE + 2 * ROWS + 3, 7, 3, 1), (61, 4, 4, 3), (45, 7, 2, 2)]
 
 
 @pytest.mark.parametrize(("n", "d", "k", "p"), CASES)
@@ -68,12 +69,17 @@ def test_loss_and_gradient_match_the_dense_reference(n: int, d: int, k: int, p: 
 
 def test_gradient_matches_finite_differences() -> None:
     rng = np.random.default_rng(1)
-    X, Y = rng.normal(size=(50, 4)), rng.normal(size=(50, 2))
-    A = rng.normal(size=(2, 4)) * 0.7
-    _, grad = loo_loss_grad(A, X, Y)
+    for d in (4, 5):  # 2k = d and 2k < d
+        X, Y = rng.normal(size=(50, d)), rng.normal(size=(50, 2))
+        A = rng.normal(size=(2, d)) * 0.7
+        _, grad = loo_loss_grad(A, X, Y)
+        _check_finite_differences(A, X, Y, grad)
+
+
+def _check_finite_differences(A: np.ndarray, X: np.ndarray, Y: np.ndarray, grad: np.ndarray) -> None:
     step = 1e-6
-    for a in range(2):
-        for b in range(4):
+    for a in range(A.shape[0]):
+        for b in range(A.shape[1]):
             E = np.zeros_like(A)
             E[a, b] = step
             fd = (dense_loss(A + E, X, Y) - dense_loss(A - E, X, Y)) / (2 * step)

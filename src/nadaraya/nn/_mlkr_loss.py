@@ -12,9 +12,10 @@ For a linear map ``A`` (k, d), centred inputs ``X`` (n, d), ``Z = X A^T`` and ta
     dL/dA = -(4/n) A M,   M = sum_ij c_ij (x_i - x_j)(x_i - x_j)^T
                             = X^T diag(rs + cs) X - X^T C X - (C X)^T X,
 
-with ``rs``, ``cs`` the row and column sums of ``C`` and ``C X`` (n, d). One pass over the
-pairs gives all of it: O(n^2 (k + d + p)) work and O(n (d + k + p)) memory, never the n x n
-matrix. The kernel takes rows a few at a time (:data:`ROWS`, so that each key's column is
+with ``rs``, ``cs`` the row and column sums of ``C`` and ``C X`` (n, d); or, when ``2k < d``,
+``A M = Z^T diag(rs + cs) X - (C^T Z)^T X - (C Z)^T X`` (2k sums per pair instead of d). One
+pass over the pairs gives all of it: O(n^2 (k + min(d, 2k) + p)) work and O(n (d + k + p))
+memory, never the n x n matrix. The kernel takes rows a few at a time (:data:`ROWS`, so that each key's column is
 read once for several rows) against all keys in tiles of :data:`TILE`; per row, the log
 weights are shifted by their largest (the nearest other point) before the exponential, which
 is ``exp_flushed`` (vectorised; relative terms below ``e^-708`` are 0).
@@ -102,18 +103,19 @@ def _weights(Yt, nr, dist, best, w, wsum, yh):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
-def _pair_terms(Yt, Xt, i0, nr, w, wsum, yh, res, c, cx, rs, cs):  # pragma: no cover - compiled
-    """``c_ij`` into ``c``; rows of ``C X`` into ``cx``, row sums into ``rs``, column sums added to ``cs``."""
+def _pair_terms(Yt, Ft, Ht, i0, nr, w, wsum, yh, res, c, cf, rs, acc):  # pragma: no cover - compiled
+    """``c_ij`` into ``c``; rows of ``C F`` into ``cf`` and row sums into ``rs``; the columns of
+    ``C`` weighted by each row of ``Ht`` (at the query) added to ``acc`` (``acc[l, j] += c_ij H_il``)."""
     p, n = Yt.shape
-    d = Xt.shape[0]
+    f = Ft.shape[0]
+    h = Ht.shape[0]
     for r in range(nr):
         rs[i0 + r] = 0.0
-        for l in range(d):
-            cx[i0 + r, l] = 0.0
+        for l in range(f):
+            cf[i0 + r, l] = 0.0
     for j0 in range(0, n, TILE):
         j1 = min(n, j0 + TILE)
         width = j1 - j0
-        ctile = cs[j0:j1]
         for r in range(nr):
             ry = 0.0
             for l in range(p):
@@ -133,22 +135,26 @@ def _pair_terms(Yt, Xt, i0, nr, w, wsum, yh, res, c, cx, rs, cs):  # pragma: no 
                 v = crow[j] * wrow[j] * inv
                 crow[j] = v
                 s += v
-                ctile[j] += v
             rs[i0 + r] += s
-        for l in range(d):
-            xrow = Xt[l, j0:j1]
+            for l in range(h):
+                hl = Ht[l, i0 + r]
+                atile = acc[l, j0:j1]
+                for j in range(width):
+                    atile[j] += hl * crow[j]
+        for l in range(f):
+            frow = Ft[l, j0:j1]
             for r in range(nr):
                 crow = c[r, j0:j1]
-                acc = 0.0
+                total = 0.0
                 for j in range(width):
-                    acc += crow[j] * xrow[j]
-                cx[i0 + r, l] += acc
+                    total += crow[j] * frow[j]
+                cf[i0 + r, l] += total
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
-def _part(Zt, Yt, Xt, edges, t0, t1, cx, rs, cs_parts, losses):  # pragma: no cover - compiled
+def _part(Zt, Yt, Ft, Ht, edges, t0, t1, cf, rs, acc_parts, losses):  # pragma: no cover - compiled
     """Rows ``edges[t] .. edges[t + 1]`` for each part ``t`` in ``t0 .. t1``: the part's loss,
-    its rows of ``C X`` and row sums, and its column sums in ``cs_parts[t]``."""
+    its rows of ``C F`` and row sums, and its weighted column sums in ``acc_parts[t]``."""
     n = Zt.shape[1]
     p = Yt.shape[0]
     dist = np.empty((ROWS, n))
@@ -168,7 +174,7 @@ def _part(Zt, Yt, Xt, edges, t0, t1, cx, rs, cs_parts, losses):  # pragma: no co
                     yh[r, l] /= wsum[r]
                     res[r, l] = yh[r, l] - Yt[l, i0 + r]
                     loss += res[r, l] * res[r, l]
-            _pair_terms(Yt, Xt, i0, nr, w, wsum, yh, res, dist, cx, rs, cs_parts[t])
+            _pair_terms(Yt, Ft, Ht, i0, nr, w, wsum, yh, res, dist, cf, rs, acc_parts[t])
         losses[t] = loss
 
 
@@ -204,20 +210,29 @@ def loo_loss_grad(
     X = np.asarray(X, dtype=np.float64)
     Y = np.asarray(Y, dtype=np.float64)
     n, d = X.shape
+    k = A.shape[0]
     Xc = X - X.mean(axis=0)
-    Zt = np.ascontiguousarray((Xc @ A.T).T)
-    Xt = np.ascontiguousarray(Xc.T)
+    Z = Xc @ A.T
+    Zt = np.ascontiguousarray(Z.T)
     Yt = np.ascontiguousarray(Y.T)
-    work = float(n) * n * (A.shape[0] + d + Y.shape[1] + 20)
+    by_z = 2 * k < d  # 2k + 1 passes over the pairs instead of d + 1
+    ones = np.ones((1, n))
+    Ft = Zt if by_z else np.ascontiguousarray(Xc.T)
+    Ht = np.vstack([ones, Zt]) if by_z else ones
+    work = float(n) * n * (k + Ft.shape[0] + Ht.shape[0] + Y.shape[1] + 20)
     parts = max(1, min(-(-n // ROWS), 4 * numba.get_num_threads()))
     edges = np.linspace(0, n, parts + 1).astype(np.int64)
-    cx = np.empty((n, d))
+    cf = np.empty((n, Ft.shape[0]))
     rs = np.empty(n)
-    cs_parts = np.zeros((parts, n))
+    acc_parts = np.zeros((parts, *Ht.shape))
     losses = np.zeros(parts)
     with threads_for(work):
-        run_ranges(_part, (Zt, Yt, Xt, edges), parts, (cx, rs, cs_parts, losses), grain=1)
-    cs = cs_parts.sum(axis=0)
-    xcx = Xc.T @ cx
-    M = (Xc * (rs + cs)[:, None]).T @ Xc - xcx - xcx.T
-    return float(losses.sum()) / n, (-4.0 / n) * (A @ M)
+        run_ranges(_part, (Zt, Yt, Ft, Ht, edges), parts, (cf, rs, acc_parts, losses), grain=1)
+    acc = acc_parts.sum(axis=0)
+    cs = acc[0]
+    if by_z:  # A M = Z^T diag(rs + cs) X - (C^T Z)^T X - (C Z)^T X
+        AM = (Z * (rs + cs)[:, None]).T @ Xc - (acc[1:] + cf.T) @ Xc
+    else:  # M = X^T diag(rs + cs) X - X^T C X - (C X)^T X
+        xcx = Xc.T @ cf
+        AM = A @ ((Xc * (rs + cs)[:, None]).T @ Xc - xcx - xcx.T)
+    return float(losses.sum()) / n, (-4.0 / n) * AM
