@@ -32,7 +32,7 @@ from .._jit import exp_flushed, run_ranges, threads_for
 __all__ = ["ROWS", "TILE", "loo_loss_grad"]
 
 #: rows of queries handled together (each key column read once for all of them)
-ROWS = 8
+ROWS = 4
 #: keys per tile (the tile's scratch stays in the first-level cache)
 TILE = 256
 
@@ -47,28 +47,33 @@ _FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 def _distances(Zt, i0, nr, dist, best):  # pragma: no cover - compiled
     """Squared distances of rows ``i0 .. i0 + nr`` to every key (own pair +inf) and each row's smallest."""
     k, n = Zt.shape
+    for r in range(nr):
+        best[r] = np.inf
     for j0 in range(0, n, TILE):
         j1 = min(n, j0 + TILE)
         width = j1 - j0
-        for r in range(nr):
-            drow = dist[r, j0:j1]
-            for j in range(width):
-                drow[j] = 0.0
         for l in range(k):
             zrow = Zt[l, j0:j1]
             for r in range(nr):
                 zl = Zt[l, i0 + r]
                 drow = dist[r, j0:j1]
-                for j in range(width):
-                    u = zl - zrow[j]
-                    drow[j] += u * u
-    for r in range(nr):
-        dist[r, i0 + r] = np.inf
-        drow = dist[r]
-        m = np.inf
-        for j in range(n):
-            m = min(m, drow[j])
-        best[r] = m
+                if l == 0:
+                    for j in range(width):
+                        u = zl - zrow[j]
+                        drow[j] = u * u
+                else:
+                    for j in range(width):
+                        u = zl - zrow[j]
+                        drow[j] += u * u
+        for r in range(nr):
+            if j0 <= i0 + r < j1:
+                dist[r, i0 + r] = np.inf
+            drow = dist[r, j0:j1]
+            m = best[r]
+            for j in range(width):
+                v = drow[j]
+                m = v if v < m else m
+            best[r] = m
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
