@@ -101,7 +101,7 @@ def metric(
     raw_ax, learned_ax = fig.subplots(1, 2)
     panels = [(raw_ax, Xraw, names[:2], "raw features"),
               (learned_ax, Z, [f"learned direction {i + 1}" for i in range(2)], "learned metric")]
-    points = None
+    points: Any = None
     for ax, coords, labels, title in panels:
         if coords.shape[1] >= 2:
             u, v, vlabel = coords[:, 0], coords[:, 1], labels[1]

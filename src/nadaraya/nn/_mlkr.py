@@ -122,18 +122,19 @@ class MLKR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):  #
         -------
         self : MLKR
         """
-        X, y = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64,
-                             ensure_min_samples=2)
-        n, d = X.shape
+        Xv, yv = validate_data(self, X, y, multi_output=True, y_numeric=True, dtype=np.float64,
+                               ensure_min_samples=2)
+        Xa: NDArray[np.float64] = np.asarray(Xv, dtype=np.float64)
+        n, d = Xa.shape
         k = self._check_params(d)
-        Y = y.reshape(n, -1).astype(np.float64)
+        Y = np.asarray(yv, dtype=np.float64).reshape(n, -1)
         Y = Y - Y.mean(axis=0)  # the leave-one-out fit of a shifted y shifts with it
         spread = float(np.sum(Y * Y)) / n
         scale = spread if spread > 0 else 1.0
-        centre = X.mean(axis=0)
-        sd = X.std(axis=0)
+        centre = Xa.mean(axis=0)
+        sd = Xa.std(axis=0)
         sd = np.where(sd > 0, sd, 1.0)
-        Xs = (X - centre) / sd
+        Xs = (Xa - centre) / sd
         A0 = self._initial(Xs, sd, k)
         evaluate = _evaluator(Xs, Y, self.device)
         curve: list[float] = []
@@ -166,8 +167,8 @@ class MLKR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):  #
         ndarray of shape (n_samples, n_components)
         """
         check_is_fitted(self, "components_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return np.asarray(X @ self.components_.T)
+        Xv = np.asarray(validate_data(self, X, reset=False, dtype=np.float64), dtype=np.float64)
+        return np.asarray(Xv @ self.components_.T)
 
     @property
     def _n_features_out(self) -> int:

@@ -15,10 +15,10 @@ For a linear map ``A`` (k, d), centred inputs ``X`` (n, d), ``Z = X A^T`` and ta
 with ``rs``, ``cs`` the row and column sums of ``C`` and ``C X`` (n, d); or, when ``2k < d``,
 ``A M = Z^T diag(rs + cs) X - (C^T Z)^T X - (C Z)^T X`` (2k sums per pair instead of d). One
 pass over the pairs gives all of it: O(n^2 (k + min(d, 2k) + p)) work and O(n (d + k + p))
-memory, never the n x n matrix. The kernel takes rows a few at a time (:data:`ROWS`, so that each key's column is
-read once for several rows) against all keys in tiles of :data:`TILE`; per row, the log
-weights are shifted by their largest (the nearest other point) before the exponential, which
-is ``exp_flushed`` (vectorised; relative terms below ``e^-708`` are 0).
+memory, never the n x n matrix. The kernel takes rows a few at a time (:data:`ROWS`, so that
+each key column is read once for several rows) against all keys in tiles of :data:`TILE`; per
+row, the log weights are shifted by their largest (the nearest other point) before the
+exponential, which is ``exp_flushed`` (vectorised; relative terms below ``e^-708`` are 0).
 """
 
 from __future__ import annotations
