@@ -166,7 +166,7 @@ def main() -> None:
     else:
         w1(ML, Xtr, ytr, it1, name)
 
-    gradients((300, 1000) if args.quick else (1000, 4000))
+    gradients((300,) if args.quick else (1000, 4000))
 
     X2, y2 = data(n2, seed=1)
     t0 = time.perf_counter()
