@@ -92,12 +92,22 @@ def _weights(Yt, nr, dist, best, w, wsum, yh):  # pragma: no cover - compiled
             drow = dist[r, j0:j1]
             wrow = w[r, j0:j1]
             s = 0.0
-            for j in range(width):
-                e = exp_flushed(m - drow[j])
-                wrow[j] = e
-                s += e
+            if p == 1:  # one output: its weighted sum in the same pass
+                yrow = Yt[0, j0:j1]
+                acc = 0.0
+                for j in range(width):
+                    e = exp_flushed(m - drow[j])
+                    wrow[j] = e
+                    s += e
+                    acc += e * yrow[j]
+                yh[r, 0] += acc
+            else:
+                for j in range(width):
+                    e = exp_flushed(m - drow[j])
+                    wrow[j] = e
+                    s += e
             wsum[r] += s
-        for l in range(p):
+        for l in range(p if p > 1 else 0):
             yrow = Yt[l, j0:j1]
             for r in range(nr):
                 wrow = w[r, j0:j1]
@@ -127,21 +137,32 @@ def _pair_terms(Yt, Ft, Ht, i0, nr, w, wsum, yh, res, c, cf, rs, acc):  # pragma
                 ry += res[r, l] * yh[r, l]
             crow = c[r, j0:j1]
             wrow = w[r, j0:j1]
-            for j in range(width):
-                crow[j] = -ry
-            for l in range(p):
-                rl = res[r, l]
-                yrow = Yt[l, j0:j1]
-                for j in range(width):
-                    crow[j] += rl * yrow[j]
+            cs = acc[0, j0:j1]
             inv = 1.0 / wsum[r]
             s = 0.0
-            for j in range(width):
-                v = crow[j] * wrow[j] * inv
-                crow[j] = v
-                s += v
+            if p == 1:  # one output: c_ij in one pass
+                rl = res[r, 0]
+                yrow = Yt[0, j0:j1]
+                for j in range(width):
+                    v = (rl * yrow[j] - ry) * wrow[j] * inv
+                    crow[j] = v
+                    s += v
+                    cs[j] += v
+            else:
+                for j in range(width):
+                    crow[j] = -ry
+                for l in range(p):
+                    rl = res[r, l]
+                    yrow = Yt[l, j0:j1]
+                    for j in range(width):
+                        crow[j] += rl * yrow[j]
+                for j in range(width):
+                    v = crow[j] * wrow[j] * inv
+                    crow[j] = v
+                    s += v
+                    cs[j] += v
             rs[i0 + r] += s
-            for l in range(h):
+            for l in range(1, h):  # row 0 of Ht is ones: the column sums, added above
                 hl = Ht[l, i0 + r]
                 atile = acc[l, j0:j1]
                 for j in range(width):
