@@ -16,7 +16,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from nadaraya._support.files import atomic_write
-from nadaraya.density._plot import density
+from nadaraya.plot._density import density
+from nadaraya.plot._metric import metric
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from nadaraya.bandwidth import BandwidthSelection
 
 __all__ = ["attention", "bandwidth_curve", "bandwidth_selection", "criterion_label", "density", "fit",
-           "kernel_grid", "kernels", "savefig", "training"]
+           "kernel_grid", "kernels", "metric", "savefig", "training"]
 
 #: The kernels of the textbook chapter (its ``epanechikov`` is our ``triangular``).
 TEXTBOOK_KERNELS: tuple[str, ...] = ("gaussian", "boxcar", "constant", "triangular")
