@@ -44,7 +44,7 @@ from scipy import special
 from ..kernels import Kernel
 from ..kernels import get as get_kernel
 
-__all__ = ["categorical_cdf", "has_cdf", "kernel_cdf"]
+__all__ = ["categorical_cdf", "category_term", "has_cdf", "kernel_cdf"]
 
 _Half = Callable[[NDArray[np.float64]], NDArray[np.float64]]
 
@@ -184,17 +184,24 @@ def categorical_cdf(
     [[1.0, 1.0, 1.0]]
     """
     out = np.zeros((y.shape[0], keys.shape[0]))
-    c = levels.size
     for level in levels:
-        diff = np.abs(keys - level)
-        equal = diff == 0
-        if kernel == "li-racine":
-            term = np.where(equal, 1.0, lam ** diff if kind == "o" else lam)
-        elif kind == "o":
-            term = np.where(equal, 1.0 - lam, 0.5 * (1.0 - lam) * lam ** diff)
-        else:
-            term = np.where(equal, 1.0 - lam, lam / (c - 1) if c > 1 else 0.0)
-        out += (level <= y)[:, None] * term[None, :]
+        out += (level <= y)[:, None] * category_term(kind, kernel, keys, float(level), lam, levels.size)[None, :]
     return out
 
 
+def category_term(kind: str, kernel: str, keys: NDArray[np.float64], level: float, lam: float, c: int) -> NDArray[np.float64]:
+    """The categorical kernel ``L(Y_i, level)`` of each key (n,); ``c`` categories.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> category_term("o", "classic", np.array([0.0, 2.0]), 0.0, 0.5, 3).tolist()
+    [0.5, 0.0625]
+    """
+    diff = np.abs(keys - level)
+    equal = diff == 0
+    if kernel == "li-racine":
+        return np.where(equal, 1.0, lam**diff if kind == "o" else lam)
+    if kind == "o":
+        return np.where(equal, 1.0 - lam, 0.5 * (1.0 - lam) * lam**diff)
+    return np.where(equal, 1.0 - lam, lam / (c - 1) if c > 1 else 0.0)
