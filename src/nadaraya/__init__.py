@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from ._inference import Band
     from ._sigtest import SignificanceTest
     from ._summary import FitSummary
+    from .density import ConditionalDensity, KernelDensity
     from .estimator import NadarayaWatson
     from .local.lowess import lowess
     from .nn import AttentionPoolingRegressor
@@ -23,8 +24,10 @@ from ._version import __version__
 __all__ = [
     "AttentionPoolingRegressor",
     "Band",
+    "ConditionalDensity",
     "EmptyWindowWarning",
     "FitSummary",
+    "KernelDensity",
     "NadarayaWatson",
     "SignificanceTest",
     "SingularFitWarning",
@@ -46,6 +49,8 @@ __all__ = [
 # scikit-learn itself imports pandas when it is installed, so the estimator is lazy too.
 _LAZY: dict[str, tuple[str, str]] = {
     "NadarayaWatson": ("nadaraya.estimator", "NadarayaWatson"),
+    "KernelDensity": ("nadaraya.density", "KernelDensity"),
+    "ConditionalDensity": ("nadaraya.density", "ConditionalDensity"),
     "AttentionPoolingRegressor": ("nadaraya.nn._regressor", "AttentionPoolingRegressor"),
     "load": ("nadaraya.persist", "load"),
     "select_bandwidth": ("nadaraya.bandwidth", "select_bandwidth"),
