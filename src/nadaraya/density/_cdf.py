@@ -21,8 +21,8 @@ logistic      ``1 / (1 + e^-u)``
 lower half's formula where that loses nothing, so both tails keep their relative precision.
 The ``constant`` kernel is not integrable and has no CDF.
 
-The CDF of a categorical kernel ``L(Y_i, y)`` is, as in statsmodels and R's np, the sum of
-``L(Y_i, c)`` over the categories ``c <= y`` seen in training (:func:`categorical_cdf`).
+The CDF of a categorical kernel ``L(y | Y_i)`` is, as in statsmodels and R's np, the sum of
+``L(c | Y_i)`` over the categories ``c <= y`` seen in training (:func:`categorical_cdf`).
 
 Examples
 --------
@@ -43,6 +43,7 @@ from scipy import special
 
 from ..kernels import Kernel
 from ..kernels import get as get_kernel
+from ._constants import log_probability
 
 __all__ = ["categorical_cdf", "category_term", "has_cdf", "kernel_cdf"]
 
@@ -185,23 +186,20 @@ def categorical_cdf(
     """
     out = np.zeros((y.shape[0], keys.shape[0]))
     for level in levels:
-        out += (level <= y)[:, None] * category_term(kind, kernel, keys, float(level), lam, levels.size)[None, :]
+        out += (level <= y)[:, None] * category_term(kind, kernel, keys, float(level), lam, levels)[None, :]
     return out
 
 
-def category_term(kind: str, kernel: str, keys: NDArray[np.float64], level: float, lam: float, c: int) -> NDArray[np.float64]:
-    """The categorical kernel ``L(Y_i, level)`` of each key (n,); ``c`` categories.
+def category_term(kind: str, kernel: str, keys: NDArray[np.float64], level: float, lam: float,
+                  levels: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The categorical kernel ``L(level | Y_i)`` of each key (n,), as the densities define it
+    (:func:`nadaraya.density._constants.log_probability`).
 
     Examples
     --------
     >>> import numpy as np
-    >>> category_term("o", "classic", np.array([0.0, 2.0]), 0.0, 0.5, 3).tolist()
+    >>> category_term("o", "classic", np.array([0.0, 2.0]), 0.0, 0.5, np.arange(3.0)).tolist()
     [0.5, 0.0625]
     """
-    diff = np.abs(keys - level)
-    equal = diff == 0
-    if kernel == "li-racine":
-        return np.where(equal, 1.0, lam**diff if kind == "o" else lam)
-    if kind == "o":
-        return np.where(equal, 1.0 - lam, 0.5 * (1.0 - lam) * lam**diff)
-    return np.where(equal, 1.0 - lam, lam / (c - 1) if c > 1 else 0.0)
+    with np.errstate(divide="ignore"):
+        return np.exp(log_probability(kind, kernel, lam, levels, np.array([level]), keys)[0])  # type: ignore[no-any-return]

@@ -94,7 +94,7 @@ def _category_conv(kind: str, ck: str, yi: NDArray[np.float64], lam: float,
     """``sum over training categories c of L(Y_i, c) L(Y_j, c)`` (statsmodels' convolution)."""
     out = np.zeros((yi.size, yi.size))
     for level in levels:
-        term = category_term(kind, ck, yi, float(level), lam, levels.size)
+        term = category_term(kind, ck, yi, float(level), lam, levels)
         out += term[:, None] * term[None, :]
     return out
 
@@ -103,7 +103,7 @@ def cv_ml_score(s: Sample) -> float:
     """``sum_i s_i max(log f_{-i}(Y_i | X_i), log DBL_MIN)`` (unit ``s_i`` without weights)."""
     joint, marg = log_sums(s, None, None, loo=True)
     with np.errstate(invalid="ignore"):
-        terms = joint - marg + s.y_constant()
+        terms = joint - marg
     terms = np.where(terms >= LOG_DBL_MIN, terms, LOG_DBL_MIN)  # NaN (no neighbour at all) too
     w = np.ones(terms.size) if s.sample_weight is None else s.sample_weight
     return float((w * terms).sum())

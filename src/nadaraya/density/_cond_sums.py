@@ -1,10 +1,8 @@
 """The sums under a conditional density: pool's partials with unit values, and the x-weights.
 
 ``f(y | x) = sum_i K_x(x - X_i) K_y(y - Y_i) / sum_i K_x(x - X_i)``, the ratio of the joint and
-the marginal kernel sums (the continuous ``y`` columns' kernels with their normalising
-constants and ``1 / h``). Both sums are the engine's partial sums with unit values
-(:func:`log_sums`, mixed columns through ``nadaraya._fit``, which groups keys by their
-categories), kept in the log domain. The CDF and the quantiles need, per query, the x-weights
+the marginal kernel densities. Both are the engine's partial sums with unit values
+(:func:`log_sums` over ``log_kde``), kept in the log domain. The CDF and the quantiles need, per query, the x-weights
 of every key (the factor in ``y`` changes with the query): :func:`x_log_weights` gives them
 in blocks of queries, from the reference backend's block weights and the categorical factors.
 """
@@ -17,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import _fit
 from .._config import get_config
 from .._mixed import Categorical
+from ._constants import Categories, log_kde
 from ..backends.reference import block_weights
 from ..kernels import Kernel
 from ._cdf import categorical_cdf, kernel_cdf
@@ -82,22 +80,18 @@ class Sample:
 
 def log_sums(s: Sample, qx: NDArray[np.float64] | None, qy: NDArray[np.float64] | None,
              loo: bool = False) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``log`` of the joint sum ``sum_i s_i K_x K_y`` at (qx, qy) and of the marginal sum
-    ``sum_i s_i K_x`` at qx, kernels without their constants (``None`` queries: the training
-    points, with each one's own term left out when ``loo``)."""
-    n = s.x.shape[0]
-    ex = np.arange(n) if loo else None
+    """The log joint density of (x, y) at (qx, qy) and the log marginal density of x at qx
+    (:func:`log_kde`: pool's partial sums with unit values, constants kept); ``None`` queries
+    mean the training points, each left out of its own sums when ``loo``."""
     joint_keys = np.hstack([s.x, s.y])
     jq = None if qx is None else np.hstack([qx, qy])
-    out = []
-    for q, keys, types, h in ((jq, joint_keys, s.var_types + s.dep_types, s.bandwidth),
-                              (qx, s.x, s.var_types, s.hx)):
-        job = _fit.prepare(q, keys, np.ones(n), kernel=s.kernel, bandwidth=h, sample_weight=s.sample_weight,
-                           degree=0, var_types=types, categorical_kernel=s.categorical_kernel)
-        parts = _fit.partials(job, ex, s.backend)
-        with np.errstate(divide="ignore"):
-            out.append(parts.shift.astype(np.float64) + np.log(parts.weight.astype(np.float64)))
-    return out[0], out[1]
+    if qx is None and not loo:
+        jq, qx = joint_keys, s.x
+    common = dict(kernel=s.kernel, categorical_kernel=s.categorical_kernel, sample_weight=s.sample_weight,
+                  backend=s.backend)
+    joint = log_kde(jq, joint_keys, bandwidth=s.bandwidth, var_types=s.var_types + s.dep_types, **common)
+    marg = log_kde(qx, s.x, bandwidth=s.hx, var_types=s.var_types, **common)
+    return joint, marg
 
 
 def _blocks(m: int, n: int, arrays: int = 4) -> range:
@@ -128,7 +122,7 @@ def x_log_weights(s: Sample, qx: NDArray[np.float64]) -> NDArray[np.float64]:
     if cat:
         kinds = "".join(s.var_types[j] for j in cat)
         levels = np.array([s.levels(j, False).size for j in cat], dtype=np.int64)
-        c = Categorical(kinds, s.x[:, cat], qx[:, cat], s.hx[cat], levels, s.categorical_kernel)
+        c = Categories.of(Categorical(kinds, s.x[:, cat], qx[:, cat], s.hx[cat], levels, s.categorical_kernel))
         lw += c.log_factor(qx[:, cat], s.x[:, cat])
     if s.sample_weight is not None:
         with np.errstate(divide="ignore"):
@@ -171,6 +165,6 @@ def y_log_kernel(s: Sample, qy: NDArray[np.float64]) -> NDArray[np.float64]:
     if cat:
         kinds = "".join(s.dep_types[j] for j in cat)
         levels = np.array([s.levels(j, True).size for j in cat], dtype=np.int64)
-        c = Categorical(kinds, s.y[:, cat], qy[:, cat], s.hy[cat], levels, s.categorical_kernel)
+        c = Categories.of(Categorical(kinds, s.y[:, cat], qy[:, cat], s.hy[cat], levels, s.categorical_kernel))
         out += c.log_factor(qy[:, cat], s.y[:, cat])
     return out

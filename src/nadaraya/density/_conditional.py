@@ -168,7 +168,7 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         qx, qy = self._queries(X, y)
         joint, marg = log_sums(self.sample_, qx, qy)
         with np.errstate(invalid="ignore"):
-            return joint - marg + self.sample_.y_constant()  # type: ignore[no-any-return]
+            return joint - marg  # type: ignore[no-any-return]
 
     def pdf(self, X: ArrayLike, y: ArrayLike) -> NDArray[np.float64]:
         """``f(y | x)`` at each pair (X[j], y[j]) (a probability for categorical y).
