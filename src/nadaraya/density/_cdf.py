@@ -17,8 +17,8 @@ laplacian     ``e^u / 2`` for ``u < 0``, ``1 - e^-u / 2`` for ``u >= 0``
 logistic      ``1 / (1 + e^-u)``
 ============  =================================================================
 
-(0 left of the support, 1 right of it.) The upper half is computed as ``1 - G(-u)`` of the
-lower half's formula where that loses nothing, so both tails keep their relative precision.
+(0 left of the support, 1 right of it.) The lower half is computed in forms without cancellation
+(factored polynomials, ``sin^2``), the upper half as ``1 - G(-u)``.
 The ``constant`` kernel is not integrable and has no CDF.
 
 The CDF of a categorical kernel ``L(y | Y_i)`` is, as in statsmodels and R's np, the sum of
@@ -160,10 +160,10 @@ def kernel_cdf(kernel: str | Kernel, u: ArrayLike) -> NDArray[np.float64]:
         raise ValueError(f"kernel={k.name!r} is not integrable (no density, no CDF); choose another kernel")
     lower = _LOWER[k.name]
     x = np.asarray(u, dtype=np.float64)
-    with np.errstate(invalid="ignore"):
-        out = np.where(x <= 0.0, lower(x), 1.0 - lower(-x))
+    g = lower(-np.abs(x))
+    out = np.where(x <= 0.0, g, 1.0 - g)
     out[np.isnan(x)] = np.nan
-    return out
+    return out  # type: ignore[no-any-return]
 
 
 def categorical_cdf(

@@ -200,10 +200,8 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         out = np.empty(m)
         step = block_size(m, n)
         for q0 in range(0, m, step):
-            w = np.exp(_shifted(x_log_weights(s, qx[q0 : q0 + step])))
-            g = y_cdf(s, qy[q0 : q0 + step])
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out[q0 : q0 + step] = (w * g).sum(axis=1) / w.sum(axis=1)
+            w = normalised(x_log_weights(s, qx[q0 : q0 + step]))  # as quantile() sums: F(q) >= alpha
+            out[q0 : q0 + step] = (w * y_cdf(s, qy[q0 : q0 + step])).sum(axis=1)
         return out
 
     def quantile(self, X: ArrayLike, alpha: ArrayLike = 0.5) -> NDArray[np.float64]:
@@ -263,8 +261,10 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
             return np.where(np.isnan(f).any(axis=1), np.nan, cats[first])
         h = float(s.hy[0])
 
-        def cdf(rows: NDArray[np.intp], at: NDArray[np.float64]) -> NDArray[np.float64]:
-            return (w[rows] * kernel_cdf(s.kernel, (at[:, None] - y[None, :]) / h)).sum(axis=1)  # type: ignore[no-any-return]
+        def cdf(rows: NDArray[np.intp], at: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+            u = (at[:, None] - y[None, :]) / h
+            wr = w[rows]
+            return (wr * kernel_cdf(s.kernel, u)).sum(axis=1), (wr * s.kernel.profile(u)).sum(axis=1) / h
 
         reach = h * (s.kernel.support if s.kernel.compact else 1.0)
         lo, hi = bracket(cdf, alpha, np.full(b, y.min() - reach), np.full(b, y.max() + reach), h)
@@ -313,11 +313,6 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         t = Sample(**{**s.__dict__, "bandwidth": _as_bandwidth(bandwidth, s.var_types + s.dep_types)})
         _check_lambdas(t)
         return t
-
-
-def _shifted(lw: NDArray[np.float64]) -> NDArray[np.float64]:
-    top = lw.max(axis=1, keepdims=True)
-    return lw - np.where(np.isfinite(top), top, 0.0)  # type: ignore[no-any-return]
 
 
 def _as_bandwidth(bw: Any, types: str) -> NDArray[np.float64]:

@@ -3,11 +3,11 @@
 :func:`invert` finds, for each query ``j``, the quantile ``inf {y : F_j(y) >= alpha_j}`` of a
 non-decreasing function ``F_j`` given as one vectorised callable (all the queries still
 searching are evaluated together, as R np's ``npqreg`` inverts its conditional CDF). It keeps a
-bracket ``F(lo) < alpha <= F(hi)`` and narrows it by safeguarded regula falsi (the Illinois
-variant, superlinear where ``F`` is smooth) alternating with bisection (so the bracket at
-least halves every two steps, also across the flat stretches that compact kernels leave), until
-``hi - lo <= xtol * max(|lo|, |hi|, scale)``. It returns ``hi``: ``F`` there is at least
-``alpha``, and the true quantile lies in ``[lo, hi]``.
+bracket ``F(lo) < alpha <= F(hi)`` and narrows it by safeguarded Newton steps where the density
+``F'`` is given (else regula falsi, the Illinois variant), falling back to bisection whenever
+a step leaves the bracket or is not under half the step before the last (so it also crosses the flat stretches that
+compact kernels leave), until ``hi - lo <= xtol * max(|lo|, |hi|, scale)``. It returns ``hi``:
+``F`` there is at least ``alpha``, and the true quantile lies in ``[lo, hi]``.
 """
 
 from __future__ import annotations
@@ -22,8 +22,13 @@ __all__ = ["XTOL", "bracket", "invert"]
 #: the default precision of a quantile, relative to ``max(|q|, scale)``
 XTOL = 1e-10
 
-#: ``F(rows, y)``: the CDF of the queries ``rows`` at the points ``y`` (both (k,)), non-decreasing in y
-Cdf = Callable[[NDArray[np.intp], NDArray[np.float64]], NDArray[np.float64]]
+#: ``F(rows, y)``: the CDF of the queries ``rows`` at the points ``y`` (both (k,)), non-decreasing
+#: in y; or the pair ``(F, F')`` of the CDF and its density
+Cdf = Callable[[NDArray[np.intp], NDArray[np.float64]], object]
+
+
+def _value(out: object) -> NDArray[np.float64]:
+    return out[0] if isinstance(out, tuple) else out  # type: ignore[return-value]
 
 
 def bracket(
@@ -48,7 +53,7 @@ def bracket(
         rows = np.arange(alpha.size)
         s = step
         for _ in range(max_doublings):
-            f = cdf(rows, end[rows])
+            f = _value(cdf(rows, end[rows]))
             bad = (f >= alpha[rows]) if below else (f < alpha[rows])
             rows = rows[bad & np.isfinite(f)]
             if rows.size == 0:
@@ -67,7 +72,8 @@ def invert(
     Parameters
     ----------
     cdf : callable
-        ``cdf(rows, y)``: the CDF of the queries ``rows`` at the points ``y``.
+        ``cdf(rows, y)``: the CDF of the queries ``rows`` at the points ``y``, or the pair
+        ``(F, F')`` with its density (then the steps are Newton's).
     alpha : ndarray of shape (m,)
         Levels in (0, 1).
     lo, hi : ndarray of shape (m,)
@@ -93,39 +99,51 @@ def invert(
     m = alpha.size
     lo, hi = lo.astype(np.float64).copy(), hi.astype(np.float64).copy()
     everyone = np.arange(m)
-    flo = cdf(everyone, lo) - alpha
-    fhi = cdf(everyone, hi) - alpha
+    flo = _value(cdf(everyone, lo)) - alpha
+    fhi = _value(cdf(everyone, hi)) - alpha
     out = np.full(m, np.nan)
     ok = (flo < 0) & (fhi >= 0)
+    # the last point evaluated, its residual and slope (NaN: none yet, take a secant step)
+    at, f_at, d_at = np.full(m, np.nan), np.full(m, np.nan), np.full(m, np.nan)
     side = np.zeros(m, dtype=np.int8)  # which end moved last (-1 lo, +1 hi): Illinois halving
+    # the last two step lengths: a step not under half the one before last bisects (as
+    # Numerical Recipes' rtsafe), so the steps shrink at least geometrically
+    steps = np.repeat((hi - lo)[:, None], 2, axis=1)
     rows = everyone[ok]
-    for it in range(max_iter):
-        width = hi[rows] - lo[rows]
-        done = width <= xtol * np.maximum(np.maximum(np.abs(lo[rows]), np.abs(hi[rows])), scale)
-        out[rows[done]] = hi[rows[done]]
-        rows = rows[~done]
+    for _ in range(max_iter):
+        a, b = lo[rows], hi[rows]
+        tol = xtol * np.maximum(np.maximum(np.abs(a), np.abs(b)), scale)
+        done = b - a <= tol
+        out[rows[done]] = b[done]
+        rows, a, b, tol = rows[~done], a[~done], b[~done], tol[~done]
         if rows.size == 0:
             break
-        a, b, fa, fb = lo[rows], hi[rows], flo[rows], fhi[rows]
+        fa, fb = flo[rows], fhi[rows]
         mid = a + 0.5 * (b - a)
-        if it % 2 == 0:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                c = b - fb * (b - a) / (fb - fa)
-            inside = np.isfinite(c) & (c > a) & (c < b)
-            c = np.where(inside, c, mid)
-        else:
-            c = mid
-        fc = cdf(rows, c) - alpha[rows]
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            newton = at[rows] - f_at[rows] / d_at[rows]
+            secant = b - fb * (b - a) / (fb - fa)
+        c = np.where(np.isfinite(newton), newton, secant)
+        # a step below the precision would not shrink the bracket: step just past the root by
+        # half the precision, so that the next bracket is within it
+        small = np.abs(c - at[rows]) < 0.5 * tol
+        c = np.where(small, at[rows] + np.where(f_at[rows] >= 0, -0.5, 0.5) * tol, c)
+        slow = np.abs(c - at[rows]) > 0.5 * steps[rows, 0]
+        good = np.isfinite(c) & (c > a) & (c < b) & ~slow
+        c = np.where(good, c, mid)
+        res = cdf(rows, c)
+        fc = _value(res) - alpha[rows]
+        dc = res[1] if isinstance(res, tuple) else np.full(rows.size, np.nan)  # type: ignore[index]
         up = fc >= 0  # the quantile is at or below c: c is the new hi
         new_lo, new_hi = np.where(up, a, c), np.where(up, c, b)
-        # Illinois: an end kept twice in a row has its residual halved, so the next secant
-        # step lands on its side of the root
-        kept = np.where(up, -1, 1).astype(np.int8)
-        halve = side[rows] == -kept
-        new_flo = np.where(up, np.where(halve, 0.5 * fa, fa), fc)
-        new_fhi = np.where(up, fc, np.where(halve, 0.5 * fb, fb))
-        lo[rows], hi[rows], flo[rows], fhi[rows] = new_lo, new_hi, new_flo, new_fhi
+        halve = side[rows] == np.where(up, 1, -1)  # one end kept twice: halve its residual
+        flo[rows] = np.where(up, np.where(halve, 0.5 * fa, fa), fc)
+        fhi[rows] = np.where(up, fc, np.where(halve, 0.5 * fb, fb))
+        moved = np.abs(c - at[rows])
+        steps[rows] = np.column_stack([steps[rows, 1], np.where(np.isfinite(moved), moved, b - a)])
+        lo[rows], hi[rows] = new_lo, new_hi
+        at[rows], f_at[rows], d_at[rows] = c, fc, np.where(dc > 0, dc, np.nan)
         side[rows] = np.where(up, 1, -1)
-    else:  # pragma: no cover - the bracket halves every two steps
+    else:  # pragma: no cover - the bracket halves at least every four steps
         out[rows] = hi[rows]
     return out
