@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ._files import atomic_write
+from ._plot_conditional import conditional_density
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -24,15 +25,8 @@ if TYPE_CHECKING:
     from .bandwidth import BandwidthSelection
 
 __all__ = [
-    "attention",
-    "bandwidth_curve",
-    "bandwidth_selection",
-    "criterion_label",
-    "fit",
-    "kernel_grid",
-    "kernels",
-    "savefig",
-    "training",
+    "attention", "bandwidth_curve", "bandwidth_selection", "conditional_density", "criterion_label",
+    "fit", "kernel_grid", "kernels", "savefig", "training",
 ]
 
 #: The kernels of the textbook chapter (its ``epanechikov`` is our ``triangular``).

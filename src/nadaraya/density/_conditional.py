@@ -178,7 +178,7 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         >>> from nadaraya import ConditionalDensity
         >>> cd = ConditionalDensity(bandwidth=[1.0, 1.0]).fit([0.0, 1.0], [0.0, 1.0])
         >>> round(float(cd.pdf([0.0], [0.0])[0]), 4)
-        0.3737
+        0.3397
         """
         return np.exp(self.log_pdf(X, y))  # type: ignore[no-any-return]
 
