@@ -16,8 +16,11 @@ def _data(n: int = 60, seed: int = 1) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     x1 = rng.normal(size=n)
     return {
-        "x1": x1, "x2": rng.integers(0, 3, n).astype(float), "x3": rng.integers(0, 4, n).astype(float),
-        "y1": x1 + 0.5 * rng.normal(size=n), "y2": rng.integers(0, 4, n).astype(float),
+        "x1": x1,
+        "x2": rng.integers(0, 3, n).astype(float),
+        "x3": rng.integers(0, 4, n).astype(float),
+        "y1": x1 + 0.5 * rng.normal(size=n),
+        "y2": rng.integers(0, 4, n).astype(float),
         "y3": rng.exponential(size=n),
     }
 
@@ -43,12 +46,17 @@ def test_pdf_cdf_match_statsmodels(vt: str, xc: list[str], dt: str, yc: list[str
     d = _data()
     X, Y = np.column_stack([d[c] for c in xc]), np.column_stack([d[c] for c in yc])
     bx, by = _fixed(vt, 0.5, 0.3), _fixed(dt, 0.4, 0.2)
-    ref = sm_np.KDEMultivariateConditional(endog=Y, exog=X, dep_type=dt, indep_type=vt, bw=np.array(by + bx), rng=0)
+    ref = sm_np.KDEMultivariateConditional(
+        endog=Y, exog=X, dep_type=dt, indep_type=vt, bw=np.array(by + bx), rng=0
+    )
     cd = ConditionalDensity(bandwidth=bx + by, var_types=vt, dep_types=dt).fit(X, Y)
     shift = np.array([0.13 if t == "c" else 0.0 for t in vt])
     qx, qy = X[:25] + shift, Y[10:35]
     pdf, cdf = cd.pdf(qx, qy), cd.cdf(qx, qy)
-    want_pdf, want_cdf = ref.pdf(endog_predict=qy, exog_predict=qx), ref.cdf(endog_predict=qy, exog_predict=qx)
+    want_pdf, want_cdf = (
+        ref.pdf(endog_predict=qy, exog_predict=qx),
+        ref.cdf(endog_predict=qy, exog_predict=qx),
+    )
     assert np.all(np.abs(pdf - want_pdf) <= 1e-8 * np.abs(want_pdf))
     assert np.all(np.abs(cdf - want_cdf) <= 1e-8 * np.abs(want_cdf))
     # the objectives of cv_ml and cv_ls are statsmodels' (its bandwidths list y first)
@@ -60,7 +68,9 @@ def test_pdf_cdf_match_statsmodels(vt: str, xc: list[str], dt: str, yc: list[str
     assert abs(cd.cv_ls_criterion() - sm_ls) <= 1e-10 * abs(sm_ls)
 
 
-def _plain_loo_loglik(x: np.ndarray, xcat: np.ndarray, y: np.ndarray, h: float, lam: float, g: float) -> float:
+def _plain_loo_loglik(
+    x: np.ndarray, xcat: np.ndarray, y: np.ndarray, h: float, lam: float, g: float
+) -> float:
     """sum_i log [ sum_{j != i} K_h(x) L(xcat) K_g(y) / sum_{j != i} K_h(x) L(xcat) ], written out."""
     n = x.size
     c = np.unique(xcat).size
@@ -95,7 +105,9 @@ def test_cv_bandwidths_score_no_worse_than_statsmodels() -> None:
     ours = ConditionalDensity(bandwidth="cv_ml").fit(x, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ref = sm_np.KDEMultivariateConditional(endog=[y], exog=[x], dep_type="c", indep_type="c", bw="cv_ml", rng=0)
+        ref = sm_np.KDEMultivariateConditional(
+            endog=[y], exog=[x], dep_type="c", indep_type="c", bw="cv_ml", rng=0
+        )
         theirs = -ref.loo_likelihood(ref.bw, func=np.log)
     assert ours.loo_log_likelihood() >= theirs - 1e-9 * abs(theirs)
     assert ours.loo_log_likelihood() >= ours.loo_log_likelihood(ref.bw[::-1])
@@ -106,7 +118,9 @@ def test_cv_bandwidths_score_no_worse_than_statsmodels() -> None:
 
 def test_li_racine_categorical_y_is_a_distribution() -> None:
     d = _data(50, seed=5)
-    cd = ConditionalDensity(bandwidth=[0.5, 0.4], dep_types="o", categorical_kernel="li-racine").fit(d["x1"], d["y2"])
+    cd = ConditionalDensity(bandwidth=[0.5, 0.4], dep_types="o", categorical_kernel="li-racine").fit(
+        d["x1"], d["y2"]
+    )
     q = np.linspace(-1, 1, 7)
     levels = np.unique(d["y2"])
     probs = np.stack([cd.pdf(q, np.full(q.size, lv)) for lv in levels])

@@ -18,8 +18,19 @@ def test_kernel_cdf_is_the_integral_of_the_profile(name: str) -> None:
     k = kernels.get(name)
     left = -1.0 if k.compact else -np.inf
     for u in np.linspace(-1.25, 1.25, 21):
-        want = 0.0 if u <= left else quad(lambda t: float(k(t)), left, u, points=[0.0, 0.5, -0.5] if k.compact else None,
-                                          epsabs=1e-14, epsrel=1e-13, limit=200)[0]
+        want = (
+            0.0
+            if u <= left
+            else quad(
+                lambda t: float(k(t)),
+                left,
+                u,
+                points=[0.0, 0.5, -0.5] if k.compact else None,
+                epsabs=1e-14,
+                epsrel=1e-13,
+                limit=200,
+            )[0]
+        )
         assert abs(float(kernel_cdf(name, u)) - want) <= 5e-14
     assert kernel_cdf(name, [-np.inf, np.inf]).tolist() == [0.0, 1.0]
 
@@ -159,6 +170,8 @@ def test_bad_queries() -> None:
         cd.pdf([[0.0, 1.0]], [0.0])
     with pytest.raises(ValueError, match="one y per query"):
         cd.cdf([0.0, 1.0], [0.0])
-    two = ConditionalDensity(bandwidth=[0.5, 0.5, 0.5]).fit([0.0, 1.0, 2.0], [[0.0, 1.0], [1.0, 0.0], [2.0, 2.0]])
+    two = ConditionalDensity(bandwidth=[0.5, 0.5, 0.5]).fit(
+        [0.0, 1.0, 2.0], [[0.0, 1.0], [1.0, 0.0], [2.0, 2.0]]
+    )
     with pytest.raises(ValueError, match="one continuous or ordered y column"):
         two.quantile([0.5])

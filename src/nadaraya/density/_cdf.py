@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -111,9 +110,17 @@ def _logistic(u: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 _LOWER: dict[str, _Half] = {
-    "gaussian": _gaussian, "epanechnikov": _epanechnikov, "boxcar": _boxcar, "triangular": _triangular,
-    "biweight": _biweight, "triweight": _triweight, "tricube": _tricube, "cosine": _cosine,
-    "parzen": _parzen, "laplacian": _laplacian, "logistic": _logistic,
+    "gaussian": _gaussian,
+    "epanechnikov": _epanechnikov,
+    "boxcar": _boxcar,
+    "triangular": _triangular,
+    "biweight": _biweight,
+    "triweight": _triweight,
+    "tricube": _tricube,
+    "cosine": _cosine,
+    "parzen": _parzen,
+    "laplacian": _laplacian,
+    "logistic": _logistic,
 }
 
 
@@ -167,7 +174,11 @@ def kernel_cdf(kernel: str | Kernel, u: ArrayLike) -> NDArray[np.float64]:
 
 
 def categorical_cdf(
-    kind: str, kernel: str, keys: NDArray[np.float64], y: NDArray[np.float64], lam: float,
+    kind: str,
+    kernel: str,
+    keys: NDArray[np.float64],
+    y: NDArray[np.float64],
+    lam: float,
     levels: NDArray[np.float64],
 ) -> NDArray[np.float64]:
     """``sum over training categories c <= y of L(Y_i, c)``: queries (m,) by keys (n,).
@@ -190,8 +201,9 @@ def categorical_cdf(
     return out
 
 
-def category_term(kind: str, kernel: str, keys: NDArray[np.float64], level: float, lam: float,
-                  levels: NDArray[np.float64]) -> NDArray[np.float64]:
+def category_term(
+    kind: str, kernel: str, keys: NDArray[np.float64], level: float, lam: float, levels: NDArray[np.float64]
+) -> NDArray[np.float64]:
     """The categorical kernel ``L(level | Y_i)`` of each key (n,), as the densities define it
     (:func:`nadaraya.density._constants.log_probability`).
 

@@ -79,18 +79,39 @@ def convolution(kernel: Kernel, t: NDArray[np.float64]) -> NDArray[np.float64]:
     for c0 in range(0, flat.size, 20000):
         tt = flat[c0 : c0 + 20000, None]
         lo, hi = tt - 1.0, np.ones_like(tt)  # the overlap [t - 1, 1] of the two supports (t >= 0)
-        cuts = np.hstack([lo, np.clip(np.hstack([np.zeros_like(tt), tt, tt - 0.5, tt + 0.5,
-                                                 np.full_like(tt, -0.5), np.full_like(tt, 0.5)]), lo, hi), hi])
+        cuts = np.hstack(
+            [
+                lo,
+                np.clip(
+                    np.hstack(
+                        [
+                            np.zeros_like(tt),
+                            tt,
+                            tt - 0.5,
+                            tt + 0.5,
+                            np.full_like(tt, -0.5),
+                            np.full_like(tt, 0.5),
+                        ]
+                    ),
+                    lo,
+                    hi,
+                ),
+                hi,
+            ]
+        )
         cuts.sort(axis=1)
         a, b = cuts[:, :-1, None], cuts[:, 1:, None]
         s = 0.5 * (a + b) + 0.5 * (b - a) * _GL_X
         vals = kernel.profile(s) * kernel.profile(s - tt[:, :, None])
-        res[c0 : c0 + 20000] = (0.5 * (b - a)[..., 0] * (vals @ _GL_W)).sum(axis=1) * (flat[c0 : c0 + 20000] < 2)
+        res[c0 : c0 + 20000] = (0.5 * (b - a)[..., 0] * (vals @ _GL_W)).sum(axis=1) * (
+            flat[c0 : c0 + 20000] < 2
+        )
     return out
 
 
-def _category_conv(kind: str, ck: str, yi: NDArray[np.float64], lam: float,
-                   levels: NDArray[np.float64]) -> NDArray[np.float64]:
+def _category_conv(
+    kind: str, ck: str, yi: NDArray[np.float64], lam: float, levels: NDArray[np.float64]
+) -> NDArray[np.float64]:
     """``sum over training categories c of L(Y_i, c) L(Y_j, c)`` (statsmodels' convolution)."""
     out = np.zeros((yi.size, yi.size))
     for level in levels:
@@ -168,8 +189,10 @@ def _from_theta(s: Sample, theta: NDArray[np.float64]) -> NDArray[np.float64]:
 
 def _tops(s: Sample) -> list[tuple[str, float]]:
     data = np.hstack([s.x, s.y])
-    return [(t, 0.0 if t == "c" else lambda_bounds(t, np.unique(data[:, j]).size, s.categorical_kernel)[1])
-            for j, t in enumerate(s.var_types + s.dep_types)]
+    return [
+        (t, 0.0 if t == "c" else lambda_bounds(t, np.unique(data[:, j]).size, s.categorical_kernel)[1])
+        for j, t in enumerate(s.var_types + s.dep_types)
+    ]
 
 
 def select(s: Sample, method: str) -> NDArray[np.float64]:
@@ -189,7 +212,11 @@ def select(s: Sample, method: str) -> NDArray[np.float64]:
         return value if math.isfinite(value) else math.inf
 
     theta0 = _to_theta(s, start)
-    res = optimize.minimize(objective, theta0, method="Nelder-Mead",
-                            options={"xatol": 1e-6, "fatol": 1e-10, "maxiter": 400 * theta0.size})
+    res = optimize.minimize(
+        objective,
+        theta0,
+        method="Nelder-Mead",
+        options={"xatol": 1e-6, "fatol": 1e-10, "maxiter": 400 * theta0.size},
+    )
     best = res.x if res.fun <= objective(theta0) else theta0
     return _from_theta(s, best)

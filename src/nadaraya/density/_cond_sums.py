@@ -2,9 +2,10 @@
 
 ``f(y | x) = sum_i K_x(x - X_i) K_y(y - Y_i) / sum_i K_x(x - X_i)``, the ratio of the joint and
 the marginal kernel densities. Both are the engine's partial sums with unit values
-(:func:`log_sums` over ``log_kde``), kept in the log domain. The CDF and the quantiles need, per query, the x-weights
-of every key (the factor in ``y`` changes with the query): :func:`x_log_weights` gives them
-in blocks of queries, from the reference backend's block weights and the categorical factors.
+(:func:`log_sums` over ``log_kde``), kept in the log domain. The CDF and the quantiles need,
+per query, the x-weights of every key (the factor in ``y`` changes with the query):
+:func:`x_log_weights` gives them in blocks of queries, from the reference backend's block
+weights and the categorical factors.
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ from numpy.typing import NDArray
 
 from .._config import get_config
 from .._mixed import Categorical
-from ._constants import Categories, log_kde
 from ..backends.reference import block_weights
 from ..kernels import Kernel
 from ._cdf import categorical_cdf, kernel_cdf
+from ._constants import Categories, log_kde
 
 __all__ = ["Sample", "log_constant", "log_sums", "x_log_weights", "y_cdf", "y_log_kernel"]
 
@@ -78,8 +79,9 @@ class Sample:
         return len(cont) * log_constant(self.kernel) - float(np.log(self.hy[cont]).sum())
 
 
-def log_sums(s: Sample, qx: NDArray[np.float64] | None, qy: NDArray[np.float64] | None,
-             loo: bool = False) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def log_sums(
+    s: Sample, qx: NDArray[np.float64] | None, qy: NDArray[np.float64] | None, loo: bool = False
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The log joint density of (x, y) at (qx, qy) and the log marginal density of x at qx
     (:func:`log_kde`: pool's partial sums with unit values, constants kept); ``None`` queries
     mean the training points, each left out of its own sums when ``loo``."""
@@ -87,8 +89,12 @@ def log_sums(s: Sample, qx: NDArray[np.float64] | None, qy: NDArray[np.float64] 
     jq = None if qx is None else np.hstack([qx, qy])
     if qx is None and not loo:
         jq, qx = joint_keys, s.x
-    common = dict(kernel=s.kernel, categorical_kernel=s.categorical_kernel, sample_weight=s.sample_weight,
-                  backend=s.backend)
+    common = dict(
+        kernel=s.kernel,
+        categorical_kernel=s.categorical_kernel,
+        sample_weight=s.sample_weight,
+        backend=s.backend,
+    )
     joint = log_kde(jq, joint_keys, bandwidth=s.bandwidth, var_types=s.var_types + s.dep_types, **common)
     marg = log_kde(qx, s.x, bandwidth=s.hx, var_types=s.var_types, **common)
     return joint, marg
@@ -113,7 +119,9 @@ def x_log_weights(s: Sample, qx: NDArray[np.float64]) -> NDArray[np.float64]:
     lw = np.zeros((qx.shape[0], n))
     if cont:
         inv_h = 1.0 / s.hx[cont]
-        w = block_weights(np.ascontiguousarray(qx[:, cont]), np.ascontiguousarray(s.x[:, cont]), s.kernel, inv_h)
+        w = block_weights(
+            np.ascontiguousarray(qx[:, cont]), np.ascontiguousarray(s.x[:, cont]), s.kernel, inv_h
+        )
         if s.kernel.log_domain:
             lw += w
         else:
@@ -122,7 +130,9 @@ def x_log_weights(s: Sample, qx: NDArray[np.float64]) -> NDArray[np.float64]:
     if cat:
         kinds = "".join(s.var_types[j] for j in cat)
         levels = np.array([s.levels(j, False).size for j in cat], dtype=np.int64)
-        c = Categories.of(Categorical(kinds, s.x[:, cat], qx[:, cat], s.hx[cat], levels, s.categorical_kernel))
+        c = Categories.of(
+            Categorical(kinds, s.x[:, cat], qx[:, cat], s.hx[cat], levels, s.categorical_kernel)
+        )
         lw += c.log_factor(qx[:, cat], s.x[:, cat])
     if s.sample_weight is not None:
         with np.errstate(divide="ignore"):
@@ -139,14 +149,18 @@ def normalised(lw: NDArray[np.float64]) -> NDArray[np.float64]:
         return w / total
 
 
-def y_cdf(s: Sample, qy: NDArray[np.float64], rows: slice | NDArray[np.intp] = slice(None)) -> NDArray[np.float64]:
+def y_cdf(
+    s: Sample, qy: NDArray[np.float64], rows: slice | NDArray[np.intp] = slice(None)
+) -> NDArray[np.float64]:
     """The product over y columns of each key's CDF factor at the queries' y: (b, n)."""
     out = np.ones((qy.shape[0], s.y.shape[0]))
     for j, t in enumerate(s.dep_types):
         if t == "c":
             out *= kernel_cdf(s.kernel, (qy[:, j, None] - s.y[None, :, j]) / s.hy[j])
         else:
-            out *= categorical_cdf(t, s.categorical_kernel, s.y[:, j], qy[:, j], float(s.hy[j]), s.levels(j, True))
+            out *= categorical_cdf(
+                t, s.categorical_kernel, s.y[:, j], qy[:, j], float(s.hy[j]), s.levels(j, True)
+            )
     return out
 
 
@@ -157,14 +171,17 @@ def y_log_kernel(s: Sample, qy: NDArray[np.float64]) -> NDArray[np.float64]:
     cat = [j for j, t in enumerate(s.dep_types) if t != "c"]
     out = np.zeros((qy.shape[0], s.y.shape[0]))
     if cont:
-        w = block_weights(np.ascontiguousarray(qy[:, cont]), np.ascontiguousarray(s.y[:, cont]), s.kernel,
-                          1.0 / s.hy[cont])
+        w = block_weights(
+            np.ascontiguousarray(qy[:, cont]), np.ascontiguousarray(s.y[:, cont]), s.kernel, 1.0 / s.hy[cont]
+        )
         with np.errstate(divide="ignore"):
             out += w if s.kernel.log_domain else np.log(w)
         out += s.y_constant()
     if cat:
         kinds = "".join(s.dep_types[j] for j in cat)
         levels = np.array([s.levels(j, True).size for j in cat], dtype=np.int64)
-        c = Categories.of(Categorical(kinds, s.y[:, cat], qy[:, cat], s.hy[cat], levels, s.categorical_kernel))
+        c = Categories.of(
+            Categorical(kinds, s.y[:, cat], qy[:, cat], s.hy[cat], levels, s.categorical_kernel)
+        )
         out += c.log_factor(qy[:, cat], s.y[:, cat])
     return out

@@ -80,8 +80,15 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
     True
     """
 
-    def __init__(self, kernel: str = "gaussian", bandwidth: Any = "cv_ml", var_types: str | None = None,
-                 dep_types: str | None = None, categorical_kernel: str = "classic", backend: str = "auto") -> None:
+    def __init__(
+        self,
+        kernel: str = "gaussian",
+        bandwidth: Any = "cv_ml",
+        var_types: str | None = None,
+        dep_types: str | None = None,
+        categorical_kernel: str = "classic",
+        backend: str = "auto",
+    ) -> None:
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.var_types = var_types
@@ -133,7 +140,9 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         return self
 
     # ------------------------------------------------------------------------------- queries
-    def _queries(self, X: ArrayLike, y: ArrayLike | None = None) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
+    def _queries(
+        self, X: ArrayLike, y: ArrayLike | None = None
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
         if not hasattr(self, "sample_"):
             raise ValueError("this ConditionalDensity is not fitted yet; call fit(X, y) first")
         s = self.sample_
@@ -254,14 +263,23 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         alpha = np.full(b, level)
         if s.dep_types == "o":
             cats = s.levels(0, True)
-            f = np.stack([(w * categorical_cdf("o", s.categorical_kernel, y, np.full(b, c), float(s.hy[0]), cats))
-                          .sum(axis=1) for c in cats], axis=1)
+            f = np.stack(
+                [
+                    (
+                        w * categorical_cdf("o", s.categorical_kernel, y, np.full(b, c), float(s.hy[0]), cats)
+                    ).sum(axis=1)
+                    for c in cats
+                ],
+                axis=1,
+            )
             first = np.argmax(f >= level, axis=1)
             first = np.where((f >= level).any(axis=1), first, cats.size - 1)
             return np.where(np.isnan(f).any(axis=1), np.nan, cats[first])
         h = float(s.hy[0])
 
-        def cdf(rows: NDArray[np.intp], at: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        def cdf(
+            rows: NDArray[np.intp], at: NDArray[np.float64]
+        ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
             u = (at[:, None] - y[None, :]) / h
             wr = w[rows]
             return (wr * kernel_cdf(s.kernel, u)).sum(axis=1), (wr * s.kernel.profile(u)).sum(axis=1) / h
@@ -336,7 +354,11 @@ def _check_lambdas(s: Sample) -> None:
     data, types = np.hstack([s.x, s.y]), s.var_types + s.dep_types
     cat = np.array([j for j, t in enumerate(types) if t != "c"], dtype=np.intp)
     if cat.size:
-        Categorical.build("".join(types[j] for j in cat), data[:, cat], data[:1, cat], s.bandwidth[cat],
-                          s.categorical_kernel, columns=cat)
-
-
+        Categorical.build(
+            "".join(types[j] for j in cat),
+            data[:, cat],
+            data[:1, cat],
+            s.bandwidth[cat],
+            s.categorical_kernel,
+            columns=cat,
+        )

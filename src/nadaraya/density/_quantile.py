@@ -5,9 +5,10 @@ non-decreasing function ``F_j`` given as one vectorised callable (all the querie
 searching are evaluated together, as R np's ``npqreg`` inverts its conditional CDF). It keeps a
 bracket ``F(lo) < alpha <= F(hi)`` and narrows it by safeguarded Newton steps where the density
 ``F'`` is given (else regula falsi, the Illinois variant), falling back to bisection whenever
-a step leaves the bracket or is not under half the step before the last (so it also crosses the flat stretches that
-compact kernels leave), until ``hi - lo <= xtol * max(|lo|, |hi|, scale)``. It returns ``hi``:
-``F`` there is at least ``alpha``, and the true quantile lies in ``[lo, hi]``.
+a step leaves the bracket or is not under half the step before the last (so it also crosses
+the flat stretches that compact kernels leave), until ``hi - lo <= xtol * max(|lo|, |hi|,
+scale)``. It returns ``hi``: ``F`` there is at least ``alpha``, and the true quantile lies in
+``[lo, hi]``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,11 @@ def _value(out: object) -> NDArray[np.float64]:
 
 
 def bracket(
-    cdf: Cdf, alpha: NDArray[np.float64], lo: NDArray[np.float64], hi: NDArray[np.float64], step: float,
+    cdf: Cdf,
+    alpha: NDArray[np.float64],
+    lo: NDArray[np.float64],
+    hi: NDArray[np.float64],
+    step: float,
     max_doublings: int = 64,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Move ``lo`` down and ``hi`` up, by steps ``step`` doubling each time, until
@@ -64,8 +69,14 @@ def bracket(
 
 
 def invert(
-    cdf: Cdf, alpha: NDArray[np.float64], lo: NDArray[np.float64], hi: NDArray[np.float64], *,
-    scale: float = 1.0, xtol: float = XTOL, max_iter: int = 400,
+    cdf: Cdf,
+    alpha: NDArray[np.float64],
+    lo: NDArray[np.float64],
+    hi: NDArray[np.float64],
+    *,
+    scale: float = 1.0,
+    xtol: float = XTOL,
+    max_iter: int = 400,
 ) -> NDArray[np.float64]:
     """The quantiles ``inf {y : F_j(y) >= alpha_j}`` within ``xtol * max(|q|, scale)``.
 
