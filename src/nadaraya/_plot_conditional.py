@@ -34,6 +34,7 @@ def conditional_density(
     level: float = 0.9,
     points: bool = True,
     cmap: str = "viridis",
+    xlim: tuple[float, float] | None = None,
 ) -> Axes:
     """A heatmap of the conditional density ``f(y | x)``, with the conditional median and the
     ``level`` quantile band over it, for a model of one continuous x and one continuous y.
@@ -54,6 +55,9 @@ def conditional_density(
     points : bool, default True
         Draw the training data.
     cmap : str, default "viridis"
+    xlim : (float, float), optional
+        The range of x drawn (default: the training data's); the colour scale is that of the
+        densities inside it.
 
     Returns
     -------
@@ -89,7 +93,10 @@ def conditional_density(
 
         _, ax = plt.subplots(figsize=(6, 4), layout="constrained")
     x, y = s.x[:, 0], s.y[:, 0]
-    gx = np.linspace(x.min(), x.max(), mx)
+    x0, x1 = (float(x.min()), float(x.max())) if xlim is None else (float(xlim[0]), float(xlim[1]))
+    if not (np.isfinite([x0, x1]).all() and x0 < x1):
+        raise ValueError(f"xlim must be two finite numbers, the first below the second; got {xlim!r}")
+    gx = np.linspace(x0, x1, mx)
     pad = 0.05 * (np.ptp(y) or 1.0) + float(s.hy[0])
     gy = np.linspace(y.min() - pad, y.max() + pad, my)
     dens = model.pdf(np.repeat(gx, my), np.tile(gy, mx)).reshape(mx, my).T
@@ -100,6 +107,8 @@ def conditional_density(
     ax.plot(gx, q[:, 0], color="white", lw=1, ls="--", label=f"{lev:.0%} quantile band")
     ax.plot(gx, q[:, 2], color="white", lw=1, ls="--", label="_nolegend_")
     if points:
+        keep = (x >= x0) & (x <= x1)
+        x, y = x[keep], y[keep]
         ax.scatter(x, y, s=6, color="white", edgecolors="none", alpha=0.6, label="data")
     ax.plot(gx, q[:, 1], color="C3", lw=2, label="conditional median")
     ax.set(xlabel="x", ylabel="y", xlim=(gx[0], gx[-1]), ylim=(gy[0], gy[-1]))

@@ -28,6 +28,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from . import _cli_infer as infer
+from ._cli_density import density as _density
 from ._cli_io import (
     _CRITERIA,
     BadInput,
@@ -575,6 +576,10 @@ def bench(
     rc = subprocess.call(cmd, env=env)
     if rc:
         raise typer.Exit(rc)
+
+
+app.command("density", cls=_Command, epilog="Example: nadaraya density engel.csv -x income -y foodexp "
+            "--quantile 0.1,0.5,0.9 --out quantiles.csv --plot density.png")(_fails_cleanly(_density))
 
 
 def main() -> None:
