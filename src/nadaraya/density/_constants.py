@@ -189,7 +189,7 @@ def log_kde(
     Examples
     --------
     >>> import numpy as np
-    >>> float(np.exp(log_kde([0.0], [0.0], bandwidth=1.0))[0]) == 1 / np.sqrt(2 * np.pi)
+    >>> bool(np.exp(log_kde([0.0], [0.0], bandwidth=1.0))[0] == 1 / np.sqrt(2 * np.pi))
     True
     """
     k = get_kernel(kernel)

@@ -23,10 +23,11 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import optimize
 
-from .. import backends
+from .. import backends, pooling
 from .._mixed import lambda_bounds
+from .._nearest import FAR_LOG_WEIGHT
 from ..kernels import Kernel
-from ._constants import log_kde
+from ._constants import log_density, log_kde, log_kernel_constant
 
 __all__ = ["CVProblem", "select"]
 
@@ -78,6 +79,65 @@ class CVProblem:
         nodes, weights = _quadrature(self.X[:, 0], float(np.asarray(bandwidth).reshape(-1)[0]), self.kernel)
         f = np.exp(log_kde(nodes[:, None], self.X, bandwidth=bandwidth, **self._kw()))
         return float((weights * f * f).sum())
+
+
+def _gaussian_sums(
+    problem: CVProblem, h: NDArray[np.float64], convolved: bool
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Gaussian kernel, continuous columns: ``log S_i`` with ``S_i = sum_j s_j K_h(x_i - x_j)``
+    (the normalised kernel; leave-one-out, or ``convolved``: ``K * K`` with no key left out)
+    and ``R_ik = sum_j s_j K_h u_ijk^2 / S_i`` (``u = (x_j - x_i) / h``): the derivative of
+    ``log S_i`` in ``log h_k`` is ``R_ik - 1``. One pass of pool's partials with the moment
+    sums of degree 1 (whose second moments are ``sum w (x_j - x_i)^2``)."""
+    hh = h * math.sqrt(2.0) if convolved else h
+    n, d = problem.X.shape
+    call = pooling.prepare(None, problem.X, np.ones(n), kernel=problem.kernel, bandwidth=hh,
+                           sample_weight=problem.sample_weight)
+    exclude = None if convolved else np.arange(n)
+    parts, choice = pooling.compute_partials(call, exclude=exclude, backend=problem.backend, moments=1)
+    far = np.nonzero(~(parts.shift >= FAR_LOG_WEIGHT))[0]
+    if far.size and choice.name != "reference":
+        sub = pooling.Call(call.queries[far], call.keys, call.values, False, call.kernel, call.bandwidth,
+                           call.sample_weight)
+        fix, _ = pooling.compute_partials(sub, exclude=None if exclude is None else exclude[far],
+                                          backend="reference", moments=1)
+        parts.shift[far], parts.weight[far] = fix.shift, fix.weight
+        parts.moments[1][far] = fix.moments[1]
+    sw = call.sample_weight
+    const = log_kernel_constant(problem.kernel, d) - float(np.log(hh).sum())
+    factor = 1.0 if sw is None else float(sw.sum()) / problem.weights().sum()  # a power of two
+    log_s = log_density(parts, const) - math.log(factor)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        second = np.diagonal(parts.moments[1], axis1=1, axis2=2) / parts.weight[:, None]
+    return log_s, second / hh**2
+
+
+def _ml_gradient(problem: CVProblem, theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+    """``-cv_ml`` and its gradient in ``log h`` (Gaussian kernel, continuous columns)."""
+    h = np.exp(theta)
+    w = problem.weights()
+    W = w.sum()
+    log_s, r = _gaussian_sums(problem, h, False)
+    pos = w > 0
+    ll = log_s[pos] - np.log(W - w[pos])
+    value = float((w[pos] * ll).sum() / W)
+    grad = (w[pos, None] * (r[pos] - 1.0)).sum(axis=0) / W
+    return -value, -grad
+
+
+def _ls_gradient(problem: CVProblem, theta: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+    """``cv_ls`` and its gradient in ``log h`` (Gaussian kernel, continuous columns)."""
+    h = np.exp(theta)
+    w = problem.weights()
+    W = w.sum()
+    log_c, rc = _gaussian_sums(problem, h, True)
+    log_s, r = _gaussian_sums(problem, h, False)
+    sc = w * np.exp(log_c) / W**2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sl = np.where(w > 0, w * np.exp(log_s) / ((W - w) * W), 0.0)
+    value = float(sc.sum() - 2.0 * sl.sum())
+    grad = (sc[:, None] * (rc - 1.0)).sum(axis=0) - 2.0 * (sl[:, None] * np.nan_to_num(r - 1.0)).sum(axis=0)
+    return value, grad
 
 
 def _quadrature(
@@ -149,11 +209,26 @@ def select(
 
     lam0 = [math.log((s - lo + 1e-12) / max(hi - s, 1e-12)) for s, (lo, hi, _) in zip(start[~cont], bounds)]
     theta = np.concatenate([np.log(start[cont]), lam0])
-    if cont.any():
+    smooth_path = problem.kernel.name == "gaussian" and cont.all() and per_feature and theta.size > 1
+    if cont.any() and not smooth_path:
         theta = _common_factor(objective, theta, int(cont.sum()))
-    if (per_feature and theta.size > 1) or not cont.any():
+    if smooth_path:
+        fun = _ml_gradient if method == "cv_ml" else _ls_gradient
+
+        def smooth(t: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+            value, grad = fun(problem, t)
+            ok = math.isfinite(value) and np.isfinite(grad).all()
+            return (value, grad) if ok else (1e300, np.zeros_like(t))
+
+        res = optimize.minimize(smooth, theta, jac=True, method="L-BFGS-B",
+                                options=dict(ftol=1e-13, gtol=1e-9, maxiter=200))
+        if res.fun <= objective(theta):
+            theta = res.x
+    elif (per_feature and theta.size > 1) or not cont.any():
+        simplex = np.vstack([theta, theta + 0.5 * np.eye(theta.size)])  # steps of e^0.5 in h, 0.5 in logit
         res = optimize.minimize(objective, theta, method="Nelder-Mead",
-                                options=dict(xatol=1e-4, fatol=1e-12, maxfev=200 * theta.size))
+                                options=dict(xatol=1e-5, fatol=1e-13, maxfev=300 * theta.size,
+                                             initial_simplex=simplex))
         if res.fun <= objective(theta):
             theta = res.x
     return unpack(theta)

@@ -76,7 +76,7 @@ class KernelDensity(BaseEstimator):  # type: ignore[misc]
     >>> x = np.random.default_rng(0).normal(size=(200, 1))
     >>> kde = KernelDensity(bandwidth=0.4).fit(x)
     >>> kde.score_samples([[0.0]]).round(2)
-    array([-0.84])
+    array([-0.99])
     """
 
     def __init__(
@@ -129,7 +129,8 @@ class KernelDensity(BaseEstimator):  # type: ignore[misc]
         cat = np.array([c != "c" for c in vt])
         if cat.any():  # lambdas inside their ranges (a clear error now, not at the first score)
             kinds = "".join(c for c in vt if c != "c")
-            Categorical.build(kinds, X[:, cat], X[:1, cat], self.bandwidth_[cat], ck, columns=np.nonzero(cat)[0])
+            Categorical.build(kinds, X[:, cat], X[:1, cat], self.bandwidth_[cat], ck,
+                              columns=np.nonzero(cat)[0])
         return self
 
     def _kernel(self) -> Kernel:
