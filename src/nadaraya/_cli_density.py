@@ -91,8 +91,8 @@ def density(
                                                 "upper_ columns from the conditional quantiles.")] = None,
     ordered: Annotated[list[str] | None, typer.Option("--ordered", help="Ordered categorical columns "
                                                       "(comma-separated), of --x or --y.")] = None,
-    categorical: Annotated[list[str] | None, typer.Option("--categorical", help="Unordered categorical "
-                                                          "columns (comma-separated), of --x or --y.")] = None,
+    categorical: Annotated[list[str] | None, typer.Option(
+        "--categorical", help="Unordered categorical columns (comma-separated), of --x or --y.")] = None,
     plot: Annotated[Path | None, typer.Option(help="Draw f(y | x) with its median and quantile band "
                                               "(one x, one y) to this image.")] = None,
     dropna: Annotated[bool, typer.Option("--dropna", help="Drop rows with missing values instead of "
@@ -107,10 +107,12 @@ def density(
     ys = _split_names(y) if y else []
     clash = [n for n in ys if n in xs]
     if clash:
-        raise BadInput(f"column '{clash[0]}' is both conditioned on (--x) and estimated (--y); remove it from --x")
+        raise BadInput(
+            f"column '{clash[0]}' is both conditioned on (--x) and estimated (--y); remove it from --x"
+        )
     alphas = _levels(quantile, "--quantile")
     if level is not None and not 0.0 < level < 1.0:
-        raise BadInput(f"--level {level!r} is not valid; choose a level strictly between 0 and 1, e.g. 0.9")
+        raise BadInput(f"--level {level!r} is not valid; choose a level strictly between 0 and 1 (0.9)")
     if not ys and (alphas or level is not None or plot is not None):
         raise BadInput("--quantile, --level and --plot need --y: they describe y given x")
     if out is None and plot is None:
@@ -216,9 +218,10 @@ def _write(result: Any, write: Any, out: Path | None, model: Any, plot: Path | N
 
         from .plot import conditional_density, savefig
 
-        ax = conditional_density(model)
-        savefig(ax.figure, plot)
-        plt.close(ax.figure)
+        fig = plt.figure(figsize=(6, 4), layout="constrained")
+        conditional_density(model, ax=fig.add_subplot())
+        savefig(fig, plot)
+        plt.close(fig)
     except BaseException:
         if out is not None:
             out.unlink(missing_ok=True)

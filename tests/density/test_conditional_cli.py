@@ -24,7 +24,8 @@ runner = CliRunner()
 def data(tmp_path: Path) -> Path:
     rng = np.random.default_rng(0)
     x = rng.uniform(0, 1, 70)
-    table = pa.table({"x": x, "y": x + (0.1 + 0.3 * x) * rng.standard_normal(70), "g": rng.integers(0, 3, 70)})
+    y = x + (0.1 + 0.3 * x) * rng.standard_normal(70)
+    table = pa.table({"x": x, "y": y, "g": rng.integers(0, 3, 70)})
     path = tmp_path / "data.csv"
     csv.write_csv(table, path)
     return path

@@ -86,17 +86,15 @@ def log_sums(
     (:func:`log_kde`: pool's partial sums with unit values, constants kept); ``None`` queries
     mean the training points, each left out of its own sums when ``loo``."""
     joint_keys = np.hstack([s.x, s.y])
-    jq = None if qx is None else np.hstack([qx, qy])
+    jq = None if qx is None or qy is None else np.hstack([qx, qy])
     if qx is None and not loo:
         jq, qx = joint_keys, s.x
-    common = dict(
-        kernel=s.kernel,
-        categorical_kernel=s.categorical_kernel,
-        sample_weight=s.sample_weight,
-        backend=s.backend,
-    )
-    joint = log_kde(jq, joint_keys, bandwidth=s.bandwidth, var_types=s.var_types + s.dep_types, **common)
-    marg = log_kde(qx, s.x, bandwidth=s.hx, var_types=s.var_types, **common)
+    ck, sw, be = s.categorical_kernel, s.sample_weight, s.backend
+    types = s.var_types + s.dep_types
+    joint = log_kde(jq, joint_keys, kernel=s.kernel, bandwidth=s.bandwidth, var_types=types,
+                    categorical_kernel=ck, sample_weight=sw, backend=be)
+    marg = log_kde(qx, s.x, kernel=s.kernel, bandwidth=s.hx, var_types=s.var_types, categorical_kernel=ck,
+                   sample_weight=sw, backend=be)
     return joint, marg
 
 

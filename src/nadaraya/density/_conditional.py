@@ -114,8 +114,8 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         k = get_kernel(self.kernel)
         if not has_cdf(k):
             raise ValueError(f"kernel={self.kernel!r} is not integrable; a density needs another kernel")
-        x = as_points("X", X, _F64)
-        yy = as_points("y", y, _F64)
+        x = as_points("X", X, _F64).astype(np.float64, copy=False)
+        yy = as_points("y", y, _F64).astype(np.float64, copy=False)
         if yy.shape[0] != x.shape[0]:
             raise ValueError(f"X has {x.shape[0]} rows but y has {yy.shape[0]}; give one y row per X row")
         if x.shape[0] < 2:
@@ -123,7 +123,8 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         vt = as_var_types(self.var_types, x.shape[1])
         dt = as_var_types(self.dep_types, yy.shape[1])
         ck = as_categorical_kernel(self.categorical_kernel)
-        sw = as_sample_weight(sample_weight, x.shape[0], _F64)
+        w = as_sample_weight(sample_weight, x.shape[0], _F64)
+        sw = None if w is None else w.astype(np.float64, copy=False)
         s = Sample(x, yy, vt, dt, np.ones(x.shape[1] + yy.shape[1]), k, ck, sw, self.backend)
         bw = self.bandwidth
         if isinstance(bw, str):
@@ -146,15 +147,15 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         if not hasattr(self, "sample_"):
             raise ValueError("this ConditionalDensity is not fitted yet; call fit(X, y) first")
         s = self.sample_
-        qx = as_points("X", X, _F64)
+        qx = as_points("X", X, _F64).astype(np.float64, copy=False)
         if qx.shape[1] != s.dx:
-            if s.dx == 1 and qx.shape[0] == 1 and np.ndim(X) == 1:  # one query given flat
+            if np.ndim(X) == 1 and qx.shape[0] == s.dx:  # one query of several columns, given flat
                 qx = qx.T
             else:
                 raise ValueError(f"X has {qx.shape[1]} columns, but the model was fitted on {s.dx}")
         if y is None:
             return qx, None
-        qy = as_points("y", y, _F64)
+        qy = as_points("y", y, _F64).astype(np.float64, copy=False)
         if qy.shape[1] != s.y.shape[1]:
             raise ValueError(f"y has {qy.shape[1]} columns, but the model was fitted on {s.y.shape[1]}")
         if qy.shape[0] != qx.shape[0]:
