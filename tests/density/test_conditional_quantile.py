@@ -95,7 +95,8 @@ def test_invert_and_bracket_on_a_known_cdf() -> None:
 
     alpha = np.array([1e-12, 0.3, 0.5, 1 - 1e-6])
     f = lambda rows, y: ndtr(y)  # noqa: E731
-    lo, hi = bracket(f, alpha, np.zeros(4), np.zeros(4), 1.0)
+    lo, hi, f_lo, f_hi = bracket(f, alpha, np.zeros(4), np.zeros(4), 1.0)
+    assert np.all(f_lo < alpha) and np.all(f_hi >= alpha)
     q = invert(f, alpha, lo, hi)
     np.testing.assert_allclose(q, ndtri(alpha), rtol=0, atol=1e-9)
     # a flat stretch: the quantile is its left end (the infimum)

@@ -285,10 +285,14 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
             wr = w[rows]
             return (wr * kernel_cdf(s.kernel, u)).sum(axis=1), (wr * s.kernel.profile(u)).sum(axis=1) / h
 
-        reach = h * (s.kernel.support if s.kernel.compact else 1.0)
-        lo, hi = bracket(cdf, alpha, np.full(b, y.min() - reach), np.full(b, y.max() + reach), h)
+        reach = h * (s.kernel.support if s.kernel.compact else 10.0)  # F(lo) is then ~0
+        lo, hi, f_lo, f_hi = bracket(cdf, alpha, np.full(b, y.min() - reach), np.full(b, y.max() + reach), h)
         scale = float(np.std(y)) or h
-        return invert(cdf, alpha, lo, hi, scale=scale, xtol=XTOL)
+        # the first guess: the weighted quantile of the keys' y (within about h of the answer)
+        order = np.argsort(y, kind="stable")
+        reached = np.cumsum(w[:, order], axis=1) >= level
+        first = np.where(reached.any(axis=1), y[order][np.argmax(reached, axis=1)], np.nan)
+        return invert(cdf, alpha, lo, hi, scale=scale, xtol=XTOL, f_lo=f_lo, f_hi=f_hi, start=first)
 
     def predict_interval(self, X: ArrayLike, level: float = 0.9) -> NDArray[np.float64]:
         """Prediction intervals from the conditional quantiles ``(1 - level)/2`` and ``(1 + level)/2``:

@@ -39,33 +39,36 @@ def bracket(
     hi: NDArray[np.float64],
     step: float,
     max_doublings: int = 64,
-) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Move ``lo`` down and ``hi`` up, by steps ``step`` doubling each time, until
     ``F(lo) < alpha <= F(hi)`` for every query (or ``max_doublings`` is reached: then the
-    ends are where a kernel's CDF has long rounded to 0 and 1).
+    ends are where a kernel's CDF has long rounded to 0 and 1). Returns the ends and ``F``
+    at them.
 
     Examples
     --------
     >>> import numpy as np
     >>> from scipy.special import ndtr
     >>> f = lambda rows, y: ndtr(y)
-    >>> lo, hi = bracket(f, np.array([1e-6, 0.5]), np.zeros(2), np.zeros(2), 1.0)
-    >>> bool(ndtr(lo[0]) < 1e-6 <= ndtr(hi[0])), bool(ndtr(lo[1]) < 0.5 <= ndtr(hi[1]))
-    (True, True)
+    >>> lo, hi, f_lo, f_hi = bracket(f, np.array([1e-6, 0.5]), np.zeros(2), np.zeros(2), 1.0)
+    >>> bool(np.all(f_lo < [1e-6, 0.5])), bool(np.all(f_hi >= [1e-6, 0.5])), f_lo[1] == ndtr(lo[1])
+    (True, True, np.True_)
     """
-    lo, hi = lo.astype(np.float64).copy(), hi.astype(np.float64).copy()
-    for end, below in ((lo, True), (hi, False)):
+    ends = [lo.astype(np.float64).copy(), hi.astype(np.float64).copy()]
+    values = [np.full(alpha.size, np.nan), np.full(alpha.size, np.nan)]
+    for end, value, below in ((ends[0], values[0], True), (ends[1], values[1], False)):
         rows = np.arange(alpha.size)
         s = step
         for _ in range(max_doublings):
             f = _value(cdf(rows, end[rows]))
+            value[rows] = f
             bad = (f >= alpha[rows]) if below else (f < alpha[rows])
             rows = rows[bad & np.isfinite(f)]
             if rows.size == 0:
                 break
             end[rows] += -s if below else s
             s *= 2.0
-    return lo, hi
+    return ends[0], ends[1], values[0], values[1]
 
 
 def invert(
@@ -77,6 +80,9 @@ def invert(
     scale: float = 1.0,
     xtol: float = XTOL,
     max_iter: int = 400,
+    f_lo: NDArray[np.float64] | None = None,
+    f_hi: NDArray[np.float64] | None = None,
+    start: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """The quantiles ``inf {y : F_j(y) >= alpha_j}`` within ``xtol * max(|q|, scale)``.
 
@@ -94,6 +100,10 @@ def invert(
         The scale of ``y`` below which the precision is absolute.
     xtol : float, default 1e-10
     max_iter : int, default 400
+    f_lo, f_hi : ndarray of shape (m,), optional
+        ``F(lo)`` and ``F(hi)`` when known (:func:`bracket` returns them): not evaluated again.
+    start : ndarray of shape (m,), optional
+        A first guess (inside the bracket), evaluated first.
 
     Returns
     -------
@@ -110,8 +120,8 @@ def invert(
     m = alpha.size
     lo, hi = lo.astype(np.float64).copy(), hi.astype(np.float64).copy()
     everyone = np.arange(m)
-    flo = _value(cdf(everyone, lo)) - alpha
-    fhi = _value(cdf(everyone, hi)) - alpha
+    flo = (_value(cdf(everyone, lo)) if f_lo is None else f_lo) - alpha
+    fhi = (_value(cdf(everyone, hi)) if f_hi is None else f_hi) - alpha
     out = np.full(m, np.nan)
     ok = (flo < 0) & (fhi >= 0)
     # the last point evaluated, its residual and slope (NaN: none yet, take a secant step)
@@ -121,7 +131,7 @@ def invert(
     # Numerical Recipes' rtsafe), so the steps shrink at least geometrically
     steps = np.repeat((hi - lo)[:, None], 2, axis=1)
     rows = everyone[ok]
-    for _ in range(max_iter):
+    for it in range(max_iter):
         a, b = lo[rows], hi[rows]
         tol = xtol * np.maximum(np.maximum(np.abs(a), np.abs(b)), scale)
         done = b - a <= tol
@@ -142,6 +152,9 @@ def invert(
         slow = np.abs(c - at[rows]) > 0.5 * steps[rows, 0]
         good = np.isfinite(c) & (c > a) & (c < b) & ~slow
         c = np.where(good, c, mid)
+        if it == 0 and start is not None:
+            first = start[rows]
+            c = np.where(np.isfinite(first) & (first > a) & (first < b), first, mid)
         res = cdf(rows, c)
         fc = _value(res) - alpha[rows]
         dc = res[1] if isinstance(res, tuple) else np.full(rows.size, np.nan)  # type: ignore[index]
