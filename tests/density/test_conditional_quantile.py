@@ -176,3 +176,18 @@ def test_bad_queries() -> None:
     )
     with pytest.raises(ValueError, match="one continuous or ordered y column"):
         two.quantile([0.5])
+
+
+def test_dask_inputs_give_the_same_numbers_lazily() -> None:
+    da = pytest.importorskip("dask.array")
+    x, y = _hetero(60, 5)
+    lazy_x, lazy_y = da.from_array(x, chunks=25), da.from_array(y, chunks=25)
+    cd = ConditionalDensity(bandwidth=[0.1, 0.1]).fit(lazy_x, lazy_y)
+    ref = ConditionalDensity(bandwidth=[0.1, 0.1]).fit(x, y)
+    qx, qy = np.linspace(0, 1, 30), np.linspace(-1, 1, 30)
+    lx, ly = da.from_array(qx, chunks=8), da.from_array(qy, chunks=11)
+    for name in ("pdf", "cdf"):
+        lazy = getattr(cd, name)(lx, ly)
+        assert hasattr(lazy, "dask")
+        np.testing.assert_array_equal(lazy.compute(), getattr(ref, name)(qx, qy))
+    np.testing.assert_array_equal(cd.quantile(lx, [0.2, 0.8]).compute(), ref.quantile(qx, [0.2, 0.8]))

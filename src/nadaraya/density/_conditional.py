@@ -9,7 +9,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 
 from .._mixed import as_categorical_kernel, as_var_types
-from .._validation import as_points, as_real, as_sample_weight
+from .._validation import as_points, as_real, as_sample_weight, is_dask
 from ..kernels import get as get_kernel
 from ._cdf import categorical_cdf, has_cdf, kernel_cdf
 from ._cond_select import cv_ls_score, cv_ml_score, select
@@ -114,6 +114,7 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         k = get_kernel(self.kernel)
         if not has_cdf(k):
             raise ValueError(f"kernel={self.kernel!r} is not integrable; a density needs another kernel")
+        X, y, sample_weight = (_computed(a) for a in (X, y, sample_weight))
         x = as_points("X", X, _F64).astype(np.float64, copy=False)
         yy = as_points("y", y, _F64).astype(np.float64, copy=False)
         if yy.shape[0] != x.shape[0]:
@@ -145,7 +146,9 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         self, X: ArrayLike, y: ArrayLike | None = None
     ) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
         if not hasattr(self, "sample_"):
-            raise ValueError("this ConditionalDensity is not fitted yet; call fit(X, y) first")
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError("this ConditionalDensity is not fitted yet; call fit(X, y) first")
         s = self.sample_
         qx = as_points("X", X, _F64).astype(np.float64, copy=False)
         if qx.shape[1] != s.dx:
@@ -175,6 +178,8 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         >>> bool(np.isfinite(cd.log_pdf([0.5], [1e4])[0]))
         True
         """
+        if is_dask(X, y):
+            return _lazy(self.log_pdf, X, y)  # type: ignore[no-any-return]
         qx, qy = self._queries(X, y)
         joint, marg = log_sums(self.sample_, qx, qy)
         with np.errstate(invalid="ignore"):
@@ -203,6 +208,8 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         >>> round(float(cd.cdf([0.5], [0.5])[0]), 12)
         0.5
         """
+        if is_dask(X, y):
+            return _lazy(self.cdf, X, y)  # type: ignore[no-any-return]
         qx, qy = self._queries(X, y)
         assert qy is not None
         s = self.sample_
@@ -238,6 +245,10 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         >>> round(float(cd.quantile([0.5], 0.5)[0]), 9)
         0.5
         """
+        if is_dask(X):
+            k = np.size(alpha)
+            one = np.ndim(alpha) == 0
+            return _lazy(lambda b: self.quantile(b, alpha), X, None, None if one else k)  # type: ignore[no-any-return]
         qx, _ = self._queries(X)
         s = self.sample_
         a = as_real("alpha", alpha).astype(np.float64)
@@ -336,6 +347,26 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         t = Sample(**{**s.__dict__, "bandwidth": _as_bandwidth(bandwidth, s.var_types + s.dep_types)})
         _check_lambdas(t)
         return t
+
+
+def _computed(a: Any) -> Any:
+    """A Dask array's values (the training data are gathered), anything else as it is."""
+    return np.asarray(a.compute()) if is_dask(a) else a
+
+
+def _lazy(fn: Any, X: Any, y: Any, k: int | None = None) -> Any:
+    """Dask queries: one task per chunk of rows of X (y's rows chunked alike), each evaluated
+    against the fitted data; ``k`` output columns per row (None: one value per row)."""
+    import dask.array as da
+
+    X = da.asarray(X)
+    X = (X if X.ndim == 2 else X[:, None]).rechunk({1: -1})
+    out = {"drop_axis": 1} if k is None else {"chunks": (X.chunks[0], (k,))}
+    if y is None:
+        return X.map_blocks(fn, dtype=np.float64, **out)
+    y = da.asarray(y)
+    y = (y if y.ndim == 2 else y[:, None]).rechunk((X.chunks[0], -1))
+    return da.map_blocks(fn, X, y, dtype=np.float64, **out)
 
 
 def _as_bandwidth(bw: Any, types: str) -> NDArray[np.float64]:
