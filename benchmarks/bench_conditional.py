@@ -50,7 +50,7 @@ def main() -> None:
     bw = [0.05, 0.1]
     ref = KDEMultivariateConditional(endog=[y], exog=[x], dep_type="c", indep_type="c", bw=bw[::-1], rng=0)
     ours = ConditionalDensity(bandwidth=bw).fit(x, y)
-    ours.pdf(qx[:5], qy[:5]), ours.cdf(qx[:5], qy[:5])  # compile
+    ours.pdf(qx, qy), ours.cdf(qx, qy)  # compile, and load the backend chooser's compiled planners
     name = f"W1 n=m={n1}"
     for what in ("pdf", "cdf"):
         theirs, mine = getattr(ref, what), getattr(ours, what)
