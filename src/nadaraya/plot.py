@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._files import atomic_write
-from ._plot_conditional import conditional_density
-from ._plot_density import density
+from nadaraya._support.files import atomic_write
+from nadaraya.density._plot import density
+from nadaraya.density._plot_conditional import conditional_density
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from .bandwidth import BandwidthSelection
+    from nadaraya.bandwidth import BandwidthSelection
 
 __all__ = ["attention", "bandwidth_curve", "bandwidth_selection", "conditional_density", "criterion_label",
            "density", "fit", "kernel_grid", "kernels", "savefig", "training"]
@@ -112,7 +112,7 @@ def kernels(
     >>> [line.get_label() for line in ax.get_lines()]
     ['gaussian', 'epanechnikov']
     """
-    from .kernels import get
+    from nadaraya.kernels import get
 
     ax = _axes(ax)
     u = np.linspace(-extent, extent, 501)
@@ -157,7 +157,7 @@ def kernel_grid(
     >>> [ax.get_title() for ax in fig.axes if ax.has_data()]
     ['gaussian', 'boxcar', 'cosine']
     """
-    from .kernels import names as all_names
+    from nadaraya.kernels import names as all_names
 
     chosen = list(all_names() if names is None else names)
     if not chosen:

@@ -243,7 +243,7 @@ def test_rules_of_thumb():
     (dict(categorical_kernel="odd"), None, "categorical_kernel"),
     (dict(tol=5.0), None, "tol"),
     (dict(bandwidth=0.5), [[np.nan, 1.0], [1.0, 2.0]], "NaN"),
-    (dict(bandwidth=0.5), [[1.0, 2.0]], "at least 2"),
+    (dict(bandwidth=0.5), [[1.0, 2.0]], "1 sample"),
 ])
 def test_bad_input_is_refused(args, fit_x, match):
     X = np.array([[0.0, 1.0], [1.0, 0.0], [2.0, 1.0], [3.0, 2.0]]) if fit_x is None else np.array(fit_x)
@@ -274,3 +274,17 @@ def test_sklearn_clone_and_grid_search():
     assert clone(model).get_params() == model.get_params()
     search = GridSearchCV(KernelDensity(), {"bandwidth": [0.05, 0.4, 3.0]}, cv=3).fit(x)
     assert search.best_params_["bandwidth"] == 0.4
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.SkipTestWarning")
+def test_sklearn_check_estimator():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    check_estimator(KernelDensity())
+
+
+def test_duplicated_points_keep_a_positive_bandwidth():
+    """Leave-one-out likelihood grows without bound as h -> 0 on copies: the search stays in reach."""
+    x = np.repeat(np.arange(5.0), 3)[:, None]
+    h = KernelDensity(bandwidth="cv_ml").fit(x).bandwidth_
+    assert np.isfinite(h).all() and (h > 0).all()

@@ -113,12 +113,13 @@ def test_least_squares_integral_of_other_kernels(kernel):
 @pytest.mark.parametrize(("var_types", "cols"), [("cc", [0, 1]), ("cu", [0, 2])])
 def test_chosen_bandwidth_no_worse_than_statsmodels(method, var_types, cols):
     kd = pytest.importorskip("statsmodels.nonparametric.kernel_density")
-    X = _data(70, 5)[:, cols]
+    n = 70 if var_types == "cc" else 50
+    X = _data(n, 5)[:, cols]
     if var_types == "cu":  # a category that tells about x: the best lambda inside (0, (c-1)/c), where
         # nadaraya searches (statsmodels searches [0, 1], where Aitchison-Aitken prefers other categories)
         rng = np.random.default_rng(6)
-        flip = rng.uniform(size=70) < 0.15
-        X[:, 1] = np.where(flip, rng.integers(0, 3, 70), (X[:, 0] > 0) + (X[:, 0] > 1))
+        flip = rng.uniform(size=n) < 0.15
+        X[:, 1] = np.where(flip, rng.integers(0, 3, n), (X[:, 0] > 0) + (X[:, 0] > 1))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         sm = kd.KDEMultivariate(X, var_types, bw=method)

@@ -40,9 +40,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from ..kernels import Kernel
-from ..kernels import get as get_kernel
-from ._constants import log_probability
+from nadaraya.density._constants import log_probability
+from nadaraya.kernels import Kernel
+from nadaraya.kernels import get as get_kernel
 
 __all__ = ["categorical_cdf", "category_term", "has_cdf", "kernel_cdf"]
 

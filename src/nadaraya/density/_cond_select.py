@@ -23,10 +23,10 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import optimize
 
-from .._mixed import lambda_bounds
-from ..kernels import Kernel
-from ._cdf import category_term
-from ._cond_sums import Sample, log_sums, normalised, x_log_weights, y_log_kernel
+from nadaraya.density._cdf import category_term
+from nadaraya.density._cond_sums import Sample, log_sums, normalised, x_log_weights, y_log_kernel
+from nadaraya.kernels import Kernel
+from nadaraya.local.mixed import lambda_bounds
 
 __all__ = ["LOG_DBL_MIN", "convolution", "cv_ls_score", "cv_ml_score", "normal_reference", "select"]
 
@@ -159,7 +159,7 @@ def normal_reference(s: Sample) -> NDArray[np.float64]:
     out = np.empty(d)
     ratio = 1.0
     if s.kernel.name != "gaussian" and math.isfinite(s.kernel.roughness):
-        from ..kernels import get
+        from nadaraya.kernels import get
 
         ratio = s.kernel.canonical_bandwidth / get("gaussian").canonical_bandwidth
     for j, t in enumerate(types):

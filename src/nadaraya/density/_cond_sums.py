@@ -16,12 +16,12 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from .._config import get_config
-from .._mixed import Categorical
-from ..backends.reference import block_weights
-from ..kernels import Kernel
-from ._cdf import categorical_cdf, kernel_cdf
-from ._constants import Categories, log_kde
+from nadaraya._support.config import get_config
+from nadaraya.backends.reference import block_weights
+from nadaraya.density._cdf import categorical_cdf, kernel_cdf
+from nadaraya.density._constants import Categories, log_kde
+from nadaraya.kernels import Kernel
+from nadaraya.local.mixed import Categorical
 
 __all__ = ["Sample", "log_constant", "log_sums", "x_log_weights", "y_cdf", "y_log_kernel"]
 

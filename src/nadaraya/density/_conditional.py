@@ -8,13 +8,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 
-from .._mixed import as_categorical_kernel, as_var_types
-from .._validation import as_points, as_real, as_sample_weight, is_dask
-from ..kernels import get as get_kernel
-from ._cdf import categorical_cdf, has_cdf, kernel_cdf
-from ._cond_select import cv_ls_score, cv_ml_score, select
-from ._cond_sums import Sample, block_size, log_sums, normalised, x_log_weights, y_cdf
-from ._quantile import XTOL, bracket, invert
+from nadaraya._support.validation import as_points, as_real, as_sample_weight, is_dask
+from nadaraya.density._cdf import categorical_cdf, has_cdf, kernel_cdf
+from nadaraya.density._cond_select import cv_ls_score, cv_ml_score, select
+from nadaraya.density._cond_sums import Sample, block_size, log_sums, normalised, x_log_weights, y_cdf
+from nadaraya.density._quantile import XTOL, bracket, invert
+from nadaraya.kernels import get as get_kernel
+from nadaraya.local.mixed import as_categorical_kernel, as_var_types
 
 __all__ = ["ConditionalDensity"]
 
@@ -385,7 +385,7 @@ def _as_bandwidth(bw: Any, types: str) -> NDArray[np.float64]:
 
 
 def _check_lambdas(s: Sample) -> None:
-    from .._mixed import Categorical
+    from nadaraya.local.mixed import Categorical
 
     data, types = np.hstack([s.x, s.y]), s.var_types + s.dep_types
     cat = np.array([j for j, t in enumerate(types) if t != "c"], dtype=np.intp)

@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .. import _fit, pooling
-from .._mixed import Categorical
-from .._nearest import FAR_LOG_WEIGHT
-from ..kernels import Kernel
-from ..kernels import get as get_kernel
-from ..partials import Partials
+from nadaraya._core import call as _call
+from nadaraya._core.nearest import FAR_LOG_WEIGHT
+from nadaraya.kernels import Kernel
+from nadaraya.kernels import get as get_kernel
+from nadaraya.local import fit as _fit
+from nadaraya.local import job as _job
+from nadaraya.local.mixed import Categorical
+from nadaraya.partials import Partials
 
 __all__ = ["Categories", "log_density", "log_kde", "log_kernel_constant", "log_probability"]
 
@@ -141,17 +143,17 @@ def log_density(parts: Partials, log_const: float) -> NDArray[np.float64]:
     return out + log_const  # type: ignore[no-any-return]
 
 
-def _continuous_partials(job: _fit.Job, exclude: NDArray[np.intp] | None, backend: str) -> Partials:
+def _continuous_partials(job: _job.Job, exclude: NDArray[np.intp] | None, backend: str) -> Partials:
     """The partials of a job without categorical columns, each sum (not only each ratio)
     within ``job.tol``; queries far from every key exact in the log domain."""
     call = job.call
-    parts, choice = pooling.compute_partials(call, exclude=exclude, backend=backend, tol=job.tol, merged=True)
+    parts, choice = _call.compute_partials(call, exclude=exclude, backend=backend, tol=job.tol, merged=True)
     if call.kernel.log_domain and choice.name != "reference":
         far = np.nonzero(~(parts.shift >= FAR_LOG_WEIGHT))[0]
         if far.size:
-            sub = pooling.Call(call.queries[far], call.keys, call.values, False, call.kernel, call.bandwidth,
+            sub = _call.Call(call.queries[far], call.keys, call.values, False, call.kernel, call.bandwidth,
                                call.sample_weight)
-            fix, _ = pooling.compute_partials(sub, exclude=None if exclude is None else exclude[far],
+            fix, _ = _call.compute_partials(sub, exclude=None if exclude is None else exclude[far],
                                               backend="reference")
             for name in ("shift", "weight", "value"):
                 getattr(parts, name)[far] = getattr(fix, name)
@@ -198,7 +200,7 @@ def log_kde(
     n = keys_arr.shape[0]
     if convolved and k.name != "gaussian":
         raise ValueError(f"convolved sums need the gaussian kernel; got kernel={k.name!r}")
-    job = _fit.prepare(queries, keys_arr, np.ones(n, dtype=dtype), kernel=k, bandwidth=bandwidth,
+    job = _job.prepare(queries, keys_arr, np.ones(n, dtype=dtype), kernel=k, bandwidth=bandwidth,
                        sample_weight=sample_weight, degree=0, var_types=var_types,
                        categorical_kernel=categorical_kernel)
     h = job.call.bandwidth.astype(np.float64)

@@ -22,14 +22,23 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 from scipy import optimize
+from threadpoolctl import threadpool_limits
 
-from .. import backends, pooling
-from .._mixed import lambda_bounds
-from .._nearest import FAR_LOG_WEIGHT
-from ..kernels import Kernel
-from ._constants import log_density, log_kde, log_kernel_constant
+from nadaraya import backends
+from nadaraya._core import call as _call
+from nadaraya._core.nearest import FAR_LOG_WEIGHT
+from nadaraya.density._constants import log_density, log_kde, log_kernel_constant
+from nadaraya.kernels import Kernel
+from nadaraya.local.mixed import lambda_bounds
 
 __all__ = ["CVProblem", "select"]
+
+#: below this many (point, point) pairs a search picks its backend from the sizes alone
+SIZES_ONLY = 4_000_000
+
+#: a search keeps each log bandwidth within this of its start (e^25 ~ 7e10: duplicated points
+#: send the leave-one-out likelihood to infinity as h -> 0)
+REACH = 25.0
 
 #: Gauss-Legendre nodes per piece of the quadrature of ``f^2`` (exact to degree 19)
 NODES = 10
@@ -91,15 +100,15 @@ def _gaussian_sums(
     sums of degree 1 (whose second moments are ``sum w (x_j - x_i)^2``)."""
     hh = h * math.sqrt(2.0) if convolved else h
     n, d = problem.X.shape
-    call = pooling.prepare(None, problem.X, np.ones(n), kernel=problem.kernel, bandwidth=hh,
+    call = _call.prepare(None, problem.X, np.ones(n), kernel=problem.kernel, bandwidth=hh,
                            sample_weight=problem.sample_weight)
     exclude = None if convolved else np.arange(n)
-    parts, choice = pooling.compute_partials(call, exclude=exclude, backend=problem.backend, moments=1)
+    parts, choice = _call.compute_partials(call, exclude=exclude, backend=problem.backend, moments=1)
     far = np.nonzero(~(parts.shift >= FAR_LOG_WEIGHT))[0]
     if far.size and choice.name != "reference":
-        sub = pooling.Call(call.queries[far], call.keys, call.values, False, call.kernel, call.bandwidth,
+        sub = _call.Call(call.queries[far], call.keys, call.values, False, call.kernel, call.bandwidth,
                            call.sample_weight)
-        fix, _ = pooling.compute_partials(sub, exclude=None if exclude is None else exclude[far],
+        fix, _ = _call.compute_partials(sub, exclude=None if exclude is None else exclude[far],
                                           backend="reference", moments=1)
         parts.shift[far], parts.weight[far] = fix.shift, fix.weight
         parts.moments[1][far] = fix.moments[1]
@@ -176,6 +185,8 @@ def resolve_backend(problem: CVProblem, bandwidth: NDArray[np.float64]) -> str:
     X = problem.X[:, cont]
     h = np.asarray(bandwidth, dtype=np.float64)[cont]
     n, d = X.shape
+    if n * n <= SIZES_ONLY:  # measuring the data would cost more than a pass
+        return backends.choose(problem.kernel, n=n, m=n, d=d).name
     choice = backends.choose_for_data(problem.kernel, X, X, h, loo=True, merged=True)
     return (choice or backends.choose(problem.kernel, n=n, m=n, d=d)).name
 
@@ -192,7 +203,7 @@ def select(
     bounds = _bounds(problem)
     sign = -1.0 if method == "cv_ml" else 1.0
     score = problem.cv_ml if method == "cv_ml" else problem.cv_ls
-    scale = float(np.abs(np.log(start[cont])).max()) if cont.any() else 0.0
+    k, log_start = int(cont.sum()), np.log(start[cont])
 
     def unpack(theta: NDArray[np.float64]) -> NDArray[np.float64]:
         h = np.empty(start.size)
@@ -202,7 +213,7 @@ def select(
         return h
 
     def objective(theta: NDArray[np.float64]) -> float:
-        if not np.isfinite(theta).all() or (cont.any() and np.abs(theta[: cont.sum()]).max() > scale + 700):
+        if not np.isfinite(theta).all() or (cont.any() and np.abs(theta[:k] - log_start).max() > REACH):
             return 1e300
         value = sign * score(unpack(theta))
         return value if math.isfinite(value) else 1e300
@@ -220,8 +231,10 @@ def select(
             ok = math.isfinite(value) and np.isfinite(grad).all()
             return (value, grad) if ok else (1e300, np.zeros_like(t))
 
-        res = optimize.minimize(smooth, theta, jac=True, method="L-BFGS-B",
-                                options=dict(ftol=1e-13, gtol=1e-9, maxiter=200))
+        with threadpool_limits(1, user_api="blas"):  # BLAS threads on a 2-vector cost more than the sums
+            res = optimize.minimize(smooth, theta, jac=True, method="L-BFGS-B",
+                                    bounds=[(t - REACH, t + REACH) for t in theta],
+                                    options=dict(ftol=1e-13, gtol=1e-9, maxiter=200))
         if res.fun <= objective(theta):
             theta = res.x
     elif (per_feature and theta.size > 1) or not cont.any():
@@ -246,7 +259,7 @@ def _common_factor(objective: Any, theta: NDArray[np.float64], k: int) -> NDArra
 
     vals = np.array([objective(at(t)) for t in grid])
     i = int(np.argmin(vals))
-    while (i == 0 and grid[0] > -40) or (i == grid.size - 1 and grid[-1] < 40):  # extend past the edge
+    while (i == 0 and grid[0] > -REACH) or (i == grid.size - 1 and grid[-1] < REACH):  # past the edge
         step = -2.0 if i == 0 else 2.0
         t = grid[i] + step
         grid = np.insert(grid, 0, t) if i == 0 else np.append(grid, t)

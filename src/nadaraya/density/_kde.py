@@ -8,14 +8,15 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
+from sklearn.utils.validation import validate_data
 
-from .._mixed import Categorical, as_categorical_kernel, as_var_types, lambda_bounds
-from .._validation import as_points, as_sample_weight, as_tol, is_dask, pick_dtype
-from ..bandwidth.rules import rule_of_thumb
-from ..kernels import Kernel
-from ..kernels import get as get_kernel
-from ._constants import log_kde, log_kernel_constant, log_probability
-from ._cv import CVProblem, select
+from nadaraya._support.validation import as_sample_weight, as_tol, is_dask
+from nadaraya.bandwidth.rules import rule_of_thumb
+from nadaraya.density._constants import log_kde, log_kernel_constant, log_probability
+from nadaraya.density._cv import CVProblem, select
+from nadaraya.kernels import Kernel
+from nadaraya.kernels import get as get_kernel
+from nadaraya.local.mixed import Categorical, as_categorical_kernel, as_var_types, lambda_bounds
 
 __all__ = ["KernelDensity"]
 
@@ -102,7 +103,7 @@ class KernelDensity(BaseEstimator):  # type: ignore[misc]
 
         Parameters
         ----------
-        X : array-like of shape (n, d) or (n,)
+        X : array-like of shape (n, d)
             A Dask array is computed first.
         y : ignored
         sample_weight : array-like of shape (n,), optional
@@ -115,21 +116,21 @@ class KernelDensity(BaseEstimator):  # type: ignore[misc]
         if is_dask(X, sample_weight):
             X, sample_weight = _computed(X), None if sample_weight is None else _computed(sample_weight)
         kernel = self._kernel()
-        X = as_points("X", X, pick_dtype(X))
-        n, d = X.shape
+        data: NDArray[np.floating] = np.asarray(
+            validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=2))
+        n, d = data.shape
         vt = as_var_types(self.var_types, d)
         ck = as_categorical_kernel(self.categorical_kernel)
         as_tol(self.tol)
-        sw = as_sample_weight(sample_weight, n, np.dtype(np.float64))
-        if n < 2:
-            raise ValueError(f"X has {n} row; a kernel density needs at least 2")
-        self.X_fit_, self.sample_weight_, self.var_types_ = X, sw, vt
+        given = as_sample_weight(sample_weight, n, np.dtype(np.float64))
+        sw = None if given is None else given.astype(np.float64)
+        self.X_fit_, self.sample_weight_, self.var_types_ = data, sw, vt
         self.n_features_in_ = d
-        self.bandwidth_ = self._choose(X.astype(np.float64), kernel, vt, ck, sw)
+        self.bandwidth_ = self._choose(data.astype(np.float64), kernel, vt, ck, sw)
         cat = np.array([c != "c" for c in vt])
         if cat.any():  # lambdas inside their ranges (a clear error now, not at the first score)
             kinds = "".join(c for c in vt if c != "c")
-            Categorical.build(kinds, X[:, cat], X[:1, cat], self.bandwidth_[cat], ck,
+            Categorical.build(kinds, data[:, cat], data[:1, cat], self.bandwidth_[cat], ck,
                               columns=np.nonzero(cat)[0])
         return self
 
@@ -144,7 +145,7 @@ class KernelDensity(BaseEstimator):  # type: ignore[misc]
         d = X.shape[1]
         cont = np.array([c == "c" for c in vt])
         if not isinstance(bw, str):
-            h = np.asarray(bw, dtype=np.float64) if np.ndim(bw) else np.full(d, float(bw))
+            h = np.asarray(bw, dtype=np.float64) if np.ndim(bw) else np.full(d, float(bw))  # type: ignore[arg-type]
             if np.ndim(bw) == 0 and not cont.all():
                 raise ValueError(f"bandwidth={bw!r} is a scalar, but var_types={vt!r} has categorical "
                                  "columns; give one entry per column (lambdas for the categorical ones)")
@@ -171,8 +172,10 @@ class KernelDensity(BaseEstimator):  # type: ignore[misc]
         self._check_fitted()
         if is_dask(X):
             return _lazy(self, X)
-        dtype = self.X_fit_.dtype if pick_dtype(X) == self.X_fit_.dtype else np.dtype(np.float64)
-        Q = as_points("X", X, dtype, d=self.n_features_in_)
+        Q: NDArray[np.floating] = np.asarray(
+            validate_data(self, X, reset=False, dtype=[np.float64, np.float32]))
+        if Q.dtype != self.X_fit_.dtype:
+            Q = Q.astype(np.float64)
         keys = self.X_fit_ if Q.dtype == self.X_fit_.dtype else self.X_fit_.astype(Q.dtype)
         return log_kde(Q, keys, kernel=self._kernel(), bandwidth=self.bandwidth_, var_types=self.var_types_,
                        categorical_kernel=as_categorical_kernel(self.categorical_kernel),

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._jit import run_ranges, threads_for
-from . import _lowess_jit as jit
+from nadaraya._support.jit import run_ranges, threads_for
+from nadaraya.local import _lowess_jit as jit
 
 __all__ = ["lowess"]
 
