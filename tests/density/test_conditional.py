@@ -127,3 +127,12 @@ def test_li_racine_categorical_y_is_a_distribution() -> None:
     np.testing.assert_allclose(probs.sum(axis=0), 1.0, rtol=1e-12)
     np.testing.assert_allclose(cd.cdf(q, np.full(q.size, levels[-1])), 1.0, rtol=1e-12)
     np.testing.assert_allclose(cd.cdf(q, np.full(q.size, levels[1])), probs[:2].sum(axis=0), rtol=1e-12)
+
+
+def test_score_is_the_total_log_density_and_clone_keeps_the_parameters() -> None:
+    from sklearn.base import clone
+
+    d = _data(30, seed=6)
+    cd = ConditionalDensity(bandwidth=[0.5, 0.4], var_types="c").fit(d["x1"], d["y1"])
+    assert cd.score(d["x1"], d["y1"]) == pytest.approx(float(np.sum(np.log(cd.pdf(d["x1"], d["y1"])))), rel=1e-12)
+    assert clone(cd).get_params() == cd.get_params()

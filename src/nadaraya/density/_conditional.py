@@ -327,8 +327,8 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         return self.quantile(X, np.array([(1.0 - lev) / 2.0, (1.0 + lev) / 2.0]))
 
     def score(self, X: ArrayLike, y: ArrayLike) -> float:
-        """The mean ``log f(y | x)`` over the pairs."""
-        return float(np.mean(self.log_pdf(X, y)))
+        """The total ``log f(y | x)`` over the pairs (as ``KernelDensity.score`` sums its log densities)."""
+        return float(np.sum(self.log_pdf(X, y)))
 
     def loo_log_likelihood(self, bandwidth: ArrayLike | None = None) -> float:
         """``sum_i log f_{-i}(Y_i | X_i)`` (each term floored at ``log(DBL_MIN)``): what
