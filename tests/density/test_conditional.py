@@ -134,5 +134,6 @@ def test_score_is_the_total_log_density_and_clone_keeps_the_parameters() -> None
 
     d = _data(30, seed=6)
     cd = ConditionalDensity(bandwidth=[0.5, 0.4], var_types="c").fit(d["x1"], d["y1"])
-    assert cd.score(d["x1"], d["y1"]) == pytest.approx(float(np.sum(np.log(cd.pdf(d["x1"], d["y1"])))), rel=1e-12)
+    total = float(np.sum(np.log(cd.pdf(d["x1"], d["y1"]))))
+    assert cd.score(d["x1"], d["y1"]) == pytest.approx(total, rel=1e-12)
     assert clone(cd).get_params() == cd.get_params()
