@@ -191,3 +191,17 @@ def test_dask_inputs_give_the_same_numbers_lazily() -> None:
         assert hasattr(lazy, "dask")
         np.testing.assert_array_equal(lazy.compute(), getattr(ref, name)(qx, qy))
     np.testing.assert_array_equal(cd.quantile(lx, [0.2, 0.8]).compute(), ref.quantile(qx, [0.2, 0.8]))
+
+
+@pytest.mark.parametrize("name", DENSITY_KERNELS)
+def test_cv_ls_convolution_is_the_integral_of_the_product(name: str) -> None:
+    from nadaraya.density._cond_select import convolution
+
+    k = kernels.get(name)
+    t = np.array([0.0, 0.3, 0.5, 0.99, 1.0, 1.7, 2.5, 6.0])
+    got = convolution(k, t)
+    for tj, g in zip(t, got):
+        lim = (-1.0, 1.0) if k.compact else (-np.inf, np.inf)
+        want = quad(lambda s: float(k(s)) * float(k(s - tj)), *lim, points=sorted({0.0, tj, 0.5, -0.5, tj - 0.5,
+                    tj + 0.5}) if k.compact else None, limit=200, epsabs=1e-15, epsrel=1e-13)[0]
+        assert abs(g - want) <= 1e-13

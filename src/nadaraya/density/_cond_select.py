@@ -41,14 +41,16 @@ def _logistic_conv(t: NDArray[np.float64]) -> NDArray[np.float64]:
     small = a < 0.5
     k = np.arange(3, 40)
     fact = np.array([math.factorial(int(j)) for j in k], dtype=np.float64)
-    series = ((a[small, None] ** k) * ((k - 2) / fact)).sum(axis=1)  # t(e^t + 1) - 2(e^t - 1)
+    # t(e^t + 1) - 2(e^t - 1) over t^3, and (e^t - 1) / t: both series, finite at t = 0
+    series = ((a[small, None] ** (k - 3)) * ((k - 2) / fact)).sum(axis=1)
+    ratio = ((a[small, None] ** (k - 3)) * (k * (k - 1) / fact)).sum(axis=1)  # 1 / (k - 2)!
     out = np.empty_like(a)
     with np.errstate(over="ignore", invalid="ignore"):
         big = a[~small]
         e = np.exp(-big)  # in e^-t: e^-t ((t - 2) + (t + 2) e^-t) / (1 - e^-t)^3
         out[~small] = e * ((big - 2.0) + (big + 2.0) * e) / (-np.expm1(-big)) ** 3
     es = np.exp(a[small])
-    out[small] = es * series / np.expm1(a[small]) ** 3
+    out[small] = es * series / ratio**3
     return out
 
 
