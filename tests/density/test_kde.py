@@ -175,13 +175,18 @@ def test_every_exact_backend_agrees():
     from nadaraya import backends
 
     rng = np.random.default_rng(11)
-    x = rng.normal(size=(300, 1))
-    want = KernelDensity(bandwidth=0.3, backend="reference").fit(x).score_samples(x[:40])
-    for name in ("fused", "truncated"):  # (torch: its own tests; the import alone takes seconds)
+    x, q = rng.normal(size=(300, 1)), rng.normal(size=(40, 1)) * 2
+    cases = [("gaussian", "fused"), ("gaussian", "truncated"), ("epanechnikov", "fused"),
+             ("epanechnikov", "windowed"), ("tricube", "windowed"), ("laplacian", "laplace"),
+             ("logistic", "fused")]  # (torch: its own tests; the import alone takes seconds)
+    for kernel, name in cases:
         if name not in backends.available():
             continue
-        got = KernelDensity(bandwidth=0.3, backend=name).fit(x).score_samples(x[:40])
+        want = KernelDensity(kernel=kernel, bandwidth=0.3, backend="reference").fit(x).score_samples(q)
+        got = KernelDensity(kernel=kernel, bandwidth=0.3, backend=name).fit(x).score_samples(q)
         np.testing.assert_allclose(got, want, rtol=1e-10)
+    with pytest.raises(ValueError, match="binned"):
+        KernelDensity(kernel="logistic", bandwidth=0.3, backend="binned", tol=1e-6).fit(x).score_samples(q)
 
 
 def test_dask_queries_and_data():

@@ -195,6 +195,10 @@ def log_kde(
     True
     """
     k = get_kernel(kernel)
+    if backend == "binned":
+        raise ValueError("backend='binned' certifies each ratio of sums (a prediction), not each sum: a "
+                         "density needs its sums within tol; leave backend='auto' (which takes the Taylor "
+                         "series where it pays) or name an exact backend")
     dtype = np.result_type(getattr(keys, "dtype", np.float64), np.float32)
     keys_arr = np.asarray(keys)
     n = keys_arr.shape[0]

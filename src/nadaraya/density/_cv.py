@@ -176,9 +176,10 @@ def _bounds(problem: CVProblem) -> list[tuple[float, float, bool]]:
     return out
 
 
-def resolve_backend(problem: CVProblem, bandwidth: NDArray[np.float64]) -> str:
+def resolve_backend(problem: CVProblem, bandwidth: NDArray[np.float64], moments: int = 0) -> str:
     """``backend="auto"`` decided once for a search (at its start), not at every evaluation:
-    the data-aware choice measures the data, which costs more than a small pass."""
+    the data-aware choice measures the data, which costs more than a small pass. ``moments``:
+    the passes carry the moment sums of that degree (the Gaussian search's gradient)."""
     cont = np.array([c == "c" for c in problem.var_types])
     if problem.backend != "auto" or not cont.any() or not cont.all():
         return problem.backend
@@ -186,9 +187,9 @@ def resolve_backend(problem: CVProblem, bandwidth: NDArray[np.float64]) -> str:
     h = np.asarray(bandwidth, dtype=np.float64)[cont]
     n, d = X.shape
     if n * n <= SIZES_ONLY:  # measuring the data would cost more than a pass
-        return backends.choose(problem.kernel, n=n, m=n, d=d).name
-    choice = backends.choose_for_data(problem.kernel, X, X, h, loo=True, merged=True)
-    return (choice or backends.choose(problem.kernel, n=n, m=n, d=d)).name
+        return backends.choose(problem.kernel, n=n, m=n, d=d, moments=moments, loo=True).name
+    choice = backends.choose_for_data(problem.kernel, X, X, h, moments=moments, loo=True, merged=True)
+    return (choice or backends.choose(problem.kernel, n=n, m=n, d=d, moments=moments, loo=True)).name
 
 
 def select(
@@ -198,8 +199,12 @@ def select(
     ``method`` ("cv_ml" or "cv_ls"), from ``start``: a search over one common factor of the
     continuous bandwidths (a grid, then Brent's method), then, ``per_feature``, Nelder-Mead over
     ``log h`` and the lambdas (in the logit of their range)."""
-    problem = replace(problem, backend=resolve_backend(problem, start))
     cont = np.array([c == "c" for c in problem.var_types])
+    smooth_path = problem.kernel.name == "gaussian" and cont.all() and per_feature and start.size > 1
+    plain = resolve_backend(problem, start)
+    if smooth_path and resolve_backend(problem, start, 1) != plain:
+        smooth_path = False  # the gradient's moment sums would lose the data-aware backend (truncated)
+    problem = replace(problem, backend=resolve_backend(problem, start, 1) if smooth_path else plain)
     bounds = _bounds(problem)
     sign = -1.0 if method == "cv_ml" else 1.0
     score = problem.cv_ml if method == "cv_ml" else problem.cv_ls
@@ -220,7 +225,6 @@ def select(
 
     lam0 = [math.log((s - lo + 1e-12) / max(hi - s, 1e-12)) for s, (lo, hi, _) in zip(start[~cont], bounds)]
     theta = np.concatenate([np.log(start[cont]), lam0])
-    smooth_path = problem.kernel.name == "gaussian" and cont.all() and per_feature and theta.size > 1
     if cont.any() and not smooth_path:
         theta = _common_factor(objective, theta, int(cont.sum()))
     if smooth_path:
