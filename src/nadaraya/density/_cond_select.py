@@ -25,6 +25,7 @@ from scipy import optimize
 
 from nadaraya.density._cdf import category_term
 from nadaraya.density._cond_sums import Sample, log_sums, normalised, x_log_weights, y_log_kernel
+from nadaraya.density._cv import CVProblem, resolve_backend
 from nadaraya.kernels import Kernel
 from nadaraya.local.mixed import lambda_bounds
 
@@ -214,11 +215,17 @@ def select(s: Sample, method: str) -> NDArray[np.float64]:
         return value if math.isfinite(value) else math.inf
 
     theta0 = _to_theta(s, start)
-    res = optimize.minimize(
-        objective,
-        theta0,
-        method="Nelder-Mead",
-        options={"xatol": 1e-6, "fatol": 1e-10, "maxiter": 400 * theta0.size},
-    )
-    best = res.x if res.fun <= objective(theta0) else theta0
+    saved = s.backend
+    if method == "cv_ml":  # backend="auto" decided once for the search, on the joint columns
+        problem = CVProblem(np.hstack([s.x, s.y]), s.kernel, s.var_types + s.dep_types, s.categorical_kernel,
+                            s.sample_weight, s.backend)
+        s.backend = resolve_backend(problem, start)
+    try:
+        res = optimize.minimize(
+            objective, theta0, method="Nelder-Mead",
+            options={"xatol": 1e-6, "fatol": 1e-10, "maxiter": 400 * theta0.size},
+        )
+        best = res.x if res.fun <= objective(theta0) else theta0
+    finally:
+        s.backend = saved
     return _from_theta(s, best)
