@@ -11,7 +11,7 @@ from nadaraya._support.config import config_context, get_config, set_config
 from nadaraya.pooling import loo_pool, pool
 
 if TYPE_CHECKING:
-    from nadaraya.density import KernelDensity
+    from nadaraya.density import ConditionalDensity, KernelDensity
     from nadaraya.estimator import NadarayaWatson
     from nadaraya.inference.bands import Band
     from nadaraya.inference.sigtest import SignificanceTest
@@ -27,6 +27,7 @@ _compat.install()
 __all__ = [
     "AttentionPoolingRegressor",
     "Band",
+    "ConditionalDensity",
     "EmptyWindowWarning",
     "FitSummary",
     "KernelDensity",
@@ -52,6 +53,7 @@ __all__ = [
 _LAZY: dict[str, tuple[str, str]] = {
     "NadarayaWatson": ("nadaraya.estimator", "NadarayaWatson"),
     "KernelDensity": ("nadaraya.density._kde", "KernelDensity"),
+    "ConditionalDensity": ("nadaraya.density._conditional", "ConditionalDensity"),
     "AttentionPoolingRegressor": ("nadaraya.nn._regressor", "AttentionPoolingRegressor"),
     "load": ("nadaraya.persist", "load"),
     "select_bandwidth": ("nadaraya.bandwidth", "select_bandwidth"),

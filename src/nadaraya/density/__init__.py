@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from nadaraya.density._conditional import ConditionalDensity
     from nadaraya.density._kde import KernelDensity
 
-__all__ = ["KernelDensity"]
+__all__ = ["ConditionalDensity", "KernelDensity"]
 
-_LAZY = {"KernelDensity": "nadaraya.density._kde"}
+_LAZY = {"ConditionalDensity": "nadaraya.density._conditional", "KernelDensity": "nadaraya.density._kde"}
 
 
 def __getattr__(name: str) -> Any:
