@@ -44,6 +44,9 @@ nitpick_ignore_regex = [
     (r"py:.*", _EXTERNAL + r"(\..*)?"),
     (r"py:.*", r"(.*\.)?_\w*(\..*)?"),  # private modules and names
     (r"py:mod", r"\.?\w+"),  # a package's own rooms, named relatively in its docstring
+    # the internal rooms of the wings (docs/design.md), named in docstrings; no API page of their own
+    (r"py:.*", r"nadaraya\.(_core|_support|local|inference|distributed)\.(?!lowess\b)\w+(\..*)?"),
+    (r"py:(data|func)", r"(ROBUST|plugin_bandwidth)"),  # inference.robust's and bandwidth.plugin's own names
 ]
 nitpick_ignore = [
     ("py:func", "nadaraya._core.call.compute_partials"),  # the pooling layer's internal entry point

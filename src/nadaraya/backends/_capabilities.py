@@ -34,7 +34,7 @@ class Capability:
         The fewest and most features (None: no limit).
     degree : tuple of int
         The highest local polynomial degree (``moments``) it computes, in 1, 2 and 3 or more
-        features (:data:`ANY_DEGREE`: no limit).
+        features (``ANY_DEGREE``, 2**31 - 1: no limit).
     loo : bool
         Whether it leaves keys out (``exclude``, leave-one-out) by masking their terms.
     weights : bool
