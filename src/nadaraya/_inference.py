@@ -157,7 +157,8 @@ def _own_partials(job: _fit.Job, like: Partials) -> Partials:
 
 def forget(model: Any) -> None:
     """Drop what a previous fit cached for inference (called by ``fit``)."""
-    for key in ("_inference_cache", "_sigma2_homoscedastic", "_sigma2_heteroscedastic", "_residual_scale"):
+    for key in ("_inference_cache", "_sigma2_homoscedastic", "_sigma2_heteroscedastic", "_residual_scale",
+                "_nn_geometry", "_nn_training", "_nn_sigma2_homoscedastic", "_nn_sigma2_heteroscedastic"):
         model.__dict__.pop(key, None)
 
 
@@ -351,6 +352,10 @@ def confidence_band(
 ) -> Band:
     """See :meth:`nadaraya.NadarayaWatson.confidence_band`."""
     from ._boot_limits import check_band
+
+    own = getattr(model, "_own_band", None)  # nearest-neighbour bandwidths: the model's own rows
+    if own is not None and (out := own(X, level, method, kind, n_boot, random_state, variance)) is not None:
+        return out  # type: ignore[no-any-return]
 
     _check("method", method, METHODS)
     _check("kind", kind, KINDS)

@@ -66,6 +66,7 @@ _ARRAYS: dict[str, dict[str, tuple[frozenset[str], tuple[tuple[str | int, ...], 
         "bandwidth_": (_F8, (("d",),)),
         "levels_": (frozenset({"<i8"}), (("d",),)),
         "fit_order_": (frozenset({"<i8"}), (("n",),)),
+        "robustness_weights_": (_F8, (("n",),)),
         "param.bandwidth": (_NUMBERS, ((), ("d",))),
         # the search record; files written before it moved to selection_ keep it as cv_results_
         # (cv_results_ is now a dict of arrays derived from selection_, never saved)

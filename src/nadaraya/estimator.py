@@ -12,6 +12,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from . import _fit, backends
 from ._encode import encode_fit, encode_queries
+from ._estimator_weights import WeightsMixin
 from ._estimator_parts import (
     _cv_results,
     _levels,
@@ -21,7 +22,10 @@ from ._estimator_parts import (
     resolve_bandwidth,
 )
 from ._inference import VARIANCES, InferenceMixin, _check, forget
+from . import _neighbour_fit as nn_fit
 from ._mixed import as_categorical_kernel, as_var_types
+from ._neighbour_fit import uses_neighbours
+from ._robust import check_robust, robustify
 from ._validation import as_empty, as_real, as_tol, check_some_weight, is_dask
 from .kernels import get as get_kernel
 from .pooling import compute_partials, finish, prepare
@@ -32,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["NadarayaWatson"]
 
 
-class NadarayaWatson(InferenceMixin, RegressorMixin, BaseEstimator):  # type: ignore[misc]
+class NadarayaWatson(WeightsMixin, InferenceMixin, RegressorMixin, BaseEstimator):  # type: ignore[misc]
     r"""Nadaraya-Watson kernel regression: attention pooling of the training targets.
 
     The prediction at ``q`` is ``sum_i alpha(q, x_i) y_i`` with attention weights
@@ -200,6 +204,8 @@ default "cv"
         categorical_kernel: str = "classic",
         device: str | None = None,
         tol: float | None = None,
+        bandwidth_type: str = "fixed",
+        robust_iterations: int = 0,
     ) -> None:
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -210,6 +216,8 @@ default "cv"
         self.categorical_kernel = categorical_kernel
         self.device = device
         self.tol = tol
+        self.bandwidth_type = bandwidth_type
+        self.robust_iterations = robust_iterations
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -267,6 +275,7 @@ default "cv"
             )
         check_device(self.device, self.backend)
         as_tol(self.tol)
+        check_robust(self, X, y)
         notes: list[str] = []
         if is_dask(X, y, sample_weight):  # keep the Dask arrays, lazily
             self._fit_dask(X, y, sample_weight, notes)
@@ -301,9 +310,12 @@ default "cv"
         vt = as_var_types(self.var_types, Xs.shape[1])
         levels = _levels(Xs, vt)
         # a rule's result is checked as predict will check it (it can underflow to zero)
-        h = resolve_bandwidth(self, Xs, sw, ys, notes, vt, levels)
-        self.bandwidth_ = _mixed_bandwidth(h, vt, levels, as_categorical_kernel(self.categorical_kernel),
-                                           getattr(self, "feature_names_in_", None))
+        if uses_neighbours(self):  # k per feature
+            self.bandwidth_ = nn_fit.resolve(self, Xs, sw, ys, vt)
+        else:
+            h = resolve_bandwidth(self, Xs, sw, ys, notes, vt, levels)
+            self.bandwidth_ = _mixed_bandwidth(h, vt, levels, as_categorical_kernel(self.categorical_kernel),
+                                               getattr(self, "feature_names_in_", None))
         self.var_types_, self.levels_ = vt, levels
         self.X_fit_, self.y_fit_, self.sample_weight_ = Xs, ys, sw
         self.fit_order_ = order.astype(np.int64)
@@ -313,6 +325,7 @@ default "cv"
         backend = "torch" if self.device is not None and self.backend == "auto" else self.backend
         choice = backends.choose(get_kernel(self.kernel), n=n, m=n, d=d, backend=backend)
         self.backend_, self.backend_reason_ = choice.name, choice.reason
+        robustify(self)
 
     def _fit_dask(self, X: Any, y: Any, sample_weight: Any, notes: list[str]) -> None:
         """``fit`` on Dask input: see :func:`nadaraya._estimator_parts.fit_dask`."""
@@ -352,6 +365,8 @@ default "cv"
         self, X: Any, keys: Any, values: Any, sample_weight: Any
     ) -> NDArray[np.floating]:
         """Predictions at validated NumPy queries from NumPy training data."""
+        if uses_neighbours(self):
+            return nn_fit.pool(self, X, values, sample_weight)
         if not self._plain():
             job = self._job(X, keys, values, sample_weight)
             job.tol = self.tol
@@ -360,6 +375,10 @@ default "cv"
                        sample_weight=sample_weight)
         parts, _ = compute_partials(call, backend=self.backend, device=self.device, tol=self.tol)
         return finish(parts, call, self.empty)
+
+    def _own_band(self, *args: Any) -> Any:
+        """:meth:`confidence_band` of a nearest-neighbour model (None for a fixed bandwidth)."""
+        return nn_fit.band(self, *args) if uses_neighbours(self) else None
 
     def _training_data(self) -> tuple[Any, Any, Any]:
         """``X_fit_``, ``y_fit_`` and ``sample_weight_`` in memory (Dask arrays are computed)."""
@@ -416,7 +435,7 @@ default "cv"
         if return_std:
             from ._inference import predict_std
 
-            mean, std = predict_std(self, X, variance)
+            mean, std = (nn_fit.predict_std if uses_neighbours(self) else predict_std)(self, X, variance)
             return (mean[:, 0], std[:, 0]) if np.ndim(self.y_fit_) == 1 else (mean, std)
         return self._pool(X, self.X_fit_, self.y_fit_, self.sample_weight_)
 
@@ -463,10 +482,11 @@ default "cv"
         if return_std:
             from ._inference import predict_std
 
-            g, std = predict_std(self, X, variance, slopes=True)
+            g, std = (nn_fit.predict_std if uses_neighbours(self) else predict_std)(self, X, variance, slopes=True)
             return (g[:, :, 0], std[:, :, 0]) if np.ndim(values) == 1 else (g, std)
         backend = self.backend if self.backend != "dask" else "auto"
-        g = _fit.gradient(self._job(X, keys, values, sw), self.empty, backend=backend)
+        g = (nn_fit.gradient(self, X) if uses_neighbours(self)
+             else _fit.gradient(self._job(X, keys, values, sw), self.empty, backend=backend))
         return g[:, :, 0] if np.ndim(values) == 1 else g
 
     def summary(self) -> FitSummary:
@@ -501,68 +521,6 @@ default "cv"
             self._summary_cache = cached
         return cached
 
-    def attention_weights(
-        self, X: ArrayLike, *, sparse: bool = False, max_bytes: float | None = None
-    ) -> Any:
-        """The attention weights of each row of ``X`` over the training points, with the fitted
-        settings: :func:`nadaraya.attention_weights` with the kernel, ``bandwidth_``, the sample
-        weights and ``empty`` of this model.
-
-        The columns follow the training rows in the order given to ``fit`` (as scikit-learn's
-        neighbour graphs do), so that ``model.attention_weights(X) @ y`` equals
-        ``model.predict(X)`` for the ``y`` given to ``fit``. (Where ``fit_order_`` is None, the
-        order is that of ``X_fit_``.) Each row sums to one (an empty window follows ``empty``).
-
-        Models with ``degree >= 1`` or categorical columns raise NotImplementedError.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_queries, n_features)
-        sparse : bool, default False
-            Return a ``scipy.sparse.csr_array`` of the positive weights (cheap for compact
-            kernels).
-        max_bytes : float, optional
-            The largest result allowed; see :func:`nadaraya.attention_weights`.
-
-        Returns
-        -------
-        ndarray of shape (n_queries, n_samples_fit), or scipy.sparse.csr_array
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from nadaraya import NadarayaWatson
-        >>> y = np.array([4.0, 0.0, 1.0])
-        >>> model = NadarayaWatson(bandwidth=0.5).fit([[2.0], [0.0], [1.0]], y)
-        >>> W = model.attention_weights([[0.5], [1.5]])
-        >>> W.shape, np.allclose(W.sum(axis=1), 1.0)
-        ((2, 3), True)
-        >>> bool(np.allclose(W @ y, model.predict([[0.5], [1.5]])))
-        True
-        """
-        from ._attention import attention_weights
-
-        check_is_fitted(self)
-        if not self._plain():
-            raise NotImplementedError(f"attention_weights are computed for degree 0 and continuous columns; "
-                                      f"got degree={self.degree!r}, var_types={self.var_types_!r}")
-        if is_dask(X):
-            X = X.compute()  # type: ignore[union-attr]
-        if np.asarray(X).dtype.kind in "cmMUS":  # complex, dates, durations, text, as in predict
-            as_real("X", X)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        keys, sw = self.X_fit_, self.sample_weight_
-        if is_dask(keys, sw):  # the matrix is dense in memory anyway: gather the training points
-            import dask
-
-            keys, sw = dask.compute(keys, sw)
-        order = getattr(self, "fit_order_", None)
-        if order is not None:  # the training rows back in the order given to fit
-            keys = _given_order(keys, order)
-            sw = None if sw is None else _given_order(sw, order)
-        return attention_weights(X, keys, kernel=self.kernel, bandwidth=self.bandwidth_, sample_weight=sw,
-                                 empty=self.empty, sparse=sparse, max_bytes=max_bytes)
-
     def save(self, path: Any) -> Any:
         """Save the fitted model in the safe format (numbers in .npz, settings in JSON).
 
@@ -590,9 +548,3 @@ default "cv"
 
         return save(self, path)
 
-
-def _given_order(a: NDArray[Any], order: NDArray[np.integer]) -> NDArray[Any]:
-    """Rows stored sorted (row ``i`` is row ``order[i]`` as given) back in the given order."""
-    out = np.empty_like(a)
-    out[order] = a
-    return out
