@@ -61,9 +61,10 @@ class WeightsMixin:
 
         check_is_fitted(self)
         if not self._plain() or uses_neighbours(self):  # type: ignore[attr-defined]
-            raise NotImplementedError(f"attention_weights are computed for degree 0, continuous columns and a "
-                                      f"fixed bandwidth; got degree={self.degree!r}, var_types="
-                                      f"{self.var_types_!r}, bandwidth_type={self.bandwidth_type!r}")
+            raise NotImplementedError(
+                f"attention_weights are computed for degree 0, continuous columns and a fixed bandwidth; got "
+                f"degree={self.degree!r}, var_types={self.var_types_!r}, "
+                f"bandwidth_type={self.bandwidth_type!r}")
         if is_dask(X):
             X = X.compute()  # type: ignore[union-attr]
         if np.asarray(X).dtype.kind in "cmMUS":  # complex, dates, durations, text, as in predict

@@ -47,7 +47,8 @@ def resolve(model: Any, X: _F, sw: _F | None, y: _F, vt: str) -> _F:
         if bw not in METHODS:
             raise ValueError(f"bandwidth={bw!r} with bandwidth_type={kind!r}: give 'cv', 'aicc', a number of "
                              "neighbours k or a fraction of n in (0, 1]")
-        found = choose_k(X, y.reshape(n, -1), sw, get_kernel(model.kernel), model.degree, kind, bw, model.empty)
+        found = choose_k(X, y.reshape(n, -1), sw, get_kernel(model.kernel), model.degree, kind, bw,
+                         model.empty)
         model._nn_search = found
         return np.full(d, float(found["k"]))
     return as_k(bw, n, d, kind).astype(np.float64)
@@ -55,7 +56,7 @@ def resolve(model: Any, X: _F, sw: _F | None, y: _F, vt: str) -> _F:
 
 def _geometry(model: Any) -> Geometry:
     cached = model.__dict__.get("_nn_geometry")
-    if cached is None or cached.X is not model.X_fit_ and not np.array_equal(cached.X, model.X_fit_):
+    if cached is None or (cached.X is not model.X_fit_ and not np.array_equal(cached.X, model.X_fit_)):
         cached = Geometry(model.X_fit_, model.bandwidth_.astype(np.int64), model.bandwidth_type)
         model.__dict__["_nn_geometry"] = cached
     return cached
@@ -82,7 +83,8 @@ def _Y(model: Any) -> _F:
 
 def pool(model: Any, X: _F, values: Any = None, sw: Any = "model") -> NDArray[np.floating]:
     """Predictions at validated ``X`` (shaped as ``y_fit_``)."""
-    Y = _Y(model) if values is None else np.asarray(values, dtype=np.float64).reshape(model.X_fit_.shape[0], -1)
+    n = model.X_fit_.shape[0]
+    Y = _Y(model) if values is None else np.asarray(values, dtype=np.float64).reshape(n, -1)
     out = np.empty((X.shape[0], Y.shape[1]))
     for sl, A, _ in _rows(model, X, sw=sw):
         out[sl] = A @ Y

@@ -27,8 +27,8 @@ def as_robust_iterations(value: Any) -> int:
     3
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= value <= MAX_ITERATIONS:
-        raise ValueError(f"robust_iterations must be an integer from 0 to {MAX_ITERATIONS} (statsmodels' it); "
-                         f"got {value!r}")
+        raise ValueError(f"robust_iterations must be an integer from 0 to {MAX_ITERATIONS} (statsmodels' "
+                         f"it); got {value!r}")
     return int(value)
 
 
@@ -39,8 +39,8 @@ def check_robust(model: Any, X: Any, y: Any) -> None:
     it = as_robust_iterations(model.robust_iterations)
     kind = as_bandwidth_type(model.bandwidth_type)
     if is_dask(X, y) and (it or kind != "fixed"):
-        raise ValueError(f"robust_iterations={it} and bandwidth_type={kind!r} need NumPy input (they refit in "
-                         "memory); compute the Dask arrays first")
+        raise ValueError(f"robust_iterations={it} and bandwidth_type={kind!r} need NumPy input (they refit "
+                         "in memory); compute the Dask arrays first")
     if it and np.ndim(y) == 2 and np.shape(y)[1] > 1:
         raise ValueError(f"robust_iterations={it} weighs the residuals of one output; y has {np.shape(y)[1]} "
                          "columns: fit one model per output")

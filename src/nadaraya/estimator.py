@@ -11,8 +11,8 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import _fit, backends
+from . import _neighbour_fit as nn_fit
 from ._encode import encode_fit, encode_queries
-from ._estimator_weights import WeightsMixin
 from ._estimator_parts import (
     _cv_results,
     _levels,
@@ -21,8 +21,8 @@ from ._estimator_parts import (
     fit_dask,
     resolve_bandwidth,
 )
+from ._estimator_weights import WeightsMixin
 from ._inference import VARIANCES, InferenceMixin, _check, forget
-from . import _neighbour_fit as nn_fit
 from ._mixed import as_categorical_kernel, as_var_types
 from ._neighbour_fit import uses_neighbours
 from ._robust import check_robust, robustify
@@ -482,7 +482,8 @@ default "cv"
         if return_std:
             from ._inference import predict_std
 
-            g, std = (nn_fit.predict_std if uses_neighbours(self) else predict_std)(self, X, variance, slopes=True)
+            std_of = nn_fit.predict_std if uses_neighbours(self) else predict_std
+            g, std = std_of(self, X, variance, slopes=True)
             return (g[:, :, 0], std[:, :, 0]) if np.ndim(values) == 1 else (g, std)
         backend = self.backend if self.backend != "dask" else "auto"
         g = (nn_fit.gradient(self, X) if uses_neighbours(self)

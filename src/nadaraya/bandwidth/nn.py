@@ -42,7 +42,8 @@ def walk_scores(x: NDArray[np.float64], y: NDArray[np.float64], sw: NDArray[np.f
     powers = np.flatnonzero(coef).astype(np.float64)
     k1 = float(np.asarray(kernel.profile(np.array([1.0])))[0])
     score = np.zeros(max(n - 1, 0))
-    _nn_jit.cv_walk(np.ascontiguousarray(x), np.ascontiguousarray(y), s, coef[coef != 0], powers, k1, degree, score)
+    xs, ys = np.ascontiguousarray(x), np.ascontiguousarray(y)
+    _nn_jit.cv_walk(xs, ys, s, coef[coef != 0], powers, k1, degree, score)
     return score / s.sum()
 
 

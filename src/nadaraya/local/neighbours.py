@@ -53,7 +53,8 @@ def as_bandwidth_type(value: Any) -> str:
     'adaptive_nn'
     """
     if not isinstance(value, str) or value not in TYPES:
-        raise ValueError(f"bandwidth_type={value!r} is not valid; choose one of {', '.join(map(repr, TYPES))}")
+        names = ", ".join(map(repr, TYPES))
+        raise ValueError(f"bandwidth_type={value!r} is not valid; choose one of {names}")
     return value
 
 
@@ -71,13 +72,13 @@ def as_k(bandwidth: Any, n: int, d: int, kind: str) -> NDArray[np.int64]:
     top = n if kind == "generalized_nn" else n - 1
     raw = bandwidth if isinstance(bandwidth, (list, tuple, np.ndarray)) else [bandwidth] * d
     if len(raw) != d:
-        raise ValueError(f"bandwidth must be one value or {d} (one per feature) with bandwidth_type={kind!r}; "
-                         f"got {len(raw)}")
+        raise ValueError(f"bandwidth must be one value or {d} (one per feature) with "
+                         f"bandwidth_type={kind!r}; got {len(raw)}")
     out = np.empty(d, dtype=np.int64)
     for j, v in enumerate(raw):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real) or not np.isfinite(v) or v <= 0:
-            raise ValueError(f"bandwidth with bandwidth_type={kind!r} is a number of neighbours k (an integer "
-                             f"from 1 to {top}), a fraction of n in (0, 1], 'cv' or 'aicc'; got {v!r}")
+            raise ValueError(f"bandwidth with bandwidth_type={kind!r} is a number of neighbours k (an "
+                             f"integer from 1 to {top}), a fraction of n in (0, 1], 'cv' or 'aicc'; got {v!r}")
         if isinstance(v, numbers.Integral):
             k = int(v)
         elif float(v) <= 1.0:
@@ -85,11 +86,11 @@ def as_k(bandwidth: Any, n: int, d: int, kind: str) -> NDArray[np.int64]:
         elif float(v).is_integer():
             k = int(v)
         else:
-            raise ValueError(f"bandwidth={v!r} with bandwidth_type={kind!r}: a fraction must be in (0, 1] and a "
-                             "number of neighbours a whole number")
+            raise ValueError(f"bandwidth={v!r} with bandwidth_type={kind!r}: a fraction must be in (0, 1] "
+                             "and a number of neighbours a whole number")
         if k > top:
-            raise ValueError(f"bandwidth={v!r} with bandwidth_type={kind!r} asks for {k} neighbours of {n} training "
-                             f"points; at most {top}")
+            raise ValueError(f"bandwidth={v!r} with bandwidth_type={kind!r} asks for {k} neighbours of {n} "
+                             f"training points; at most {top}")
         out[j] = k
     return out
 
@@ -160,7 +161,7 @@ class Geometry:
 def _kernel_parts(kernel: Kernel, U: _F) -> tuple[_F, _F]:
     """``K(u)`` and ``dK / du`` elementwise."""
     K = np.asarray(kernel.profile(U), dtype=np.float64)
-    dK = np.asarray(kernel.derivative(U), dtype=np.float64) if kernel.derivative is not None else np.zeros_like(U)
+    dK = np.zeros_like(U) if kernel.derivative is None else np.asarray(kernel.derivative(U), dtype=np.float64)
     if kernel.log_domain:
         dK = dK * K
     return K, dK
