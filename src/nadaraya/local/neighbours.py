@@ -78,7 +78,8 @@ def as_k(bandwidth: Any, n: int, d: int, kind: str) -> NDArray[np.int64]:
     for j, v in enumerate(raw):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real) or not np.isfinite(v) or v <= 0:
             raise ValueError(f"bandwidth with bandwidth_type={kind!r} is a number of neighbours k (an "
-                             f"integer from 1 to {top}), a fraction of n in (0, 1], 'cv' or 'aicc'; got {v!r}")
+                             f"integer from 1 to {top}), a fraction of n in (0, 1], 'cv' or 'aicc'; "
+                             f"got {v!r}")
         if isinstance(v, numbers.Integral):
             k = int(v)
         elif float(v) <= 1.0:
