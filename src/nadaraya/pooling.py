@@ -28,6 +28,7 @@ from ._validation import (
 )
 from .kernels import Kernel
 from .kernels import get as get_kernel
+from .local.neighbours import pool_neighbours
 from .partials import Partials
 
 __all__ = ["EmptyWindowWarning", "loo_pool", "pool"]
@@ -276,6 +277,7 @@ def pool(
     categorical_kernel: str = "classic",
     device: str | None = None,
     tol: float | None = None,
+    bandwidth_type: str = "fixed",
 ) -> NDArray[np.floating]:
     r"""Attention pooling by similarity: the Nadaraya-Watson estimate at each query.
 
@@ -343,6 +345,12 @@ def pool(
         the prediction moves by that times the conditioning of its local system. Everything
         else (the other kernels, more features, ``degree=3``) stays exact, which meets any
         ``tol``.
+    bandwidth_type : {"fixed", "generalized_nn", "adaptive_nn"}, default "fixed"
+        R np's nearest-neighbour bandwidths (:mod:`nadaraya.local.neighbours`): ``bandwidth`` is
+        then a number of neighbours ``k`` or a fraction of the keys, per feature; the bandwidth
+        of feature ``j`` is the distance to the ``k``-th nearest key in that feature, at each
+        query (``"generalized_nn"``) or at each key (``"adaptive_nn"``). Exact, in NumPy
+        memory (no Dask, ``backend``, ``device``, ``tol``, ``var_types``).
 
     Returns
     -------
@@ -360,6 +368,9 @@ def pool(
     array([1.])
     """
     empty, tol = as_empty(empty), as_tol(tol)
+    if bandwidth_type != "fixed":  # k nearest neighbours: the exact rows of local.neighbours
+        return pool_neighbours(queries, keys, values, kernel=kernel, bandwidth=bandwidth, degree=degree,
+                               bandwidth_type=bandwidth_type, sample_weight=sample_weight, empty=empty)
     if is_dask(queries, keys, values, sample_weight):
         return _lazy_pool(queries, keys, values, kernel, bandwidth, empty, sample_weight, backend,
                           degree, var_types, categorical_kernel, tol)
@@ -390,6 +401,7 @@ def loo_pool(
     categorical_kernel: str = "classic",
     device: str | None = None,
     tol: float | None = None,
+    bandwidth_type: str = "fixed",
 ) -> NDArray[np.floating]:
     """Leave-one-out predictions: each key pooled over all the *other* keys.
 
@@ -404,7 +416,8 @@ def loo_pool(
     ----------
     keys : array-like of shape (n, d) or (n,)
     values : array-like of shape (n,) or (n, p)
-    kernel, bandwidth, empty, sample_weight, backend, degree, var_types, categorical_kernel, device, tol
+    kernel, bandwidth, empty, sample_weight, backend, degree, var_types, categorical_kernel, device, tol, \
+bandwidth_type
         As for :func:`pool`.
 
     Returns
@@ -419,6 +432,9 @@ def loo_pool(
     [2.5, 2.0, 1.5]
     """
     empty, tol = as_empty(empty), as_tol(tol)
+    if bandwidth_type != "fixed":  # k nearest neighbours: the exact rows of local.neighbours
+        return pool_neighbours(None, keys, values, kernel=kernel, bandwidth=bandwidth, degree=degree,
+                               bandwidth_type=bandwidth_type, sample_weight=sample_weight, empty=empty)
     if is_dask(keys, values, sample_weight):
         return _lazy_pool(None, keys, values, kernel, bandwidth, empty, sample_weight, backend,
                           degree, var_types, categorical_kernel, tol)

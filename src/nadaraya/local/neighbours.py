@@ -287,3 +287,26 @@ def _fill_empty(A: _F, G: _F | None, W: _F, U: _F, s: _F, empty: str, loo: bool,
                 A[b, sl.start + b] = 0.0
         if G is not None:
             G[b] = np.nan if empty == "nan" else 0.0
+
+
+def pool_neighbours(queries: Any, keys: Any, values: Any, *, kernel: Any, bandwidth: Any, bandwidth_type: str,
+                    degree: int, sample_weight: Any, empty: str) -> NDArray[np.float64]:
+    """:func:`nadaraya.pool` (``queries`` given) or :func:`nadaraya.loo_pool` (``queries`` None)
+    with a nearest-neighbour bandwidth: ``bandwidth`` is ``k`` or a fraction of n, per feature."""
+    from .._fit import as_degree
+    from .._validation import as_points, as_sample_weight, as_values
+    from ..kernels import get as get_kernel
+
+    kind = as_bandwidth_type(bandwidth_type)
+    f8 = np.dtype(np.float64)
+    X = as_points("keys", keys, f8)
+    n, d = X.shape
+    Q = X if queries is None else as_points("queries", queries, f8, d=d)
+    V, one_d = as_values(values, n, f8)
+    sw = as_sample_weight(sample_weight, n, f8)
+    kern = kernel if isinstance(kernel, Kernel) else get_kernel(kernel)
+    geom = Geometry(X, as_k(bandwidth, n, d, kind), kind)
+    out = np.empty((Q.shape[0], V.shape[1]))
+    for sl, A, _, _ in rows(geom, Q, sw, kern, as_degree(degree), loo=queries is None, empty=empty):
+        out[sl] = A @ V
+    return out[:, 0] if one_d else out
