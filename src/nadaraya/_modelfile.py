@@ -540,7 +540,7 @@ def _check_model(model: Any, src: str) -> None:
             given = _mixed_bandwidth(bw, vt, levels, ck)
         except (ValueError, TypeError) as exc:
             raise fail("bandwidth", exc) from None
-        if not np.array_equal(given, h):
+        if not np.array_equal(given, h) and getattr(model, "bandwidth_type", "fixed") == "fixed":
             raise fail("bandwidth_", "differs from the bandwidth parameter, which fit copies")
     names = getattr(model, "feature_names_in_", None)
     if names is not None and not (

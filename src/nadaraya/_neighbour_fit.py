@@ -20,7 +20,7 @@ from ._validation import warn_at_caller
 from .kernels import get as get_kernel
 from .local.neighbours import Geometry, as_bandwidth_type, as_k, rows
 
-__all__ = ["band", "gradient", "pool", "predict_std", "resolve", "uses_neighbours"]
+__all__ = ["band", "check_saved", "gradient", "pool", "predict_std", "resolve", "uses_neighbours"]
 
 _F = NDArray[np.float64]
 
@@ -208,3 +208,27 @@ def band(model: Any, X: _F, level: float, method: str, kind: str, n_boot: int, r
         zz = np.where(scale[:, :, None] > 0, np.abs(dev) / scale[:, :, None], 0.0)
     crit = np.quantile(np.max(zz, axis=0), level, axis=1)
     return _shape(model, Band(estimate, mean - crit * scale, mean + crit * scale))
+
+
+def check_saved(model: Any, src: str) -> None:
+    """A saved or loaded model's ``bandwidth_type``, ``robust_iterations``, ``k`` and
+    ``robustness_weights_`` as ``fit`` leaves them; ModelFileError (naming ``src``) otherwise."""
+    from ._modelfile import ModelFileError
+    from ._robust import as_robust_iterations
+    from .bandwidth import METHODS
+
+    n, d = model.X_fit_.shape
+    try:
+        kind = as_bandwidth_type(getattr(model, "bandwidth_type", "fixed"))
+        as_robust_iterations(getattr(model, "robust_iterations", 0))
+        bw, k = model.bandwidth, model.bandwidth_
+        if kind != "fixed" and not (isinstance(bw, str) and bw in METHODS):
+            if not np.array_equal(as_k(bw, n, d, kind), k):
+                raise ValueError("bandwidth_: differs from the k the bandwidth parameter gives")
+        if kind != "fixed" and not np.array_equal(as_k(k.astype(np.int64), n, d, kind), k):
+            raise ValueError("bandwidth_: must hold whole numbers of neighbours")
+        r = getattr(model, "robustness_weights_", None)
+        if r is not None and not (isinstance(r, np.ndarray) and r.shape == (n,) and ((r >= 0) & (r <= 1)).all()):
+            raise ValueError(f"robustness_weights_: must be None or {n} numbers in [0, 1]")
+    except ValueError as exc:
+        raise ModelFileError(f"{src}: {exc}") from None

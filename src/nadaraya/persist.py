@@ -91,6 +91,7 @@ from ._modelfile import (
     _decode,
     _read_model,
 )
+from ._neighbour_fit import check_saved
 from ._version import __version__
 
 __all__ = [
@@ -193,6 +194,7 @@ def save(model: Any, path: str | os.PathLike[str]) -> Path:
     where = f"cannot save to {str(path)!r}"
     try:
         _check_model(model, where)
+        check_saved(model, where)
     except ModelFileError as exc:
         raise ValueError(str(exc)) from None
     arrays: dict[str, np.ndarray] = {}
@@ -326,4 +328,5 @@ def load(path: str | os.PathLike[str], *, max_bytes: int = MAX_MODEL_BYTES) -> A
         raise ModelFileError(f"{src}: fit_order_ must be None or a permutation of the {n} training rows")
     model.fit_order_ = order  # None in files from before it was kept
     _check_model(model, src)
+    check_saved(model, src)
     return model
