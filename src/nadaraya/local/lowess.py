@@ -125,7 +125,7 @@ def _sorted_check(values: NDArray[np.float64], name: str) -> None:
 
 def lowess(endog: ArrayLike, exog: ArrayLike, frac: float = 2.0 / 3.0, it: int = 3, delta: float = 0.0,
            xvals: ArrayLike | None = None, is_sorted: bool = False, missing: str = "drop",
-           return_sorted: bool = True) -> NDArray[np.float64]:
+           return_sorted: bool = True, return_band: float | None = None) -> NDArray[np.float64]:
     """LOWESS (locally weighted scatterplot smoothing), a drop-in for statsmodels' ``lowess``.
 
     At each point the local linear fit to the ``k = int(frac n)`` nearest observations, weighted
@@ -159,12 +159,24 @@ def lowess(endog: ArrayLike, exog: ArrayLike, frac: float = 2.0 / 3.0, it: int =
     return_sorted : bool, default True
         Return the sorted ``x`` beside the fits, as an ``(n, 2)`` array; else the fits alone in
         the input's order (NaN where an observation was dropped).
+    return_band : float, optional
+        A level in (0, 1), e.g. 0.95: also return a pointwise confidence band, two more columns
+        ``lower`` and ``upper`` (see Returns). The band is ``fit -+ z se`` with ``z`` the normal
+        quantile and ``se`` the exact standard error of the linear smoother given the design and
+        the final robustness weights ``r``: ``se(q)^2 = sigma^2 sum_j a_j(q)^2 / r_j`` (``a`` the
+        fit's weights over the observations), ``sigma^2 = sum_i r_i e_i^2 / (sum_i r_i - tr H)``,
+        as :meth:`nadaraya.NadarayaWatson.confidence_band` gives with ``variance="homoscedastic"``
+        for the same fit (``kernel="tricube", degree=1, bandwidth_type="generalized_nn"``,
+        ``bandwidth=k``, ``robust_iterations=it``). It covers the smoothed curve, not its bias.
+        Costs O(n (n + m)) (the smoother's rows, exact).
 
     Returns
     -------
     ndarray
         ``(n, 2)`` sorted ``x`` and fits when ``return_sorted`` and no ``xvals``; else the 1-D
-        fits. A fit with fewer than two positive weights is the observation's own ``y`` (NaN at
+        fits. With ``return_band``: ``(n, 4)`` sorted ``x``, fits, lower, upper; ``(n, 3)``
+        fits, lower, upper (``return_sorted=False``, the input's order); ``(m, 3)`` with
+        ``xvals``. A fit with fewer than two positive weights is the observation's own ``y`` (NaN at
         ``xvals``), as in statsmodels.
 
     Raises
@@ -231,10 +243,56 @@ def lowess(endog: ArrayLike, exog: ArrayLike, frac: float = 2.0 / 3.0, it: int =
         x, y = x[order], y[order]
     x = np.ascontiguousarray(x)
     y = np.ascontiguousarray(y)
+    level = _check_level(return_band)
     if given:
-        return _at(x, y, _vector(xvals, "xvals"), frac, it, is_sorted, missing)
-    fit, _, _ = _smooth(x, y, x, np.ones_like(x), frac, it, delta, False)
-    return np.array([x, fit]).T if return_sorted else _unsorted(fit, order, valid)
+        xv_all = _vector(xvals, "xvals")
+        at, r = _at(x, y, xv_all, frac, it, is_sorted, missing)
+        if level is None:
+            return at
+        fin = np.isfinite(xv_all)
+        pos = fin if at.shape == xv_all.shape else np.ones(at.shape, dtype=bool)  # shorter: dropped
+        lo, hi = np.full_like(at, np.nan), np.full_like(at, np.nan)
+        se, z = _band_se(x, y, r, _span(frac, x.shape[0]), xv_all[fin], level)
+        lo[pos], hi[pos] = at[pos] - z * se, at[pos] + z * se
+        return np.array([at, lo, hi]).T
+    fit, used, _ = _smooth(x, y, x, np.ones_like(x), frac, it, delta, False)
+    if level is None:
+        return np.array([x, fit]).T if return_sorted else _unsorted(fit, order, valid)
+    se, z = _band_se(x, y, used, _span(frac, x.shape[0]), x, level)
+    if return_sorted:
+        return np.array([x, fit, fit - z * se, fit + z * se]).T
+    return np.array([_unsorted(a, order, valid) for a in (fit, fit - z * se, fit + z * se)]).T
+
+
+def _check_level(level: Any) -> float | None:
+    if level is None:
+        return None
+    if isinstance(level, bool) or not isinstance(level, numbers.Real) or not 0.0 < float(level) < 1.0:
+        raise ValueError(f"return_band must be None or a level in (0, 1), e.g. 0.95; got {level!r}")
+    return float(level)
+
+
+def _band_se(x: _F, y: _F, r: _F, k: int, points: _F, level: float) -> tuple[_F, float]:
+    """The standard errors at ``points`` of the local linear tricube fit with ``k`` neighbours
+    and sample weights ``r`` (see ``return_band``), and the normal quantile of ``level``."""
+    from scipy.stats import norm
+
+    from ..kernels import get as get_kernel
+    from .neighbours import Geometry, rows
+
+    geom = Geometry(x[:, None], np.array([k]), "generalized_nn")
+    tricube = get_kernel("tricube")
+    n = x.shape[0]
+    fits, hat = np.empty(n), np.empty(n)
+    for sl, A, _, _ in rows(geom, x[:, None], r, tricube, 1):
+        fits[sl] = A @ y
+        hat[sl] = A[np.arange(A.shape[0]), np.arange(sl.start, sl.stop)]
+    sigma2 = float(r @ (y - fits) ** 2) / max(float(r.sum() - hat.sum()), 1.0)
+    inv = 1.0 / np.where(r > 0, r, 1.0)
+    var = np.empty(points.shape[0])
+    for sl, A, _, _ in rows(geom, np.ascontiguousarray(points)[:, None], r, tricube, 1):
+        var[sl] = (A**2) @ inv * sigma2
+    return np.sqrt(var), float(norm.ppf(0.5 + level / 2))
 
 
 def _unsorted(fit: _F, order: NDArray[np.intp] | None, valid: NDArray[np.bool_]) -> _F:
@@ -252,9 +310,9 @@ def _unsorted(fit: _F, order: NDArray[np.intp] | None, valid: NDArray[np.bool_])
 
 
 def _at(x: NDArray[np.float64], y: NDArray[np.float64], xv_in: NDArray[np.float64], frac: float, it: int,
-        is_sorted: bool, missing: str) -> NDArray[np.float64]:
+        is_sorted: bool, missing: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The fits at ``xvals`` in their order: weights from ``it`` passes over the data, then one
-    pass at the points (statsmodels' shapes, NaN at dropped points)."""
+    pass at the points (statsmodels' shapes, NaN at dropped points); and those weights."""
     ok = np.ones(xv_in.shape[0], dtype=bool) if missing == "none" else np.isfinite(xv_in)
     if missing == "raise" and not ok.all():
         raise ValueError("nan or inf found in xvals with missing='raise'")
@@ -278,7 +336,7 @@ def _at(x: NDArray[np.float64], y: NDArray[np.float64], xv_in: NDArray[np.float6
         out[order] = fit
         fit = out
     if is_sorted or ok.all():  # statsmodels returns the shorter array when is_sorted
-        return fit
+        return fit, r
     full = np.full(xv_in.shape[0], np.nan)
     full[ok] = fit
-    return full
+    return full, r
