@@ -222,13 +222,14 @@ def check_saved(model: Any, src: str) -> None:
         kind = as_bandwidth_type(getattr(model, "bandwidth_type", "fixed"))
         as_robust_iterations(getattr(model, "robust_iterations", 0))
         bw, k = model.bandwidth, model.bandwidth_
-        if kind != "fixed" and not (isinstance(bw, str) and bw in METHODS):
-            if not np.array_equal(as_k(bw, n, d, kind), k):
-                raise ValueError("bandwidth_: differs from the k the bandwidth parameter gives")
+        given = kind != "fixed" and not (isinstance(bw, str) and bw in METHODS)
+        if given and not np.array_equal(as_k(bw, n, d, kind), k):
+            raise ValueError("bandwidth_: differs from the k the bandwidth parameter gives")
         if kind != "fixed" and not np.array_equal(as_k(k.astype(np.int64), n, d, kind), k):
             raise ValueError("bandwidth_: must hold whole numbers of neighbours")
         r = getattr(model, "robustness_weights_", None)
-        if r is not None and not (isinstance(r, np.ndarray) and r.shape == (n,) and ((r >= 0) & (r <= 1)).all()):
+        ok = isinstance(r, np.ndarray) and r.shape == (n,) and bool(((r >= 0) & (r <= 1)).all())
+        if r is not None and not ok:
             raise ValueError(f"robustness_weights_: must be None or {n} numbers in [0, 1]")
     except ValueError as exc:
         raise ModelFileError(f"{src}: {exc}") from None

@@ -173,7 +173,8 @@ def test_degree_zero_gradient_is_the_derivative_of_the_fit():
 
 def test_standard_errors_and_band_are_those_of_the_rows():
     X, y = data(35, 1)
-    model = NadarayaWatson(kernel="tricube", bandwidth=10, bandwidth_type="generalized_nn", degree=1).fit(X, y)
+    model = NadarayaWatson(kernel="tricube", bandwidth=10, bandwidth_type="generalized_nn", degree=1)
+    model.fit(X, y)
     Q = np.array([[0.2], [0.6]])
     n = X.shape[0]
     A = np.array([plain_fit(X, np.eye(n)[j], Q, 10, "generalized_nn", "tricube", 1) for j in range(n)]).T
@@ -186,7 +187,8 @@ def test_standard_errors_and_band_are_those_of_the_rows():
     np.testing.assert_allclose(band.upper - band.estimate, 1.6448536269514722 * std, rtol=1e-9)
     boot = model.confidence_band(Q, method="bootstrap", n_boot=199, random_state=0)
     assert np.all(boot.lower < boot.estimate) and np.all(boot.estimate < boot.upper)
-    simul = model.confidence_band(Q, kind="simultaneous", n_boot=199, random_state=0, variance="homoscedastic")
+    simul = model.confidence_band(Q, kind="simultaneous", n_boot=199, random_state=0,
+                                  variance="homoscedastic")
     assert np.all(simul.upper - simul.lower >= band.upper - band.lower - 1e-12)
 
 
@@ -229,7 +231,8 @@ def test_search_over_k_matches_the_plain_formula(kind, method):
         else:
             H = np.array([plain_fit(X, np.eye(n)[j], X, k, kind, "gaussian", 1) for j in range(n)]).T
             tr = np.trace(H)
-            scores.append(np.log(np.mean((y - H @ y) ** 2)) + (n + tr) / (n - tr - 2) if n - tr - 2 > 0 else np.inf)
+            ok = n - tr - 2 > 0
+            scores.append(np.log(np.mean((y - H @ y) ** 2)) + (n + tr) / (n - tr - 2) if ok else np.inf)
     found = choose_k(X, y[:, None], None, get_kernel("gaussian"), 1, kind, method)
     np.testing.assert_allclose(found["scores"], scores, rtol=1e-8)
     assert found["k"] == 1 + int(np.argmin(scores))
