@@ -39,7 +39,7 @@ def walk_scores(x: NDArray[np.float64], y: NDArray[np.float64], sw: NDArray[np.f
     n = x.shape[0]
     s = np.ones(n) if sw is None else np.asarray(sw, dtype=np.float64)
     coef = np.asarray(kernel.polynomial, dtype=np.float64)
-    powers = np.flatnonzero(coef).astype(np.float64)
+    powers = np.flatnonzero(coef).astype(np.int64)
     k1 = float(np.asarray(kernel.profile(np.array([1.0])))[0])
     score = np.zeros(max(n - 1, 0))
     xs, ys = np.ascontiguousarray(x), np.ascontiguousarray(y)

@@ -103,8 +103,14 @@ def _fit_at(acc, grp, h, coef, powers, k1, degree, first_y, first_w):  # pragma:
     S2 = k1 * grp[2]
     T0 = k1 * grp[3]
     T1 = k1 * grp[4]
+    ih = 1.0 / h
+    ipw = 1.0
+    p = 0
     for t in range(powers.shape[0]):
-        f = coef[t] / h ** powers[t]
+        while p < powers[t]:  # h^-p by running products (powers increase)
+            ipw *= ih
+            p += 1
+        f = coef[t] * ipw
         S0 += f * acc[t, 0]
         S1 += f * acc[t, 1]
         S2 += f * acc[t, 2]
@@ -188,8 +194,12 @@ def cv_walk(x, y, s, coef, powers, k1, degree, score):  # pragma: no cover - com
                 for kk in range(0 if pending > 0 else c0, count):
                     score[kk] += e
                 pending = 0
+            w = 1.0
+            p = 0
             for t in range(P):  # the group joins the points closer than the next one
-                w = d ** powers[t]
+                while p < powers[t]:
+                    w *= d
+                    p += 1
                 acc[t, 0] += w * grp[0]
                 acc[t, 1] += w * grp[1]
                 acc[t, 2] += w * grp[2]

@@ -159,13 +159,26 @@ class Geometry:
         return np.where(h > 0, h, self.nearest[None])
 
 
-def _kernel_parts(kernel: Kernel, U: _F) -> tuple[_F, _F]:
-    """``K(u)`` and ``dK / du`` elementwise."""
-    K = np.asarray(kernel.profile(U), dtype=np.float64)
-    dK = np.zeros_like(U) if kernel.derivative is None else np.asarray(kernel.derivative(U), dtype=np.float64)
-    if kernel.log_domain:
-        dK = dK * K
-    return K, dK
+def _kernel_parts(kernel: Kernel, U: _F, slopes: bool) -> tuple[_F, _F | None]:
+    """``K(u)`` and (``slopes``) ``dK / du`` elementwise; a compact kernel is evaluated on its
+    support only."""
+    if np.isfinite(kernel.support):
+        inside = np.abs(U) <= kernel.support
+        K = np.zeros_like(U)
+        K[inside] = kernel.profile(U[inside])
+    else:
+        inside = None
+        K = np.asarray(kernel.profile(U), dtype=np.float64)
+    if not slopes:
+        return K, None
+    if kernel.derivative is None:
+        return K, np.zeros_like(U)
+    if inside is not None:
+        dK = np.zeros_like(U)
+        dK[inside] = kernel.derivative(U[inside])
+    else:
+        dK = np.asarray(kernel.derivative(U), dtype=np.float64)
+    return K, dK * K if kernel.log_domain else dK
 
 
 def rows(
@@ -197,9 +210,9 @@ def rows(
             H = np.broadcast_to(hq[:, None, :], (q.shape[0], n, d))
             Z = (X[None] - q[:, None, :]) / hq[:, None, :]
         U = (X[None] - q[:, None, :]) / H
-        K, dK = _kernel_parts(kernel, U)
+        K, dK = _kernel_parts(kernel, U, slopes and degree == 0)
         if adaptive:
-            K, dK = K / H, dK / H
+            K, dK = K / H, None if dK is None else dK / H
         W = s * np.prod(K, axis=2)
         if loo:
             W[np.arange(q.shape[0]), np.arange(sl.start, sl.stop)] = 0.0
@@ -226,7 +239,7 @@ def _solve(W: _F, Z: _F, basis: list[tuple[int, ...]], degree: int, slopes: bool
         for f in mono:
             Phi[:, :, t] *= Z[:, :, f]
     R = Phi * W[:, :, None]
-    M = np.einsum("bnp,bnr->bpr", R, Phi)
+    M = np.matmul(R.transpose(0, 2, 1), Phi)
     ok = tot > 0
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         cond = np.full(Bq, np.inf)
@@ -236,16 +249,17 @@ def _solve(W: _F, Z: _F, basis: list[tuple[int, ...]], degree: int, slopes: bool
     A = A0.copy()
     if good.any():
         Minv = np.linalg.inv(M[good])
-        A[good] = np.einsum("bnp,bp->bn", R[good], Minv[:, :, 0])
+        Rg = R[good]
+        A[good] = np.matmul(Rg, Minv[:, :, :1])[:, :, 0]
         if slopes:
             per = (1.0 / scale)[None, :] if scale is not None else 1.0 / hq[good]  # type: ignore[index]
             for f in range(d):
-                G[good, f, :] = np.einsum("bnp,bp->bn", R[good], Minv[:, :, 1 + f]) * np.reshape(  # type: ignore[index]
+                G[good, f, :] = np.matmul(Rg, Minv[:, :, 1 + f : 2 + f])[:, :, 0] * np.reshape(  # type: ignore[index]
                     np.broadcast_to(per, (int(good.sum()), d))[:, f], (-1, 1))
     return A, G, int((ok & ~good).sum())
 
 
-def _nw_slopes(W: _F, K: _F, dK: _F, s: _F, U: _F, H: _F, side: _F | None, A: _F, loo: bool,
+def _nw_slopes(W: _F, K: _F, dK: Any, s: _F, U: _F, H: _F, side: _F | None, A: _F, loo: bool,
                sl: slice) -> _F:
     """Rows of the derivative of the Nadaraya-Watson ratio in ``q``: ``sum_j dw_j (y_j - f) / sum w``
     (``generalized_nn``: ``h(q)`` moves with ``q`` too, ``dh/dq = side``)."""
