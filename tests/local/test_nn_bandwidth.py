@@ -278,3 +278,10 @@ def test_categorical_columns_and_attention_weights_are_refused():
     model = NadarayaWatson(bandwidth=5, bandwidth_type="generalized_nn").fit(X, y)
     with pytest.raises(NotImplementedError, match="bandwidth_type='generalized_nn'"):
         model.attention_weights(X[:2])
+
+
+def test_significance_test_is_refused_with_nn_bandwidths():
+    X, y = data(30, 1)
+    model = NadarayaWatson(bandwidth=5, bandwidth_type="adaptive_nn").fit(X, y)
+    with pytest.raises(NotImplementedError, match="significance_test needs a fixed bandwidth"):
+        model.significance_test(X, y, n_boot=19)
