@@ -121,11 +121,28 @@ default "cv"
         ``"classic"``: Wang-van Ryzin for ordered columns and Aitchison-Aitken for unordered
         ones (``c`` = the distinct training values of the column, kept in ``levels_``);
         ``"li-racine"``: Li and Racine's kernels for both.
+    bandwidth_type : {"fixed", "generalized_nn", "adaptive_nn"}, default "fixed"
+        R np's bandwidth types. With a nearest-neighbour type the bandwidth of each feature is
+        the distance to the ``k``-th nearest training point in that feature, at each query
+        (``"generalized_nn"``) or at each training point (``"adaptive_nn"``, whose weights are
+        divided by it), and ``bandwidth`` is ``k``: an integer, a fraction of n in (0, 1] (the
+        span of LOWESS), one per feature, or ``"cv"``/``"aicc"`` choosing one ``k``. Continuous
+        columns and NumPy input only; the fits are exact, from dense rows (O(m n) per call).
+        Rules, ties and costs: the user guide's page on nearest-neighbour bandwidths.
+    robust_iterations : int, default 0
+        statsmodels' ``it``: after the fit, this many times, the bisquare ``(1 - u^2)^2`` of
+        ``u = min(1, |e_i| / (6 median|e|))`` of the in-sample residuals multiplies the sample
+        weights and the model is refitted (the bandwidth kept). With ``kernel="tricube"``,
+        ``degree=1``, ``bandwidth_type="generalized_nn"`` and ``bandwidth=frac`` the model is
+        statsmodels' ``lowess(y, x, frac, it)``. One output only.
 
     Attributes
     ----------
     bandwidth_ : ndarray of shape (n_features_in_,)
-        The bandwidth used, per feature.
+        The bandwidth used, per feature (with a nearest-neighbour type: ``k``, whole numbers).
+    robustness_weights_ : ndarray of shape (n_samples_fit,) or None
+        The last robustness weights (in the order of ``X_fit_``); ``sample_weight_`` holds the
+        given sample weights times them. None without robustness iterations.
     selection_ : BandwidthSelection or None
         For ``bandwidth="cv"`` or ``"aicc"``: the search's outcome
         (:class:`nadaraya.bandwidth.BandwidthSelection`): the score, every bandwidth tried,
