@@ -380,6 +380,24 @@ def _bandwidth(text: str) -> Any:
     return values[0] if len(values) == 1 else values
 
 
+def fit_options(bandwidth: Any, span: str | None, robust: int) -> dict[str, Any]:
+    """``fit``'s --bandwidth, --span and --robust as the estimator's parameters: --span is a
+    nearest-neighbour bandwidth (``generalized_nn``: a fraction of the rows in (0, 1], a number of
+    neighbours, cv or aicc) in place of --bandwidth; --robust its ``robust_iterations``."""
+    if isinstance(robust, bool) or not 0 <= robust <= 100:
+        raise BadInput(f"--robust {robust} is not valid; give a number of robustness iterations, 0 to 100")
+    out: dict[str, Any] = {"bandwidth": bandwidth, "robust_iterations": robust}
+    if span is None:
+        return out
+    text = span.strip().lower()
+    try:
+        value: Any = text if text in ("cv", "aicc") else (int(text) if text.isdigit() else float(text))
+    except ValueError:
+        raise BadInput(f"--span {span!r} is not valid; give a fraction of the rows in (0, 1] (e.g. 0.3), a "
+                       "number of neighbours, cv or aicc") from None
+    return {**out, "bandwidth": value, "bandwidth_type": "generalized_nn"}
+
+
 def _check_degree(degree: int) -> None:
     from ._fit import MAX_DEGREE
 

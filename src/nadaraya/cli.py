@@ -50,6 +50,7 @@ from ._cli_io import (
     _write_demo_data,
     apply_categories,
     encode_categories,
+    fit_options,
     read_table,
     select_columns,
     var_types_of,
@@ -321,6 +322,10 @@ def fit(
                      "nearest, nan, mean or raise."),
     ] = "nearest",
     degree: Degree = 0,
+    span: Annotated[str | None, typer.Option(help="A nearest-neighbour span in place of --bandwidth: a "
+                    "fraction of the rows in (0, 1], a number of neighbours, cv or aicc (-k tricube "
+                    "--degree 1: LOWESS).")] = None,
+    robust: Annotated[int, typer.Option(help="Robustness iterations (statsmodels' it).")] = 0,
     ordered: Ordered = None,
     categorical: Categorical = None,
     dropna: DropNA = False,
@@ -342,8 +347,8 @@ def fit(
     xs, ys = _features_and_targets(x, y)
     vt, kinds = var_types_of(xs, ordered, categorical)
     _check_writable(model, "the model")
-    est, X, _ = _fit_model(data, xs, ys, kinds, dropna, quiet, kernel=kernel, bandwidth=bw, empty=empty,
-                           degree=degree, var_types=vt)
+    est, X, _ = _fit_model(data, xs, ys, kinds, dropna, quiet, kernel=kernel, empty=empty, degree=degree,
+                           var_types=vt, **fit_options(bw, span, robust))
     est.save(model)  # atomically
     if not quiet:
         h = _bandwidths(xs, est.bandwidth_, vt)
