@@ -28,7 +28,8 @@ def test_fit_with_a_span_and_robustness_is_lowess(tmp_path: Path):
                                    "--span", "0.3", "--robust", "3", "--model", str(model), "-q"])
     assert res.exit_code == 0, res.output
     est = nadaraya.load(model)
-    assert (est.bandwidth_type, est.robust_iterations, est.bandwidth_.tolist()) == ("generalized_nn", 3, [24.0])
+    assert (est.bandwidth_type, est.robust_iterations) == ("generalized_nn", 3)
+    assert est.bandwidth_.tolist() == [24.0]
     want = nadaraya.lowess(y, x, frac=0.3, it=3, return_sorted=False)
     np.testing.assert_allclose(est.predict(x[:, None]), want, rtol=0, atol=1e-10)
     for flags, fragment in ((["--span", "wide"], "--span 'wide' is not valid"),
