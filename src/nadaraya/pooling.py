@@ -346,11 +346,8 @@ def pool(
         else (the other kernels, more features, ``degree=3``) stays exact, which meets any
         ``tol``.
     bandwidth_type : {"fixed", "generalized_nn", "adaptive_nn"}, default "fixed"
-        R np's nearest-neighbour bandwidths (:mod:`nadaraya.local.neighbours`): ``bandwidth`` is
-        then a number of neighbours ``k`` or a fraction of the keys, per feature; the bandwidth
-        of feature ``j`` is the distance to the ``k``-th nearest key in that feature, at each
-        query (``"generalized_nn"``) or at each key (``"adaptive_nn"``). Exact, in NumPy
-        memory (no Dask, ``backend``, ``device``, ``tol``, ``var_types``).
+        R np's nearest-neighbour bandwidths: ``bandwidth`` is then ``k`` or a fraction of the
+        keys (:mod:`nadaraya.local.neighbours`; exact; NumPy, continuous columns only).
 
     Returns
     -------
@@ -369,8 +366,8 @@ def pool(
     """
     empty, tol = as_empty(empty), as_tol(tol)
     if bandwidth_type != "fixed":  # k nearest neighbours: the exact rows of local.neighbours
-        return pool_neighbours(queries, keys, values, kernel=kernel, bandwidth=bandwidth, degree=degree,
-                               bandwidth_type=bandwidth_type, sample_weight=sample_weight, empty=empty)
+        return pool_neighbours(queries, keys, values, kernel, bandwidth, bandwidth_type, degree,
+                               sample_weight, empty)
     if is_dask(queries, keys, values, sample_weight):
         return _lazy_pool(queries, keys, values, kernel, bandwidth, empty, sample_weight, backend,
                           degree, var_types, categorical_kernel, tol)
@@ -433,8 +430,8 @@ bandwidth_type
     """
     empty, tol = as_empty(empty), as_tol(tol)
     if bandwidth_type != "fixed":  # k nearest neighbours: the exact rows of local.neighbours
-        return pool_neighbours(None, keys, values, kernel=kernel, bandwidth=bandwidth, degree=degree,
-                               bandwidth_type=bandwidth_type, sample_weight=sample_weight, empty=empty)
+        return pool_neighbours(None, keys, values, kernel, bandwidth, bandwidth_type, degree, sample_weight,
+                               empty)
     if is_dask(keys, values, sample_weight):
         return _lazy_pool(None, keys, values, kernel, bandwidth, empty, sample_weight, backend,
                           degree, var_types, categorical_kernel, tol)

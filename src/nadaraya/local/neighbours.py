@@ -303,7 +303,7 @@ def _fill_empty(A: _F, G: _F | None, W: _F, U: _F, s: _F, empty: str, loo: bool,
             G[b] = np.nan if empty == "nan" else 0.0
 
 
-def pool_neighbours(queries: Any, keys: Any, values: Any, *, kernel: Any, bandwidth: Any, bandwidth_type: str,
+def pool_neighbours(queries: Any, keys: Any, values: Any, kernel: Any, bandwidth: Any, bandwidth_type: str,
                     degree: int, sample_weight: Any, empty: str) -> NDArray[np.float64]:
     """:func:`nadaraya.pool` (``queries`` given) or :func:`nadaraya.loo_pool` (``queries`` None)
     with a nearest-neighbour bandwidth: ``bandwidth`` is ``k`` or a fraction of n, per feature."""
