@@ -100,3 +100,18 @@ def test_robust_iterations_refuse_several_outputs_and_bad_band_levels():
     for level in (0.0, 1.0, "0.9", True):
         with pytest.raises(ValueError, match="return_band must be None or a level"):
             nadaraya.lowess(y, x, return_band=level)
+
+
+def test_the_report_offers_lowess_with_its_span_by_cv():
+    from nadaraya import report
+    from nadaraya._report_html import _table
+
+    study = report.textbook_study(kernels=["gaussian"], slider=[0.5], learnable=False, degrees=(1,))
+    row = next(r for r in study.rows if r.model == "LOWESS")
+    n = study.split.x_train.size
+    k = round(row.bandwidth * n)
+    assert 2 <= k < n and f"span = {k} of {n} points" in row.note
+    model = NadarayaWatson(kernel="tricube", degree=1, bandwidth_type="generalized_nn", bandwidth=k)
+    pred = model.fit(study.split.x_train[:, None], study.split.y_train).predict(study.split.x_val[:, None])
+    assert row.mse == pytest.approx(float(np.mean((pred - study.split.y_val) ** 2)), rel=1e-12)
+    assert "LOWESS" in _table(study, {})
