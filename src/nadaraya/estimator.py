@@ -441,7 +441,7 @@ default "cv"
         """
         check_is_fitted(self)
         _check("variance", variance, VARIANCES)
-        if is_dask(X, self.X_fit_) and not return_std:  # a lazy Dask array out
+        if is_dask(X, self.X_fit_) and not return_std and not uses_neighbours(self):  # a lazy Dask array out
             return self._predict_dask(X)
         if is_dask(X):  # standard errors need the training data in memory, as confidence_band does
             X = X.compute()  # type: ignore[union-attr]

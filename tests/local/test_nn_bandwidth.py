@@ -285,3 +285,13 @@ def test_significance_test_is_refused_with_nn_bandwidths():
     model = NadarayaWatson(bandwidth=5, bandwidth_type="adaptive_nn").fit(X, y)
     with pytest.raises(NotImplementedError, match="significance_test needs a fixed bandwidth"):
         model.significance_test(X, y, n_boot=19)
+
+
+def test_dask_queries_are_computed_and_dask_training_data_refused():
+    da = pytest.importorskip("dask.array")
+    X, y = data(30, 1)
+    model = NadarayaWatson(bandwidth=6, bandwidth_type="generalized_nn").fit(X, y)
+    Q = np.array([[0.3], [0.7]])
+    np.testing.assert_array_equal(model.predict(da.from_array(Q)), model.predict(Q))
+    with pytest.raises(ValueError, match="need NumPy input"):
+        NadarayaWatson(bandwidth=6, bandwidth_type="generalized_nn").fit(da.from_array(X), da.from_array(y))
