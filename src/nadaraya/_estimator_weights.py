@@ -16,6 +16,15 @@ __all__ = ["WeightsMixin"]
 class WeightsMixin:
     """:meth:`attention_weights` of :class:`nadaraya.NadarayaWatson`."""
 
+    degree: int
+    var_types_: str
+    bandwidth_type: str
+    kernel: str
+    empty: str
+    X_fit_: Any
+    sample_weight_: Any
+    bandwidth_: Any
+
     def attention_weights(
         self, X: ArrayLike, *, sparse: bool = False, max_bytes: float | None = None
     ) -> Any:

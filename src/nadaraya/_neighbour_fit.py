@@ -137,7 +137,7 @@ def _per_key(model: Any, variance: str) -> _F:
     return sigma2 if sw is None else sigma2 / np.where(sw > 0, sw, 1.0)[:, None]
 
 
-def predict_std(model: Any, X: _F, variance: str, degree: int | None = None,
+def predict_std(model: Any, X: Any, variance: str, degree: int | None = None,
                 slopes: bool = False) -> tuple[_F, _F]:
     """Predictions (m, p) (or slopes (m, d, p)) and their standard errors at validated ``X``."""
     Y, per_key = _Y(model), _per_key(model, variance)
@@ -154,7 +154,7 @@ def predict_std(model: Any, X: _F, variance: str, degree: int | None = None,
     return mean, np.sqrt(np.maximum(var, 0.0))
 
 
-def gradient(model: Any, X: _F) -> _F:
+def gradient(model: Any, X: Any) -> _F:
     """Slopes (m, d, p) at validated ``X``: the local polynomial's (degree >= 1), else the
     derivative of the Nadaraya-Watson ratio (``h(q)`` moving with ``q`` for ``generalized_nn``)."""
     Y = _Y(model)
@@ -187,7 +187,7 @@ def band(model: Any, X: _F, level: float, method: str, kind: str, n_boot: int, r
     mean, std = predict_std(model, X, variance, degree=degree)
     estimate = pool(model, X).reshape(mean.shape) if method == "rbc" else mean
     if method != "bootstrap" and kind == "pointwise":
-        return _shape(model, Band(estimate, mean - z * std, mean + z * std))
+        return _shape(model, Band(np.asarray(estimate, dtype=np.float64), mean - z * std, mean + z * std))
     assert rng is not None
     tr = _training(model)
     if method == "bootstrap":

@@ -10,7 +10,6 @@ import numpy as np
 
 from ._inference import forget
 from ._validation import is_dask
-from .local.lowess import _bisquare
 
 __all__ = ["as_robust_iterations", "check_robust", "robustify"]
 
@@ -51,6 +50,8 @@ def robustify(model: Any) -> None:
     ``B(e_i / (6 median|e|))`` of the residuals and set ``sample_weight_`` to the given sample
     weights times it; the last weights are kept in ``robustness_weights_`` (None without
     iterations). The bandwidth (or ``k``) stays the one ``fit`` resolved."""
+    from .local.lowess import _bisquare  # numba: loaded on first use
+
     it = as_robust_iterations(model.robust_iterations)
     model.robustness_weights_ = None
     if it == 0:

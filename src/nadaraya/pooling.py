@@ -28,7 +28,6 @@ from ._validation import (
 )
 from .kernels import Kernel
 from .kernels import get as get_kernel
-from .local.neighbours import pool_neighbours
 from .partials import Partials
 
 __all__ = ["EmptyWindowWarning", "loo_pool", "pool"]
@@ -262,6 +261,13 @@ def _lazy_pool(
                      sample_weight=sample_weight, engine=engine, tol=tol, **extra)
 
 
+def _neighbours(*args: Any) -> NDArray[np.floating]:
+    """:func:`nadaraya.local.neighbours.pool_neighbours` (numba, loaded on first use)."""
+    from .local.neighbours import pool_neighbours
+
+    return pool_neighbours(*args)
+
+
 def pool(
     queries: ArrayLike,
     keys: ArrayLike,
@@ -366,8 +372,8 @@ def pool(
     """
     empty, tol = as_empty(empty), as_tol(tol)
     if bandwidth_type != "fixed":  # k nearest neighbours: the exact rows of local.neighbours
-        return pool_neighbours(queries, keys, values, kernel, bandwidth, bandwidth_type, degree,
-                               sample_weight, empty)
+        return _neighbours(queries, keys, values, kernel, bandwidth, bandwidth_type, degree,
+                           sample_weight, empty)
     if is_dask(queries, keys, values, sample_weight):
         return _lazy_pool(queries, keys, values, kernel, bandwidth, empty, sample_weight, backend,
                           degree, var_types, categorical_kernel, tol)
@@ -430,8 +436,8 @@ bandwidth_type
     """
     empty, tol = as_empty(empty), as_tol(tol)
     if bandwidth_type != "fixed":  # k nearest neighbours: the exact rows of local.neighbours
-        return pool_neighbours(None, keys, values, kernel, bandwidth, bandwidth_type, degree, sample_weight,
-                               empty)
+        return _neighbours(None, keys, values, kernel, bandwidth, bandwidth_type, degree,
+                           sample_weight, empty)
     if is_dask(keys, values, sample_weight):
         return _lazy_pool(None, keys, values, kernel, bandwidth, empty, sample_weight, backend,
                           degree, var_types, categorical_kernel, tol)

@@ -33,7 +33,6 @@ from numpy.typing import NDArray
 
 from .._local import monomials
 from ..kernels import Kernel
-from . import _nn_jit
 
 __all__ = ["TYPES", "Geometry", "as_bandwidth_type", "as_k", "rows"]
 
@@ -97,6 +96,8 @@ def as_k(bandwidth: Any, n: int, d: int, kind: str) -> NDArray[np.int64]:
 
 
 def _radius(s: _F, q: _F, k: NDArray[np.int64]) -> tuple[_F, _F]:
+    from . import _nn_jit  # numba: loaded on first use, not by ``import nadaraya``
+
     out = np.empty(q.shape[0])
     side = np.empty(q.shape[0])
     _nn_jit.kth_radius(s, np.ascontiguousarray(q, dtype=np.float64), k, out, side)
@@ -129,6 +130,8 @@ class Geometry:
             if extra < 0:
                 out[:, j], _ = _radius(s, x, np.ones(n, dtype=np.int64))  # 1st is itself: zero rule
                 continue
+            from . import _nn_jit
+
             kk = np.full(n, min(int(self.k[j]) + extra, n), dtype=np.int64)
             a = np.searchsorted(s, x, side="left")
             r = np.empty(n)
@@ -226,6 +229,7 @@ def rows(
 def _solve(W: _F, Z: _F, basis: list[tuple[int, ...]], degree: int, slopes: bool, scale: _F | None,
            hq: _F | None) -> tuple[_F, _F | None, int]:
     """Rows of the fits (and slopes) of the local polynomial with weights ``W`` (B, n)."""
+    from ._nn_jit import COND_MAX
     Bq, n, d = Z.shape
     tot = W.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -245,7 +249,7 @@ def _solve(W: _F, Z: _F, basis: list[tuple[int, ...]], degree: int, slopes: bool
         cond = np.full(Bq, np.inf)
         if ok.any():
             cond[ok] = np.linalg.cond(M[ok])
-    good = ok & (cond < _nn_jit.COND_MAX)
+    good = ok & (cond < COND_MAX)
     A = A0.copy()
     if good.any():
         Minv = np.linalg.inv(M[good])
