@@ -20,7 +20,8 @@ from ._validation import warn_at_caller
 from .kernels import get as get_kernel
 from .local.neighbours import Geometry, as_bandwidth_type, as_k, rows
 
-__all__ = ["band", "check_saved", "gradient", "pool", "predict_std", "resolve", "uses_neighbours"]
+__all__ = ["band", "check_saved", "cv_results", "gradient", "pool", "predict_std", "resolve",
+           "uses_neighbours"]
 
 _F = NDArray[np.float64]
 
@@ -52,6 +53,15 @@ def resolve(model: Any, X: _F, sw: _F | None, y: _F, vt: str) -> _F:
         model._nn_search = found
         return np.full(d, float(found["k"]))
     return as_k(bw, n, d, kind).astype(np.float64)
+
+
+def cv_results(search: dict[str, Any]) -> dict[str, NDArray[Any]]:
+    """``cv_results_`` of a search over k: ``"k"``, ``"score"``, ``"rank"`` (1 the best), ``"stage"``."""
+    scores = np.asarray(search["scores"], dtype=np.float64)
+    rank = np.empty(scores.size, dtype=np.int64)
+    rank[np.argsort(scores, kind="stable")] = np.arange(1, scores.size + 1)
+    return {"k": np.asarray(search["ks"]), "score": scores, "rank": rank,
+            "stage": np.full(scores.size, "grid", dtype=object)}
 
 
 def _geometry(model: Any) -> Geometry:

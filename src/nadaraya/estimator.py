@@ -155,7 +155,8 @@ default "cv"
         ``feature_names_in_``, else the feature numbers), ``"score"`` (the criterion: the
         leave-one-out MSE for ``"cv"``, AICc for ``"aicc"``; lower is better), ``"rank"``
         (1 for the best) and ``"stage"`` (``"grid"``, ``"refine"`` or ``"per_feature"``).
-        None without a search.
+        None without a search. A search over ``k`` (nearest-neighbour types): ``"k"``, ``"score"``,
+        ``"rank"``, ``"stage"``.
     backend_ : str
         The backend chosen at the last ``fit`` for predicting on the training data's size,
         with the reason in ``backend_reason_``.
@@ -247,6 +248,8 @@ default "cv"
         """The bandwidth search as a dict of arrays, one entry per bandwidth evaluated (see the
         class's Attributes); None when the bandwidth was not searched."""
         check_is_fitted(self, "selection_")
+        if self.__dict__.get("_nn_search") is not None:  # k chosen by a nearest-neighbour search
+            return nn_fit.cv_results(self._nn_search)
         names = getattr(self, "feature_names_in_", None)
         return _cv_results(self.selection_, None if names is None else [str(v) for v in names])
 

@@ -295,3 +295,12 @@ def test_dask_queries_are_computed_and_dask_training_data_refused():
     np.testing.assert_array_equal(model.predict(da.from_array(Q)), model.predict(Q))
     with pytest.raises(ValueError, match="need NumPy input"):
         NadarayaWatson(bandwidth=6, bandwidth_type="generalized_nn").fit(da.from_array(X), da.from_array(y))
+
+
+def test_cv_results_of_a_search_over_k():
+    X, y = data(25, 1)
+    model = NadarayaWatson(kernel="epanechnikov", bandwidth="cv", bandwidth_type="generalized_nn").fit(X, y)
+    res = model.cv_results_
+    assert res["k"].tolist() == list(range(1, 25))
+    assert res["k"][res["rank"] == 1][0] == model.bandwidth_[0]
+    assert res["score"][res["rank"] == 1][0] == res["score"].min()
