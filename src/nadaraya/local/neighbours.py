@@ -311,7 +311,6 @@ def pool_neighbours(queries: Any, keys: Any, values: Any, kernel: Any, bandwidth
                     degree: int, sample_weight: Any, empty: str) -> NDArray[np.float64]:
     """:func:`nadaraya.pool` (``queries`` given) or :func:`nadaraya.loo_pool` (``queries`` None)
     with a nearest-neighbour bandwidth: ``bandwidth`` is ``k`` or a fraction of n, per feature."""
-    from .._fit import as_degree
     from .._validation import as_points, as_sample_weight, as_values
     from ..kernels import get as get_kernel
 
@@ -325,6 +324,8 @@ def pool_neighbours(queries: Any, keys: Any, values: Any, kernel: Any, bandwidth
     kern = kernel if isinstance(kernel, Kernel) else get_kernel(kernel)
     geom = Geometry(X, as_k(bandwidth, n, d, kind), kind)
     out = np.empty((Q.shape[0], V.shape[1]))
-    for sl, A, _, _ in rows(geom, Q, sw, kern, as_degree(degree), loo=queries is None, empty=empty):
+    if isinstance(degree, bool) or not isinstance(degree, numbers.Integral) or not 0 <= degree <= 3:
+        raise ValueError(f"degree must be an integer from 0 to 3; got {degree!r}")
+    for sl, A, _, _ in rows(geom, Q, sw, kern, int(degree), loo=queries is None, empty=empty):
         out[sl] = A @ V
     return out[:, 0] if one_d else out
