@@ -49,8 +49,8 @@ def _training(received: dict[str, list[tuple[str, int]]], chunk_bytes: int) -> t
 
 def _on_cluster(n_workers: int, keys, values, queries, chunks: tuple[int, int], h: float, backend: str):
     import dask.array as da
-    import distributed
 
+    import distributed
     import nadaraya
 
     with distributed.LocalCluster(
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bytes moved between workers at 2 workers: {moved2 / 1e6:.2f} MB; estimate: partials "
           f"m x (p + 2) x shards x 8 = {partial_bytes / 1e6:.2f} MB, key/value chunks n x (d + p) x 8 = "
           f"{data_bytes / 1e6:.2f} MB; measured / partials estimate = {moved2 / partial_bytes:.2f}")
-    # the graph reads each key/value chunk once per query chunk (tests/test_trust_dask_graph.py);
+    # the graph reads each key/value chunk once per query chunk (tests/distributed/test_trust_dask_graph.py);
     # whether a worker fetches one twice is the scheduler's choice, so it is measured, not asserted
     print(f"key/value chunks at 2 workers: at most {most / 1e6:.2f} MB received by one worker "
           f"(what its tasks need: at most n x (d + p) x 8 = {data_bytes / 1e6:.2f} MB); "

@@ -247,8 +247,8 @@ def exp_ceiling() -> tuple[float, str]:
     fused loops' ``exp_flushed``) in a prange loop."""
     import numba
 
-    from nadaraya import _threads
-    from nadaraya._jit import exp_fast, exp_flushed
+    from nadaraya._support import threads as _threads
+    from nadaraya._support.jit import exp_fast, exp_flushed
 
     _threads.configure()
     cores = numba.get_num_threads()

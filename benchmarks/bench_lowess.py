@@ -12,7 +12,7 @@ Workloads, y = sin x + N(0, 0.3^2) on x ~ U(0, 10), frac = 0.3, it = 3:
   search over every k).
 - W2, n = 1e6: nadaraya's time (run once; target: about 3 s). statsmodels is O(n k) = O(frac
   n^2): its time at n = 1e5 (run once) times (1e6 / 1e5)^2 is the *extrapolated* figure the
-  ratio is taken against (the fits' accuracy at size is tests/test_lowess.py's and W1's).
+  ratio is taken against (the fits' accuracy at size is tests/local/test_lowess.py's and W1's).
 
     python benchmarks/bench_lowess.py           # full sizes (statsmodels at 1e5 takes minutes)
     python benchmarks/bench_lowess.py --quick   # small sizes, a smoke run

@@ -1,4 +1,4 @@
-"""Coverage study of the inference of issue 15: the simulations of tests/test_coverage.py with more
+"""Coverage study of the inference of issue 15: the simulations of tests/inference/test_coverage.py with more
 replicates (a script, not collected by pytest and not part of `make bench`).
 
     python benchmarks/coverage_study.py           # the full study (about 2 minutes on 2 cores)
@@ -59,7 +59,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from nadaraya import NadarayaWatson, _inference
 from test_coverage import (
     POINTS,
     RBC_POINTS,
@@ -73,6 +72,9 @@ from test_coverage import (
     rejections,
 )
 from test_inference import effective_weights
+
+from nadaraya import NadarayaWatson
+from nadaraya.inference import mixin as _inference
 
 
 def leverage_corrected_rejections(R, n=100, bandwidth=(0.08, 0.5), n_boot=99, seed=5, level=0.05):

@@ -15,7 +15,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-import nadaraya  # noqa: E402
+import nadaraya
 
 project = "nadaraya"
 author = "the nadaraya developers"
@@ -46,7 +46,7 @@ nitpick_ignore_regex = [
     (r"py:mod", r"\.?\w+"),  # a package's own rooms, named relatively in its docstring
 ]
 nitpick_ignore = [
-    ("py:func", "nadaraya.pooling.compute_partials"),  # the pooling layer's internal entry point
+    ("py:func", "nadaraya._core.call.compute_partials"),  # the pooling layer's internal entry point
     ("py:func", "reporting"),  # bandwidth/search.py's select_bandwidth names a helper of no page
 ]
 
@@ -234,7 +234,7 @@ def _documented_alias(app, env, node, contnode):  # type: ignore[no-untyped-def]
 
 def _reexported_data_doc(app, what, name, obj, options, lines):  # type: ignore[no-untyped-def]
     """A constant takes its ``#:`` comment, also where it is re-exported
-    (``nadaraya.persist.MAX_MODEL_BYTES`` from ``nadaraya._modelfile``), never its type's docstring."""
+    (``nadaraya.persist.MAX_MODEL_BYTES`` from ``nadaraya.persist._file``), never its type's docstring."""
     inherited = getattr(obj, "__doc__", None) == getattr(type(obj), "__doc__", None)
     if what != "data" or (any(line.strip() for line in lines) and not inherited):
         return

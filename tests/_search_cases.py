@@ -1,4 +1,4 @@
-"""The data sets of tests/test_trust_search.py and statsmodels' ``KernelReg(bw="cv_ls")`` on them.
+"""The data sets of tests/bandwidth/test_trust_search.py and statsmodels' ``KernelReg(bw="cv_ls")`` on them.
 
 Run as a script to print the table of statsmodels' bandwidths that the test stores
 (``python tests/_search_cases.py``; about a minute).

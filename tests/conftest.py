@@ -7,7 +7,7 @@ Profiles, chosen with the environment variable ``HYPOTHESIS_PROFILE``:
   machine's timing must not fail a test); a fixed number of examples; a failing example is
   printed with its reproduction blob.
 - ``dev``: random examples, saved to the local database so that a failure found once is replayed
-  first, and more of them: ``HYPOTHESIS_PROFILE=dev pytest tests/test_pooling.py``.
+  first, and more of them: ``HYPOTHESIS_PROFILE=dev pytest tests/core/test_pooling.py``.
 
 Tests may still set ``max_examples`` themselves (to keep a slow property affordable).
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,14 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
+
+#: the tests are filed by wing (tests/core, tests/local, ... tests/house); the shared helpers
+#: (naive.py, _search_cases.py, this file) stay here, and a wing's test may read another's oracle
+#: (``from test_local import local_fit``): every folder is on the path
+_HERE = Path(__file__).resolve().parent
+for _folder in [_HERE, *sorted(p for p in _HERE.iterdir() if p.is_dir() and p.name.isidentifier())]:
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 
 _SLOW = [HealthCheck.too_slow]
 

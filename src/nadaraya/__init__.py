@@ -4,21 +4,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import kernels
-from ._attention import attention_weights
-from ._config import config_context, get_config, set_config
-from .pooling import EmptyWindowWarning, loo_pool, pool
+from nadaraya import _compat, kernels
+from nadaraya._core.attention import attention_weights
+from nadaraya._core.finish import EmptyWindowWarning
+from nadaraya._support.config import config_context, get_config, set_config
+from nadaraya.pooling import loo_pool, pool
 
 if TYPE_CHECKING:
-    from ._fit import SingularFitWarning
-    from ._inference import Band
-    from ._sigtest import SignificanceTest
-    from ._summary import FitSummary
-    from .estimator import NadarayaWatson
-    from .local.lowess import lowess
-    from .nn import AttentionPoolingRegressor
+    from nadaraya.estimator import NadarayaWatson
+    from nadaraya.inference.bands import Band
+    from nadaraya.inference.sigtest import SignificanceTest
+    from nadaraya.inference.summary import FitSummary
+    from nadaraya.local.job import SingularFitWarning
+    from nadaraya.local.lowess import lowess
+    from nadaraya.nn import AttentionPoolingRegressor
 
-from ._version import __version__
+from nadaraya._version import __version__
+
+_compat.install()
 
 __all__ = [
     "AttentionPoolingRegressor",
@@ -50,10 +53,10 @@ _LAZY: dict[str, tuple[str, str]] = {
     "load": ("nadaraya.persist", "load"),
     "select_bandwidth": ("nadaraya.bandwidth", "select_bandwidth"),
     "lowess": ("nadaraya.local.lowess", "lowess"),
-    "SingularFitWarning": ("nadaraya._fit", "SingularFitWarning"),
-    "FitSummary": ("nadaraya._summary", "FitSummary"),
-    "Band": ("nadaraya._inference", "Band"),
-    "SignificanceTest": ("nadaraya._sigtest", "SignificanceTest"),
+    "SingularFitWarning": ("nadaraya.local.job", "SingularFitWarning"),
+    "FitSummary": ("nadaraya.inference.summary", "FitSummary"),
+    "Band": ("nadaraya.inference.bands", "Band"),
+    "SignificanceTest": ("nadaraya.inference.sigtest", "SignificanceTest"),
 }
 
 

@@ -1,6 +1,6 @@
 """Run the ``nadaraya`` command: ``python -m nadaraya``."""
 
-from .cli import main
+from nadaraya.cli import main
 
 if __name__ == "__main__":
     main()

@@ -10,28 +10,27 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-from . import _fit, backends
-from . import _neighbour_fit as nn_fit
-from ._encode import encode_fit, encode_queries
-from ._estimator_parts import (
-    _cv_results,
-    _levels,
-    _mixed_bandwidth,
-    check_device,
-    fit_dask,
-    resolve_bandwidth,
-)
-from ._estimator_weights import WeightsMixin
-from ._inference import VARIANCES, InferenceMixin, _check, forget
-from ._mixed import as_categorical_kernel, as_var_types
-from ._neighbour_fit import uses_neighbours
-from ._robust import check_robust, robustify
-from ._validation import as_empty, as_real, as_tol, check_some_weight, is_dask
-from .kernels import get as get_kernel
-from .pooling import compute_partials, finish, prepare
+from nadaraya import backends
+from nadaraya._core.call import Trusted, compute_partials, prepare, trust
+from nadaraya._core.finish import finish
+from nadaraya._support.validation import as_empty, as_real, as_tol, check_some_weight, is_dask
+from nadaraya.backends import check_device
+from nadaraya.bandwidth.resolve import _cv_results, _mixed_bandwidth, resolve_bandwidth
+from nadaraya.distributed.fit import fit_dask, gather, predict_lazy
+from nadaraya.inference import neighbours as nn_fit
+from nadaraya.inference.mixin import InferenceMixin
+from nadaraya.inference.neighbours import uses_neighbours
+from nadaraya.inference.robust import check_robust, robustify
+from nadaraya.inference.training import VARIANCES, _check, forget
+from nadaraya.inference.weights import WeightsMixin
+from nadaraya.kernels import get as get_kernel
+from nadaraya.local import fit as _fit
+from nadaraya.local import job as _job
+from nadaraya.local.encode import encode_fit, encode_queries
+from nadaraya.local.mixed import _levels, as_categorical_kernel, as_var_types
 
 if TYPE_CHECKING:
-    from ._summary import FitSummary
+    from nadaraya.inference.summary import FitSummary
 
 __all__ = ["NadarayaWatson"]
 
@@ -77,7 +76,7 @@ default "cv"
         categorical distance (unordered columns that differ, plus the ordered columns'
         absolute differences), and ``"mean"`` the weighted mean of y, with one warning that
         says so. The standard errors and bands of a filled query are those of the fill
-        (:mod:`nadaraya._fills`).
+        (:mod:`nadaraya.local.fills`).
     backend : str, default "auto"
         How the sums are computed; see :func:`nadaraya.backends.available`.
     device : str, optional
@@ -105,7 +104,7 @@ default "cv"
         One letter per column, as in statsmodels and R's np: ``"c"`` continuous, ``"o"``
         ordered, ``"u"`` unordered (e.g. ``"cuo"``); None means all continuous. A
         categorical column's entry of ``bandwidth`` (and ``bandwidth_``) is its ``lambda``
-        (see :mod:`nadaraya._mixed` for the kernels and the ranges). Its values are numbers
+        (see :mod:`nadaraya.local.mixed` for the kernels and the ranges). Its values are numbers
         (category codes); ordered columns use their differences. A category not seen in
         training is "different" from every training category, and its weights follow the
         kernel's formula (with the unordered kernels at ``lambda = 0`` it has no key of
@@ -287,7 +286,7 @@ default "cv"
         """
         get_kernel(self.kernel)
         as_empty(self.empty)
-        _fit.as_degree(self.degree)
+        _job.as_degree(self.degree)
         as_categorical_kernel(self.categorical_kernel)
         if self.backend not in backends.NAMES:
             raise ValueError(
@@ -301,8 +300,9 @@ default "cv"
             self._fit_dask(X, y, sample_weight, notes)
         else:
             self._fit_numpy(X, y, sample_weight, notes)
+            self._trusted()  # kept validated: predict checks only X
         if notes:  # one warning per fit, at the caller's line
-            from .bandwidth import BandwidthWarning
+            from nadaraya.bandwidth import BandwidthWarning
 
             warnings.warn("; ".join(notes), BandwidthWarning, stacklevel=2)
         return self
@@ -343,56 +343,60 @@ default "cv"
         forget(self)
         n, d = Xs.shape
         backend = "torch" if self.device is not None and self.backend == "auto" else self.backend
-        choice = backends.choose(get_kernel(self.kernel), n=n, m=n, d=d, backend=backend)
+        choice = backends.choose(get_kernel(self.kernel), n=n, m=n, d=d, backend=backend,
+                                 moments=self.degree, tol=self.tol)
         self.backend_, self.backend_reason_ = choice.name, choice.reason
         robustify(self)
 
     def _fit_dask(self, X: Any, y: Any, sample_weight: Any, notes: list[str]) -> None:
-        """``fit`` on Dask input: see :func:`nadaraya._estimator_parts.fit_dask`."""
+        """``fit`` on Dask input: see :func:`nadaraya.distributed.fit.fit_dask`."""
         fit_dask(self, X, y, sample_weight, notes)
         self._summary_cache = None
         forget(self)
 
     def _predict_dask(self, X: Any) -> Any:
         """``predict`` when the model or ``X`` is on Dask: a lazy Dask array."""
-        from ._dask_pool import pool as lazy_pool
-
-        d = self.n_features_in_
-        X = X if is_dask(X) else np.asarray(X)
-        if X.ndim != 2 or X.shape[1] != d:
-            raise ValueError(f"X has shape {X.shape}, but this NadarayaWatson was fitted with {d} features")
-        extra: dict[str, Any] = {}
-        if not self._plain():  # the Dask pool counts the categories over all the keys, X_fit_, as fit did
-            extra = dict(degree=self.degree, var_types=self.var_types_,
-                         categorical_kernel=self.categorical_kernel)
-        return lazy_pool(X, self.X_fit_, self.y_fit_, kernel=self.kernel, bandwidth=self.bandwidth_,
-                         empty=self.empty, sample_weight=self.sample_weight_, **extra)
+        return predict_lazy(self, X)
 
     def _cat_levels(self) -> NDArray[np.int64] | None:
-        """``levels_`` of the categorical columns (what :func:`nadaraya._fit.prepare` takes)."""
+        """``levels_`` of the categorical columns (what :func:`nadaraya.local.job.prepare` takes)."""
         cat = [j for j, t in enumerate(self.var_types_) if t != "c"]
         return self.levels_[cat] if cat else None
 
-    def _job(self, X: Any, keys: Any, values: Any, sample_weight: Any) -> _fit.Job:
-        """A validated local or mixed call of the fitted model at the queries ``X``."""
-        job = _fit.prepare(X, keys, values, kernel=self.kernel, bandwidth=self.bandwidth_,
+    def _trusted(self) -> Trusted:
+        """The training data validated once per fit (``_core.call.trust``): predict checks only X."""
+        if self.__dict__.get("_trusted_fit", (None,))[0] is not self.X_fit_:  # fit's arrays, validated there
+            self._trusted_fit = (self.X_fit_,
+                                 trust(self.X_fit_, self.y_fit_, self.sample_weight_, checked=True))
+        return self._trusted_fit[1]
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state.pop("_trusted_fit", None)  # rebuilt on the first call after loading
+        return state
+
+    def _job(self, X: Any, keys: Any, values: Any, sample_weight: Any, trusted: bool = False) -> _job.Job:
+        """A local or mixed call at ``X`` (``trusted``: ``X`` validated, the model's own training data)."""
+        job = _job.prepare(X, keys, values, kernel=self.kernel, bandwidth=self.bandwidth_,
                            sample_weight=sample_weight, degree=self.degree, var_types=self.var_types_,
-                           categorical_kernel=self.categorical_kernel, levels=self._cat_levels())
+                           categorical_kernel=self.categorical_kernel, levels=self._cat_levels(),
+                           trusted=self._trusted() if trusted else None)
         job.device = self.device
         return job
 
     def _pool(
-        self, X: Any, keys: Any, values: Any, sample_weight: Any
+        self, X: Any, keys: Any, values: Any, sample_weight: Any, trusted: bool = False
     ) -> NDArray[np.floating]:
-        """Predictions at validated NumPy queries from NumPy training data."""
+        """Predictions at validated NumPy queries from NumPy training data (``trusted``: the
+        model's own, validated once per fit)."""
         if uses_neighbours(self):
             return nn_fit.pool(self, X, values, sample_weight)
         if not self._plain():
-            job = self._job(X, keys, values, sample_weight)
+            job = self._job(X, keys, values, sample_weight, trusted)
             job.tol = self.tol
             return _fit.pool(job, self.empty, backend=self.backend)
         call = prepare(X, keys, values, kernel=self.kernel, bandwidth=self.bandwidth_,
-                       sample_weight=sample_weight)
+                       sample_weight=sample_weight, trusted=self._trusted() if trusted else None)
         parts, _ = compute_partials(call, backend=self.backend, device=self.device, tol=self.tol)
         return finish(parts, call, self.empty)
 
@@ -404,9 +408,7 @@ default "cv"
         """``X_fit_``, ``y_fit_`` and ``sample_weight_`` in memory (Dask arrays are computed)."""
         data = (self.X_fit_, self.y_fit_, self.sample_weight_)
         if is_dask(*data):
-            import dask
-
-            data = dask.compute(*data)
+            data = gather(*data)
         return data
 
     def predict(
@@ -453,11 +455,11 @@ default "cv"
             as_real("X", X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         if return_std:
-            from ._inference import predict_std
+            from nadaraya.inference.bands import predict_std
 
             mean, std = (nn_fit.predict_std if uses_neighbours(self) else predict_std)(self, X, variance)
             return (mean[:, 0], std[:, 0]) if np.ndim(self.y_fit_) == 1 else (mean, std)
-        return self._pool(X, self.X_fit_, self.y_fit_, self.sample_weight_)
+        return self._pool(X, self.X_fit_, self.y_fit_, self.sample_weight_, trusted=True)
 
     def gradient(self, X: ArrayLike, return_std: bool = False, variance: str = "heteroscedastic") -> Any:
         """The derivative of the fitted mean with respect to each feature, at each row of ``X``.
@@ -500,20 +502,21 @@ default "cv"
         X = validate_data(self, X, reset=False, dtype=np.float64)
         keys, values, sw = self._training_data()
         if return_std:
-            from ._inference import predict_std
+            from nadaraya.inference.bands import predict_std
 
             std_of = nn_fit.predict_std if uses_neighbours(self) else predict_std
             g, std = std_of(self, X, variance, slopes=True)
             return (g[:, :, 0], std[:, :, 0]) if np.ndim(values) == 1 else (g, std)
         backend = self.backend if self.backend != "dask" else "auto"
-        g = (nn_fit.gradient(self, X) if uses_neighbours(self)
-             else _fit.gradient(self._job(X, keys, values, sw), self.empty, backend=backend))
+        g = (nn_fit.gradient(self, X) if uses_neighbours(self) else
+             _fit.gradient(self._job(X, keys, values, sw, trusted=not is_dask(self.X_fit_)), self.empty,
+                           backend=backend))
         return g[:, :, 0] if np.ndim(values) == 1 else g
 
     def summary(self) -> FitSummary:
         """A summary of the fit: n, kernel, degree, variable types, bandwidths and lambdas, the
         selection criterion, the residual variance and R squared (see
-        :class:`nadaraya._summary.FitSummary`); prints as a fixed-width table.
+        :class:`nadaraya.inference.summary.FitSummary`); prints as a fixed-width table.
 
         The in-sample fits it needs are computed on the first call (one pass over the pairs
         of training points, O(n^2 d)) and kept until the next ``fit``.
@@ -531,13 +534,14 @@ default "cv"
         >>> s.degree, s.n, bool(s.r_squared > 0.99)
         (1, 30, True)
         """
-        from ._summary import summarize
+        from nadaraya.inference.summary import summarize
 
         check_is_fitted(self)
         cached: FitSummary | None = getattr(self, "_summary_cache", None)
         if cached is None:
             keys, values, sw = self._training_data()
-            fits = self._pool(np.asarray(keys, dtype=np.float64), keys, values, sw)
+            trusted = not is_dask(self.X_fit_)
+            fits = self._pool(np.asarray(keys, dtype=np.float64), keys, values, sw, trusted=trusted)
             cached = summarize(self, values, fits, sw)
             self._summary_cache = cached
         return cached
@@ -565,7 +569,7 @@ default "cv"
         >>> bool(nadaraya.load(p).predict([[0.25]]) == m.predict([[0.25]]))
         True
         """
-        from .persist import save
+        from nadaraya.persist import save
 
         return save(self, path)
 

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._files import atomic_write
+from nadaraya._support.files import atomic_write
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from .bandwidth import BandwidthSelection
+    from nadaraya.bandwidth import BandwidthSelection
 
 __all__ = [
     "attention",
@@ -119,7 +119,7 @@ def kernels(
     >>> [line.get_label() for line in ax.get_lines()]
     ['gaussian', 'epanechnikov']
     """
-    from .kernels import get
+    from nadaraya.kernels import get
 
     ax = _axes(ax)
     u = np.linspace(-extent, extent, 501)
@@ -164,7 +164,7 @@ def kernel_grid(
     >>> [ax.get_title() for ax in fig.axes if ax.has_data()]
     ['gaussian', 'boxcar', 'cosine']
     """
-    from .kernels import names as all_names
+    from nadaraya.kernels import names as all_names
 
     chosen = list(all_names() if names is None else names)
     if not chosen:

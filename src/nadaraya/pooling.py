@@ -6,241 +6,18 @@ re-implements the kernel sums.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from . import backends
-from ._nearest import FAR_LOG_WEIGHT, _far_weights, _nearest_values
-from ._validation import (
-    as_bandwidth,
-    as_empty,
-    as_points,
-    as_sample_weight,
-    as_tol,
-    as_values,
-    is_dask,
-    pick_dtype,
-    warn_at_caller,
-)
-from .kernels import Kernel
-from .kernels import get as get_kernel
-from .partials import Partials
+from nadaraya import backends
+from nadaraya._core.call import compute_partials, prepare
+from nadaraya._core.finish import EmptyWindowWarning, finish
+from nadaraya._support.validation import as_empty, as_tol, is_dask
+from nadaraya.kernels import Kernel
 
 __all__ = ["EmptyWindowWarning", "loo_pool", "pool"]
-
-
-class EmptyWindowWarning(UserWarning):
-    """Some queries had no key inside a compact kernel's window; see ``empty=``."""
-
-
-@dataclass
-class Call:
-    """A validated call of the primitive: 2-D arrays of one dtype, a kernel, a bandwidth."""
-
-    queries: NDArray[np.floating]
-    keys: NDArray[np.floating]
-    values: NDArray[np.floating]
-    one_d: bool
-    kernel: Kernel
-    bandwidth: NDArray[np.floating]
-    sample_weight: NDArray[np.floating] | None
-    #: the values were multiplied by ``2**-value_exp`` (exact) to keep their sums in range;
-    #: :func:`finish` multiplies the predictions back
-    value_exp: int = 0
-
-    @property
-    def shape(self) -> tuple[int, int, int, int]:
-        """(m, n, d, p)."""
-        return (self.queries.shape[0], *self.keys.shape, self.values.shape[1])
-
-
-def prepare(
-    queries: ArrayLike | None,
-    keys: ArrayLike,
-    values: ArrayLike,
-    *,
-    kernel: str | Kernel,
-    bandwidth: ArrayLike,
-    sample_weight: ArrayLike | None = None,
-) -> Call:
-    """Validate the arguments of :func:`pool` (``queries=None`` means the keys themselves)."""
-    k = get_kernel(kernel)
-    dtype = pick_dtype(keys, values, keys if queries is None else queries)
-    kk = as_points("keys", keys, dtype)
-    n, d = kk.shape
-    qq = kk if queries is None else as_points("queries", queries, dtype, d=d)
-    vv, one_d = as_values(values, n, dtype)
-    h = as_bandwidth(bandwidth, d)
-    sw = as_sample_weight(sample_weight, n, dtype, relative=True)
-    vv, value_exp = _in_range(vv)
-    return Call(qq, kk, vv, one_d, k, h, sw, value_exp)
-
-
-def _in_range(values: NDArray[np.floating]) -> tuple[NDArray[np.floating], int]:
-    """Values multiplied by a power of two (exact) when their largest magnitude lies outside
-    ``2**(-e/2) .. 2**(e/2)`` of their dtype's exponent range ``e``, so that sums of n
-    weighted values neither overflow nor sink into subnormals; the exponent to undo it."""
-    top = float(np.max(np.abs(values))) if values.size else 0.0
-    info = np.finfo(values.dtype)
-    if top == 0.0 or 2.0 ** (info.minexp // 2) <= top <= 2.0 ** (info.maxexp // 2):
-        return values, 0
-    exp = int(np.frexp(top)[1])
-    return np.ldexp(values, -exp).astype(values.dtype), exp
-
-
-def compute_partials(
-    call: Call, *, exclude: NDArray[np.integer] | None = None, backend: str = "auto", moments: int = 0,
-    device: str | None = None, tol: float | None = None, merged: bool = False,
-) -> tuple[Partials, backends.Choice]:
-    """The partial sums of a validated call on the chosen backend (with the moment sums of a
-    local polynomial of degree ``moments``; within ``tol`` where a faster method allows it, by
-    a bound per sum when the partials will be ``merged`` with others)."""
-    m, n, d, _ = call.shape
-    if device is not None and backend == "auto":
-        backend = "torch"  # a device names the torch backend
-    choice = None
-    if backend == "auto":
-        choice = backends.choose_for_data(call.kernel, call.queries, call.keys, call.bandwidth,
-                                          moments=moments, tol=tol, loo=exclude is not None, merged=merged)
-    if choice is None:
-        choice = backends.choose(call.kernel, n=n, m=m, d=d, backend=backend)
-    parts = backends.compute(
-        choice.name,
-        call.queries,
-        call.keys,
-        call.values,
-        kernel=call.kernel,
-        bandwidth=call.bandwidth,
-        sample_weight=call.sample_weight,
-        exclude=exclude,
-        moments=moments,
-        device=device,
-        tol=tol,
-    )
-    return parts, choice
-
-
-def report_empty(
-    count: int, m: int, empty: str, kernel: Kernel, bandwidth: NDArray[np.floating], *,
-    where: str = "", warn: bool = True,
-) -> None:
-    """The ``empty=`` policy's report: raise (``"raise"``) or warn (``"nan"``, unless ``warn``
-    is False, as for a lazy Dask result) that ``count`` of ``m`` queries have an empty window.
-
-    Examples
-    --------
-    >>> from nadaraya.kernels import get
-    >>> report_empty(1, 4, "raise", get("epanechnikov"), np.array([0.1]), where=" (chunk at row 8)")
-    Traceback (most recent call last):
-    ...
-    ValueError: 1 of 4 queries (chunk at row 8) have no key with positive weight within the support \
-of the 'epanechnikov' kernel (bandwidth [0.1]); pass empty='nan', 'nearest' or 'mean', or a larger bandwidth
-    """
-    what = (
-        f"{count} of {m} queries{where} have no key with positive weight within the support "
-        f"of the {kernel.name!r} kernel (bandwidth {np.array2string(bandwidth, threshold=4)})"
-    )
-    if empty == "raise":
-        raise ValueError(f"{what}; pass empty='nan', 'nearest' or 'mean', or a larger bandwidth")
-    if empty == "nan" and warn:
-        warn_at_caller(f"{what}; their predictions are NaN (empty='nan')", EmptyWindowWarning)
-
-
-Fill = Callable[[NDArray[np.intp]], tuple[NDArray[Any], NDArray[np.bool_]]]
-
-
-def fill_empty(
-    out: NDArray[Any], rows: NDArray[np.intp], empty: str, *, nearest: Fill, mean: Fill, nan: float = np.nan
-) -> NDArray[np.intp]:
-    """The ``empty=`` policy's fill of the ``rows`` of ``out`` whose window is empty: ``nan``
-    (``"nan"``), or what ``nearest(rows)`` or ``mean(rows)`` gives (the rows' fill, and
-    where there is one); ``"raise"`` leaves them (:func:`report_empty` raised before). Returns
-    the rows left without a fill (no usable key at all). The caller says how to compute the
-    fill: predictions from values (:func:`finish`, the Dask chunks) or rows of weights
-    (:func:`attention_weights`).
-
-    Examples
-    --------
-    >>> out = np.zeros((3, 1))
-    >>> mean = lambda rows: (np.full((rows.size, 1), 7.0), np.ones(rows.size, bool))
-    >>> fill_empty(out, np.array([1]), "mean", nearest=mean, mean=mean).tolist(), out[:, 0].tolist()
-    ([], [0.0, 7.0, 0.0])
-    """
-    if rows.size == 0 or empty == "raise":
-        return rows[:0]
-    if empty == "nan":
-        out[rows] = nan
-        return rows[:0]
-    vals, found = (nearest if empty == "nearest" else mean)(rows)
-    out[rows[found]] = vals[found]
-    return rows[~found]
-
-
-def _report_alone(rows: NDArray[np.intp], m: int, empty: str) -> None:
-    """Leave-one-out points with no other key of positive weight: NaN, whatever ``empty`` says."""
-    what = f"{rows.size} of {m} points have no other key with positive weight to pool over"
-    if empty == "raise":
-        raise ValueError(f"{what} (leave-one-out)")
-    warn_at_caller(f"{what}; their leave-one-out predictions are NaN", EmptyWindowWarning)
-
-
-def _fill_far(
-    out: NDArray[np.floating], parts: Partials, call: Call, empty: str, exclude: NDArray[np.integer] | None
-) -> None:
-    """Recompute the queries of a log-domain kernel that lie far from every key (their log
-    weights below :data:`FAR_LOG_WEIGHT`, or overflowed), exactly, by :func:`_far_weights`."""
-    rows = np.nonzero(~(parts.shift >= FAR_LOG_WEIGHT))[0]
-    if rows.size == 0:
-        return
-    ok, w = _far_weights(call, rows, exclude)
-    out[rows] = (w @ call.values[ok].astype(np.float64)).astype(out.dtype)
-    alone = w.sum(axis=1) == 0
-    if alone.any():
-        out[rows[alone]] = np.nan
-        _report_alone(rows[alone], out.shape[0], empty)
-
-
-def _fill_empty(
-    out: NDArray[np.floating], parts: Partials, call: Call, empty: str, exclude: NDArray[np.integer] | None
-) -> None:
-    if call.kernel.log_domain:
-        _fill_far(out, parts, call, empty, exclude)
-        return
-    rows = np.nonzero(parts.empty)[0]
-    if rows.size == 0:
-        return
-    m = out.shape[0]
-    report_empty(rows.size, m, empty, call.kernel, call.bandwidth)
-
-    def nearest(rows: NDArray[np.intp]) -> tuple[NDArray[Any], NDArray[np.bool_]]:
-        return _nearest_values(call, rows, exclude, 2.0)
-
-    def mean(rows: NDArray[np.intp]) -> tuple[NDArray[Any], NDArray[np.bool_]]:
-        """Average pooling (the constant kernel) for these queries."""
-        sub = Call(call.queries[rows], call.keys, call.values, call.one_d, get_kernel("constant"),
-                   call.bandwidth, call.sample_weight)
-        fallback, _ = compute_partials(sub, exclude=None if exclude is None else exclude[rows],
-                                       backend="reference")
-        return fallback.finalize(), ~fallback.empty
-
-    alone = fill_empty(out, rows, empty, nearest=nearest, mean=mean)
-    if alone.size:
-        _report_alone(alone, m, empty)
-
-
-def finish(
-    parts: Partials, call: Call, empty: str, exclude: NDArray[np.integer] | None = None
-) -> NDArray[np.floating]:
-    """Predictions from partials, applying the ``empty=`` policy; (m,) or (m, p)."""
-    out = parts.finalize()
-    _fill_empty(out, parts, call, empty, exclude)
-    if call.value_exp:
-        out = np.ldexp(out, call.value_exp).astype(out.dtype, copy=False)
-    return out[:, 0] if call.one_d else out
 
 
 def _lazy_pool(
@@ -248,9 +25,9 @@ def _lazy_pool(
     empty: str, sample_weight: object, backend: str, degree: int = 0, var_types: str | None = None,
     categorical_kernel: str = "classic", tol: float | None = None,
 ) -> Any:
-    """Dask input: a lazy Dask array from :func:`nadaraya._dask_pool.pool`; a backend other
+    """Dask input: a lazy Dask array from :func:`nadaraya.distributed.pool.pool`; a backend other
     than "auto" or "dask" names the engine each task runs."""
-    from ._dask_pool import pool as lazy_pool
+    from nadaraya.distributed.pool import pool as lazy_pool
 
     engine = None if backend in ("auto", "dask") else backend
     if engine is not None:
@@ -352,15 +129,14 @@ def pool(
         else (the other kernels, more features, ``degree=3``) stays exact, which meets any
         ``tol``.
     bandwidth_type : {"fixed", "generalized_nn", "adaptive_nn"}, default "fixed"
-        R np's nearest-neighbour bandwidths: ``bandwidth`` is then ``k`` or a fraction of the
-        keys (:mod:`nadaraya.local.neighbours`; exact; NumPy, continuous columns only).
+        R np's nearest-neighbour bandwidths, ``bandwidth`` then k (:mod:`nadaraya.local.neighbours`).
 
     Returns
     -------
     ndarray of shape (m,) or (m, p)
         float32 when all of queries, keys and values are float32, else float64. A lazy
         ``dask.array.Array`` (one chunk per query chunk) when any input is a Dask array: see
-        :mod:`nadaraya._dask_pool` and docs/distributed.md.
+        :mod:`nadaraya.distributed.pool` and docs/distributed.md.
 
     Examples
     --------
@@ -378,9 +154,10 @@ def pool(
         return _lazy_pool(queries, keys, values, kernel, bandwidth, empty, sample_weight, backend,
                           degree, var_types, categorical_kernel, tol)
     if not (type(degree) is int and degree == 0) or var_types is not None:  # validated there
-        from . import _fit
+        from nadaraya.local import fit as _fit
+        from nadaraya.local import job as _job
 
-        job = _fit.prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth,
+        job = _job.prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth,
                            sample_weight=sample_weight, degree=degree, var_types=var_types,
                            categorical_kernel=categorical_kernel)
         job.device, job.tol = device, tol
@@ -442,9 +219,10 @@ bandwidth_type
         return _lazy_pool(None, keys, values, kernel, bandwidth, empty, sample_weight, backend,
                           degree, var_types, categorical_kernel, tol)
     if not (type(degree) is int and degree == 0) or var_types is not None:  # validated there
-        from . import _fit
+        from nadaraya.local import fit as _fit
+        from nadaraya.local import job as _job
 
-        job = _fit.prepare(None, keys, values, kernel=kernel, bandwidth=bandwidth,
+        job = _job.prepare(None, keys, values, kernel=kernel, bandwidth=bandwidth,
                            sample_weight=sample_weight, degree=degree, var_types=var_types,
                            categorical_kernel=categorical_kernel)
         job.device, job.tol = device, tol
@@ -453,3 +231,10 @@ bandwidth_type
     exclude = np.arange(call.keys.shape[0])
     parts, _ = compute_partials(call, exclude=exclude, backend=backend, device=device, tol=tol)
     return finish(parts, call, empty, exclude)
+
+
+def __getattr__(name: str) -> Any:
+    """Names that release 0.1.0 kept here (``Call`` in its pickles) and that now live in ``_core``."""
+    from nadaraya._compat import moved_name
+
+    return moved_name(__name__, name)

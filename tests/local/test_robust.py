@@ -104,7 +104,7 @@ def test_robust_iterations_refuse_several_outputs_and_bad_band_levels():
 
 def test_the_report_offers_lowess_with_its_span_by_cv():
     from nadaraya import report
-    from nadaraya._report_html import _table
+    from nadaraya.report._html import _table
 
     study = report.textbook_study(kernels=["gaussian"], slider=[0.5], learnable=False, degrees=(1,))
     row = next(r for r in study.rows if r.model == "LOWESS")

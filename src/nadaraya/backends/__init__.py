@@ -18,17 +18,37 @@ import functools
 import importlib
 import math
 from dataclasses import dataclass
-from typing import Literal, Protocol, cast, runtime_checkable
+from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..kernels import Kernel
-from ..partials import Partials
+from nadaraya._support.validation import as_moments
+from nadaraya.backends._capabilities import CAPABILITIES, WINDOWED_MAX_D, Capability, cost, table, why_not
+from nadaraya.kernels import Kernel
+from nadaraya.partials import Partials
 
 __all__ = [
-    "NAMES", "WITHIN_TOL", "Backend", "BackendName", "Choice", "available", "choose", "choose_for_data",
-    "choose_window", "choose_within", "compute", "explain", "get",
+    "CAPABILITIES",
+    "NAMES",
+    "WINDOWED_MAX_D",
+    "WITHIN_TOL",
+    "Backend",
+    "BackendName",
+    "Capability",
+    "Choice",
+    "available",
+    "check_device",
+    "choose",
+    "choose_for_data",
+    "choose_window",
+    "choose_within",
+    "compute",
+    "cost",
+    "explain",
+    "get",
+    "table",
+    "why_not",
 ]
 
 #: the values ``backend=`` accepts
@@ -41,7 +61,7 @@ _REGISTRY: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
     "reference": ("nadaraya.backends.reference", None, ()),
     "fused": ("nadaraya.backends.fused", None, ()),
     "windowed": ("nadaraya.backends.windowed", None, ()),
-    "dask": ("nadaraya.backends.dask", "dask", ("dask", "distributed")),
+    "dask": ("nadaraya.distributed.backend", "dask", ("dask", "distributed")),
     "laplace": ("nadaraya.backends.laplace", None, ()),
     "torch": ("nadaraya.backends.torch_sums", "torch", ("torch",)),
     "truncated": ("nadaraya.backends.truncated", None, ()),
@@ -57,9 +77,6 @@ WITHIN_TOL: tuple[str, ...] = ("taylor", "binned")
 #: below this many (query, key) pairs ``auto`` keeps the NumPy reference: loading numba and the
 #: cached machine code (about 0.5 s once per process) costs more than the sums themselves.
 SMALL_PAIRS = 200_000
-#: ``auto`` uses the windowed backend for compact kernels up to this many features; above it a
-#: k-d tree's windows hold most keys and the fused loop over all pairs is faster.
-WINDOWED_MAX_D = 3
 
 
 @runtime_checkable
@@ -164,53 +181,66 @@ def choose(
     m: int,
     d: int,
     backend: str = "auto",
+    moments: int = 0,
+    loo: bool = False,
+    tol: float | None = None,
 ) -> Choice:
-    """Pick a backend for a call of ``m`` queries against ``n`` keys in ``d`` features.
+    """Pick a backend for a call of ``m`` queries against ``n`` keys in ``d`` features (with the
+    moments of a local fit of degree ``moments``, leaving keys out when ``loo``).
 
-    The rule behind ``backend="auto"``, in order (all backends give the same sums):
+    The rule behind ``backend="auto"`` (all backends give the same sums):
 
     1. fewer than :data:`SMALL_PAIRS` pairs ``m n``: ``reference`` (no compiled code to load);
-    2. a compact kernel in ``d <= WINDOWED_MAX_D`` features: ``windowed``, which never visits
-       keys outside a query's window (sorted prefix moments in 1-D, a k-d tree above);
-    3. any kernel the ``fused`` backend compiles: ``fused``, the multi-core loop over all pairs;
-    4. otherwise ``reference``.
+    2. otherwise the exact backend that serves the call (:data:`CAPABILITIES`) at the lowest
+       modelled cost (:func:`cost`): the Laplacian's running sums in 1-D, the windowed sums of a
+       compact kernel, the fused multi-core loop over all pairs. The backends whose cost depends
+       on the data (truncated, taylor, binned) are weighed by :func:`choose_for_data` first.
 
     A backend named explicitly is used as it is, after checking that it is installed and
-    supports the kernel in ``d`` features.
+    serves the call (:func:`why_not`).
 
     Raises
     ------
     ValueError
-        When the named backend does not support ``kernel`` in ``d`` features.
+        When the named backend does not serve the call (the message says why).
 
     Examples
     --------
     >>> from nadaraya.kernels import get as kernel
     >>> choose(kernel("gaussian"), n=10, m=10, d=1).name
     'reference'
-    >>> choose(kernel("gaussian"), n=10**5, m=10**5, d=1).name in available()
-    True
+    >>> choose(kernel("laplacian"), n=10**5, m=10**5, d=1).name
+    'laplace'
     """
     if backend != "auto":
-        module = get(backend)
-        if not module.supports(kernel, d):
-            raise ValueError(
-                f"backend={backend!r} does not support kernel={kernel.name!r} with d={d} features; "
-                "use backend='auto' or 'reference'"
-            )
+        get(backend)
+        why = why_not(backend, kernel, d=d, degree=moments, loo=loo, tol=tol)
+        if why is not None:
+            raise ValueError(f"backend={backend!r} {why}; use backend='auto' or 'reference'")
         return Choice(backend, "named explicitly by the caller")
     pairs = n * m
     if pairs < SMALL_PAIRS:
         return Choice("reference", f"{pairs} pairs: too few to pay for loading compiled code")
     have = available()
-    if kernel.compact and d <= WINDOWED_MAX_D and "windowed" in have and get("windowed").supports(kernel, d):
-        how = "sorted prefix moments" if d == 1 else "a k-d tree"
-        return Choice("windowed", f"compact {kernel.name!r} kernel in d={d}: only keys inside each "
-                                  f"window are visited ({how})")
-    if "fused" in have and get("fused").supports(kernel, d):
-        return Choice("fused", f"{pairs} pairs of the {kernel.name!r} kernel in d={d}: compiled "
-                               "multi-core loop over key blocks")
-    return Choice("reference", f"no compiled backend supports the {kernel.name!r} kernel here")
+    ranked = sorted((cost(name, kernel, n=n, m=m, d=d, degree=moments), name)
+                    for name in _BY_SIZE if name in have)
+    best, name = ranked[0]
+    if not math.isfinite(best):
+        return Choice("reference", f"no compiled backend serves the {kernel.name!r} kernel here")
+    others = ", ".join(f"{other} {c / 1e9:.3g} s" for c, other in ranked[1:] if math.isfinite(c))
+    said = f"{_WHY[name](kernel, d)}; modelled {best / 1e9:.3g} s"
+    return Choice(name, said + (f" (vs {others})" if others else ""))
+
+
+#: the exact backends that ``auto`` ranks by the sizes alone, and what each does, in words
+_BY_SIZE = ("laplace", "windowed", "fused", "reference")
+_WHY = {
+    "laplace": lambda k, d: "Laplacian kernel in 1-D: exact running sums over the sorted keys",
+    "windowed": lambda k, d: (f"compact {k.name!r} kernel in d={d}: only keys inside each window are "
+                              "visited (" + ("sorted prefix moments" if d == 1 else "a k-d tree") + ")"),
+    "fused": lambda k, d: f"the {k.name!r} kernel in d={d}: compiled multi-core loop over key blocks",
+    "reference": lambda k, d: f"the {k.name!r} kernel in d={d}: NumPy blocks",
+}
 
 
 #: the cost model of ``tol=``: nanoseconds per (query, key) pair of the exact fused loop in 1-D,
@@ -249,7 +279,7 @@ def choose_within(
         return _choose_binned(n, m, tol, span)
     if kernel.name != "gaussian":
         return None
-    from . import taylor
+    from nadaraya.backends import taylor
 
     if tol < taylor.MIN_TOL:
         return None
@@ -275,7 +305,7 @@ BINNED_NS = {"point": 100.0, "grid": 1600.0, "grid2": 4400.0, "logistic_pair": 8
 
 def _choose_binned(n: int, m: int, tol: float, span: float) -> Choice | None:
     """The binned backend for the logistic kernel in 1-D, where its grid fits and pays."""
-    from . import binned
+    from nadaraya.backends import binned
 
     if tol < 1e-12 or span <= 0:
         return None
@@ -297,7 +327,7 @@ def _choose_binned_2d(queries: NDArray[np.floating], keys: NDArray[np.floating],
     """The binned backend for the logistic kernel in 2-D, where its grid is built and pays
     (:data:`BINNED_NS`: per grid point of the 2-D convolutions, and the exact loop's per pair,
     a ``log1p`` per feature)."""
-    from . import binned
+    from nadaraya.backends import binned
 
     if tol < 1e-12:
         return None
@@ -385,7 +415,7 @@ def choose_for_data(
     m, n, d = queries.shape[0], keys.shape[0], keys.shape[1]
     if kernel.name not in ("gaussian", "logistic") or d > 3 or m * n < SMALL_PAIRS:
         return None
-    from . import truncated
+    from nadaraya.backends import truncated
 
     if tol is not None and d == 1:
         points = (queries, keys)
@@ -416,7 +446,7 @@ def _choose_series(queries: NDArray[np.floating], keys: NDArray[np.floating], ba
     """The taylor backend in 2 or 3 features where its modelled cost is under half the cheaper
     exact method's (the truncated sums over ``pairs``, or every pair; with the moments of a local
     fit, every pair)."""
-    from . import _taylor_nd, taylor
+    from nadaraya.backends import _taylor_nd, taylor
 
     if tol < taylor.MIN_TOL or moments > taylor.MAX_DEGREE:
         return None
@@ -484,7 +514,7 @@ def explain(
     ...         queries=x, keys=x).split(":")[0]
     'taylor'
     """
-    from ..kernels import get as get_kernel
+    from nadaraya.kernels import get as get_kernel
 
     k = get_kernel(kernel)
     if queries is not None and keys is not None and bandwidth is not None:
@@ -530,12 +560,11 @@ def compute(
     """
     if device is not None and name != "torch":
         raise ValueError(f"device={device!r} is for backend='torch'; got backend={name!r}")
-    if tol is None and name in WITHIN_TOL:
-        raise ValueError(
-            f"backend={name!r} computes within a tolerance, and tol=None asks for exact sums: pass "
-            f"tol (a number from 1e-12 to 0.1, e.g. tol=1e-6), or leave backend='auto', which is exact "
-            f"with tol=None"
-        )
+    moments = as_moments(moments)
+    why = why_not(name, kernel, d=queries.shape[1], degree=moments, loo=exclude is not None, tol=tol,
+                  dtype=str(queries.dtype))
+    if why is not None:
+        raise ValueError(f"backend={name!r} {why}")
     return get(name).partials(
         queries,
         keys,
@@ -548,3 +577,25 @@ def compute(
         **({"device": device} if device is not None else {}),
         **({"tol": tol} if tol is not None and name in ("taylor", "binned", "dask") else {}),
     )
+
+
+def check_device(device: Any, backend: str) -> None:
+    """A torch device for ``backend="auto"`` or ``"torch"``, usable here (or ``None``).
+
+    Examples
+    --------
+    >>> check_device(None, "fused")
+    >>> check_device("cpu", "fused")
+    Traceback (most recent call last):
+    ...
+    ValueError: device='cpu' is for backend='torch' (or 'auto'); got backend='fused'
+    """
+    if device is None:
+        return
+    if backend not in ("auto", "torch"):
+        raise ValueError(f"device={device!r} is for backend='torch' (or 'auto'); got backend={backend!r}")
+    from nadaraya.backends.torch_sums import resolve_device
+
+    resolve_device(device)
+
+

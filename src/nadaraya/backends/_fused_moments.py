@@ -37,7 +37,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .._jit import generated
+from nadaraya._support.jit import generated
 
 __all__ = ["MAX_GENERATED", "block_moments", "block_values", "exp_linear_source", "expand", "layout",
            "merge_row", "scratch", "table", "width"]

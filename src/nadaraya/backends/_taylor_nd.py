@@ -74,14 +74,15 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .._jit import run_ranges
-from ..kernels import Kernel
-from ..partials import Partials
-from ._moment_shift import about_queries, tree
-from ._rows import assemble, exact_rows
-from ._sorted import counting_order, sorted_exclude
-from ._truncated_grid import ball_slices, key_cells
-from .reference import moment_shapes
+from nadaraya._support.jit import run_ranges
+from nadaraya.backends._fallback import exact_rows
+from nadaraya.backends._moment_shift import about_queries, tree
+from nadaraya.backends._rows import assemble
+from nadaraya.backends._sorted import counting_order, sorted_exclude
+from nadaraya.backends._truncated_grid import ball_slices, key_cells
+from nadaraya.backends.reference import moment_shapes
+from nadaraya.kernels import Kernel
+from nadaraya.partials import Partials
 
 __all__ = ["MAX_POWER", "MAX_TERMS", "NS", "RHO", "estimate", "multi_indices", "partials", "plan"]
 
@@ -539,7 +540,7 @@ def estimate(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidt
     """
     m, n, d = queries.shape[0], keys.shape[0], keys.shape[1]
     if pairs is None:
-        from .truncated import pairs as count
+        from nadaraya.backends.truncated import pairs as count
 
         pairs = count(queries, keys, bandwidth)
     q = np.asarray(queries, dtype=np.float64) / np.asarray(bandwidth, dtype=np.float64)

@@ -27,7 +27,7 @@ there are no cells.
 
 **Which keys.** A query whose nearest key is within one bandwidth has a shift ``-u_near^2 / 2``
 of at least ``-1/2`` and a window of radius ``R = sqrt(1 + 2 L)`` bandwidths at most (``L`` of
-:func:`nadaraya.backends.truncated.log_ratio`); the cells within ``ceil(R / RHO)`` of its own
+:func:`nadaraya.backends._truncated_grid.log_ratio`); the cells within ``ceil(R / RHO)`` of its own
 hold every key of its window, and a few more (which only makes the sum more exact).
 
 **Which pairs.** Per pair of cells, the series when its estimated cost is lower than the pair's
@@ -47,9 +47,9 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .._jit import exp_flushed, run_ranges, threads_for
-from ._sorted import counting_order
-from ._truncated_sums import BLOCK, FASTMATH, part
+from nadaraya._support.jit import exp_flushed, run_ranges, threads_for
+from nadaraya.backends._sorted import counting_order
+from nadaraya.backends._truncated_sums import BLOCK, FASTMATH, part
 
 __all__ = ["BITS", "NEAR", "RHO", "SPARSE", "sums", "terms", "worth"]
 

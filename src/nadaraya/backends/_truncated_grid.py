@@ -40,10 +40,10 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .._jit import exp_flushed, run_ranges, threads_for
-from ..kernels import Kernel
-from ..partials import Partials
-from ._sorted import counting_order, sorted_exclude
+from nadaraya._support.jit import exp_flushed, run_ranges, threads_for
+from nadaraya.backends._sorted import counting_order, sorted_exclude
+from nadaraya.kernels import Kernel
+from nadaraya.partials import Partials
 
 __all__ = ["CELLS_PER_KEY", "CELLS_PER_RADIUS", "FAR", "KEYS_PER_CELL", "MAX_D", "ball_slices", "key_cells",
            "pairs", "partials", "sums"]
@@ -366,8 +366,7 @@ def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: 
              exclude: NDArray[np.integer] | None) -> Partials:
     """The grid's partials in 2 or 3 features (what :func:`nadaraya.backends.truncated.partials`
     returns there); its far queries from the exact fused backend."""
-    from ._rows import assemble
-    from .truncated import log_ratio
+    from nadaraya.backends._rows import assemble
 
     m, p = queries.shape[0], values.shape[1]
     n_kept = keys.shape[0] if sample_weight is None else int(np.count_nonzero(np.asarray(sample_weight) > 0))
@@ -375,7 +374,7 @@ def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: 
     with threads_for(work):
         shift, out, far = sums(queries, keys, values, bandwidth, sample_weight, exclude, log_ratio(n_kept))
     if far.any():
-        from . import fused
+        from nadaraya.backends import fused
 
         rows = np.flatnonzero(far)
         f64 = np.float64
@@ -386,3 +385,20 @@ def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: 
                               bandwidth=np.asarray(bandwidth, dtype=f64), sample_weight=sw, exclude=ex)
         shift[rows], out[rows, 0], out[rows, 1:] = part.shift, part.weight, part.value
     return assemble(shift, out, queries.dtype, m, p, 0)
+
+
+#: skipped keys weigh less than ``2^-BITS`` of a query's largest term, all together
+BITS = 60
+
+
+def log_ratio(n: int) -> float:
+    """``L = BITS ln 2 + ln n``: keys whose log weight is below the largest minus ``L`` are skipped.
+
+    Examples
+    --------
+    >>> round(log_ratio(10**6), 2)
+    55.4
+    """
+    return BITS * math.log(2.0) + math.log(max(int(n), 1))
+
+

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .._jit import exp_flushed
+from nadaraya._support.jit import exp_flushed
 
 __all__ = ["BLOCK", "FASTMATH", "part", "sums"]
 

@@ -34,13 +34,13 @@ import numpy as np
 from numba import njit
 from numpy.typing import NDArray
 
-from ..kernels import REGISTRY, Kernel
-from ..partials import Partials
-from . import fused as _fused
-from . import windowed as _w
-from ._windowed_jit import _first
-from ._windowed_msweep import prefix_moments
-from .reference import moment_shapes
+from nadaraya.backends import _windowed_common as _w
+from nadaraya.backends import fused as _fused
+from nadaraya.backends._windowed_jit import _first
+from nadaraya.backends._windowed_msweep import prefix_moments
+from nadaraya.backends.reference import moment_shapes
+from nadaraya.kernels import REGISTRY, Kernel
+from nadaraya.partials import Partials
 
 __all__ = ["moment_partials"]
 
@@ -202,7 +202,7 @@ def _block(
     out: NDArray[np.float64],
 ) -> None:
     """The sums of one block of queries (``queries`` already the block's) into ``out``."""
-    from .._jit import run_ranges
+    from nadaraya._support.jit import run_ranges
 
     w = _w._pair_weights(queries, keys, kernel, inv_h, local, ki)
     if sw is not None:
@@ -219,8 +219,8 @@ def _one_d_blocks(
     inv_h: NDArray[np.floating],
 ) -> Iterator[tuple[int, int, NDArray[np.intp], NDArray[np.intp], NDArray[np.intp]]]:
     """1-D, sorted keys: blocks of queries with the pairs of their windows, as
-    :func:`nadaraya.backends.windowed._tree_blocks` yields them."""
-    from .._jit import run_ranges
+    :func:`nadaraya.backends._w._tree_blocks` yields them."""
+    from nadaraya._support.jit import run_ranges
 
     m = queries.shape[0]
     lo = np.empty(m, dtype=np.int64)
@@ -262,7 +262,7 @@ def moment_partials(
     >>> p.moments[1][0].tolist()  # the key at (1, 0), with weight 1/2 * 1/2
     [[0.25, 0.0], [0.0, 0.0]]
     """
-    from .. import _threads
+    from nadaraya._support import threads as _threads
 
     _threads.configure()
     m, d = queries.shape
@@ -282,7 +282,7 @@ def moment_partials(
                 rank[order] = np.arange(order.size)
                 excl = np.where(excl >= 0, rank[np.maximum(excl, 0)], -1)
         if kernel.name in COMPILED and REGISTRY.get(kernel.name) is kernel:
-            from .._jit import run_ranges
+            from nadaraya._support.jit import run_ranges
 
             qs, xs = np.ascontiguousarray(queries[:, 0]), np.ascontiguousarray(keys[:, 0])
             sw1 = np.empty(0) if sw is None else np.ascontiguousarray(sw)

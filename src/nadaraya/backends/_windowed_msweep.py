@@ -29,9 +29,9 @@ import numpy as np
 from numba import njit
 from numpy.typing import NDArray
 
-from ..kernels import Kernel
-from ._windowed_jit import _bounds, _csx, _triage
-from ._windowed_sweep import _sort_bucket, _walk
+from nadaraya.backends._windowed_jit import _bounds, _csx, _triage
+from nadaraya.backends._windowed_sweep import _sort_bucket, _walk
+from nadaraya.kernels import Kernel
 
 __all__ = ["expansion", "prefix_moments"]
 
@@ -237,8 +237,13 @@ def prefix_moments(
     """
     import numba
 
-    from . import _windowed_jit as jit
-    from .windowed import _TABLE_BYTES, DIRECT_MAX_KEYS, _sweep_threshold, _working_bytes
+    from nadaraya.backends import _windowed_jit as jit
+    from nadaraya.backends._windowed_common import (
+        _TABLE_BYTES,
+        DIRECT_MAX_KEYS,
+        _sweep_threshold,
+        _working_bytes,
+    )
 
     found = expansion(kernel, degree)
     m, n, p = q.shape[0], xs.shape[0], values.shape[1]

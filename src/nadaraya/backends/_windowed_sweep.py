@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._windowed_jit import _bounds, _csx, _defer, _reached, _triage
+from nadaraya.backends._windowed_jit import _bounds, _csx, _defer, _reached, _triage
 
 
 @njit(cache=True)

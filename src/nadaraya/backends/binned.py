@@ -90,8 +90,8 @@ from functools import reduce
 import numpy as np
 from numpy.typing import NDArray
 
-from ..kernels import Kernel
-from ..partials import Partials
+from nadaraya.kernels import Kernel
+from nadaraya.partials import Partials
 
 __all__ = ["GRID_MAX", "REACH", "SECOND_DERIVATIVE", "grid_points", "grid_spacing", "partials", "supports"]
 
@@ -202,13 +202,7 @@ def partials(
         For a kernel it does not serve or ``d`` not 1 or 2, ``moments``, ``exclude``, or a
         ``tol`` outside ``[1e-12, 0.1]``.
     """
-    d = keys.shape[1]
-    if not supports(kernel, d):
-        raise ValueError(f"backend='binned' computes the {sorted(SECOND_DERIVATIVE)} kernels in 1 or 2 "
-                         f"features; got kernel={kernel.name!r} with d={d}")
-    if moments or exclude is not None:
-        raise ValueError("backend='binned' computes plain pooling: no moments (degree 0) and no "
-                         "leave-one-out (exclude); use backend='auto'")
+    # kernel, features, degree and leave-one-out are checked against CAPABILITIES by backends.compute
     if not (isinstance(tol, float | int) and 1e-12 <= tol <= 0.1):
         raise ValueError(f"tol must be a number from 1e-12 to 0.1 for backend='binned'; got {tol!r}")
     f64 = np.float64
@@ -225,13 +219,13 @@ def partials(
         _binned_sums(q, x, cols, vmax, kernel, h, float(tol), weight, value, ok)
     shift = np.zeros(m)
     if not ok.all():  # computed exactly, each with its own shift (a far query's weights underflow at 0)
-        from . import fused
+        from nadaraya.backends import fused
 
         rows = np.flatnonzero(~ok)
         exact = fused.partials(queries[rows].astype(f64), keys.astype(f64), np.asarray(values, dtype=f64),
                                kernel=kernel, bandwidth=h, sample_weight=None if sample_weight is None else s)
         shift[rows], weight[rows], value[rows] = exact.shift, exact.weight, exact.value
-    from ._rows import assemble
+    from nadaraya.backends._rows import assemble
 
     return assemble(shift, np.column_stack([weight, value]), values.dtype, m, p, 0)
 

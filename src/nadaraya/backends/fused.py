@@ -1,15 +1,15 @@
 """The fused multi-core backend: one numba loop per kernel, streaming keys in cache-sized blocks.
 
-For each range of queries (one task per range on :func:`nadaraya._jit.run_ranges`'s threads,
+For each range of queries (one task per range on :func:`nadaraya._support.jit.run_ranges`'s threads,
 jitted code that releases the GIL) the keys stream past in blocks of :data:`KEY_BLOCK`; each
 query's block of product-kernel terms goes to a small per-task scratch row, never to an (m, n)
 matrix, and merges into the query's :class:`~nadaraya.partials.Partials` with the running
 maximum of FlashAttention (Dao et al., 2022). Log-domain kernels (gaussian, laplacian,
-logistic, constant) use the vectorisable exponential :func:`nadaraya._jit.exp_flushed`.
+logistic, constant) use the vectorisable exponential :func:`nadaraya._support.jit.exp_flushed`.
 
 Specialisation: the loop is built per kernel (:func:`_compile`) and, for the gaussian and
 laplacian, per number of features up to :data:`MAX_FUSED` (generated source,
-:func:`_one_pass_source`, through :func:`nadaraya._jit.generated`); both are closure constants,
+:func:`_one_pass_source`, through :func:`nadaraya._support.jit.generated`); both are closure constants,
 so each loop compiles only its own kernel's expression, and numba caches it on disk keyed on
 them. Beyond ``MAX_FUSED`` features the first ``d - MAX_FUSED`` go through the scratch row;
 kernels not in the log domain (compact support) write the features' product to the scratch
@@ -60,13 +60,12 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import _threads
-from .._jit import exp_flushed, generated, run_ranges
-from .._validation import as_moments
-from ..kernels import Kernel
-from ..partials import Partials
-from . import _fused_moments
-from ._fused_moments import block_moments, block_values, merge_row, scratch
+from nadaraya._support import threads as _threads
+from nadaraya._support.jit import exp_flushed, generated, run_ranges
+from nadaraya.backends import _fused_moments
+from nadaraya.backends._fused_moments import block_moments, block_values, merge_row, scratch
+from nadaraya.kernels import Kernel
+from nadaraya.partials import Partials
 
 __all__ = ["KEY_BLOCK", "KINDS", "partials", "supports"]
 
@@ -87,7 +86,7 @@ _PI_2 = math.pi / 2.0
 
 # One feature's factor per kernel: ``log K(u)`` for the log-domain kernels (the first _N_LOG),
 # ``K(u)`` for the others. The same formulas as the profiles of :mod:`nadaraya.kernels`
-# (tests/test_fused.py checks each against them), written for scalars because numba cannot take
+# (tests/backends/test_fused.py checks each against them), written for scalars because numba cannot take
 # the array namespace; normalising constants of the log-domain kernels are left out (they cancel).
 
 
@@ -530,12 +529,7 @@ def partials(
     >>> [s.shape for s in p.moments]
     [(1, 1), (1, 1, 1), (1, 1, 1)]
     """
-    moments = as_moments(moments)
-    if not supports(kernel, queries.shape[1]):
-        raise ValueError(
-            f"kernel={kernel.name!r} has no compiled loop in the fused backend; "
-            f"it supports: {', '.join(KINDS)}"
-        )
+    moments = int(moments)  # checked against CAPABILITIES by nadaraya.backends.compute
     _threads.configure()
     dtype = queries.dtype
     m, n, p = queries.shape[0], keys.shape[0], values.shape[1]

@@ -67,10 +67,9 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validation import as_moments
-from ..kernels import Kernel
-from ..partials import Partials
-from ._sorted import sorted_exclude, sorted_order
+from nadaraya.backends._sorted import sorted_exclude, sorted_order
+from nadaraya.kernels import Kernel
+from nadaraya.partials import Partials
 
 __all__ = ["MAX_DEGREE", "SORT_QUERIES_ABOVE", "partials", "supports"]
 
@@ -358,13 +357,7 @@ def partials(
     >>> float(p.shift[1]) == -(1e9 - 3.0)  # the distance to the nearest key, in the log domain
     True
     """
-    moments = as_moments(moments)
-    if moments > MAX_DEGREE:
-        raise ValueError(f"backend='laplace' computes moments up to {MAX_DEGREE} (local polynomial degree); "
-                         f"got moments={moments}; use backend='reference' or 'fused'")
-    if not supports(kernel, queries.shape[1]):
-        raise ValueError(f"backend='laplace' computes the 'laplacian' kernel in one feature only; got "
-                         f"kernel={kernel.name!r} with d={queries.shape[1]}")
+    moments = int(moments)  # checked against CAPABILITIES by nadaraya.backends.compute
     dtype = queries.dtype
     r = int(moments)
     m, n, p = queries.shape[0], keys.shape[0], values.shape[1]

@@ -11,11 +11,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from .._config import get_config
-from .._validation import as_moments
-from ..kernels import Kernel
-from ..partials import Partials, concat, merge
-from ..partials import empty as empty_partials
+from nadaraya._support.config import get_config
+from nadaraya.kernels import Kernel
+from nadaraya.partials import Partials, concat, merge
+from nadaraya.partials import empty as empty_partials
 
 __all__ = ["SCRATCH_ARRAYS", "block_sizes", "block_weights", "moment_shapes", "partials", "supports"]
 
@@ -196,7 +195,7 @@ def partials(
     >>> [s.shape for s in p.moments]
     [(1, 1), (1, 1, 1), (1, 1, 1)]
     """
-    moments = as_moments(moments)
+    moments = int(moments)  # checked against CAPABILITIES by nadaraya.backends.compute
     dtype = queries.dtype
     if moments and np.dtype(dtype).itemsize < 8:
         wide = partials(

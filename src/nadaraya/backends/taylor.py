@@ -77,13 +77,13 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .._jit import exp_flushed, run_ranges
-from .._validation import as_moments
-from ..kernels import Kernel
-from ..partials import Partials
-from ._rows import assemble, exact_rows
-from ._sorted import counting_order, sorted_exclude, sorted_order, unsort_rows
-from .truncated import _radius2
+from nadaraya._support.jit import exp_flushed, run_ranges
+from nadaraya.backends._fallback import exact_rows
+from nadaraya.backends._rows import assemble
+from nadaraya.backends._sorted import counting_order, sorted_exclude, sorted_order, unsort_rows
+from nadaraya.backends.truncated import _radius2
+from nadaraya.kernels import Kernel
+from nadaraya.partials import Partials
 
 __all__ = ["MAX_DEGREE", "MAX_TERMS", "MIN_TOL", "RHO", "partials", "plan", "supports"]
 
@@ -354,17 +354,11 @@ def partials(
         :data:`MAX_DEGREE`, or a ``tol`` outside ``[MIN_TOL, 0.1]``.
     """
     d = keys.shape[1]
-    if not supports(kernel, d):
-        raise ValueError(f"backend='taylor' computes the Gaussian kernel in 1 to 3 features; got "
-                         f"kernel={kernel.name!r} with d={d}")
-    r = as_moments(moments)
-    if r > MAX_DEGREE:
-        raise ValueError(f"backend='taylor' computes moments up to {MAX_DEGREE} (local polynomial degree); "
-                         f"got moments={moments!r}")
+    r = int(moments)  # kernel, features and degree checked against CAPABILITIES by backends.compute
     if not (isinstance(tol, float | int) and MIN_TOL <= tol <= 0.1):
         raise ValueError(f"tol must be a number from {MIN_TOL:g} to 0.1 for backend='taylor'; got {tol!r}")
     if d > 1:
-        from . import _taylor_nd
+        from nadaraya.backends import _taylor_nd
 
         return _taylor_nd.partials(queries, keys, values, kernel=kernel, bandwidth=bandwidth,
                                    sample_weight=sample_weight, tol=float(tol), exclude=exclude, moments=r)

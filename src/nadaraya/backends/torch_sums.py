@@ -28,11 +28,10 @@ import numpy as np
 import torch
 from numpy.typing import NDArray
 
-from .._validation import as_moments
-from ..kernels import Kernel
-from ..partials import Partials, merge
-from ..partials import empty as empty_partials
-from .reference import block_sizes, moment_shapes
+from nadaraya.backends.reference import block_sizes, moment_shapes
+from nadaraya.kernels import Kernel
+from nadaraya.partials import Partials, merge
+from nadaraya.partials import empty as empty_partials
 
 __all__ = ["partials", "resolve_device", "supports"]
 
@@ -193,7 +192,7 @@ def partials(
     >>> [s.shape for s in p.moments]
     [(1, 1), (1, 1, 1), (1, 1, 1)]
     """
-    moments = as_moments(moments)
+    moments = int(moments)  # checked against CAPABILITIES by nadaraya.backends.compute
     dev = resolve_device(device)
     dtype = np.dtype(queries.dtype)
     if dtype not in _DTYPES:

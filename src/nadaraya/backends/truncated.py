@@ -35,7 +35,7 @@ weights the nearest key's log weight is that maximum, computed exactly as the re
 it (``u = (q - k) * (1 / h)``, ``-0.5 * u * u``), so the nearest term is exactly 1. With sample
 weights ``log s_max - u_near^2 / 2`` bounds it; where that bound exceeds ``b`` by more than
 ``708 - L`` (terms under ``exp(-708)`` of the shift are flushed to zero by
-:func:`nadaraya._jit.exp_flushed`) the window's exact maximum is taken instead, so a flushed term
+:func:`nadaraya._support.jit.exp_flushed`) the window's exact maximum is taken instead, so a flushed term
 is always below ``2^-60 / n`` of the largest.
 
 **Far queries.** A query far from every key keeps its nearest keys' weights: the window holds the
@@ -57,7 +57,7 @@ with its own text; a cost model chooses per cell of queries). At a million keys 
 
 Complexity: O(n log n) to sort the keys (O(n) when sorted), O(m log n) to find the windows, and
 O(sum of the window sizes) for the sums (times ``1 + p``, and ``2 r + r p`` more with moments), in
-parallel over queries on :func:`nadaraya._jit.run_ranges`'s threads, in ranges of equal work.
+parallel over queries on :func:`nadaraya._support.jit.run_ranges`'s threads, in ranges of equal work.
 Above :data:`SORT_QUERIES_ABOVE` keys the queries are visited in the order of a radix sort into
 2^16 cells (O(m)), so that neighbouring queries read the same window from the cache, and each
 search starts from the previous query's position. The sums cost about 1 ns per pair and thread
@@ -90,28 +90,27 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import _threads
-from .._jit import run_ranges, threads_for
-from .._validation import as_moments
-from ..kernels import Kernel
-from ..partials import Partials
-from . import _truncated_cells as _cells
-from . import _truncated_grid as _grid
-from ._rows import assemble
-from ._sorted import sorted_exclude, sorted_order, unsort_rows
-from ._truncated_sums import sums as _sums
-from .laplace import SORT_QUERIES_ABOVE
+from nadaraya._support import threads as _threads
+from nadaraya._support.jit import run_ranges, threads_for
+from nadaraya.backends import _truncated_cells as _cells
+from nadaraya.backends import _truncated_grid as _grid
+from nadaraya.backends._rows import assemble
+from nadaraya.backends._sorted import sorted_exclude, sorted_order, unsort_rows
+from nadaraya.backends._truncated_grid import BITS, log_ratio
+from nadaraya.backends._truncated_sums import sums as _sums
+from nadaraya.backends.laplace import SORT_QUERIES_ABOVE
+from nadaraya.kernels import Kernel
+from nadaraya.partials import Partials
 
 __all__ = ["BITS", "MAX_DEGREE", "SORT_QUERIES_ABOVE", "log_ratio", "pairs", "pairs_1d", "partials",
            "supports"]
 
-#: skipped keys weigh less than ``2^-BITS`` of a query's largest term, all together
-BITS = 60
 #: the largest local polynomial degree (``moments=``) this backend computes
 MAX_DEGREE = 2
 #: keys per block of the table of block maxima of the log sample weights
 _MAX_BLOCK = 32
-#: terms at or below ``exp(-708)`` of the shift are flushed to zero (:func:`nadaraya._jit.exp_flushed`)
+#: terms at or below ``exp(-708)`` of the shift are flushed to zero
+#: (:func:`nadaraya._support.jit.exp_flushed`)
 _FLUSH = 708.0
 
 
@@ -128,17 +127,6 @@ def supports(kernel: Kernel, d: int) -> bool:
     False
     """
     return kernel.name == "gaussian" and 1 <= d <= _grid.MAX_D
-
-
-def log_ratio(n: int) -> float:
-    """``L = BITS ln 2 + ln n``: keys whose log weight is below the largest minus ``L`` are skipped.
-
-    Examples
-    --------
-    >>> round(log_ratio(10**6), 2)
-    55.4
-    """
-    return BITS * math.log(2.0) + math.log(max(int(n), 1))
 
 
 # -- the jitted pieces ------------------------------------------------------------------------
@@ -396,15 +384,8 @@ def partials(
     >>> float(p.shift[1]) == -0.5 * (1e9 - 3.0) ** 2  # its log weight, exactly
     True
     """
-    moments = as_moments(moments)
+    moments = int(moments)  # checked against CAPABILITIES by nadaraya.backends.compute
     d = queries.shape[1]
-    if not supports(kernel, d):
-        raise ValueError(f"backend='truncated' computes the 'gaussian' kernel in 1 to {_grid.MAX_D} "
-                         f"features; got kernel={kernel.name!r} with d={d}")
-    if moments > (MAX_DEGREE if d == 1 else 0):
-        raise ValueError(f"backend='truncated' computes moments up to {MAX_DEGREE} (local polynomial degree) "
-                         f"in one feature and none in {d}; got moments={moments}; use backend='reference' "
-                         "or 'fused'")
     _threads.configure()
     if d > 1:
         return _grid.partials(queries, keys, values, kernel, bandwidth, sample_weight, exclude)

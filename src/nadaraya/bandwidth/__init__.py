@@ -17,9 +17,10 @@ True
 
 from __future__ import annotations
 
-from .criteria import METHODS, BandwidthSelection, BandwidthWarning, score_bandwidth
-from .rules import RULES, check_rule_input, robust_scale, rule_factor, rule_of_thumb
-from .search import select_bandwidth
+from nadaraya.bandwidth._objective import METHODS, BandwidthSelection, BandwidthWarning
+from nadaraya.bandwidth.criteria import score_bandwidth
+from nadaraya.bandwidth.rules import RULES, check_rule_input, robust_scale, rule_factor, rule_of_thumb
+from nadaraya.bandwidth.search import select_bandwidth
 
 __all__ = [
     "METHODS",

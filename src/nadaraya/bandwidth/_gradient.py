@@ -8,8 +8,8 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .._jit import exp_flushed, generated, run_ranges
-from ._passes import _CUT, _FAST, _OVER, _TILE, _beyond, _dot, _tile_boxes, _weigh
+from nadaraya._support.jit import exp_flushed, generated, run_ranges
+from nadaraya.bandwidth._passes import _CUT, _FAST, _OVER, _TILE, _beyond, _dot, _tile_boxes, _weigh
 
 __all__ = ["loo_gradient"]
 

@@ -5,7 +5,7 @@ Gaussian terms, the log sample weight, and the categorical factor of the pair re
 (groups x groups) table of log factors) into a scratch row with their maximum, then one
 sweep of exponentials that sums the weight, the weighted values and, for degree 1, the
 moments ``sum w u``, ``sum w u u^T``, ``sum w u v`` with ``u = x_j - x_i`` exact. The same
-sums as :func:`nadaraya._fit.partials` with ``exclude = arange(n)``.
+sums as :func:`nadaraya.local.fit.partials` with ``exclude = arange(n)``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import numpy as np
 from numba import njit, prange
 from numpy.typing import NDArray
 
-from .._jit import exp_flushed
-from ..partials import Partials
+from nadaraya._support.jit import exp_flushed
+from nadaraya.partials import Partials
 
 __all__ = ["mixed_loo"]
 

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .optimise import brent
+from nadaraya.bandwidth.optimise import brent
 
 __all__ = [
     "Memo",

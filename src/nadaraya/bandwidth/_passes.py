@@ -1,6 +1,6 @@
 """Leave-one-out Gaussian sums at several bandwidths per pass, and their bandwidth derivatives (numba).
 
-The generic primitive (:func:`nadaraya.pooling.compute_partials` with ``exclude=arange(n)``)
+The generic primitive (:func:`nadaraya._core.call.compute_partials` with ``exclude=arange(n)``)
 computes leave-one-out sums at one bandwidth per pass. Bandwidth selection needs more, and
 this module gives it for the Gaussian product kernel:
 
@@ -34,7 +34,7 @@ Weights below ``exp(-_CUT)`` (about 1e-38) of the nearest neighbour's are taken 
 change a sum by less than ``n * 1e-38`` relative.
 
 The passes run over ranges of rows as jitted functions that release the GIL, on the shared
-thread pool (:func:`nadaraya._jit.run_ranges`). Each costs O(n^2 d) per pass (times the levels
+thread pool (:func:`nadaraya._support.jit.run_ranges`). Each costs O(n^2 d) per pass (times the levels
 for :func:`loo_levels`, less the far tiles it skips) and O(n) memory besides its outputs.
 
 numba is imported here; import this module lazily.
@@ -48,10 +48,10 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import _threads
-from .._jit import exp_flushed, run_ranges
+from nadaraya._support import threads as _threads
+from nadaraya._support.jit import exp_flushed, run_ranges
 
-_threads.configure()  # numba's pool shares the cores politely (see nadaraya._threads)
+_threads.configure()  # numba's pool shares the cores politely (see nadaraya._support.threads)
 
 __all__ = ["loo_curvature", "loo_levels", "shifts"]
 

@@ -2,7 +2,7 @@
 
 The criteria are those of :func:`nadaraya.score_bandwidth`, computed from one leave-one-out
 pass of the moment sums (each point's own term masked inside them) and the per-query solve of
-:mod:`nadaraya._local`:
+:mod:`nadaraya.local.solve`:
 
 - the leave-one-out prediction ``f_{-i}`` is the local fit at ``x_i`` from the other points
   (a singular system falls back to a lower degree, as in prediction);
@@ -12,7 +12,7 @@ pass of the moment sums (each point's own term masked inside them) and the per-q
   ``H_ii = t / (1 + t)``, ``t = w_ii [M_{-i}^-1]_00``; the in-sample residual is
   ``(1 - H_ii)`` times the leave-one-out one, as for degree 0.
 
-Categorical columns multiply each weight by their factor (:mod:`nadaraya._mixed`), the own
+Categorical columns multiply each weight by their factor (:mod:`nadaraya.local.mixed`), the own
 term's factor included. The search with categorical columns (one bandwidth or lambda per
 column, as statsmodels' and np's ``cv_ls``): a coarse grid of a common factor on the
 continuous rule of thumb times three common levels of lambda; L-BFGS-B on ``(log h, lambda)``
@@ -34,16 +34,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .. import _fit
-from .._local import hat_diagonal, solve
-from .._mixed import Categorical, lambda_bounds
-from ..backends.reference import _moment_sums, block_weights
-from ..kernels import Kernel
-from ..partials import Partials
-from ..pooling import Call
-from ._multistart import _OUT, Memo, best_of, log_grid, settle, sweep
-from .criteria import BandwidthSelection, _Objective
-from .rules import _pow2_scale, _rule_of_thumb, _span
+from nadaraya._core.call import Call
+from nadaraya.backends.reference import _moment_sums, block_weights
+from nadaraya.bandwidth._multistart import _OUT, Memo, best_of, log_grid, settle, sweep
+from nadaraya.bandwidth._objective import BandwidthSelection, _Objective
+from nadaraya.bandwidth.rules import _pow2_scale, _rule_of_thumb, _span
+from nadaraya.kernels import Kernel
+from nadaraya.local import fit as _fit
+from nadaraya.local import job as _job
+from nadaraya.local.mixed import Categorical, lambda_bounds
+from nadaraya.local.solve import hat_diagonal, solve
+from nadaraya.partials import Partials
 
 __all__ = ["LocalObjective", "select_mixed"]
 
@@ -89,12 +90,12 @@ class LocalObjective(_Objective):
         self.kinds = "".join(self.var_types[j] for j in self.catc)
         self.Xc = np.ascontiguousarray(self.X[:, self.cont])
         # the passes' coordinates: a column of extreme spread multiplied by a power of two
-        # (exact), so that the moment sums stay in range (see nadaraya._fit.scaled)
+        # (exact), so that the moment sums stay in range (see nadaraya.local.job.scaled)
         spread = np.ptp(self.Xc, axis=0) if self.n else np.ones(self.cont.size)
         spread = np.where(spread > 0, spread, np.abs(self.Xc).max(axis=0, initial=0.0))
         self._xs, self._hx = self.Xc, np.ones(self.cont.size)
         if self.cont.size and np.isfinite(spread).all() and (spread > 0).all():
-            _, xs, _, x_exp = _fit.scaled(self.Xc, self.Xc, spread)
+            _, xs, _, x_exp = _job.scaled(self.Xc, self.Xc, spread)
             if x_exp is not None:
                 self._xs, self._hx = xs, np.ldexp(1.0, -x_exp)
         self.Xk = np.ascontiguousarray(self.X[:, self.catc])
@@ -104,7 +105,7 @@ class LocalObjective(_Objective):
         self._pairs: tuple[NDArray[np.float64], NDArray[np.int32]] | None = None
         self.own_cont = self.cont.size * float(log0[0]) + np.log(self.s)
 
-    def job(self, h: NDArray[np.float64]) -> _fit.Job:
+    def job(self, h: NDArray[np.float64]) -> _job.Job:
         """The pooling job of the training points at bandwidth (and lambdas) ``h``."""
         h = np.asarray(h, dtype=np.float64)
         call = Call(self._xs, self._xs, self.Y, False, self.kernel, h[self.cont] * self._hx, self.sw)
@@ -113,7 +114,7 @@ class LocalObjective(_Objective):
             cat = Categorical(
                 self.kinds, self.Xk, self.Xk, h[self.catc], self.levels, self.categorical_kernel
             )
-        return _fit.Job(call, cat, self.degree, self.cont, self.d, tol=self.tol)
+        return _job.Job(call, cat, self.degree, self.cont, self.d, tol=self.tol)
 
     def _own(self, h: NDArray[np.float64]) -> NDArray[np.float64]:
         """Each point's own log weight, categorical factors included."""
@@ -127,7 +128,7 @@ class LocalObjective(_Objective):
     def _dense(self, h: NDArray[np.float64]) -> Partials:
         """The leave-one-out partials of mixed data in one dense (n, n) pass: the categorical
         factors of every pair read from a (groups x groups) table, no pass per group. The
-        same sums as :func:`nadaraya._fit.partials` (the reference backend's arithmetic)."""
+        same sums as :func:`nadaraya.local.fit.partials` (the reference backend's arithmetic)."""
         if self._pairs is None:
             cats, group = np.unique(self.Xk, axis=0, return_inverse=True)
             group = group.reshape(-1)
@@ -137,7 +138,7 @@ class LocalObjective(_Objective):
         k, n = self.kernel, self.n
         cat = Categorical(self.kinds, self.Xk, self.Xk, h[self.catc], self.levels, self.categorical_kernel)
         if k.name == "gaussian" and self.degree <= 1 and self.cont.size:
-            from ._mixed_pass import mixed_loo
+            from nadaraya.bandwidth._mixed_pass import mixed_loo
 
             with np.errstate(divide="ignore"):
                 table = cat.log_factor(cats, cats)
@@ -166,7 +167,7 @@ class LocalObjective(_Objective):
 
     def at(self, h: NDArray[np.float64], stage: str = "refine") -> float:
         """The criterion at one bandwidth, from one leave-one-out pass of the moment sums."""
-        from .._jit import threads_for
+        from nadaraya._support.jit import threads_for
 
         h = np.asarray(h, dtype=np.float64)
         job = self.job(h)
@@ -245,7 +246,7 @@ def select_mixed(
     lower[obj.cont], upper[obj.cont] = rot * 2.0**-3, np.maximum(rot * 2.0**3, _OUT * span)
     lower[obj.catc], upper[obj.catc] = 0.0, hi
     if k.compact and method == "cv" and cont:
-        from .search import _nn_linf
+        from nadaraya.bandwidth._objective import _nn_linf
 
         lower[obj.cont] = np.maximum(lower[obj.cont], _nn_linf(obj.Xc / rot) * rot * (1.0 + 1e-9))
     starts = [np.clip(h, lower, upper) for h in _starts(obj, rot, hi)]
@@ -363,7 +364,7 @@ def _polish_and_settle(
     if moved:
         h, s = best_of(polish, [h], h, s)
     # a column stays smoothed out only where no finite value of its profile scores lower
-    from .search import _smoothed_out
+    from nadaraya.bandwidth._objective import _smoothed_out
 
     can = np.array([is_cont[j] or obj.categorical_kernel == "li-racine" or obj.var_types[j] == "u"
                     for j in range(obj.d)])
@@ -394,7 +395,7 @@ def _result(
     message: str,
 ) -> BandwidthSelection:
     """The selection in the data's units (the search ran on ``x``, ``y`` scaled by powers of two)."""
-    from .rules import _unscaled_score
+    from nadaraya.bandwidth.rules import _unscaled_score
 
     record = obj.record()
     with np.errstate(over="ignore"):  # bounds beyond float64 (a range near 1e308) are inf

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..kernels import Kernel
-from ..local import _nn_jit
-from ..local.neighbours import Geometry, rows
+from nadaraya.kernels import Kernel
+from nadaraya.local import _nn_jit
+from nadaraya.local.neighbours import Geometry, rows
 
 __all__ = ["choose_k", "score_k"]
 

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._validation import as_points, as_sample_weight
-from ..kernels import Kernel
-from ..kernels import get as get_kernel
+from nadaraya._support.validation import as_points, as_sample_weight
+from nadaraya.kernels import Kernel
+from nadaraya.kernels import get as get_kernel
 
 __all__ = ["RULES", "check_rule_input", "robust_scale", "rule_factor", "rule_of_thumb", "scott", "silverman"]
 

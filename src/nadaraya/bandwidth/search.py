@@ -13,14 +13,22 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._fit import as_degree
-from .._mixed import as_categorical_kernel, as_var_types
-from .._validation import as_tol
-from ..kernels import Kernel
-from ._multistart import _OUT
-from .criteria import BandwidthSelection, BandwidthWarning, _check_enough, _Objective, _validate
-from .optimise import brent, halley
-from .rules import _pow2_scale, _rule_of_thumb, _span, _unscaled_score
+from nadaraya._support.validation import as_tol
+from nadaraya.bandwidth._multistart import _OUT
+from nadaraya.bandwidth._objective import (
+    BandwidthSelection,
+    BandwidthWarning,
+    _check_enough,
+    _nn_linf,
+    _Objective,
+    _smoothed_out,
+    _validate,
+)
+from nadaraya.bandwidth.optimise import brent, halley
+from nadaraya.bandwidth.rules import _pow2_scale, _rule_of_thumb, _span, _unscaled_score
+from nadaraya.kernels import Kernel
+from nadaraya.local.job import as_degree
+from nadaraya.local.mixed import as_categorical_kernel, as_var_types
 
 __all__ = ["reporting", "select_bandwidth"]
 
@@ -74,19 +82,8 @@ _GRID_BELOW = 12
 _GRID_ABOVE = 10
 #: the refinement's tolerance on log h: the bandwidth to a relative 1e-3
 _XATOL = 1e-3
-#: a feature counts as smoothed out when its kernel weights vary by at most 1 % over its range
-_FLAT = 0.99
 #: L-BFGS-B's upper bound per feature, in units of the feature's range
 _CAP = 10.0
-
-
-def _nn_linf(x: NDArray[np.float64]) -> float:
-    """The largest L-inf distance from a point to its nearest other point (in units of ``x``):
-    any window at least this wide holds a neighbour of every point."""
-    from scipy.spatial import cKDTree
-
-    dist, _ = cKDTree(x).query(x, k=2, p=np.inf)
-    return float(dist[:, 1].max())
 
 
 def _bound_note(j: int | None, h: float, side: str, bound: float, method: str) -> str:
@@ -107,13 +104,6 @@ def _emit(notes: list[str], stacklevel: int) -> None:
     ``stacklevel`` counted from the caller of this function."""
     if notes:
         warnings.warn("; ".join(notes), BandwidthWarning, stacklevel=stacklevel + 1)
-
-
-def _smoothed_out(kernel: Kernel, h: NDArray[np.float64], span: NDArray[np.float64]) -> NDArray[np.bool_]:
-    if kernel.name == "constant":
-        return np.ones(h.shape, dtype=bool)
-    ratio = kernel.profile(span / h) / kernel.profile(np.zeros_like(h))
-    return np.asarray(ratio >= _FLAT)
 
 
 def select_bandwidth(
@@ -150,7 +140,7 @@ def select_bandwidth(
     safeguarded Halley steps from the vertex of the grid's parabola: one pass gives the
     criterion (CV or AICc) and its first three derivatives along ``log h`` exactly, and two
     passes usually suffice. With the other kernels it is Brent's method, each step one
-    leave-one-out pass of the primitive (:func:`nadaraya.pooling.compute_partials` with
+    leave-one-out pass of the primitive (:func:`nadaraya._core.call.compute_partials` with
     ``exclude=arange(n)``) on ``backend``.
 
     **Per feature** (``per_feature=True``), within ``2**-6`` times Scott's per-feature rule
@@ -263,7 +253,7 @@ def _select_bandwidth(
     pointing at the caller of this function."""
     _check_enough(x.shape[0], sw)
     if var_types is not None and set(var_types) - {"c"}:
-        from .local import select_mixed
+        from nadaraya.bandwidth.local import select_mixed
 
         return _representable(select_mixed(x, Y, sw, k, method, backend, degree, var_types,
                                            categorical_kernel, _PROGRESS.get()), x)
@@ -280,7 +270,7 @@ def _select_bandwidth(
     unit = np.ldexp(1.0, x_exp)
     rot = _rule_of_thumb(x, "scott", k, sw)
     if degree:
-        from .local import LocalObjective
+        from nadaraya.bandwidth.local import LocalObjective
 
         obj: _Objective = LocalObjective(x, Y, sw, k, method, backend, w_exp, degree=degree, tol=tol)
     else:
@@ -505,7 +495,7 @@ def _per_feature(
     (:mod:`nadaraya.bandwidth._multistart`)."""
     from threadpoolctl import threadpool_limits
 
-    from ._multistart import (
+    from nadaraya.bandwidth._multistart import (
         Memo,
         better,
         explore_kinked,

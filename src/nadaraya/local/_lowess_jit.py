@@ -42,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._lowess_shift import tricube_bounds, tricube_sums
+from nadaraya.local._lowess_shift import tricube_bounds, tricube_sums
 
 __all__ = ["DIRECT_K", "FIT_TOL", "MIN_CHUNK", "RHO", "assemble", "fit_points", "fits", "neighbours", "plan",
            "windows"]

@@ -7,7 +7,7 @@ sums the local linear fit needs: ``sum w u^a`` (``a <= 2``) and ``sum w u^a y`` 
 ``P_a + 3 Q_(a+3) + 3 P_(a+6) + Q_(a+9)`` with ``X_i = sum_j C(i, j) alpha^(i - j) X_j``.
 :func:`tricube_bounds` is the same sum with every coefficient in absolute value, over error
 bounds. Written out term by term (binomials folded into constants) so that LLVM keeps it in
-registers; ``tests/test_lowess.py`` checks that this file ends with what :func:`source` writes.
+registers; ``tests/local/test_lowess.py`` checks that this file ends with what :func:`source` writes.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._jit import run_ranges, threads_for
-from . import _lowess_jit as jit
+from nadaraya._support.jit import run_ranges, threads_for
+from nadaraya.local import _lowess_jit as jit
 
 __all__ = ["lowess"]
 
@@ -273,8 +273,8 @@ def _band_se(x: _F, y: _F, r: _F, k: int, points: _F, level: float) -> tuple[_F,
     bandwidth_type="generalized_nn", bandwidth=k, robust_iterations=it``."""
     from scipy.stats import norm
 
-    from ..kernels import get as get_kernel
-    from .neighbours import Geometry, rows
+    from nadaraya.kernels import get as get_kernel
+    from nadaraya.local.neighbours import Geometry, rows
 
     geom = Geometry(x[:, None], np.array([k]), "generalized_nn")
     tricube = get_kernel("tricube")

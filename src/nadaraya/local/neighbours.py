@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._local import monomials
-from ..kernels import Kernel
+from nadaraya.kernels import Kernel
+from nadaraya.local.solve import monomials
 
 __all__ = ["TYPES", "Geometry", "as_bandwidth_type", "as_k", "rows"]
 
@@ -96,7 +96,7 @@ def as_k(bandwidth: Any, n: int, d: int, kind: str) -> NDArray[np.int64]:
 
 
 def _radius(s: _F, q: _F, k: NDArray[np.int64]) -> tuple[_F, _F]:
-    from . import _nn_jit  # numba: loaded on first use, not by ``import nadaraya``
+    from nadaraya.local import _nn_jit  # numba: loaded on first use, not by ``import nadaraya``
 
     out = np.empty(q.shape[0])
     side = np.empty(q.shape[0])
@@ -130,7 +130,7 @@ class Geometry:
             if extra < 0:
                 out[:, j], _ = _radius(s, x, np.ones(n, dtype=np.int64))  # 1st is itself: zero rule
                 continue
-            from . import _nn_jit
+            from nadaraya.local import _nn_jit
 
             kk = np.full(n, min(int(self.k[j]) + extra, n), dtype=np.int64)
             a = np.searchsorted(s, x, side="left")
@@ -229,7 +229,7 @@ def rows(
 def _solve(W: _F, Z: _F, basis: list[tuple[int, ...]], degree: int, slopes: bool, scale: _F | None,
            hq: _F | None) -> tuple[_F, _F | None, int]:
     """Rows of the fits (and slopes) of the local polynomial with weights ``W`` (B, n)."""
-    from ._nn_jit import COND_MAX
+    from nadaraya.local._nn_jit import COND_MAX
     Bq, n, d = Z.shape
     tot = W.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -311,8 +311,8 @@ def pool_neighbours(queries: Any, keys: Any, values: Any, kernel: Any, bandwidth
                     degree: int, sample_weight: Any, empty: str) -> NDArray[np.float64]:
     """:func:`nadaraya.pool` (``queries`` given) or :func:`nadaraya.loo_pool` (``queries`` None)
     with a nearest-neighbour bandwidth: ``bandwidth`` is ``k`` or a fraction of n, per feature."""
-    from .._validation import as_points, as_sample_weight, as_values
-    from ..kernels import get as get_kernel
+    from nadaraya._support.validation import as_points, as_sample_weight, as_values
+    from nadaraya.kernels import get as get_kernel
 
     kind = as_bandwidth_type(bandwidth_type)
     f8 = np.dtype(np.float64)

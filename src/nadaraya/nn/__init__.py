@@ -5,7 +5,8 @@ The modules compute the same attention pooling as :func:`nadaraya.pool` (product
 a query whose window is empty), on torch tensors of any leading batch shape, with gradients:
 
 - :class:`AveragePooling`: every key weighs the same (the ``constant`` kernel);
-- :class:`KernelPooling`: a kernel of ``(q - k) / h`` with a learnable ``log h``;
+- :class:`KernelPooling`: a kernel of ``(q - k) / h`` with a learnable ``log h``, or of ``A (q - k)``
+  with a learned map ``A`` (``metric=``), several heads and categorical columns;
 - :class:`AdditiveAttentionPooling`: the score ``v^T tanh(W_q q + W_k k)`` (Bahdanau);
 - :class:`DotProductAttentionPooling`: the score ``(W_q q) . (W_k k) / sqrt(dim)``;
 - :func:`fit`: the textbook training, each training point attending to all the others;
@@ -29,14 +30,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._pooling import (
+    from nadaraya.nn._pooling import (
         AdditiveAttentionPooling,
         AveragePooling,
         DotProductAttentionPooling,
         KernelPooling,
     )
-    from ._regressor import AttentionPoolingRegressor
-    from ._training import fit
+    from nadaraya.nn._regressor import AttentionPoolingRegressor
+    from nadaraya.nn._training import fit
 
 __all__ = [
     "AdditiveAttentionPooling",

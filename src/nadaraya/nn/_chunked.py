@@ -12,9 +12,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..backends.reference import block_sizes as _block_sizes
-from ..partials import Partials, merge
-from ._scores import Scorer, _fill, _finite_inputs, _Mask
+from nadaraya.backends.reference import block_sizes as _block_sizes
+from nadaraya.nn._scores import Scorer, _fill, _finite_inputs, _Mask
+from nadaraya.partials import Partials, merge
 
 #: the largest key block of the layers (the NumPy reference takes larger ones)
 _MAX_KEYS = 1024

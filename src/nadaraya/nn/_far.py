@@ -7,7 +7,7 @@ import math
 import torch
 from torch import Tensor
 
-from ._scores import _Mask
+from nadaraya.nn._scores import _Mask
 
 #: the power of |u| by which a log-domain kernel's log-profile falls far from 0 (-u^2/2 for the
 #: Gaussian, -|u| + ... for the Laplacian and logistic): which key is "nearest" in the limit

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ._chunked import _Mask
+from nadaraya.nn._chunked import _Mask
 
 
 def _check_tensor(name: str, t: Any, min_dim: int) -> Tensor:

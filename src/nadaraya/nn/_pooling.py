@@ -9,12 +9,14 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
-from ..kernels import Kernel
-from ..kernels import get as get_kernel
-from ._chunked import Plan, _ChunkedPool, _SdpaPool, _weights, block_sizes
-from ._far import _far_query_limit
-from ._inputs import _check_sizes, _flatten, _same_dtype
-from ._scores import Scorer, _additive_fn, _dot_fn, _dot_identity, _kernel_scorer, _Mask
+from nadaraya.kernels import Kernel
+from nadaraya.kernels import get as get_kernel
+from nadaraya.nn._chunked import Plan, _ChunkedPool, _SdpaPool, _weights, block_sizes
+from nadaraya.nn._far import _far_query_limit
+from nadaraya.nn._heads import combine_outputs, fold, split_weights
+from nadaraya.nn._inputs import _check_sizes, _flatten, _Inputs, _same_dtype
+from nadaraya.nn._metric import MetricSpec, check_spec, far_limit, initial_tensors, project
+from nadaraya.nn._scores import Scorer, _additive_fn, _dot_fn, _dot_identity, _kernel_scorer, _Mask
 
 __all__ = [
     "AdditiveAttentionPooling",
@@ -46,6 +48,14 @@ class _Pooling(nn.Module):
 
     def _project(self, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor, Scorer, tuple[Tensor, ...]]:
         raise NotImplementedError
+
+    def _fold(self, x: _Inputs) -> _Inputs:
+        """The inputs with values and masks repeated per head, as ``_project`` folds heads."""
+        return x
+
+    def _combine(self, out: Tensor, weights: bool = False) -> Tensor:
+        """Outputs (or weights) of the folded heads, combined (or split out per head)."""
+        return out
 
     def path(self, queries: Tensor, keys: Tensor) -> str:
         """Which computation a call takes: ``"sdpa"`` (fused attention) or ``"chunked"``.
@@ -103,6 +113,7 @@ class _Pooling(nn.Module):
         """
         x = _flatten(queries, keys, values, mask, exclude)
         qa, ka, scorer, params = self._project(x.q, x.k)
+        x = self._fold(x)
         batch, m, n = qa.shape[0], qa.shape[1], ka.shape[1]
         stat = None
         if self._route(scorer, qa, ka) == "sdpa":
@@ -121,6 +132,7 @@ class _Pooling(nn.Module):
             if bi.numel():
                 far = (bi, ii, *self._far_limit(x.q, x.k, x.v, x.allowed, bi, ii))
                 out = out.index_put((bi, ii), far[2])
+        out = self._combine(out)
         out = out.reshape(*x.batch_shape, *out.shape[1:])
         if x.squeeze:
             out = out[..., 0]
@@ -135,6 +147,7 @@ class _Pooling(nn.Module):
                 far = (bi, ii, *self._far_limit(x.q, x.k, x.v, x.allowed, bi, ii))
         if far is not None:
             w = w.index_put(far[:2], far[3].to(w.dtype))
+        w = self._combine(w, weights=True)
         return out, w.reshape(*x.batch_shape, *w.shape[1:])
 
     def _widened(
@@ -238,6 +251,31 @@ class KernelPooling(_Pooling):
         gives one shared ``h``.
     method : {"auto", "sdpa", "chunked"}, default "auto"
         ``"auto"`` takes SDPA for the Gaussian and chunks otherwise.
+    metric : {"diagonal", "low_rank", "full"}, default "diagonal"
+        How ``u`` is formed from ``q - k``: ``(q - k) / h`` (diagonal), or ``A (q - k)`` with a
+        learnable ``A`` of shape (n_components, d) (low_rank) or (d, d) (full), started at
+        orthonormal rows times ``1 / h`` unless ``components`` is given. See :doc:`/api/nn`.
+    n_components : int, optional
+        Rows of ``A`` for ``metric="low_rank"`` (required, 1 to d); ``"full"`` has d.
+    in_features : int, optional
+        d, the number of input columns: required by ``"low_rank"`` and ``"full"`` unless
+        ``var_types`` or ``components`` gives it.
+    heads : int, default 1
+        Independent metrics (diagonal heads start at bandwidths a factor 2 apart around
+        ``bandwidth``), pooled in one chunked call.
+    combine : {"concat", "mean"}, default "concat"
+        How the heads' outputs meet: (..., m, heads * p) in head-major order, or their mean.
+        With ``return_weights`` each head's weights come back, (..., heads, m, n).
+    var_types : str, optional
+        One letter per column, ``"c"`` continuous, ``"o"`` ordered, ``"u"`` unordered (as in
+        :class:`nadaraya.NadarayaWatson`): the metric acts on the continuous columns, and each
+        categorical column multiplies the weights by a learned Li-Racine factor ``lambda ** |q_j
+        - k_j|`` (ordered) or ``lambda ** [q_j != k_j]`` (unordered), ``lambda`` in (0, 1).
+    lambdas : float or sequence of float, default 0.5
+        Initial (or fixed) lambdas of the categorical columns (per head when ``heads > 1``).
+    components : Tensor or array-like, optional
+        Initial ``A``, (n_components, d) or (heads, n_components, d) over the continuous columns
+        (it gives n_components and in_features when they are not).
     device, dtype : optional
         Of the parameter, as for torch's layers; ``log h`` is computed in float64 and then
         cast, so ``dtype=torch.float64`` keeps the given bandwidth exactly.
@@ -245,6 +283,11 @@ class KernelPooling(_Pooling):
     Attributes
     ----------
     log_bandwidth : Tensor of shape () or (d,)
+        With ``heads > 1``, (heads,) or (heads, d); absent for ``"low_rank"`` and ``"full"``.
+    components : Tensor of shape (n_components, d), or (heads, n_components, d)
+        ``A`` of ``"low_rank"`` and ``"full"``.
+    logit_lambda : Tensor of shape (c,), or (heads, c)
+        ``logit(lambda)`` of the ``c`` categorical columns, when ``var_types`` has some.
 
     Examples
     --------
@@ -257,7 +300,20 @@ class KernelPooling(_Pooling):
     >>> v = torch.tensor([3.0, 5.0, 4.0])
     >>> KernelPooling(bandwidth=1.0)(q, k, v).detach().round(decimals=2)
     tensor([4.2700])
+
+    A learned map ``A`` (2, 5), three heads concatenated, and one unordered column:
+
+    >>> layer = KernelPooling(metric="low_rank", n_components=2, var_types="cccccu", heads=3)
+    >>> layer.components.shape, layer.logit_lambda.shape
+    (torch.Size([3, 2, 5]), torch.Size([3, 1]))
+    >>> layer(torch.randn(4, 6), torch.randn(9, 6), torch.randn(9, 2)).shape
+    torch.Size([4, 6])
     """
+
+    _spec: MetricSpec
+    log_bandwidth: Tensor
+    components: Tensor
+    logit_lambda: Tensor
 
     def __init__(
         self,
@@ -267,10 +323,21 @@ class KernelPooling(_Pooling):
         per_feature: int | None = None,
         *,
         method: Method = "auto",
+        metric: str = "diagonal",
+        n_components: int | None = None,
+        in_features: int | None = None,
+        heads: int = 1,
+        combine: str = "concat",
+        var_types: str | None = None,
+        lambdas: float | Sequence[float] | Tensor = 0.5,
+        components: Tensor | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        self._spec, n_rows = check_spec(
+            metric, n_components, in_features, heads, combine, var_types, components
+        )
         self.kernel = get_kernel(kernel)
         self.method = self._check_method(method)
         allowed = "a positive, finite number or one per feature"
@@ -289,23 +356,57 @@ class KernelPooling(_Pooling):
             if h.ndim == 1 and h.numel() not in (1, per_feature):
                 raise ValueError(f"bandwidth has {h.numel()} entries but per_feature={per_feature}")
             h = h.reshape(-1).expand(per_feature).clone() if h.numel() == 1 else h
-        log_h = torch.log(h).to(device=device, dtype=dtype or torch.get_default_dtype())
-        if learnable:
-            self.log_bandwidth = nn.Parameter(log_h)
-        else:
-            self.register_buffer("log_bandwidth", log_h)
+        for name, value in initial_tensors(self._spec, n_rows, h, components, lambdas).items():
+            value = value.to(device=device, dtype=dtype or torch.get_default_dtype())
+            if learnable:
+                setattr(self, name, nn.Parameter(value))
+            else:
+                self.register_buffer(name, value)
+
+    @property
+    def metric(self) -> str:
+        """``"diagonal"``, ``"low_rank"`` or ``"full"``."""
+        return self._spec.metric
+
+    @property
+    def heads(self) -> int:
+        """The number of heads."""
+        return self._spec.heads
+
+    @property
+    def lambdas(self) -> Tensor:
+        """The categorical columns' ``lambda = sigmoid(logit_lambda)`` (in the order of ``var_types``)."""
+        return torch.sigmoid(self.logit_lambda)
 
     @property
     def bandwidth(self) -> Tensor:
-        """``h = exp(log h)``: a scalar, or one per feature."""
-        return self.log_bandwidth.exp()
+        """``h = exp(log h)``: a scalar, or one per feature (per head with ``heads > 1``)."""
+        return self._log_h().exp()
 
     @property
     def w(self) -> Tensor:
         """The textbook's parameter ``w = 1 / h``."""
-        return (-self.log_bandwidth).exp()
+        return (-self._log_h()).exp()
+
+    def _log_h(self) -> Tensor:
+        if self._spec.metric != "diagonal":
+            raise AttributeError(f"metric={self._spec.metric!r} has no bandwidth; its map A is .components")
+        return self.log_bandwidth
+
+    def _scale(self) -> Tensor:
+        return self.log_bandwidth if self._spec.metric == "diagonal" else self.components
+
+    def _fold(self, x: _Inputs) -> _Inputs:
+        return fold(x, self._spec.heads, self._spec.combine)
+
+    def _combine(self, out: Tensor, weights: bool = False) -> Tensor:
+        if weights:
+            return split_weights(out, self._spec.heads)
+        return combine_outputs(out, self._spec.heads, self._spec.combine)
 
     def _project(self, q: Tensor, k: Tensor) -> tuple[Tensor, Tensor, Scorer, tuple[Tensor, ...]]:
+        if not self._spec.is_default:
+            return project(self._spec, self.kernel, q, k, self._scale(), getattr(self, "logit_lambda", None))
         d = q.shape[-1]
         if k.shape[-1] != d:
             raise ValueError(
@@ -335,12 +436,22 @@ class KernelPooling(_Pooling):
         self, q: Tensor, k: Tensor, v: Tensor, allowed: _Mask, bi: Tensor, ii: Tensor
     ) -> tuple[Tensor, Tensor]:
         """Values (F, p) and weights (F, n) at far queries: :func:`._far._far_query_limit`."""
+        if not self._spec.is_default:
+            return far_limit(self._spec, self.kernel, q, k, v, allowed, bi, ii, self._scale(),
+                             getattr(self, "logit_lambda", None))
         return _far_query_limit(self.kernel.name, self.log_bandwidth, q, k, v, allowed, bi, ii)
 
     def extra_repr(self) -> str:
-        h = self.bandwidth.detach()
-        text = f"{h.item():.4g}" if h.numel() == 1 else f"{h.numel()} per feature"
-        return f"kernel={self.kernel.name!r}, bandwidth={text}, method={self.method!r}"
+        spec = self._spec
+        if spec.is_default:
+            h = self.bandwidth.detach()
+            text = f"{h.item():.4g}" if h.numel() == 1 else f"{h.numel()} per feature"
+            return f"kernel={self.kernel.name!r}, bandwidth={text}, method={self.method!r}"
+        shape = tuple(self._scale().shape)
+        text = f"kernel={self.kernel.name!r}, metric={spec.metric!r} {shape}, method={self.method!r}"
+        if spec.heads > 1:
+            text += f", heads={spec.heads}, combine={spec.combine!r}"
+        return text + (f", var_types={spec.var_types!r}" if spec.var_types else "")
 
 
 class AveragePooling(KernelPooling):

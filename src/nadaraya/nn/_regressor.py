@@ -135,7 +135,7 @@ class AttentionPoolingRegressor(RegressorMixin, BaseEstimator):  # type: ignore[
     def _build(self, d: Any) -> Any:
         import torch
 
-        from . import _pooling as layers
+        from nadaraya.nn import _pooling as layers
 
         if isinstance(self.module, torch.nn.Module):
             return copy.deepcopy(self.module)
@@ -156,7 +156,7 @@ class AttentionPoolingRegressor(RegressorMixin, BaseEstimator):  # type: ignore[
     def _checked(self, X: ArrayLike, y: ArrayLike | None = None, *, fitting: bool) -> tuple[Any, Any]:
         """X (and, to fit, y) validated as float64 arrays: a ValueError naming the argument for
         complex input or NaN/inf (the first bad entry), else scikit-learn's own checks."""
-        from ._training import check_finite
+        from nadaraya.nn._training import check_finite
 
         _refuse_complex("X", X)
         if not fitting:
@@ -197,7 +197,7 @@ class AttentionPoolingRegressor(RegressorMixin, BaseEstimator):  # type: ignore[
         """
         import torch
 
-        from ._training import fit as train
+        from nadaraya.nn._training import fit as train
 
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype={self.dtype!r} is not valid; use one of {', '.join(map(repr, DTYPES))}")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..kernels import Kernel
+from nadaraya.kernels import Kernel
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import torch
 from numpy.typing import ArrayLike
 from torch import Tensor, nn
 
-from .._validation import as_real
+from nadaraya._support.validation import as_real
 
 __all__ = ["check_finite", "fit"]
 

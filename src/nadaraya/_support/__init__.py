@@ -1,0 +1,1 @@
+"""Plumbing every wing shares: validation, configuration, threads, files, jit helpers."""

@@ -1,0 +1,216 @@
+"""What each backend serves (kernels, features, degrees, leave-one-out, weights, tol, dtypes,
+devices), and the cost model that ``backend="auto"`` ranks them by."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from nadaraya.kernels import REGISTRY, Kernel
+from nadaraya.kernels import get as get_kernel
+
+__all__ = ["CAPABILITIES", "Capability", "cost", "table", "why_not"]
+
+#: every kernel nadaraya names
+_ALL = tuple(REGISTRY)
+
+
+@dataclass(frozen=True)
+class Capability:
+    """What one backend computes.
+
+    Attributes
+    ----------
+    name : str
+        The backend's name (``backend=``).
+    kernels : tuple of str or None
+        The kernels it computes, by name; None: every kernel, those derived from the named ones
+        (such as the squared kernels of the variance sums) included.
+    compact : bool
+        Only kernels of finite support.
+    dims : tuple of (int, int or None)
+        The fewest and most features (None: no limit).
+    degree : tuple of int
+        The highest local polynomial degree (``moments``) it computes, in 1, 2 and 3 or more
+        features.
+    loo : bool
+        Whether it leaves keys out (``exclude``, leave-one-out) by masking their terms.
+    weights : bool
+        Whether it takes sample weights.
+    exact : bool
+        True: exact sums, whatever ``tol`` is. False: sums within ``tol`` only (``tol`` needed).
+    dtypes : tuple of str
+        The floating dtypes it computes in.
+    devices : tuple of str
+        Where it runs (``"cpu"``; the torch backend also ``"cuda"`` and ``"mps"``).
+    lazy : bool
+        Whether it takes Dask arrays and returns lazy sums.
+    """
+
+    name: str
+    kernels: tuple[str, ...] | None = None
+    compact: bool = False
+    dims: tuple[int, int | None] = (1, None)
+    degree: tuple[int, int, int] = (3, 3, 3)
+    loo: bool = True
+    weights: bool = True
+    exact: bool = True
+    dtypes: tuple[str, ...] = ("float32", "float64")
+    devices: tuple[str, ...] = ("cpu",)
+    lazy: bool = False
+
+    def max_degree(self, d: int) -> int:
+        """The highest degree served in ``d`` features.
+
+        Examples
+        --------
+        >>> CAPABILITIES["truncated"].max_degree(1), CAPABILITIES["truncated"].max_degree(2)
+        (2, 0)
+        """
+        return self.degree[min(max(d, 1), 3) - 1]
+
+    def serves(self, kernel: Kernel | str, d: int) -> bool:
+        """Whether it computes ``kernel`` in ``d`` features (at degree 0).
+
+        Examples
+        --------
+        >>> CAPABILITIES["laplace"].serves("laplacian", 1), CAPABILITIES["laplace"].serves("gaussian", 1)
+        (True, False)
+        """
+        k = get_kernel(kernel) if isinstance(kernel, str) else kernel
+        lo, hi = self.dims
+        named = self.kernels is None or k.name in self.kernels
+        return named and (k.compact or not self.compact) and d >= lo and (hi is None or d <= hi)
+
+
+#: one entry per registered backend (``nadaraya.backends.available`` says which are installed)
+CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
+    Capability("reference"),
+    Capability("fused", _ALL),
+    Capability("windowed", compact=True),
+    Capability("laplace", ("laplacian",), dims=(1, 1), degree=(2, 0, 0)),
+    Capability("truncated", ("gaussian",), dims=(1, 3), degree=(2, 0, 0)),
+    Capability("torch", devices=("cpu", "cuda", "mps")),
+    Capability("dask", lazy=True),
+    Capability("taylor", ("gaussian",), dims=(1, 3), degree=(2, 2, 2), exact=False),
+    Capability("binned", ("gaussian", "logistic"), dims=(1, 2), degree=(0, 0, 0), loo=False, exact=False),
+)}
+
+
+def why_not(name: str, kernel: Kernel | str, *, d: int, degree: int = 0, loo: bool = False,
+            tol: float | None = None, dtype: str | None = None) -> str | None:
+    """Why backend ``name`` cannot serve such a call, in words, or None when it can.
+
+    Examples
+    --------
+    >>> why_not("laplace", "gaussian", d=1)
+    "computes the 'laplacian' kernel in 1 feature; got kernel='gaussian' with d=1"
+    >>> why_not("truncated", "gaussian", d=2, degree=1)
+    'computes local polynomial degree (moments) up to 0 in d=2; got 1'
+    >>> why_not("fused", "gaussian", d=3, degree=2, loo=True) is None
+    True
+    """
+    c = CAPABILITIES[name]
+    kname = kernel if isinstance(kernel, str) else kernel.name
+    if not c.serves(kernel, d):
+        return f"computes {_kernels_said(c)} in {_features_said(c)}; got kernel={kname!r} with d={d}"
+    if degree > c.max_degree(d):
+        return f"computes local polynomial degree (moments) up to {c.max_degree(d)} in d={d}; got {degree}"
+    return _why_not_call(c, loo, tol, dtype)
+
+
+def _kernels_said(c: Capability) -> str:
+    if c.kernels is None:
+        return "compact kernels (finite support)" if c.compact else "every kernel"
+    if c.kernels == _ALL:
+        return "the " + ", ".join(map(repr, _ALL)) + " kernels (not those derived from them)"
+    return "the " + ", ".join(map(repr, c.kernels)) + " kernel" + ("s" if len(c.kernels) > 1 else "")
+
+
+def _features_said(c: Capability) -> str:
+    lo, hi = c.dims
+    if hi is None:
+        return "any number of features"
+    return f"{lo} feature" if hi == lo == 1 else f"{lo} to {hi} features"
+
+
+def _why_not_call(c: Capability, loo: bool, tol: float | None, dtype: str | None) -> str | None:
+    """The parts of :func:`why_not` beyond the kernel, the features and the degree."""
+    if loo and not c.loo:
+        return "computes plain pooling without leave-one-out (exclude)"
+    if not c.exact and tol is None:
+        return ("computes within a tolerance, and tol=None asks for exact sums: pass tol (a number from "
+                "1e-12 to 0.1, e.g. tol=1e-6), or leave backend='auto', which is exact with tol=None")
+    if dtype is not None and str(dtype) not in c.dtypes:
+        return f"computes {' or '.join(c.dtypes)} arrays; got {dtype}"
+    return None
+
+
+#: the cost model, nanoseconds on two cores (measured on the 2-core machine, 2026-11/12):
+#: per (query, key) pair of the NumPy reference and of the fused loop (1-D, degree 0); per point
+#: of the windowed backend's sorted prefix sums (1-D) and k-d tree walk (2-3 features), per
+#: point of the Laplacian's running sums; what each extra moment column costs the fused loop
+NS = {"reference_pair": 6.0, "fused_pair": 0.45, "windowed_point": 3.0, "tree_point": 30.0,
+      "laplace_point": 80.0, "sort_point": 60.0}
+#: above this many features a k-d tree's windows hold most keys: the windowed backend then costs
+#: the fused loop's pairs twice over
+WINDOWED_MAX_D = 3
+#: the fused loop's work with the moments of degree 0, 1, 2, 3 against degree 0 (2-3 features)
+FUSED_MOMENTS = (1.0, 1.2, 6.0, 12.0)
+
+
+def cost(name: str, kernel: Kernel | str, *, n: int, m: int, d: int, degree: int = 0) -> float:
+    """The modelled time of backend ``name`` for ``m`` queries against ``n`` keys in ``d``
+    features with the moments of degree ``degree``, in nanoseconds, from the sizes alone;
+    ``inf`` for a backend whose cost depends on the data (truncated, taylor, binned: see
+    :func:`nadaraya.backends.choose_for_data`), that needs a device (torch) or Dask input.
+
+    Examples
+    --------
+    >>> c = {b: cost(b, "laplacian", n=10**5, m=10**5, d=1) for b in ("reference", "fused", "laplace")}
+    >>> min(c, key=c.get)
+    'laplace'
+    >>> cost("fused", "gaussian", n=1000, m=1000, d=1) < cost("reference", "gaussian", n=1000, m=1000, d=1)
+    True
+    """
+    if why_not(name, kernel, d=d, degree=degree) is not None:
+        return math.inf
+    pairs, points = float(n) * m, float(n + m)
+    log_n = math.log2(n + 2)
+    columns = 1 + degree * (degree + 3) // 2
+    if name == "reference":
+        return pairs * NS["reference_pair"] * columns
+    if name == "fused":
+        return pairs * NS["fused_pair"] * d ** 0.5 * FUSED_MOMENTS[degree]
+    if name == "windowed":
+        if d > WINDOWED_MAX_D:
+            return 2 * pairs * NS["fused_pair"] * d ** 0.5 * FUSED_MOMENTS[degree]
+        per = NS["windowed_point"] if d == 1 else NS["tree_point"] * d
+        return points * log_n * per * columns
+    if name == "laplace":
+        return points * (NS["laplace_point"] * (1 + 2 * degree) + NS["sort_point"] * log_n / 16)
+    return math.inf
+
+
+def table() -> str:
+    """The capabilities table as text, one row per backend (what ``explain`` and the docs print).
+
+    Examples
+    --------
+    >>> print(table().splitlines()[0])
+    backend    kernels                 d     degree (d=1/2/3+)  loo  weights  sums       devices
+    """
+    head = (f"{'backend':<10} {'kernels':<23} {'d':<5} {'degree (d=1/2/3+)':<18} {'loo':<4} {'weights':<8} "
+            f"{'sums':<10} devices")
+    rows = [head]
+    for c in CAPABILITIES.values():
+        kernels = "any compact" if c.compact else ("any" if c.kernels is None else ", ".join(c.kernels))
+        if c.kernels == _ALL:
+            kernels = f"the {len(_ALL)} named"
+        lo, hi = c.dims
+        dims = f"{lo}+" if hi is None else (f"{lo}" if hi == lo else f"{lo}-{hi}")
+        sums = ("lazy" if c.lazy else "exact") if c.exact else "within tol"
+        rows.append(f"{c.name:<10} {kernels:<23} {dims:<5} {'/'.join(map(str, c.degree)):<18} "
+                    f"{'yes' if c.loo else 'no':<4} {'yes' if c.weights else 'no':<8} {sums:<10} "
+                    f"{', '.join(c.devices)}")
+    return "\n".join(rows)
