@@ -20,7 +20,7 @@ from nadaraya.distributed.fit import fit_dask, gather, predict_lazy
 from nadaraya.inference import neighbours as nn_fit
 from nadaraya.inference.mixin import InferenceMixin
 from nadaraya.inference.neighbours import uses_neighbours
-from nadaraya.inference.robust import check_robust, robustify
+from nadaraya.inference.robustness import check_robust, robustify
 from nadaraya.inference.training import VARIANCES, _check, forget
 from nadaraya.inference.weights import WeightsMixin
 from nadaraya.kernels import get as get_kernel

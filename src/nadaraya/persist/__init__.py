@@ -334,7 +334,7 @@ def check_saved(model: Any, src: str) -> None:
     """A saved or loaded model's ``bandwidth_type``, ``robust_iterations``, ``k`` and
     ``robustness_weights_`` as ``fit`` leaves them; ModelFileError (naming ``src``) otherwise."""
     from nadaraya.bandwidth import METHODS
-    from nadaraya.inference.robust import as_robust_iterations
+    from nadaraya.inference.robustness import as_robust_iterations
     from nadaraya.local.neighbours import as_bandwidth_type, as_k
 
     n, d = model.X_fit_.shape
