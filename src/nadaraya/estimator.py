@@ -412,7 +412,7 @@ default "cv"
         return data
 
     def predict(
-        self, X: ArrayLike, return_std: bool = False, variance: str = "heteroscedastic"
+        self, X: ArrayLike, return_std: bool = False, variance: str = "heteroscedastic", clusters: Any = None
     ) -> Any:
         """Attention-pool the training targets at each row of ``X``.
 
@@ -426,9 +426,9 @@ default "cv"
             that of the prediction returned: of the far limit, of an ``empty=`` fill (one
             nearest key: ``sigma(x_nearest) / sqrt(s)``; ``"mean"``: the SE of the weighted
             mean of y) or of the lower degree a singular local system fell back to.
-        variance : {"heteroscedastic", "homoscedastic"}, default "heteroscedastic"
-            ``sigma^2(x_i)``: a Nadaraya-Watson smooth of the squared leave-one-out residuals
-            (bandwidth by CV), or one residual variance ``sum s_i e_i^2 / (N - tr H)``.
+        variance : str, default "heteroscedastic"
+            ``sigma^2(x_i)``: a smooth of the squared LOO residuals (CV bandwidth); ``"homoscedastic"``:
+            ``sum s_i e_i^2 / (N - tr H)``; nprobust's ``"hc0"``..``"hc3"``, ``"nn"``, ``clusters=``.
 
         Returns
         -------
@@ -457,7 +457,8 @@ default "cv"
         if return_std:
             from nadaraya.inference.bands import predict_std
 
-            mean, std = (nn_fit.predict_std if uses_neighbours(self) else predict_std)(self, X, variance)
+            mean, std = (nn_fit.predict_std(self, X, variance, clusters=clusters) if uses_neighbours(self)
+                         else predict_std(self, X, variance, clusters=clusters))
             return (mean[:, 0], std[:, 0]) if np.ndim(self.y_fit_) == 1 else (mean, std)
         return self._pool(X, self.X_fit_, self.y_fit_, self.sample_weight_, trusted=True)
 

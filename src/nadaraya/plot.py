@@ -23,17 +23,8 @@ if TYPE_CHECKING:
 
     from nadaraya.bandwidth import BandwidthSelection
 
-__all__ = [
-    "attention",
-    "bandwidth_curve",
-    "bandwidth_selection",
-    "criterion_label",
-    "fit",
-    "kernel_grid",
-    "kernels",
-    "savefig",
-    "training",
-]
+__all__ = ["attention", "bandwidth_curve", "bandwidth_selection", "criterion_label", "fit", "kernel_grid",
+           "kernels", "savefig", "training"]
 
 #: The kernels of the textbook chapter (its ``epanechikov`` is our ``triangular``).
 TEXTBOOK_KERNELS: tuple[str, ...] = ("gaussian", "boxcar", "constant", "triangular")
@@ -184,10 +175,8 @@ def fit(
     x: ArrayLike,
     prediction: ArrayLike,
     *,
-    truth: ArrayLike | None = None,
-    band: Any = None,
-    ax: Axes | None = None,
-    label: str = "prediction",
+    truth: ArrayLike | None = None, band: Any = None, interval: Any = None,
+    ax: Axes | None = None, label: str = "prediction",
     legend: bool = True,
 ) -> Axes:
     """Training points, the truth when known, the prediction and an optional band, for one feature.
@@ -201,8 +190,9 @@ def fit(
     prediction : array-like of shape (m,)
     truth : array-like of shape (m,), optional
         The noise-free function at ``x`` (dashed).
-    band : Band or (lower, upper), optional
-        Shaded between: a :class:`nadaraya.Band` from ``confidence_band``, or two arrays.
+    band, interval : Band or (lower, upper), optional
+        Shaded, a confidence band (a :class:`nadaraya.Band` from ``confidence_band``, or two
+        arrays); hatched, a prediction interval (the pair from ``prediction_interval``).
     ax : matplotlib Axes, optional
     label : str, default "prediction"
     legend : bool, default True
@@ -232,9 +222,12 @@ def fit(
         raise ValueError(f"x and prediction must have the same length; got {xq.size} and {pred.size}")
     order = np.argsort(xq, kind="stable")
     ax.scatter(xt, yt, s=16, color="0.55", alpha=0.8, label="training data", zorder=2)
-    if band is not None:
-        lo, hi = (_one_feature("band", b) for b in (band[-2:] if len(band) == 3 else band))
-        ax.fill_between(xq[order], lo[order], hi[order], color="C0", alpha=0.2, lw=0, label="band")
+    shades = {"band": dict(color="C0", alpha=0.2, lw=0),
+              "prediction interval": dict(fc="none", ec="C2", hatch="///", lw=0.6)}
+    for (name, style), pair in zip(shades.items(), (band, interval), strict=True):
+        if pair is not None:  # a Band's last two fields are its bounds
+            lo, hi = (_one_feature(name, b) for b in (pair[-2:] if len(pair) == 3 else pair))
+            ax.fill_between(xq[order], lo[order], hi[order], label=name, **style)
     if truth is not None:
         ax.plot(xq[order], _one_feature("truth", truth)[order], "--", color="k", lw=1.5, label="truth")
     ax.plot(xq[order], pred[order], color="C3", lw=2, label=label, zorder=3)

@@ -129,7 +129,8 @@ def test_explain_prints_the_table_and_the_ranking() -> None:
 
 
 def test_named_backend_that_cannot_serve_says_why() -> None:
-    with pytest.raises(ValueError, match=r"backend='laplace' computes the 'laplacian' kernel in 1 feature"):
+    said = r"backend='laplace' does not support kernel='gaussian' with d=1: it computes the 'laplacian'"
+    with pytest.raises(ValueError, match=said):
         backends.choose(get_kernel("gaussian"), n=10, m=10, d=1, backend="laplace")
     with pytest.raises(ValueError, match=r"degree \(moments\) up to 0 in d=2"):
         backends.choose(get_kernel("gaussian"), n=10, m=10, d=2, backend="truncated", moments=1)

@@ -255,10 +255,10 @@ def test_supports_and_errors() -> None:
     assert laplace.supports(K, 1) and not laplace.supports(K, 2)
     assert not laplace.supports(get("gaussian"), 1)
     x = np.arange(4.0)[:, None]
-    with pytest.raises(ValueError, match=r"backend='laplace'.*moments=3"):
-        laplace.partials(x, x, x, kernel=K, bandwidth=np.ones(1), moments=3)
+    with pytest.raises(ValueError, match=r"backend='laplace'.*up to 2 in d=1; got 3"):
+        backends.compute("laplace", x, x, x, kernel=K, bandwidth=np.ones(1), moments=3)
     with pytest.raises(ValueError, match="'gaussian'"):
-        laplace.partials(x, x, x, kernel=get("gaussian"), bandwidth=np.ones(1))
+        backends.compute("laplace", x, x, x, kernel=get("gaussian"), bandwidth=np.ones(1))
     with pytest.raises(ValueError, match="does not support"):
         nadaraya.pool(np.zeros((2, 2)), np.zeros((3, 2)), np.zeros(3), kernel="laplacian", bandwidth=1.0,
                       backend="laplace")

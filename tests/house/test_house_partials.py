@@ -255,10 +255,12 @@ def test_reference_backend_without_moments_is_unchanged():
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, True, "1"])
-def test_reference_backend_refuses_a_bad_moment_degree(bad):
-    from nadaraya.backends import reference
+@pytest.mark.parametrize("name", ["reference", "fused", "truncated"])
+def test_the_backend_door_refuses_a_bad_moment_degree(bad, name):
+    """``backends.compute`` checks ``moments`` once for every backend (they no longer re-check)."""
+    from nadaraya import backends
     from nadaraya.kernels import get
 
     x = np.zeros((2, 1))
     with pytest.raises(ValueError, match=r"moments must be a non-negative int.*got"):
-        reference.partials(x, x, x, kernel=get("gaussian"), bandwidth=np.ones(1), moments=bad)
+        backends.compute(name, x, x, x, kernel=get("gaussian"), bandwidth=np.ones(1), moments=bad)

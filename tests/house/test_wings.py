@@ -156,3 +156,26 @@ def test_release_0_1_0_names_still_import() -> None:
         mod = importlib.import_module(module)
         missing = [n for n in listed if not hasattr(mod, n)]
         assert not missing, f"{module} lost {missing}"
+
+
+def test_no_code_reads_the_old_paths() -> None:
+    """The old module paths of release 0.1.0 (``nadaraya._compat.MOVED``) are for its pickles
+    only: no module of the project imports one, relatively or not (it would hide a move)."""
+    from nadaraya._compat import MOVED
+
+    found = []
+    for folder in ("src", "tests", "benchmarks", "examples"):
+        for path in (ROOT / folder).rglob("*.py"):
+            if path.name == "_compat.py" or "fixtures" in path.parts:
+                continue
+            here = ".".join(path.relative_to(ROOT / "src").with_suffix("").parts) if folder == "src" else ""
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    base = here.split(".")[: len(here.split(".")) - node.level] if node.level else []
+                    mod = ".".join(base + ([node.module] if node.module else []))
+                    names = [mod] + [f"{mod}.{a.name}" for a in node.names]
+                found += [f"{path.relative_to(ROOT)}:{node.lineno}: {n}" for n in names if n in MOVED]
+    assert not found, "\n".join(found)

@@ -14,23 +14,44 @@ True
 
 from __future__ import annotations
 
-import functools
-import importlib
-import math
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol, cast, runtime_checkable
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from nadaraya._support.validation import as_moments
 from nadaraya.backends._capabilities import CAPABILITIES, WINDOWED_MAX_D, Capability, cost, table, why_not
+from nadaraya.backends._choose import (
+    BINNED_NS,
+    EXACT_NS_PER_PAIR,
+    TAYLOR_NS,
+    TRUNCATED_NS,
+    choose,
+    choose_for_data,
+    choose_window,
+    choose_within,
+)
+from nadaraya.backends._registry import (
+    NAMES,
+    SMALL_PAIRS,
+    WITHIN_TOL,
+    Backend,
+    BackendName,
+    Choice,
+    available,
+    get,
+)
 from nadaraya.kernels import Kernel
 from nadaraya.partials import Partials
 
 __all__ = [
+    "BINNED_NS",
     "CAPABILITIES",
+    "EXACT_NS_PER_PAIR",
     "NAMES",
+    "SMALL_PAIRS",
+    "TAYLOR_NS",
+    "TRUNCATED_NS",
     "WINDOWED_MAX_D",
     "WITHIN_TOL",
     "Backend",
@@ -51,421 +72,7 @@ __all__ = [
     "why_not",
 ]
 
-#: the values ``backend=`` accepts
-BackendName = Literal[
-    "auto", "reference", "fused", "windowed", "dask", "laplace", "torch", "truncated", "taylor", "binned"
-]
 
-#: backend name -> (module, the extra that provides its dependencies, modules it needs)
-_REGISTRY: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
-    "reference": ("nadaraya.backends.reference", None, ()),
-    "fused": ("nadaraya.backends.fused", None, ()),
-    "windowed": ("nadaraya.backends.windowed", None, ()),
-    "dask": ("nadaraya.distributed.backend", "dask", ("dask", "distributed")),
-    "laplace": ("nadaraya.backends.laplace", None, ()),
-    "torch": ("nadaraya.backends.torch_sums", "torch", ("torch",)),
-    "truncated": ("nadaraya.backends.truncated", None, ()),
-    "taylor": ("nadaraya.backends.taylor", None, ()),
-    "binned": ("nadaraya.backends.binned", None, ()),
-}
-
-#: the backend names, ``"auto"`` first
-NAMES: tuple[str, ...] = ("auto", *_REGISTRY)
-#: the backends whose sums are within a tolerance, never exact: they need a ``tol``
-WITHIN_TOL: tuple[str, ...] = ("taylor", "binned")
-
-#: below this many (query, key) pairs ``auto`` keeps the NumPy reference: loading numba and the
-#: cached machine code (about 0.5 s once per process) costs more than the sums themselves.
-SMALL_PAIRS = 200_000
-
-
-@runtime_checkable
-class Backend(Protocol):
-    """What a backend module provides (each module under ``nadaraya.backends`` in the registry).
-
-    Examples
-    --------
-    >>> from nadaraya import backends
-    >>> isinstance(backends.get("reference"), backends.Backend)
-    True
-    """
-
-    def supports(self, kernel: Kernel, d: int) -> bool:
-        """Whether the backend computes ``kernel`` in ``d`` features."""
-
-    def partials(
-        self,
-        queries: NDArray[np.floating],
-        keys: NDArray[np.floating],
-        values: NDArray[np.floating],
-        *,
-        kernel: Kernel,
-        bandwidth: NDArray[np.floating],
-        sample_weight: NDArray[np.floating] | None = None,
-        exclude: NDArray[np.integer] | None = None,
-        moments: int = 0,
-    ) -> Partials:
-        """The partial sums of validated arrays (see ``nadaraya.backends.reference.partials``)."""
-
-
-@dataclass(frozen=True)
-class Choice:
-    """A backend chosen for one call, and why.
-
-    Examples
-    --------
-    >>> Choice("reference", "the only backend").name
-    'reference'
-    """
-
-    name: str
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.name}: {self.reason}"
-
-
-@functools.cache
-def _importable(modules: tuple[str, ...]) -> bool:
-    """Whether every module can be imported (asked once per process: finding a module's spec
-    costs about 0.1 ms, which added up in the many small passes of a bandwidth search)."""
-    from importlib.util import find_spec
-
-    return all(find_spec(mod) is not None for mod in modules)
-
-
-def available() -> list[str]:
-    """Names of the backends whose dependencies are installed.
-
-    Examples
-    --------
-    >>> from nadaraya.backends import available
-    >>> available()[0]
-    'reference'
-    """
-    return [name for name, (module, _, needs) in _REGISTRY.items() if _importable((module, *needs))]
-
-
-def get(name: str) -> Backend:
-    """Import a backend's module by name.
-
-    Raises
-    ------
-    ValueError
-        For an unknown name (the message lists the valid ones).
-    ImportError
-        When the backend's dependencies are missing (the message names the extra).
-
-    Examples
-    --------
-    >>> from nadaraya.backends import get
-    >>> get("reference").__name__
-    'nadaraya.backends.reference'
-    """
-    if name not in _REGISTRY:
-        raise ValueError(f"backend={name!r} is not known; valid names are: {', '.join(NAMES)}")
-    module, extra, needs = _REGISTRY[name]
-    if not _importable((module,)):
-        raise ImportError(f"backend={name!r} is not built in this version of nadaraya")
-    if not _importable(needs):
-        raise ImportError(
-            f"backend={name!r} needs {', '.join(needs)}; install it with `pip install nadaraya[{extra}]`"
-        )
-    return cast(Backend, importlib.import_module(module))
-
-
-def choose(
-    kernel: Kernel,
-    *,
-    n: int,
-    m: int,
-    d: int,
-    backend: str = "auto",
-    moments: int = 0,
-    loo: bool = False,
-    tol: float | None = None,
-) -> Choice:
-    """Pick a backend for a call of ``m`` queries against ``n`` keys in ``d`` features (with the
-    moments of a local fit of degree ``moments``, leaving keys out when ``loo``).
-
-    The rule behind ``backend="auto"`` (all backends give the same sums):
-
-    1. fewer than :data:`SMALL_PAIRS` pairs ``m n``: ``reference`` (no compiled code to load);
-    2. otherwise the exact backend that serves the call (:data:`CAPABILITIES`) at the lowest
-       modelled cost (:func:`cost`): the Laplacian's running sums in 1-D, the windowed sums of a
-       compact kernel, the fused multi-core loop over all pairs. The backends whose cost depends
-       on the data (truncated, taylor, binned) are weighed by :func:`choose_for_data` first.
-
-    A backend named explicitly is used as it is, after checking that it is installed and
-    serves the call (:func:`why_not`).
-
-    Raises
-    ------
-    ValueError
-        When the named backend does not serve the call (the message says why).
-
-    Examples
-    --------
-    >>> from nadaraya.kernels import get as kernel
-    >>> choose(kernel("gaussian"), n=10, m=10, d=1).name
-    'reference'
-    >>> choose(kernel("laplacian"), n=10**5, m=10**5, d=1).name
-    'laplace'
-    """
-    if backend != "auto":
-        get(backend)
-        why = why_not(backend, kernel, d=d, degree=moments, loo=loo, tol=tol)
-        if why is not None:
-            raise ValueError(f"backend={backend!r} {why}; use backend='auto' or 'reference'")
-        return Choice(backend, "named explicitly by the caller")
-    pairs = n * m
-    if pairs < SMALL_PAIRS:
-        return Choice("reference", f"{pairs} pairs: too few to pay for loading compiled code")
-    have = available()
-    ranked = sorted((cost(name, kernel, n=n, m=m, d=d, degree=moments), name)
-                    for name in _BY_SIZE if name in have)
-    best, name = ranked[0]
-    if not math.isfinite(best):
-        return Choice("reference", f"no compiled backend serves the {kernel.name!r} kernel here")
-    others = ", ".join(f"{other} {c / 1e9:.3g} s" for c, other in ranked[1:] if math.isfinite(c))
-    said = f"{_WHY[name](kernel, d)}; modelled {best / 1e9:.3g} s"
-    return Choice(name, said + (f" (vs {others})" if others else ""))
-
-
-#: the exact backends that ``auto`` ranks by the sizes alone, and what each does, in words
-_BY_SIZE = ("laplace", "windowed", "fused", "reference")
-_WHY = {
-    "laplace": lambda k, d: "Laplacian kernel in 1-D: exact running sums over the sorted keys",
-    "windowed": lambda k, d: (f"compact {k.name!r} kernel in d={d}: only keys inside each window are "
-                              "visited (" + ("sorted prefix moments" if d == 1 else "a k-d tree") + ")"),
-    "fused": lambda k, d: f"the {k.name!r} kernel in d={d}: compiled multi-core loop over key blocks",
-    "reference": lambda k, d: f"the {k.name!r} kernel in d={d}: NumPy blocks",
-}
-
-
-#: the cost model of ``tol=``: nanoseconds per (query, key) pair of the exact fused loop in 1-D,
-#: and per (key, box) visit and series term, per visit (its exponential) and per point sorted
-#: of the taylor backend, on two cores (measured on the 2-core machine, 2026-11)
-EXACT_NS_PER_PAIR = 0.45
-TAYLOR_NS = {"term": 0.16, "visit": 2.2, "point": 60.0}
-
-
-def choose_within(
-    kernel: Kernel, *, n: int, m: int, d: int, tol: float | None, span: float, moments: int = 0,
-    loo: bool = False,
-) -> Choice | None:
-    """The backend for a call that allows an error of ``tol`` (each prediction within
-    ``tol * max|y|``), when a method faster than the exact sums meets it; ``None`` otherwise
-    (the exact choice of :func:`choose` then meets any ``tol``).
-
-    ``span``: the extent of the queries and keys together, in bandwidths. The taylor backend
-    (the Gaussian in 1-D, with the moments of local fits up to degree 2) is chosen when its
-    modelled cost is under half the exact loop's (:data:`EXACT_NS_PER_PAIR`, :data:`TAYLOR_NS`);
-    the binned backend (the logistic kernel in 1-D, plain pooling; not with ``loo``, which also
-    stands for partials that will be merged, since its certificate is per prediction) likewise
-    (:data:`BINNED_NS`), where its grid for ``tol`` fits in :data:`nadaraya.backends.binned.GRID_MAX`.
-
-    Examples
-    --------
-    >>> from nadaraya.kernels import get as kernel
-    >>> choose_within(kernel("gaussian"), n=10**6, m=10**6, d=1, tol=1e-10, span=5000.0).name
-    'taylor'
-    >>> choose_within(kernel("gaussian"), n=300, m=300, d=1, tol=1e-10, span=50.0) is None
-    True
-    """
-    if tol is None or moments > 2 or d != 1 or n * m < SMALL_PAIRS:
-        return None
-    if kernel.name == "logistic" and not moments and not loo:
-        return _choose_binned(n, m, tol, span)
-    if kernel.name != "gaussian":
-        return None
-    from nadaraya.backends import taylor
-
-    if tol < taylor.MIN_TOL:
-        return None
-    plan = taylor.plan(n, m, tol, span, moments)
-    columns = 1 + 3 * moments  # the columns each term carries besides the weight and one value
-    cost = (plan["visits"] * (plan["terms"] * TAYLOR_NS["term"] * columns + TAYLOR_NS["visit"])
-            + (n + m) * TAYLOR_NS["point"])
-    exact = n * m * EXACT_NS_PER_PAIR * columns
-    if cost > exact / 2:
-        return None
-    return Choice("taylor", (
-        f"Gaussian kernel in 1-D with tol={tol:g}: Taylor series about boxes {2 * plan['rho']:.2g} "
-        f"bandwidths wide, {plan['terms']} terms, keys beyond {plan['radius']:.1f} bandwidths dropped; "
-        f"each prediction within tol * max|y|; about {exact / cost:.0f}x less work than the exact sums"))
-
-
-#: the binned backend's cost: nanoseconds per key or query binned or read, per grid point of its
-#: convolutions in 1-D and in 2-D (the sums and their bound, weight and one value column), and the
-#: exact fused loop's per pair and feature for the logistic kernel (a log1p each), on two cores
-#: (measured 2026-11)
-BINNED_NS = {"point": 100.0, "grid": 1600.0, "grid2": 4400.0, "logistic_pair": 8.0}
-
-
-def _choose_binned(n: int, m: int, tol: float, span: float) -> Choice | None:
-    """The binned backend for the logistic kernel in 1-D, where its grid fits and pays."""
-    from nadaraya.backends import binned
-
-    if tol < 1e-12 or span <= 0:
-        return None
-    size = span / binned.grid_spacing(1.0, span, tol, "logistic")
-    if size > binned.GRID_MAX:
-        return None
-    cost = (n + m) * BINNED_NS["point"] + size * BINNED_NS["grid"] * max(1.0, math.log2(size) / 20)
-    exact = n * m * BINNED_NS["logistic_pair"]
-    if cost > exact / 2:
-        return None
-    return Choice("binned", (
-        f"logistic kernel in 1-D with tol={tol:g}: linear binning on {size:.0f} grid points and FFT "
-        f"convolution; each prediction certified within tol * max|y| (else computed exactly); about "
-        f"{exact / cost:.0f}x less work than the exact sums"))
-
-
-def _choose_binned_2d(queries: NDArray[np.floating], keys: NDArray[np.floating],
-                      bandwidth: NDArray[np.floating], tol: float) -> Choice | None:
-    """The binned backend for the logistic kernel in 2-D, where its grid is built and pays
-    (:data:`BINNED_NS`: per grid point of the 2-D convolutions, and the exact loop's per pair,
-    a ``log1p`` per feature)."""
-    from nadaraya.backends import binned
-
-    if tol < 1e-12:
-        return None
-    m, n = queries.shape[0], keys.shape[0]
-    points, built = binned.grid_points(queries, keys, bandwidth, tol, "logistic")
-    if not built:
-        return None
-    cost = (n + m) * BINNED_NS["point"] + points * BINNED_NS["grid2"] * max(1.0, math.log2(9 * points) / 20)
-    exact = n * m * 2 * BINNED_NS["logistic_pair"]
-    if cost > exact / 2:
-        return None
-    return Choice("binned", (
-        f"logistic kernel in 2-D with tol={tol:g}: bilinear binning on {points:.0f} grid points and a 2-D "
-        f"FFT convolution; each prediction certified within tol * max|y| (else computed exactly); about "
-        f"{exact / cost:.0f}x less work than the exact sums"))
-
-
-#: nanoseconds per visited pair of the truncated backend, and per key or query sorted, on two cores
-TRUNCATED_NS = {"pair": 0.55, "point": 60.0}
-
-
-def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs: float,
-                  cells: bool = False) -> Choice | None:
-    """The exact truncated backend for the Gaussian kernel in 1 to 3 features (``moments`` up to
-    its degree in one, none above) when the ``pairs`` its windows hold
-    (:func:`nadaraya.backends.truncated.pairs`) make it cheaper than the exact loop over all
-    ``m n`` pairs by half; ``None`` otherwise. ``cells``: in 1-D, ``pairs`` is the work of the
-    dense cells' series, which serve most queries.
-
-    Examples
-    --------
-    >>> from nadaraya.kernels import get as kernel
-    >>> choose_window(kernel("gaussian"), n=10**5, m=10**5, d=1, moments=0, pairs=2.1e6).name
-    'truncated'
-    >>> choose_window(kernel("gaussian"), n=10**5, m=10**5, d=1, moments=0, pairs=9e9) is None
-    True
-    """
-    if not 1 <= d <= 3 or kernel.name != "gaussian" or n * m < SMALL_PAIRS or moments > (2 if d == 1 else 0):
-        return None
-    cost = pairs * TRUNCATED_NS["pair"] + (n + m) * TRUNCATED_NS["point"]
-    exact = n * m * EXACT_NS_PER_PAIR
-    if cost > exact / 2:
-        return None
-    if cells:
-        return Choice("truncated", (
-            f"Gaussian kernel in d=1: exact sums where dense cells of keys and queries share one series "
-            f"of the Gaussian's cross term, whose remainder is under 2^-60 of each term (the work of about "
-            f"{pairs / max(m, 1):.0f} pairs per query; elsewhere each query's window of sorted keys); about "
-            f"{exact / cost:.0f}x less work than all pairs"))
-    where = "the sorted keys" if d == 1 else "the cells of a grid that meet"
-    return Choice("truncated", (
-        f"Gaussian kernel in d={d}: exact sums over {where} each query's window "
-        f"(about {pairs / max(m, 1):.0f} of {n} keys per query; the keys left out weigh under 2^-60 "
-        f"of its largest term together); about {exact / cost:.0f}x less work than all pairs"))
-
-
-def choose_for_data(
-    kernel: Kernel, queries: NDArray[np.floating], keys: NDArray[np.floating],
-    bandwidth: NDArray[np.floating], *, moments: int = 0, tol: float | None = None, loo: bool = False,
-    merged: bool = False,
-) -> Choice | None:
-    """The data-aware part of ``backend="auto"``: within ``tol`` in 1-D, the Taylor series of the
-    Gaussian or the binned sums of the logistic kernel (:func:`choose_within`; ``loo``: the call
-    leaves keys out; ``merged``: the partials will be merged with others, so only a method whose
-    bound holds per sum, not the binned certificate per prediction); else, for the Gaussian in 1
-    to 3 features, the exact truncated sums where the windows hold few of the pairs
-    (:func:`choose_window`, from a sampled estimate); ``None`` where none pays (then
-    :func:`choose` decides from the sizes alone).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nadaraya.kernels import get as kernel
-    >>> x = np.linspace(0.0, 5.0, 20000)[:, None]
-    >>> choose_for_data(kernel("gaussian"), x, x, np.array([0.001])).name
-    'truncated'
-    >>> choose_for_data(kernel("gaussian"), x, x, np.array([0.001]), tol=1e-8).name
-    'taylor'
-    >>> choose_for_data(kernel("gaussian"), x, x, np.array([10.0])).name  # dense cells, one series
-    'truncated'
-    >>> x2 = np.random.default_rng(0).uniform(0, 5, (20000, 2))
-    >>> choose_for_data(kernel("gaussian"), x2, x2, np.array([10.0, 10.0])) is None
-    True
-    """
-    m, n, d = queries.shape[0], keys.shape[0], keys.shape[1]
-    if kernel.name not in ("gaussian", "logistic") or d > 3 or m * n < SMALL_PAIRS:
-        return None
-    from nadaraya.backends import truncated
-
-    if tol is not None and d == 1:
-        points = (queries, keys)
-        lo, hi = min(float(a.min()) for a in points), max(float(a.max()) for a in points)
-        span = (hi - lo) / float(bandwidth[0])
-        fast = choose_within(kernel, n=n, m=m, d=1, tol=tol, span=span, moments=moments, loo=loo or merged)
-        if fast is not None:
-            return fast
-    if tol is not None and d == 2 and kernel.name == "logistic" and not moments and not (loo or merged):
-        return _choose_binned_2d(queries, keys, bandwidth, tol)
-    if kernel.name != "gaussian":
-        return None
-    if d == 1:
-        windows, with_cells = truncated.pairs_1d(queries, keys, bandwidth)
-        pairs = windows if moments else with_cells
-    else:
-        pairs = truncated.pairs(queries, keys, bandwidth)
-    if tol is not None and d > 1:
-        series = _choose_series(queries, keys, bandwidth, tol, pairs, moments)
-        if series is not None:
-            return series
-    cells = d == 1 and not moments and pairs < 0.9 * windows
-    return choose_window(kernel, n=n, m=m, d=d, moments=moments, pairs=pairs, cells=cells)
-
-
-def _choose_series(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: NDArray[np.floating],
-                   tol: float, pairs: float, moments: int = 0) -> Choice | None:
-    """The taylor backend in 2 or 3 features where its modelled cost is under half the cheaper
-    exact method's (the truncated sums over ``pairs``, or every pair; with the moments of a local
-    fit, every pair)."""
-    from nadaraya.backends import _taylor_nd, taylor
-
-    if tol < taylor.MIN_TOL or moments > taylor.MAX_DEGREE:
-        return None
-    m, n, d = queries.shape[0], keys.shape[0], keys.shape[1]
-    cost, terms, rho = _taylor_nd.estimate(queries, keys, bandwidth, tol, pairs, moments)
-    # the fused loop's moments cost about 1x, 1.2x and 6x its plain pairs (degree 0, 1, 2; measured
-    # in 2 and 3 features, 2026-11)
-    exact = n * m * EXACT_NS_PER_PAIR * (1.0, 1.2, 6.0)[moments]
-    if not moments:
-        exact = min(pairs * TRUNCATED_NS["pair"] + (n + m) * TRUNCATED_NS["point"], exact)
-    if not cost < exact / 2:
-        return None
-    return Choice("taylor", (
-        f"Gaussian kernel in d={d} with tol={tol:g}: Taylor series about boxes "
-        f"{2 * rho:.2g} bandwidths wide, about {terms} terms, in the boxes where it pays "
-        f"(exact sums elsewhere); "
-        + ("each prediction within tol * max|y|" if not moments else
-           f"the moment sums of a degree-{moments} local fit within their stated bound")
-        + f"; about {exact / cost:.0f}x less work than the exact sums"))
 
 
 def explain(

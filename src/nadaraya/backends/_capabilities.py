@@ -104,7 +104,7 @@ def why_not(name: str, kernel: Kernel | str, *, d: int, degree: int = 0, loo: bo
     Examples
     --------
     >>> why_not("laplace", "gaussian", d=1)
-    "computes the 'laplacian' kernel in 1 feature; got kernel='gaussian' with d=1"
+    "does not support kernel='gaussian' with d=1: it computes the 'laplacian' kernel in 1 feature"
     >>> why_not("truncated", "gaussian", d=2, degree=1)
     'computes local polynomial degree (moments) up to 0 in d=2; got 1'
     >>> why_not("fused", "gaussian", d=3, degree=2, loo=True) is None
@@ -113,7 +113,8 @@ def why_not(name: str, kernel: Kernel | str, *, d: int, degree: int = 0, loo: bo
     c = CAPABILITIES[name]
     kname = kernel if isinstance(kernel, str) else kernel.name
     if not c.serves(kernel, d):
-        return f"computes {_kernels_said(c)} in {_features_said(c)}; got kernel={kname!r} with d={d}"
+        said = f"{_kernels_said(c)} in {_features_said(c)}"
+        return f"does not support kernel={kname!r} with d={d}: it computes {said}"
     if degree > c.max_degree(d):
         return f"computes local polynomial degree (moments) up to {c.max_degree(d)} in d={d}; got {degree}"
     return _why_not_call(c, loo, tol, dtype)

@@ -3,7 +3,8 @@
 The rooms: :mod:`.rules` (rules of thumb, the robust scale), :mod:`.criteria` (exact
 leave-one-out CV and AICc, the result type), :mod:`.optimise` (the Halley and Brent steps),
 :mod:`.search` (:func:`select_bandwidth`), and the compiled passes that score several
-bandwidths per pass over the pairs, with the criteria's derivatives (docs/design.md).
+bandwidths per pass over the pairs, with the criteria's derivatives (docs/design.md);
+:mod:`.plugin` holds nprobust's plug-in bandwidths.
 
 Examples
 --------

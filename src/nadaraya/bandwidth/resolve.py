@@ -19,8 +19,9 @@ def _bandwidth_hint(text: str) -> str:
     import difflib
 
     from nadaraya.bandwidth import METHODS, RULES
+    from nadaraya.bandwidth.plugin import PLUGINS
 
-    names = (*METHODS, *RULES)
+    names = (*METHODS, *RULES, *PLUGINS)
     allowed = f"pass a positive number, one per feature, or one of {', '.join(map(repr, names))}"
     try:
         number = float(text)
@@ -68,6 +69,7 @@ def resolve_bandwidth(
     and ``levels`` from :func:`_levels`. What the search finds worth a warning goes to
     ``notes`` (``fit`` warns once)."""
     from nadaraya.bandwidth import METHODS
+    from nadaraya.bandwidth.plugin import PLUGINS, resolve_plugin
     from nadaraya.bandwidth.rules import _rule_of_thumb
     from nadaraya.bandwidth.search import _select_bandwidth
 
@@ -79,6 +81,9 @@ def resolve_bandwidth(
     bw = model.bandwidth
     kernel = get_kernel(model.kernel)
     model.selection_ = None
+    model.__dict__.pop("bias_bandwidth_", None)
+    if isinstance(bw, str) and bw in PLUGINS:  # nprobust's plug-in bandwidths (1-D)
+        return resolve_plugin(model, X, y, sample_weight, vt)
     if isinstance(bw, str):
         if bw in METHODS and (kernel.name != "constant" or vt != "c" * d):
             Y = np.ascontiguousarray(y.reshape(n, -1))

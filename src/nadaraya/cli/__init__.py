@@ -400,14 +400,18 @@ def predict(
     simultaneous: infer.Simultaneous = False,
     n_boot: infer.BandBoot = None,
     seed: infer.Seed = None,
+    interval: infer.IntervalLevel = None,
+    interval_method: infer.IntervalMethod = None,
+    adaptive: infer.Adaptive = False,
     dropna: DropNA = False,
     quiet: Quiet = False,
 ) -> None:
     """Predict with a saved model; writes the input columns and a predicted_<target> column per target.
 
-    With --std and --band, each target's predicted column is followed by its std_, lower_ and
-    upper_ columns (see the guide for what each band method covers)."""
-    how = infer.uncertainty(std, variance, band, band_method, simultaneous, n_boot, seed)
+    With --std, --band and --interval, each target's predicted column is followed by its std_, lower_,
+    upper_, pi_lower_ and pi_upper_ columns (the guide says what bands and intervals cover)."""
+    how = infer.uncertainty(std, variance, band, band_method, simultaneous, n_boot, seed, interval,
+                            interval_method, adaptive)
     _refuse_overwrite({"--out": out}, {"the data file": data, "the model file": model})
     write = _table_writer(out)
     _check_writable(out, "the predictions")

@@ -13,6 +13,7 @@ from nadaraya.cli._io import BadInput, _split_names
 from nadaraya.inference.limits import MAX_BOOT, MIN_BOOT
 
 BAND_METHODS = ("asymptotic", "bootstrap", "rbc")
+INTERVAL_METHODS = ("jackknife+", "cv+", "split")
 VARIANCES = ("heteroscedastic", "homoscedastic")
 #: the replicates of a band when ``--n-boot`` is not given (the library's default)
 BAND_BOOT = 999
@@ -35,6 +36,13 @@ Simultaneous = Annotated[bool, typer.Option(
 BandBoot = Annotated[int | None, typer.Option(
     help=f"Bootstrap replicates of the band ({MIN_BOOT} to {MAX_BOOT}; default {BAND_BOOT}).",
     show_default=False)]
+IntervalLevel = Annotated[float | None, typer.Option(
+    "--interval", help="Add pi_lower_<target> and pi_upper_<target> columns: a conformal prediction interval "
+    "of this level (e.g. 0.9), where a new y will fall (a band covers the mean of y).", show_default=False)]
+IntervalMethod = Annotated[str | None, typer.Option(
+    help="jackknife+ (default), cv+ or split: how --interval is calibrated.", show_default=False)]
+Adaptive = Annotated[bool, typer.Option(
+    "--adaptive", help="--interval widens where the residuals are larger (locally weighted).", metavar="")]
 TestBoot = Annotated[int, typer.Option(help=f"Bootstrap replicates ({MIN_BOOT} to {MAX_BOOT}).")]
 Seed = Annotated[int | None, typer.Option(
     help="Random seed of the bootstrap (default: fresh randomness).", show_default=False)]
@@ -55,6 +63,9 @@ class Uncertainty:
     simultaneous: bool = False
     n_boot: int = BAND_BOOT
     seed: int | None = None
+    interval: float | None = None  # a prediction interval's level (None: none)
+    interval_method: str = "jackknife+"
+    adaptive: bool = False
 
 
 def check_n_boot(n_boot: int) -> int:
@@ -90,6 +101,9 @@ def uncertainty(
     simultaneous: bool,
     n_boot: int | None,
     seed: int | None,
+    interval: float | None = None,
+    interval_method: str | None = None,
+    adaptive: bool = False,
 ) -> Uncertainty:
     """``predict``'s inference options checked before any work, defaults filled in; BadInput
     naming the option and its value, or an option given without the one it qualifies.
@@ -109,15 +123,25 @@ n_boot=999, seed=0)
     if n_boot is not None and (method == "bootstrap" or simultaneous):  # else no replicates are drawn
         check_n_boot(n_boot)
     check_seed(seed)
+    if interval_method is not None and interval_method not in INTERVAL_METHODS:
+        raise BadInput(f"--interval-method {interval_method!r} is not valid; choose one of "
+                       f"{', '.join(INTERVAL_METHODS)}")
+    if interval is not None and not 0.0 < interval < 1.0:
+        raise BadInput(f"--interval {interval:g} is not valid; give the interval's level in (0, 1), e.g. 0.9")
+    if interval is None and (interval_method is not None or adaptive):
+        raise BadInput(f"{'--interval-method' if interval_method else '--adaptive'} is an option of the "
+                       "prediction interval: give --interval too (its level, e.g. 0.9)")
     if band is None:
         given = [name for name, value in (("--band-method", method), ("--simultaneous", simultaneous or None),
-                                          ("--n-boot", n_boot), ("--seed", seed)) if value is not None]
-        if given:
+                                          ("--n-boot", n_boot), ("--seed", None if interval else seed))
+                 if value is not None]
+        if given:  # (--seed also shuffles the folds of --interval-method cv+ or split)
             raise BadInput(f"{given[0]} is an option of the band: give --band too (its level, e.g. 0.95)")
         if variance is not None and not std:
             raise BadInput("--variance is an option of --std and --band: give one of them too")
     return Uncertainty(std, variance or VARIANCES[0], band, method or BAND_METHODS[0], simultaneous,
-                       BAND_BOOT if n_boot is None else n_boot, seed)
+                       BAND_BOOT if n_boot is None else n_boot, seed, interval,
+                       interval_method or INTERVAL_METHODS[0], adaptive)
 
 
 def predictions(
@@ -151,6 +175,14 @@ def predictions(
                                    kind="simultaneous" if how.simultaneous else "pointwise",
                                    n_boot=how.n_boot, random_state=how.seed, variance=how.variance)
         out["lower"], out["upper"] = (np.reshape(a, (n, -1)) for a in (band.lower, band.upper))
+    if how.interval is not None:
+        if np.ndim(est.y_fit_) != 1:
+            raise BadInput("--interval is computed for one target; this model has several: fit one model "
+                           "per target")
+        update(0, None, f"computing the {how.interval:g} prediction interval ({how.interval_method})")
+        lo, hi = est.prediction_interval(X, level=how.interval, method=how.interval_method,
+                                         adaptive=how.adaptive, random_state=how.seed)
+        out["pi_lower"], out["pi_upper"] = lo[:, None], hi[:, None]
     return out
 
 

@@ -10,9 +10,12 @@ from numpy.typing import NDArray
 
 from nadaraya.inference.bootstrap import quantiles, replicates
 from nadaraya.inference.training import (
+    NOISE,
+    VARIANCES,
     _backend,
     _check,
     _unit_variance,
+    noise_variance,
     residual_scale,
     training,
     unit_exponent,
@@ -27,18 +30,35 @@ METHODS = ("asymptotic", "bootstrap", "rbc")
 KINDS = ("pointwise", "simultaneous")
 
 
-class Band(NamedTuple):
-    """A confidence band: the estimate and the band's lower and upper edges at each point."""
-
+class _Edges(NamedTuple):
     estimate: NDArray[np.float64]
     lower: NDArray[np.float64]
     upper: NDArray[np.float64]
 
 
+class Band(_Edges):
+    """A confidence band ``(estimate, lower, upper)``; ``center``: the point it is built around (the
+    bias-corrected estimate for ``method="rbc"``), ``se``: the standard error it is built on."""
+
+    center: Any = None  # set by __new__; the class's None is what _make and _replace leave
+    se: Any = None
+
+    def __new__(cls, estimate: Any, lower: Any, upper: Any, center: Any = None, se: Any = None) -> Band:
+        self = super().__new__(cls, estimate, lower, upper)
+        self.center = estimate if center is None else center
+        self.se = se
+        return self
+
+
 def predict_std(
-    model: Any, X: NDArray[np.float64], variance: str, degree: int | None = None, slopes: bool = False
+    model: Any, X: NDArray[np.float64], variance: str, degree: int | None = None, slopes: bool = False,
+    clusters: Any = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Predictions (m, p) (or slopes (m, d, p)) and their standard errors at validated ``X``."""
+    if variance not in NOISE or clusters is not None:  # nprobust's sandwich variances
+        from nadaraya.inference.robust import robust_predict_std
+
+        return robust_predict_std(model, X, variance, clusters, slopes)
     mean, std = _unit_predict_std(model, X, variance, degree, slopes)
     e = training(model).exp
     return np.ldexp(mean, e), np.ldexp(std, e)
@@ -101,21 +121,31 @@ def confidence_band(
     random_state: Any,
     variance: str,
     multiplier: str = "mammen",
+    clusters: Any = None,
+    bias_bandwidth: Any = None,
 ) -> Band:
     """See :meth:`nadaraya.NadarayaWatson.confidence_band`."""
     from nadaraya.inference.limits import check_band
 
     own = getattr(model, "_own_band", None)  # nearest-neighbour bandwidths: the model's own rows
-    if own is not None and (out := own(X, level, method, kind, n_boot, random_state, variance)) is not None:
+    if own is not None and (out := own(X, level, method, kind, n_boot, random_state, variance, clusters,
+                                       bias_bandwidth)) is not None:
         return out  # type: ignore[no-any-return]
     _check("method", method, METHODS)
     _check("kind", kind, KINDS)
+    _check("variance", variance, VARIANCES)
     level, z, rng = check_band(model, X, level, method, kind, n_boot, random_state)
+    if variance not in NOISE or clusters is not None or bias_bandwidth is not None:  # nprobust's way
+        from nadaraya.inference.rbc import rbc_band
+
+        s2 = noise_variance(model, variance) if variance in NOISE else None
+        out = rbc_band(model, X, z, method, kind, variance, clusters, bias_bandwidth, s2)
+        return _shape(model, Band(*out))
     tr = training(model)
     e = tr.exp  # everything below is in the units y * 2**-e; the band is scaled back at the end
 
-    def band(estimate: NDArray[np.float64], lower: NDArray[np.float64], upper: NDArray[np.float64]) -> Band:
-        return _shape(model, Band(*(np.ldexp(a, e) for a in (estimate, lower, upper))))
+    def band(estimate: Any, lower: Any, upper: Any, center: Any, se: Any) -> Band:
+        return _shape(model, Band(*(np.ldexp(a, e) for a in (estimate, lower, upper, center, se))))
 
     degree = model.degree + 1 if method == "rbc" else None
     std: NDArray[np.float64] | None = None
@@ -127,7 +157,7 @@ def confidence_band(
     alpha = 1.0 - level
     if method in ("asymptotic", "rbc") and kind == "pointwise":
         assert std is not None
-        return band(estimate, mean - z * std, mean + z * std)
+        return band(estimate, mean - z * std, mean + z * std, mean, std)
     assert rng is not None  # the bands below draw replicates
     job = model._job(X, tr.X, tr.Yu, tr.sw)
     if degree is not None:
@@ -143,18 +173,20 @@ def confidence_band(
     dev = replicates(job, np.ldexp(E, -r), rng, int(n_boot), kind_v, empty=model.empty)
     if kind == "pointwise":
         lo_q, hi_q = quantiles(dev, (alpha / 2, 1 - alpha / 2), copy=False)
-        return band(estimate, mean - np.ldexp(hi_q, r), mean - np.ldexp(lo_q, r))
+        se = np.ldexp(np.std(dev, axis=2, dtype=np.float64), r)
+        return band(estimate, mean - np.ldexp(hi_q, r), mean - np.ldexp(lo_q, r), mean, se)
     scale = std if std is not None else np.ldexp(np.std(dev, axis=2, dtype=np.float64), r)
     with np.errstate(divide="ignore", invalid="ignore"):  # a point without noise deviates by 0
         unit = np.ldexp(scale, -r)[:, :, None]
         z = np.where(unit > 0, np.abs(dev) / unit, 0.0)
     t = np.max(np.where(np.isnan(z), -np.inf, z), axis=0)  # (p, n_boot): sup over the points
     crit = np.quantile(t, level, axis=1)  # (p,)
-    return band(estimate, mean - crit * scale, mean + crit * scale)
+    return band(estimate, mean - crit * scale, mean + crit * scale, mean, scale)
 
 
 def _shape(model: Any, band: Band) -> Band:
     """One output column squeezed as ``predict`` does."""
     if np.ndim(model.y_fit_) > 1:
         return band
-    return Band(*(np.asarray(a)[:, 0] for a in band))
+    parts = (*band, band.center, band.se)
+    return Band(*(None if a is None else np.asarray(a)[:, 0] for a in parts))

@@ -31,11 +31,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nadaraya.inference.bands import Band, confidence_band
+from nadaraya.inference.prediction import IntervalMixin
 
 __all__ = ["Band", "InferenceMixin"]
 
 
-class InferenceMixin:
+class InferenceMixin(IntervalMixin):
     """Confidence bands and significance tests of :class:`nadaraya.NadarayaWatson`."""
 
     def confidence_band(
@@ -47,6 +48,8 @@ class InferenceMixin:
         n_boot: int = 999,
         random_state: Any = None,
         variance: str = "heteroscedastic",
+        clusters: Any = None,
+        bias_bandwidth: Any = None,
     ) -> Band:
         """A confidence band for the regression function at the rows of ``X``.
 
@@ -65,7 +68,10 @@ class InferenceMixin:
           the degree ``p + 1`` fit at the same bandwidth, and the interval is centred on the
           corrected estimate (which equals that fit) and studentised by its standard error.
           It covers the *true* regression function at the CV bandwidth, where the plain
-          bands under-cover; ``estimate`` is still the model's own prediction.
+          bands under-cover; ``estimate`` is still the model's own prediction. With
+          ``bias_bandwidth=b`` (or one of nprobust's variances) it is nprobust's ``lprobust``
+          with ``rho = h / b``: ``center`` and ``se`` are its ``tau.bc`` and ``se.rb``
+          (:mod:`nadaraya.inference.rbc`).
 
         ``kind="simultaneous"`` widens the band so that it covers the whole curve over the rows
         of ``X`` at once: the ``level`` quantile of the largest studentised deviation over the
@@ -82,14 +88,27 @@ class InferenceMixin:
             Replicates for the bootstrap and for simultaneous bands (19 to 1,000,000, and within
             an hour's work and half the machine's memory; unused by the other bands).
         random_state : int, numpy Generator or None
-        variance : {"heteroscedastic", "homoscedastic"}, default "heteroscedastic"
+        variance : {"heteroscedastic", "homoscedastic", "hc0", "hc1", "hc2", "hc3", "nn"}, \
+default "heteroscedastic"
             How the noise variance ``sigma^2(x_i)`` is estimated (see
-            :meth:`~nadaraya.NadarayaWatson.predict`).
+            :meth:`~nadaraya.NadarayaWatson.predict`), or one of nprobust's sandwich estimators:
+            ``"hc0"``..``"hc3"`` (the local fit's residuals, ``hc1`` with ``n / (n - p - 1)``,
+            ``hc2``/``hc3`` with the local leverage) and ``"nn"`` (nearest-neighbour residuals,
+            3 matches); these are for one continuous feature, no sample weights, pointwise bands
+            (:mod:`nadaraya.inference.robust`).
+        clusters : array-like of shape (n_samples,), optional
+            Cluster labels of the training rows (in the order given to ``fit``): the sandwich
+            sums the residuals per cluster (nprobust's ``cluster=``, with its small-sample factor).
+        bias_bandwidth : float or "auto", optional
+            ``method="rbc"`` only: the bandwidth ``b`` of the bias estimate (``rho = h / b``);
+            ``"auto"`` takes nprobust's plug-in ``b``
+            (:func:`nadaraya.bandwidth.plugin.plugin_bandwidth`). Default: ``b = h``.
 
         Returns
         -------
         Band
-            ``(estimate, lower, upper)``, each of shape (n_queries,) or (n_queries, n_outputs).
+            ``(estimate, lower, upper)``, each of shape (n_queries,) or (n_queries, n_outputs);
+            ``band.center`` and ``band.se`` are the centre and standard error it is built on.
 
         Examples
         --------
@@ -103,7 +122,8 @@ class InferenceMixin:
         True
         """
         Xv = _queries(self, X)
-        return confidence_band(self, Xv, level, method, kind, n_boot, random_state, variance)
+        return confidence_band(self, Xv, level, method, kind, n_boot, random_state, variance,
+                               clusters=clusters, bias_bandwidth=bias_bandwidth)
 
     def significance_test(
         self, X: Any, y: Any, features: Any = None, n_boot: int = 399, random_state: Any = None

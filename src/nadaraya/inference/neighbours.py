@@ -148,8 +148,11 @@ def _per_key(model: Any, variance: str) -> _F:
 
 
 def predict_std(model: Any, X: Any, variance: str, degree: int | None = None,
-                slopes: bool = False) -> tuple[_F, _F]:
+                slopes: bool = False, clusters: Any = None) -> tuple[_F, _F]:
     """Predictions (m, p) (or slopes (m, d, p)) and their standard errors at validated ``X``."""
+    if variance not in ("heteroscedastic", "homoscedastic") or clusters is not None:
+        raise NotImplementedError(f"nearest-neighbour bandwidths take variance='heteroscedastic' or "
+                                  f"'homoscedastic' and no clusters; got variance={variance!r}")
     Y, per_key = _Y(model), _per_key(model, variance)
     m, d, p = X.shape[0], X.shape[1], Y.shape[1]
     mean = np.empty((m, d, p) if slopes else (m, p))
@@ -184,8 +187,10 @@ def _scale(model: Any) -> _F:
 
 
 def band(model: Any, X: _F, level: float, method: str, kind: str, n_boot: int, random_state: Any,
-         variance: str) -> Any:
+         variance: str, clusters: Any = None, bias_bandwidth: Any = None) -> Any:
     """:meth:`nadaraya.NadarayaWatson.confidence_band` of a nearest-neighbour model."""
+    if bias_bandwidth is not None:
+        raise NotImplementedError("nearest-neighbour bandwidths take no bias_bandwidth")
     from nadaraya.inference.bands import KINDS, METHODS, Band, _shape
     from nadaraya.inference.bootstrap import multipliers
     from nadaraya.inference.limits import check_band
@@ -195,7 +200,7 @@ def band(model: Any, X: _F, level: float, method: str, kind: str, n_boot: int, r
     _check("kind", kind, KINDS)
     level, z, rng = check_band(model, X, level, method, kind, n_boot, random_state)
     degree = model.degree + 1 if method == "rbc" else None
-    mean, std = predict_std(model, X, variance, degree=degree)
+    mean, std = predict_std(model, X, variance, degree=degree, clusters=clusters)
     estimate = pool(model, X).reshape(mean.shape) if method == "rbc" else mean
     if method != "bootstrap" and kind == "pointwise":
         return _shape(model, Band(np.asarray(estimate, dtype=np.float64), mean - z * std, mean + z * std))

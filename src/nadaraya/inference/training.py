@@ -14,7 +14,8 @@ from nadaraya.local import job as _job
 from nadaraya.local.solve import hat_diagonal, solve
 from nadaraya.partials import Partials, merge
 
-VARIANCES = ("heteroscedastic", "homoscedastic")
+NOISE = ("heteroscedastic", "homoscedastic")
+VARIANCES = (*NOISE, "hc0", "hc1", "hc2", "hc3", "nn")  # the last five: nprobust's (inference.robust)
 
 
 def unit_exponent(a: NDArray[np.floating]) -> NDArray[np.int64]:
@@ -137,7 +138,7 @@ def noise_variance(model: Any, variance: str) -> NDArray[np.float64]:
 
 def _unit_variance(model: Any, variance: str) -> NDArray[np.float64]:
     """:func:`noise_variance` in the units of inference (``y * 2**-exp``, squared), cached."""
-    _check("variance", variance, VARIANCES)
+    _check("variance", variance, NOISE)
     key = f"_sigma2_{variance}"
     cached = getattr(model, key, None)
     if cached is not None:

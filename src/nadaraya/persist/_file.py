@@ -469,6 +469,7 @@ def _check_model(model: Any, src: str) -> None:
     from nadaraya._support.validation import as_empty, as_points, as_sample_weight, as_tol, as_values
     from nadaraya.backends import check_device
     from nadaraya.bandwidth import METHODS, RULES, BandwidthSelection
+    from nadaraya.bandwidth.plugin import PLUGINS
     from nadaraya.bandwidth.resolve import _mixed_bandwidth
     from nadaraya.kernels import get as get_kernel
 
@@ -534,8 +535,8 @@ def _check_model(model: Any, src: str) -> None:
         except ValueError as exc:
             raise fail("sample_weight_", exc) from None
     if isinstance(bw, str):
-        if bw not in (*METHODS, *RULES):
-            raise fail("bandwidth", f"{bw!r} is not valid; allowed: a number or one of {(*METHODS, *RULES)}")
+        if bw not in (names := (*METHODS, *RULES, *PLUGINS)):
+            raise fail("bandwidth", f"{bw!r} is not valid; allowed: a number or one of {names}")
     else:
         try:
             given = _mixed_bandwidth(bw, vt, levels, ck)
