@@ -68,8 +68,7 @@ _ARRAYS: dict[str, dict[str, tuple[frozenset[str], tuple[tuple[str | int, ...], 
         "fit_order_": (frozenset({"<i8"}), (("n",),)),
         "robustness_weights_": (_F8, (("n",),)),
         "param.bandwidth": (_NUMBERS, ((), ("d",))),
-        # the search record; files written before it moved to selection_ keep it as cv_results_
-        # (cv_results_ is now a dict of arrays derived from selection_, never saved)
+        # the search record (files from before selection_ keep it as cv_results_, now never saved)
         **{f"{owner}.{name}": spec for owner in ("selection_", "cv_results_") for name, spec in {
             "bandwidth": (_F8, (("d",),)),
             "smoothed_out": (_BOOL, (("d",),)),
