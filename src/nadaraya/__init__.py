@@ -11,6 +11,7 @@ from nadaraya._support.config import config_context, get_config, set_config
 from nadaraya.pooling import loo_pool, pool
 
 if TYPE_CHECKING:
+    from nadaraya.density import ConditionalDensity, KernelDensity
     from nadaraya.estimator import NadarayaWatson
     from nadaraya.inference.bands import Band
     from nadaraya.inference.sigtest import SignificanceTest
@@ -26,8 +27,10 @@ _compat.install()
 __all__ = [
     "AttentionPoolingRegressor",
     "Band",
+    "ConditionalDensity",
     "EmptyWindowWarning",
     "FitSummary",
+    "KernelDensity",
     "NadarayaWatson",
     "SignificanceTest",
     "SingularFitWarning",
@@ -49,6 +52,8 @@ __all__ = [
 # scikit-learn itself imports pandas when it is installed, so the estimator is lazy too.
 _LAZY: dict[str, tuple[str, str]] = {
     "NadarayaWatson": ("nadaraya.estimator", "NadarayaWatson"),
+    "KernelDensity": ("nadaraya.density._kde", "KernelDensity"),
+    "ConditionalDensity": ("nadaraya.density._conditional", "ConditionalDensity"),
     "AttentionPoolingRegressor": ("nadaraya.nn._regressor", "AttentionPoolingRegressor"),
     "load": ("nadaraya.persist", "load"),
     "select_bandwidth": ("nadaraya.bandwidth", "select_bandwidth"),

@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from nadaraya.kernels import REGISTRY, Kernel
 from nadaraya.kernels import get as get_kernel
 
-__all__ = ["CAPABILITIES", "Capability", "cost", "table", "why_not"]
+__all__ = ["ANY_DEGREE", "CAPABILITIES", "Capability", "cost", "table", "why_not"]
 
+#: a degree without limit (the moments of any local polynomial degree)
+ANY_DEGREE = 2**31 - 1
 #: every kernel nadaraya names
 _ALL = tuple(REGISTRY)
 
@@ -32,7 +34,7 @@ class Capability:
         The fewest and most features (None: no limit).
     degree : tuple of int
         The highest local polynomial degree (``moments``) it computes, in 1, 2 and 3 or more
-        features.
+        features (:data:`ANY_DEGREE`: no limit).
     loo : bool
         Whether it leaves keys out (``exclude``, leave-one-out) by masking their terms.
     weights : bool
@@ -51,7 +53,7 @@ class Capability:
     kernels: tuple[str, ...] | None = None
     compact: bool = False
     dims: tuple[int, int | None] = (1, None)
-    degree: tuple[int, int, int] = (3, 3, 3)
+    degree: tuple[int, int, int] = (ANY_DEGREE, ANY_DEGREE, ANY_DEGREE)
     loo: bool = True
     weights: bool = True
     exact: bool = True
@@ -179,13 +181,14 @@ def cost(name: str, kernel: Kernel | str, *, n: int, m: int, d: int, degree: int
     pairs, points = float(n) * m, float(n + m)
     log_n = math.log2(n + 2)
     columns = 1 + degree * (degree + 3) // 2
+    moment_work = FUSED_MOMENTS[min(degree, 3)] * max(1, degree - 2)
     if name == "reference":
         return pairs * NS["reference_pair"] * columns
     if name == "fused":
-        return pairs * NS["fused_pair"] * d ** 0.5 * FUSED_MOMENTS[degree]
+        return pairs * NS["fused_pair"] * d ** 0.5 * moment_work
     if name == "windowed":
         if d > WINDOWED_MAX_D:
-            return 2 * pairs * NS["fused_pair"] * d ** 0.5 * FUSED_MOMENTS[degree]
+            return 2 * pairs * NS["fused_pair"] * d ** 0.5 * moment_work
         per = NS["windowed_point"] if d == 1 else NS["tree_point"] * d
         return points * log_n * per * columns
     if name == "laplace":
@@ -211,7 +214,8 @@ def table() -> str:
         lo, hi = c.dims
         dims = f"{lo}+" if hi is None else (f"{lo}" if hi == lo else f"{lo}-{hi}")
         sums = ("lazy" if c.lazy else "exact") if c.exact else "within tol"
-        rows.append(f"{c.name:<10} {kernels:<23} {dims:<5} {'/'.join(map(str, c.degree)):<18} "
+        degrees = "/".join("any" if g == ANY_DEGREE else str(g) for g in c.degree)
+        rows.append(f"{c.name:<10} {kernels:<23} {dims:<5} {degrees:<18} "
                     f"{'yes' if c.loo else 'no':<4} {'yes' if c.weights else 'no':<8} {sums:<10} "
                     f"{', '.join(c.devices)}")
     return "\n".join(rows)

@@ -30,6 +30,7 @@ from typer.core import TyperCommand, TyperGroup
 from nadaraya._support.files import atomic_write, missing_folders, remove_created
 from nadaraya._support.validation import EMPTY_POLICIES
 from nadaraya.cli import _infer as infer
+from nadaraya.cli._density import density as _density
 from nadaraya.cli._io import (
     _CRITERIA,
     BadInput,
@@ -584,6 +585,10 @@ def bench(
     rc = subprocess.call(cmd, env=env)
     if rc:
         raise typer.Exit(rc)
+
+
+app.command("density", cls=_Command, epilog="Example: nadaraya density engel.csv -x income -y foodexp "
+            "--quantile 0.1,0.5,0.9 --out quantiles.csv --plot density.png")(_fails_cleanly(_density))
 
 
 def main() -> None:

@@ -81,3 +81,18 @@ def predict_lazy(model: Any, X: Any) -> Any:
                      categorical_kernel=model.categorical_kernel)
     return lazy_pool(X, model.X_fit_, model.y_fit_, kernel=model.kernel, bandwidth=model.bandwidth_,
                      empty=model.empty, sample_weight=model.sample_weight_, **extra)
+
+
+def map_rows(fn: Any, X: Any, y: Any, k: int | None = None) -> Any:
+    """Dask queries: one task per chunk of rows of X (y's rows chunked alike), each evaluated
+    against the fitted data; ``k`` output columns per row (None: one value per row)."""
+    import dask.array as da
+
+    X = da.asarray(X)
+    X = (X if X.ndim == 2 else X[:, None]).rechunk({1: -1})
+    out = {"drop_axis": 1} if k is None else {"chunks": (X.chunks[0], (k,))}
+    if y is None:
+        return X.map_blocks(fn, dtype=np.float64, **out)
+    y = da.asarray(y)
+    y = (y if y.ndim == 2 else y[:, None]).rechunk((X.chunks[0], -1))
+    return da.map_blocks(fn, X, y, dtype=np.float64, **out)

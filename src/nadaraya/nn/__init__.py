@@ -10,7 +10,10 @@ a query whose window is empty), on torch tensors of any leading batch shape, wit
 - :class:`AdditiveAttentionPooling`: the score ``v^T tanh(W_q q + W_k k)`` (Bahdanau);
 - :class:`DotProductAttentionPooling`: the score ``(W_q q) . (W_k k) / sqrt(dim)``;
 - :func:`fit`: the textbook training, each training point attending to all the others;
-- :class:`AttentionPoolingRegressor`: a scikit-learn regressor around a module and :func:`fit`.
+- :class:`AttentionPoolingRegressor`: a scikit-learn regressor around a module and :func:`fit`;
+- :class:`MLKR`: a learned linear map of the features (metric learning for kernel regression),
+  a scikit-learn transformer trained on the leave-one-out error (NumPy and numba; torch only
+  when given a ``device``).
 
 Importing ``nadaraya.nn`` is cheap: torch is imported when one of these names is first used
 (and scikit-learn for the regressor), so ``import nadaraya`` never pulls torch in.
@@ -30,6 +33,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from nadaraya.nn._mlkr import MLKR
     from nadaraya.nn._pooling import (
         AdditiveAttentionPooling,
         AveragePooling,
@@ -40,6 +44,7 @@ if TYPE_CHECKING:
     from nadaraya.nn._training import fit
 
 __all__ = [
+    "MLKR",
     "AdditiveAttentionPooling",
     "AttentionPoolingRegressor",
     "AveragePooling",
@@ -55,6 +60,7 @@ _LAZY: dict[str, str] = {
     "DotProductAttentionPooling": "._pooling",
     "fit": "._training",
     "AttentionPoolingRegressor": "._regressor",
+    "MLKR": "._mlkr",
 }
 
 

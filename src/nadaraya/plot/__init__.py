@@ -1,4 +1,4 @@
-"""Matplotlib figures that make attention visible: kernels, fits, attention heatmaps, CV curves, training.
+"""Matplotlib figures that make attention visible: kernels, fits, attention, CV curves, training, densities.
 
 Each function draws on the Axes it is given (``ax=None`` makes a new figure), returns the
 Axes and never calls ``show``. matplotlib is imported inside the functions (the ``plot``
@@ -16,6 +16,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from nadaraya._support.files import atomic_write
+from nadaraya.plot._conditional import conditional_density
+from nadaraya.plot._density import density
+from nadaraya.plot._metric import metric
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -23,8 +26,8 @@ if TYPE_CHECKING:
 
     from nadaraya.bandwidth import BandwidthSelection
 
-__all__ = ["attention", "bandwidth_curve", "bandwidth_selection", "criterion_label", "fit", "kernel_grid",
-           "kernels", "savefig", "training"]
+__all__ = ["attention", "bandwidth_curve", "bandwidth_selection", "conditional_density", "criterion_label",
+           "density", "fit", "kernel_grid", "kernels", "metric", "savefig", "training"]
 
 #: The kernels of the textbook chapter (its ``epanechikov`` is our ``triangular``).
 TEXTBOOK_KERNELS: tuple[str, ...] = ("gaussian", "boxcar", "constant", "triangular")
