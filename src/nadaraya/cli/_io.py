@@ -6,9 +6,10 @@ import difflib
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+import typer
 
 from nadaraya._support.files import atomic_write, same_file
 from nadaraya.local.encode import shown_labels, sorted_codes
@@ -378,6 +379,13 @@ def _bandwidth(text: str) -> Any:
             "(one per feature), or one of scott, silverman, cv, aicc"
         ) from None
     return values[0] if len(values) == 1 else values
+
+
+#: ``fit``'s --span and --robust (read by :func:`fit_options`)
+Span = Annotated[str | None, typer.Option(help="A nearest-neighbour span in place of --bandwidth: a "
+                                          "fraction of the rows in (0, 1], a number of neighbours, cv or "
+                                          "aicc (-k tricube --degree 1: LOWESS).")]
+Robust = Annotated[int, typer.Option(help="Robustness iterations (statsmodels' it).")]
 
 
 def fit_options(bandwidth: Any, span: str | None, robust: int) -> dict[str, Any]:
