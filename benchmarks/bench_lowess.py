@@ -4,6 +4,12 @@ Workloads, y = sin x + N(0, 0.3^2) on x ~ U(0, 10), frac = 0.3, it = 3:
 
 - W1, n = 2e4: statsmodels (run once) against nadaraya (best of three), the ratio and the
   largest difference of the fits over max|y| (targets: at least 100x, at most 1e-10).
+- W3, n = 1e4: ``NadarayaWatson(bandwidth_type="generalized_nn", bandwidth="cv")`` (tricube,
+  local linear) scores every k from 1 to n - 1 in one walk per point (run once) against a plain
+  search over k: each k's exact leave-one-out CV from the smoother's dense rows (O(n^2) per k,
+  as R np computes it), timed at the chosen k (run once) and multiplied by the number of k --
+  an EXTRAPOLATED figure, over every k and over a 40-point grid in log k (target: >= 100x the
+  search over every k).
 - W2, n = 1e6: nadaraya's time (run once; target: about 3 s). statsmodels is O(n k) = O(frac
   n^2): its time at n = 1e5 (run once) times (1e6 / 1e5)^2 is the *extrapolated* figure the
   ratio is taken against (the fits' accuracy at size is tests/local/test_lowess.py's and W1's).
@@ -53,6 +59,8 @@ def main() -> None:
     row(name, "nadaraya.lowess", t_nd,
         f"{t_sm / t_nd:.0f}x statsmodels (target >= 100x); max diff {err:.1e} of max|y| (target 1e-10)")
 
+    nn_cv(2000 if args.quick else 10000)
+
     x, y = data(n_sm, seed=2)
     t_sm, _ = timed(lambda: sm_lowess(y, x, frac=frac, it=it), repeat=1)
     x, y = data(n_big, seed=3)
@@ -66,6 +74,34 @@ def main() -> None:
         f"EXTRAPOLATED: {t_sm:.1f} s at n={n_sm:.0e} x ({n_big:.0e}/{n_sm:.0e})^2, O(n k) = O(frac n^2)")
     row(name, "nadaraya.lowess", t_nd,
         f"run once (target about 3 s); {extrapolated / t_nd:.0f}x the EXTRAPOLATED statsmodels")
+
+
+def nn_cv(n: int) -> None:
+    """W3: the CV choice of k of a generalized_nn bandwidth against a plain search over k."""
+    from nadaraya import NadarayaWatson
+    from nadaraya.bandwidth.nn import GRID, score_k
+    from nadaraya.kernels import get as get_kernel
+
+    def model() -> NadarayaWatson:
+        return NadarayaWatson(kernel="tricube", degree=1, bandwidth_type="generalized_nn", bandwidth="cv")
+
+    x, y = data(300, seed=4)
+    model().fit(x[:, None], y)  # compile
+    x, y = data(n, seed=4)
+    t_walk, fitted = timed(lambda: model().fit(x[:, None], y), repeat=1)
+    k = int(fitted.bandwidth_[0])
+    order = np.argsort(x, kind="stable")
+    X, Y = x[order][:, None], y[order][:, None]
+    t_k, score = timed(lambda: score_k(X, Y, None, get_kernel("tricube"), 1, "generalized_nn", k), repeat=1)
+    err = abs(score - float(fitted._nn_search["scores"][k - 1])) / score
+    every, grid = t_k * (n - 1), t_k * GRID
+    name = f"W3 n={n:.0e}"
+    row(name, "plain CV of one k (dense rows)", t_k, f"measured at the chosen k={k}, run once")
+    row(name, "plain search, every k (extrap.)", every, f"EXTRAPOLATED: {t_k:.1f} s x {n - 1} k")
+    row(name, f"plain search, {GRID} k (extrap.)", grid, f"EXTRAPOLATED: {t_k:.1f} s x {GRID} k")
+    row(name, "nadaraya generalized_nn cv", t_walk,
+        f"every k scored; {every / t_walk:.0f}x the plain search over every k (target >= 100x), "
+        f"{grid / t_walk:.1f}x a {GRID}-k grid; CV at k={k} agrees to {err:.0e}")
 
 
 if __name__ == "__main__":

@@ -17,8 +17,12 @@ from nadaraya._support.validation import as_empty, as_real, as_tol, check_some_w
 from nadaraya.backends import check_device
 from nadaraya.bandwidth.resolve import _cv_results, _mixed_bandwidth, resolve_bandwidth
 from nadaraya.distributed.fit import fit_dask, gather, predict_lazy
+from nadaraya.inference import neighbours as nn_fit
 from nadaraya.inference.mixin import InferenceMixin
+from nadaraya.inference.neighbours import uses_neighbours
+from nadaraya.inference.robustness import check_robust, robustify
 from nadaraya.inference.training import VARIANCES, _check, forget
+from nadaraya.inference.weights import WeightsMixin
 from nadaraya.kernels import get as get_kernel
 from nadaraya.local import fit as _fit
 from nadaraya.local import job as _job
@@ -31,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["NadarayaWatson"]
 
 
-class NadarayaWatson(InferenceMixin, RegressorMixin, BaseEstimator):  # type: ignore[misc]
+class NadarayaWatson(WeightsMixin, InferenceMixin, RegressorMixin, BaseEstimator):  # type: ignore[misc]
     r"""Nadaraya-Watson kernel regression: attention pooling of the training targets.
 
     The prediction at ``q`` is ``sum_i alpha(q, x_i) y_i`` with attention weights
@@ -116,11 +120,28 @@ default "cv"
         ``"classic"``: Wang-van Ryzin for ordered columns and Aitchison-Aitken for unordered
         ones (``c`` = the distinct training values of the column, kept in ``levels_``);
         ``"li-racine"``: Li and Racine's kernels for both.
+    bandwidth_type : {"fixed", "generalized_nn", "adaptive_nn"}, default "fixed"
+        R np's bandwidth types. With a nearest-neighbour type the bandwidth of each feature is
+        the distance to the ``k``-th nearest training point in that feature, at each query
+        (``"generalized_nn"``) or at each training point (``"adaptive_nn"``, whose weights are
+        divided by it), and ``bandwidth`` is ``k``: an integer, a fraction of n in (0, 1] (the
+        span of LOWESS), one per feature, or ``"cv"``/``"aicc"`` choosing one ``k``. Continuous
+        columns and NumPy input only; the fits are exact, from dense rows (O(m n) per call).
+        Rules, ties and costs: the user guide's page on nearest-neighbour bandwidths.
+    robust_iterations : int, default 0
+        statsmodels' ``it``: after the fit, this many times, the bisquare ``(1 - u^2)^2`` of
+        ``u = min(1, |e_i| / (6 median|e|))`` of the in-sample residuals multiplies the sample
+        weights and the model is refitted (the bandwidth kept). With ``kernel="tricube"``,
+        ``degree=1``, ``bandwidth_type="generalized_nn"`` and ``bandwidth=frac`` the model is
+        statsmodels' ``lowess(y, x, frac, it)``. One output only.
 
     Attributes
     ----------
     bandwidth_ : ndarray of shape (n_features_in_,)
-        The bandwidth used, per feature.
+        The bandwidth used, per feature (with a nearest-neighbour type: ``k``, whole numbers).
+    robustness_weights_ : ndarray of shape (n_samples_fit,) or None
+        The last robustness weights (in the order of ``X_fit_``); ``sample_weight_`` holds the
+        given sample weights times them. None without robustness iterations.
     selection_ : BandwidthSelection or None
         For ``bandwidth="cv"`` or ``"aicc"``: the search's outcome
         (:class:`nadaraya.bandwidth.BandwidthSelection`): the score, every bandwidth tried,
@@ -133,7 +154,8 @@ default "cv"
         ``feature_names_in_``, else the feature numbers), ``"score"`` (the criterion: the
         leave-one-out MSE for ``"cv"``, AICc for ``"aicc"``; lower is better), ``"rank"``
         (1 for the best) and ``"stage"`` (``"grid"``, ``"refine"`` or ``"per_feature"``).
-        None without a search.
+        None without a search. A search over ``k`` (nearest-neighbour types): ``"k"``, ``"score"``,
+        ``"rank"``, ``"stage"``.
     backend_ : str
         The backend chosen at the last ``fit`` for predicting on the training data's size,
         with the reason in ``backend_reason_``.
@@ -199,6 +221,8 @@ default "cv"
         categorical_kernel: str = "classic",
         device: str | None = None,
         tol: float | None = None,
+        bandwidth_type: str = "fixed",
+        robust_iterations: int = 0,
     ) -> None:
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -209,6 +233,8 @@ default "cv"
         self.categorical_kernel = categorical_kernel
         self.device = device
         self.tol = tol
+        self.bandwidth_type = bandwidth_type
+        self.robust_iterations = robust_iterations
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -221,6 +247,8 @@ default "cv"
         """The bandwidth search as a dict of arrays, one entry per bandwidth evaluated (see the
         class's Attributes); None when the bandwidth was not searched."""
         check_is_fitted(self, "selection_")
+        if self.__dict__.get("_nn_search") is not None:  # k chosen by a nearest-neighbour search
+            return nn_fit.cv_results(self._nn_search)
         names = getattr(self, "feature_names_in_", None)
         return _cv_results(self.selection_, None if names is None else [str(v) for v in names])
 
@@ -266,6 +294,7 @@ default "cv"
             )
         check_device(self.device, self.backend)
         as_tol(self.tol)
+        check_robust(self, X, y)
         notes: list[str] = []
         if is_dask(X, y, sample_weight):  # keep the Dask arrays, lazily
             self._fit_dask(X, y, sample_weight, notes)
@@ -301,9 +330,12 @@ default "cv"
         vt = as_var_types(self.var_types, Xs.shape[1])
         levels = _levels(Xs, vt)
         # a rule's result is checked as predict will check it (it can underflow to zero)
-        h = resolve_bandwidth(self, Xs, sw, ys, notes, vt, levels)
-        self.bandwidth_ = _mixed_bandwidth(h, vt, levels, as_categorical_kernel(self.categorical_kernel),
-                                           getattr(self, "feature_names_in_", None))
+        if uses_neighbours(self):  # k per feature
+            self.bandwidth_ = nn_fit.resolve(self, Xs, sw, ys, vt)
+        else:
+            h = resolve_bandwidth(self, Xs, sw, ys, notes, vt, levels)
+            self.bandwidth_ = _mixed_bandwidth(h, vt, levels, as_categorical_kernel(self.categorical_kernel),
+                                               getattr(self, "feature_names_in_", None))
         self.var_types_, self.levels_ = vt, levels
         self.X_fit_, self.y_fit_, self.sample_weight_ = Xs, ys, sw
         self.fit_order_ = order.astype(np.int64)
@@ -314,6 +346,7 @@ default "cv"
         choice = backends.choose(get_kernel(self.kernel), n=n, m=n, d=d, backend=backend,
                                  moments=self.degree, tol=self.tol)
         self.backend_, self.backend_reason_ = choice.name, choice.reason
+        robustify(self)
 
     def _fit_dask(self, X: Any, y: Any, sample_weight: Any, notes: list[str]) -> None:
         """``fit`` on Dask input: see :func:`nadaraya.distributed.fit.fit_dask`."""
@@ -356,6 +389,8 @@ default "cv"
     ) -> NDArray[np.floating]:
         """Predictions at validated NumPy queries from NumPy training data (``trusted``: the
         model's own, validated once per fit)."""
+        if uses_neighbours(self):
+            return nn_fit.pool(self, X, values, sample_weight)
         if not self._plain():
             job = self._job(X, keys, values, sample_weight, trusted)
             job.tol = self.tol
@@ -364,6 +399,10 @@ default "cv"
                        sample_weight=sample_weight, trusted=self._trusted() if trusted else None)
         parts, _ = compute_partials(call, backend=self.backend, device=self.device, tol=self.tol)
         return finish(parts, call, self.empty)
+
+    def _own_band(self, *args: Any) -> Any:
+        """:meth:`confidence_band` of a nearest-neighbour model (None for a fixed bandwidth)."""
+        return nn_fit.band(self, *args) if uses_neighbours(self) else None
 
     def _training_data(self) -> tuple[Any, Any, Any]:
         """``X_fit_``, ``y_fit_`` and ``sample_weight_`` in memory (Dask arrays are computed)."""
@@ -407,7 +446,7 @@ default "cv"
         """
         check_is_fitted(self)
         _check("variance", variance, VARIANCES)
-        if is_dask(X, self.X_fit_) and not return_std:  # a lazy Dask array out
+        if is_dask(X, self.X_fit_) and not return_std and not uses_neighbours(self):  # a lazy Dask array out
             return self._predict_dask(X)
         if is_dask(X):  # standard errors need the training data in memory, as confidence_band does
             X = X.compute()  # type: ignore[union-attr]
@@ -418,7 +457,8 @@ default "cv"
         if return_std:
             from nadaraya.inference.bands import predict_std
 
-            mean, std = predict_std(self, X, variance, clusters=clusters)
+            mean, std = (nn_fit.predict_std(self, X, variance, clusters=clusters) if uses_neighbours(self)
+                         else predict_std(self, X, variance, clusters=clusters))
             return (mean[:, 0], std[:, 0]) if np.ndim(self.y_fit_) == 1 else (mean, std)
         return self._pool(X, self.X_fit_, self.y_fit_, self.sample_weight_, trusted=True)
 
@@ -465,11 +505,13 @@ default "cv"
         if return_std:
             from nadaraya.inference.bands import predict_std
 
-            g, std = predict_std(self, X, variance, slopes=True)
+            std_of = nn_fit.predict_std if uses_neighbours(self) else predict_std
+            g, std = std_of(self, X, variance, slopes=True)
             return (g[:, :, 0], std[:, :, 0]) if np.ndim(values) == 1 else (g, std)
         backend = self.backend if self.backend != "dask" else "auto"
-        g = _fit.gradient(self._job(X, keys, values, sw, trusted=not is_dask(self.X_fit_)), self.empty,
-                          backend=backend)
+        g = (nn_fit.gradient(self, X) if uses_neighbours(self) else
+             _fit.gradient(self._job(X, keys, values, sw, trusted=not is_dask(self.X_fit_)), self.empty,
+                           backend=backend))
         return g[:, :, 0] if np.ndim(values) == 1 else g
 
     def summary(self) -> FitSummary:
@@ -505,66 +547,6 @@ default "cv"
             self._summary_cache = cached
         return cached
 
-    def attention_weights(
-        self, X: ArrayLike, *, sparse: bool = False, max_bytes: float | None = None
-    ) -> Any:
-        """The attention weights of each row of ``X`` over the training points, with the fitted
-        settings: :func:`nadaraya.attention_weights` with the kernel, ``bandwidth_``, the sample
-        weights and ``empty`` of this model.
-
-        The columns follow the training rows in the order given to ``fit`` (as scikit-learn's
-        neighbour graphs do), so that ``model.attention_weights(X) @ y`` equals
-        ``model.predict(X)`` for the ``y`` given to ``fit``. (Where ``fit_order_`` is None, the
-        order is that of ``X_fit_``.) Each row sums to one (an empty window follows ``empty``).
-
-        Models with ``degree >= 1`` or categorical columns raise NotImplementedError.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_queries, n_features)
-        sparse : bool, default False
-            Return a ``scipy.sparse.csr_array`` of the positive weights (cheap for compact
-            kernels).
-        max_bytes : float, optional
-            The largest result allowed; see :func:`nadaraya.attention_weights`.
-
-        Returns
-        -------
-        ndarray of shape (n_queries, n_samples_fit), or scipy.sparse.csr_array
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from nadaraya import NadarayaWatson
-        >>> y = np.array([4.0, 0.0, 1.0])
-        >>> model = NadarayaWatson(bandwidth=0.5).fit([[2.0], [0.0], [1.0]], y)
-        >>> W = model.attention_weights([[0.5], [1.5]])
-        >>> W.shape, np.allclose(W.sum(axis=1), 1.0)
-        ((2, 3), True)
-        >>> bool(np.allclose(W @ y, model.predict([[0.5], [1.5]])))
-        True
-        """
-        from nadaraya._core.attention import attention_weights
-
-        check_is_fitted(self)
-        if not self._plain():
-            raise NotImplementedError(f"attention_weights are computed for degree 0 and continuous columns; "
-                                      f"got degree={self.degree!r}, var_types={self.var_types_!r}")
-        if is_dask(X):
-            X = X.compute()  # type: ignore[union-attr]
-        if np.asarray(X).dtype.kind in "cmMUS":  # complex, dates, durations, text, as in predict
-            as_real("X", X)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        keys, sw = self.X_fit_, self.sample_weight_
-        if is_dask(keys, sw):  # the matrix is dense in memory anyway: gather the training points
-            keys, sw = gather(keys, sw)
-        order = getattr(self, "fit_order_", None)
-        if order is not None:  # the training rows back in the order given to fit
-            keys = _given_order(keys, order)
-            sw = None if sw is None else _given_order(sw, order)
-        return attention_weights(X, keys, kernel=self.kernel, bandwidth=self.bandwidth_, sample_weight=sw,
-                                 empty=self.empty, sparse=sparse, max_bytes=max_bytes)
-
     def save(self, path: Any) -> Any:
         """Save the fitted model in the safe format (numbers in .npz, settings in JSON).
 
@@ -592,9 +574,3 @@ default "cv"
 
         return save(self, path)
 
-
-def _given_order(a: NDArray[Any], order: NDArray[np.integer]) -> NDArray[Any]:
-    """Rows stored sorted (row ``i`` is row ``order[i]`` as given) back in the given order."""
-    out = np.empty_like(a)
-    out[order] = a
-    return out

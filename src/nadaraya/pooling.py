@@ -38,6 +38,13 @@ def _lazy_pool(
                      sample_weight=sample_weight, engine=engine, tol=tol, **extra)
 
 
+def _neighbours(*args: Any) -> NDArray[np.floating]:
+    """:func:`nadaraya.local.neighbours.pool_neighbours` (numba, loaded on first use)."""
+    from .local.neighbours import pool_neighbours
+
+    return pool_neighbours(*args)
+
+
 def pool(
     queries: ArrayLike,
     keys: ArrayLike,
@@ -53,6 +60,7 @@ def pool(
     categorical_kernel: str = "classic",
     device: str | None = None,
     tol: float | None = None,
+    bandwidth_type: str = "fixed",
 ) -> NDArray[np.floating]:
     r"""Attention pooling by similarity: the Nadaraya-Watson estimate at each query.
 
@@ -120,6 +128,8 @@ def pool(
         the prediction moves by that times the conditioning of its local system. Everything
         else (the other kernels, more features, ``degree=3``) stays exact, which meets any
         ``tol``.
+    bandwidth_type : {"fixed", "generalized_nn", "adaptive_nn"}, default "fixed"
+        R np's nearest-neighbour bandwidths, ``bandwidth`` then k (:mod:`nadaraya.local.neighbours`).
 
     Returns
     -------
@@ -137,6 +147,9 @@ def pool(
     array([1.])
     """
     empty, tol = as_empty(empty), as_tol(tol)
+    if bandwidth_type != "fixed":  # k nearest neighbours: the exact rows of local.neighbours
+        return _neighbours(queries, keys, values, kernel, bandwidth, bandwidth_type, degree,
+                           sample_weight, empty)
     if is_dask(queries, keys, values, sample_weight):
         return _lazy_pool(queries, keys, values, kernel, bandwidth, empty, sample_weight, backend,
                           degree, var_types, categorical_kernel, tol)
@@ -168,6 +181,7 @@ def loo_pool(
     categorical_kernel: str = "classic",
     device: str | None = None,
     tol: float | None = None,
+    bandwidth_type: str = "fixed",
 ) -> NDArray[np.floating]:
     """Leave-one-out predictions: each key pooled over all the *other* keys.
 
@@ -182,7 +196,8 @@ def loo_pool(
     ----------
     keys : array-like of shape (n, d) or (n,)
     values : array-like of shape (n,) or (n, p)
-    kernel, bandwidth, empty, sample_weight, backend, degree, var_types, categorical_kernel, device, tol
+    kernel, bandwidth, empty, sample_weight, backend, degree, var_types, categorical_kernel, device, tol, \
+bandwidth_type
         As for :func:`pool`.
 
     Returns
@@ -197,6 +212,9 @@ def loo_pool(
     [2.5, 2.0, 1.5]
     """
     empty, tol = as_empty(empty), as_tol(tol)
+    if bandwidth_type != "fixed":  # k nearest neighbours: the exact rows of local.neighbours
+        return _neighbours(None, keys, values, kernel, bandwidth, bandwidth_type, degree,
+                           sample_weight, empty)
     if is_dask(keys, values, sample_weight):
         return _lazy_pool(None, keys, values, kernel, bandwidth, empty, sample_weight, backend,
                           degree, var_types, categorical_kernel, tol)

@@ -30,6 +30,8 @@ TOPICS = {
                                                                    r"coverage"],
     "tol= at a million points": [r"\btol=", r"n = 1_000_000", r"time\.perf_counter"],
     "categorical regressors": [r'var_types="c[ou]+"', r'categorical_kernel="li-racine"', r"bandwidth_"],
+    "lowess with bands beside statsmodels' curve": [
+        r"nadaraya\.lowess\(", r"return_band=", r"sm\.nonparametric\.lowess", r"generalized_nn"],
 }
 
 

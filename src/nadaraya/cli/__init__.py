@@ -30,6 +30,7 @@ from typer.core import TyperCommand, TyperGroup
 from nadaraya._support.files import atomic_write, missing_folders, remove_created
 from nadaraya._support.validation import EMPTY_POLICIES
 from nadaraya.cli import _infer as infer
+from nadaraya.cli import _io
 from nadaraya.cli._density import density as _density
 from nadaraya.cli._io import (
     _CRITERIA,
@@ -207,8 +208,7 @@ def _search_steps(
     return step
 
 
-# flags take no value: metavar="" keeps the help from suggesting one (`--dropna <bool>` read as
-# `--dropna true`, which typer refuses)
+# flags take no value: metavar="" keeps the help from suggesting `--dropna <bool>` (typer refuses it)
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or notes.", metavar="")]
 DropNA = Annotated[
     bool, typer.Option("--dropna", help="Drop rows with missing values instead of refusing.", metavar="")
@@ -322,6 +322,7 @@ def fit(
                      "nearest, nan, mean or raise."),
     ] = "nearest",
     degree: Degree = 0,
+    span: _io.Span = None, robust: _io.Robust = 0,  # LOWESS: --span 0.3 --robust 3
     ordered: Ordered = None,
     categorical: Categorical = None,
     dropna: DropNA = False,
@@ -329,9 +330,9 @@ def fit(
 ) -> None:
     """Fit a Nadaraya-Watson model on columns of a CSV or Parquet file and save it safely.
 
-    With --categorical, text columns are encoded for you: their distinct values sorted and
-    numbered 0, 1, ...; the encoding is saved with the model and applied by predict (a value
-    not seen in training counts as a category different from every training one)."""
+    With --categorical, text columns are encoded for you: their distinct values sorted and numbered 0, 1,
+    ...; the encoding is saved with the model and applied by predict (a value not seen in training counts
+    as a category different from every training one)."""
     from nadaraya.kernels import get as get_kernel
 
     _refuse_overwrite({"--model": model}, {"the data file": data})
@@ -343,8 +344,8 @@ def fit(
     xs, ys = _features_and_targets(x, y)
     vt, kinds = var_types_of(xs, ordered, categorical)
     _check_writable(model, "the model")
-    est, X, _ = _fit_model(data, xs, ys, kinds, dropna, quiet, kernel=kernel, bandwidth=bw, empty=empty,
-                           degree=degree, var_types=vt)
+    est, X, _ = _fit_model(data, xs, ys, kinds, dropna, quiet, kernel=kernel, empty=empty, degree=degree,
+                           var_types=vt, **_io.fit_options(bw, span, robust))
     est.save(model)  # atomically
     if not quiet:
         h = _bandwidths(xs, est.bandwidth_, vt)

@@ -6,9 +6,10 @@ import difflib
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+import typer
 
 from nadaraya._support.files import atomic_write, same_file
 from nadaraya.local.encode import shown_labels, sorted_codes
@@ -378,6 +379,31 @@ def _bandwidth(text: str) -> Any:
             "(one per feature), or one of scott, silverman, cv, aicc"
         ) from None
     return values[0] if len(values) == 1 else values
+
+
+#: ``fit``'s --span and --robust (read by :func:`fit_options`)
+Span = Annotated[str | None, typer.Option(help="A nearest-neighbour span in place of --bandwidth: a "
+                                          "fraction of the rows in (0, 1], a number of neighbours, cv or "
+                                          "aicc (-k tricube --degree 1: LOWESS).")]
+Robust = Annotated[int, typer.Option(help="Robustness iterations (statsmodels' it).")]
+
+
+def fit_options(bandwidth: Any, span: str | None, robust: int) -> dict[str, Any]:
+    """``fit``'s --bandwidth, --span and --robust as the estimator's parameters: --span is a
+    nearest-neighbour bandwidth (``generalized_nn``: a fraction of the rows in (0, 1], a number of
+    neighbours, cv or aicc) in place of --bandwidth; --robust its ``robust_iterations``."""
+    if isinstance(robust, bool) or not 0 <= robust <= 100:
+        raise BadInput(f"--robust {robust} is not valid; give a number of robustness iterations, 0 to 100")
+    out: dict[str, Any] = {"bandwidth": bandwidth, "robust_iterations": robust}
+    if span is None:
+        return out
+    text = span.strip().lower()
+    try:
+        value: Any = text if text in ("cv", "aicc") else (int(text) if text.isdigit() else float(text))
+    except ValueError:
+        raise BadInput(f"--span {span!r} is not valid; give a fraction of the rows in (0, 1] (e.g. 0.3), a "
+                       "number of neighbours, cv or aicc") from None
+    return {**out, "bandwidth": value, "bandwidth_type": "generalized_nn"}
 
 
 def _check_degree(degree: int) -> None:

@@ -127,6 +127,10 @@ def confidence_band(
     """See :meth:`nadaraya.NadarayaWatson.confidence_band`."""
     from nadaraya.inference.limits import check_band
 
+    own = getattr(model, "_own_band", None)  # nearest-neighbour bandwidths: the model's own rows
+    if own is not None and (out := own(X, level, method, kind, n_boot, random_state, variance, clusters,
+                                       bias_bandwidth)) is not None:
+        return out  # type: ignore[no-any-return]
     _check("method", method, METHODS)
     _check("kind", kind, KINDS)
     _check("variance", variance, VARIANCES)

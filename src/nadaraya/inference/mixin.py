@@ -174,6 +174,10 @@ default "heteroscedastic"
         from nadaraya._support.validation import as_values
 
         check_is_fitted(self)
+        if getattr(self, "bandwidth_type", "fixed") != "fixed":
+            kind = self.bandwidth_type  # type: ignore[attr-defined]
+            raise NotImplementedError(f"significance_test needs a fixed bandwidth; this model's "
+                                      f"bandwidth_type is {kind!r}")
         Xv = _queries(self, X)
         Y, _ = as_values(y, Xv.shape[0], np.dtype(np.float64), name="y", keys="X")
         names = getattr(self, "feature_names_in_", None)

@@ -121,7 +121,8 @@ def _own_partials(job: _job.Job, like: Partials) -> Partials:
 
 def forget(model: Any) -> None:
     """Drop what a previous fit cached for inference (called by ``fit``)."""
-    for key in ("_inference_cache", "_sigma2_homoscedastic", "_sigma2_heteroscedastic", "_residual_scale"):
+    for key in ("_inference_cache", "_sigma2_homoscedastic", "_sigma2_heteroscedastic", "_residual_scale",
+                "_nn_geometry", "_nn_training", "_nn_sigma2_homoscedastic", "_nn_sigma2_heteroscedastic"):
         model.__dict__.pop(key, None)
 
 

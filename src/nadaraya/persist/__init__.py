@@ -193,6 +193,7 @@ def save(model: Any, path: str | os.PathLike[str]) -> Path:
     where = f"cannot save to {str(path)!r}"
     try:
         _check_model(model, where)
+        check_saved(model, where)
     except ModelFileError as exc:
         raise ValueError(str(exc)) from None
     arrays: dict[str, np.ndarray] = {}
@@ -325,4 +326,30 @@ def load(path: str | os.PathLike[str], *, max_bytes: int = MAX_MODEL_BYTES) -> A
         raise ModelFileError(f"{src}: fit_order_ must be None or a permutation of the {n} training rows")
     model.fit_order_ = order  # None in files from before it was kept
     _check_model(model, src)
+    check_saved(model, src)
     return model
+
+
+def check_saved(model: Any, src: str) -> None:
+    """A saved or loaded model's ``bandwidth_type``, ``robust_iterations``, ``k`` and
+    ``robustness_weights_`` as ``fit`` leaves them; ModelFileError (naming ``src``) otherwise."""
+    from nadaraya.bandwidth import METHODS
+    from nadaraya.inference.robustness import as_robust_iterations
+    from nadaraya.local.neighbours import as_bandwidth_type, as_k
+
+    n, d = model.X_fit_.shape
+    try:
+        kind = as_bandwidth_type(getattr(model, "bandwidth_type", "fixed"))
+        as_robust_iterations(getattr(model, "robust_iterations", 0))
+        bw, k = model.bandwidth, model.bandwidth_
+        given = kind != "fixed" and not (isinstance(bw, str) and bw in METHODS)
+        if given and not np.array_equal(as_k(bw, n, d, kind), k):
+            raise ValueError("bandwidth_: differs from the k the bandwidth parameter gives")
+        if kind != "fixed" and not np.array_equal(as_k(k.astype(np.int64), n, d, kind), k):
+            raise ValueError("bandwidth_: must hold whole numbers of neighbours")
+        r = getattr(model, "robustness_weights_", None)
+        ok = isinstance(r, np.ndarray) and r.shape == (n,) and bool(((r >= 0) & (r <= 1)).all())
+        if r is not None and not ok:
+            raise ValueError(f"robustness_weights_: must be None or {n} numbers in [0, 1]")
+    except ValueError as exc:
+        raise ModelFileError(f"{src}: {exc}") from None

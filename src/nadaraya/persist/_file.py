@@ -66,9 +66,9 @@ _ARRAYS: dict[str, dict[str, tuple[frozenset[str], tuple[tuple[str | int, ...], 
         "bandwidth_": (_F8, (("d",),)),
         "levels_": (frozenset({"<i8"}), (("d",),)),
         "fit_order_": (frozenset({"<i8"}), (("n",),)),
+        "robustness_weights_": (_F8, (("n",),)),
         "param.bandwidth": (_NUMBERS, ((), ("d",))),
-        # the search record; files written before it moved to selection_ keep it as cv_results_
-        # (cv_results_ is now a dict of arrays derived from selection_, never saved)
+        # the search record (files from before selection_ keep it as cv_results_, now never saved)
         **{f"{owner}.{name}": spec for owner in ("selection_", "cv_results_") for name, spec in {
             "bandwidth": (_F8, (("d",),)),
             "smoothed_out": (_BOOL, (("d",),)),
@@ -541,7 +541,7 @@ def _check_model(model: Any, src: str) -> None:
             given = _mixed_bandwidth(bw, vt, levels, ck)
         except (ValueError, TypeError) as exc:
             raise fail("bandwidth", exc) from None
-        if not np.array_equal(given, h):
+        if not np.array_equal(given, h) and getattr(model, "bandwidth_type", "fixed") == "fixed":
             raise fail("bandwidth_", "differs from the bandwidth parameter, which fit copies")
     names = getattr(model, "feature_names_in_", None)
     if names is not None and not (

@@ -243,6 +243,8 @@ def textbook_study(
     after = max((i + 1 for i, r in enumerate(rows) if r.kernel == "gaussian"), default=len(rows))
     rows[after:after] = [Row(fit.name, fit.kernel, fit.bandwidth, fit.mse, f"{fit.kernel}, degree {d}, "
                              "leave-one-out CV") for d, fit in local.items() if d]  # beside NW's rows
+    if degrees:  # LOWESS beside them: its span chosen by leave-one-out CV
+        rows.append(_lowess_row(split))
     total = done + len(kernels + others) * slide.size + 2 * bool(learnable)
     curves: dict[str, NDArray[np.float64]] = {}
     heatmaps: dict[str, NDArray[np.float64]] = {}
@@ -256,6 +258,18 @@ def textbook_study(
             mse_learned = float(np.mean((res["prediction"] - split.y_val) ** 2))
             rows.append(Row(name, "learned", res["bandwidth"], mse_learned, "trained by gradient descent"))
     return Study(split, rows, searches, slide, curves, heatmaps, learned, notes, tuple(kernels), local)
+
+
+def _lowess_row(split: Split) -> Row:
+    """LOWESS's line of the table: tricube, local linear, a nearest-neighbour span chosen by CV
+    (the ``h`` column shows the span ``k / n``)."""
+    from nadaraya.estimator import NadarayaWatson
+
+    model = NadarayaWatson(kernel="tricube", degree=1, bandwidth_type="generalized_nn", bandwidth="cv")
+    model.fit(split.x_train[:, None], split.y_train)
+    k, n = int(model.bandwidth_[0]), split.x_train.size
+    mse = float(np.mean((model.predict(split.x_val[:, None]) - split.y_val) ** 2))
+    return Row("LOWESS", "lowess", k / n, mse, f"tricube, local linear, span = {k} of {n} points, by CV")
 
 
 def _local_fits(

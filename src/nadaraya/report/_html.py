@@ -60,7 +60,7 @@ def _table(study: Study, cv_index: dict[str, int | None]) -> str:
         if d:
             body.append((fit.name, [], f"{fit.bandwidth:.3g}", fit.mse, f"{fit.kernel}, degree {d}"))
     for r in study.rows:
-        if r.kernel == "learned":
+        if r.kernel in ("learned", "lowess"):
             body.append((r.model, [], "" if r.bandwidth is None else f"{r.bandwidth:.3g}", r.mse, r.note))
     values = [v for _, ms, _, m, _ in body for v in (*ms, m) if v is not None]
     best = min(values) if values else None
