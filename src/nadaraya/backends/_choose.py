@@ -272,14 +272,14 @@ def choose_for_data(
         return None
     if d == 1:
         windows, with_cells = truncated.pairs_1d(queries, keys, bandwidth)
-        pairs = windows if moments else with_cells
+        pairs = with_cells if moments <= truncated.MAX_DEGREE else windows
     else:
         pairs = truncated.pairs(queries, keys, bandwidth)
     if tol is not None and d > 1:
         series = _choose_series(queries, keys, bandwidth, tol, pairs, moments)
         if series is not None:
             return series
-    cells = d == 1 and not moments and pairs < 0.9 * windows
+    cells = d == 1 and pairs < 0.9 * windows
     return choose_window(kernel, n=n, m=m, d=d, moments=moments, pairs=pairs, cells=cells)
 
 

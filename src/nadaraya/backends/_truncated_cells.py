@@ -90,11 +90,12 @@ def terms(t: float) -> int:
 
 
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
-def _series(ks, vt, s0, s1, qs, ex, top, mem, cq, cb, inv_h, nt, scratch, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _series(ks, vt, s0, s1, qs, ex, top, mem, cq, cb, inv_h, nt, r, consts, scratch, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Add the keys ``s0 .. s1 - 1`` (cell centre ``cb``) to the rows ``acc`` of the queries
-    ``mem`` (cell centre ``cq``) by the series of the cross term; a query that leaves out one of
+    ``mem`` (cell centre ``cq``) by the series of the cross term, with the moments of degree
+    ``r`` (the series' derivatives in ``a``: :func:`_horner`); a query that leaves out one of
     these keys takes the keys before it and after it (:func:`_walk`), never its term."""
-    tb, t0, bb, mom, aq, fq, pq, cut, who = scratch
+    tb, t0, bb, mom, aq, fq, fm, npf, pd, tmp, cut, who = scratch
     p = vt.shape[0]
     nb = s1 - s0
     dd = (cq - cb) * inv_h
@@ -125,36 +126,76 @@ def _series(ks, vt, s0, s1, qs, ex, top, mem, cq, cb, inv_h, nt, scratch, acc): 
         aq[i] = (q - cq) * inv_h
         e = (q - cb) * inv_h
         fq[i] = exp_flushed(-0.5 * e * e - top[mem[i]])
+        fm[i] = fq[i]
         if s0 <= ex[mem[i]] < s1:
+            fm[i] = 0.0  # masked: this query takes these keys from _walk
             split += 1
-    for c in range(p + 1):
-        last = mom[nt - 1, c]
+    if r:
         for i in range(nq):
-            pq[i] = last
-        for k in range(nt - 2, -1, -1):
-            mk = mom[k, c]
+            npf[0, i] = 1.0
+        for k in range(1, 2 * r + 1):
+            f = -1.0 / k
             for i in range(nq):
-                pq[i] = pq[i] * aq[i] + mk
-        if split == 0:
-            for i in range(nq):
-                acc[i, c] += fq[i] * pq[i]
-        else:
-            for i in range(nq):
-                if not s0 <= ex[mem[i]] < s1:
-                    acc[i, c] += fq[i] * pq[i]
+                npf[k, i] = npf[k - 1, i] * (aq[i] + dd) * f
+    for c in range(p + 1):
+        jmax = 0 if r == 0 else (2 * r if c == 0 else r)
+        _horner(mom, nt, c, jmax, aq, nq, pd)
+        _emit(pd, c, jmax, p, r, npf, fm, nq, consts, tmp, acc)
     if split:
         split = 0
         for i in range(nq):
-            if s0 <= ex[mem[i]] < s1:
+            if fm[i] == 0.0 and s0 <= ex[mem[i]] < s1:
                 cut[split] = ex[mem[i]] - s0
                 who[split] = i
                 split += 1
         order = np.argsort(cut[:split])
-        _walk(vt, s0, nb, t0, bb, cut[:split][order], who[:split][order], aq, fq, nt, mom, acc)
+        _walk(vt, s0, nb, t0, bb, cut[:split][order], who[:split][order], aq, fq, npf, nt, r, consts, mom, pd,
+              tmp, acc)
 
 
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
-def _walk(vt, s0, nb, t0, bb, cut, who, aq, fq, nt, run, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _horner(mom, nt, c, jmax, aq, nq, pd):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``pd[j, i]``, ``j = 0 .. jmax``: the ``j``-th derivative over ``j!`` of the series
+    ``sum_k mom[k, c] a^k`` at ``a = aq[i]`` (Horner's scheme carrying its derivatives: the
+    ``j``-th derivative of ``sum_x G_x exp(a b)`` is ``sum_x G_x b^j exp(a b)``)."""
+    last = mom[nt - 1, c]
+    for i in range(nq):
+        pd[0, i] = last
+    for j in range(1, jmax + 1):
+        for i in range(nq):
+            pd[j, i] = 0.0
+    for k in range(nt - 2, -1, -1):
+        for j in range(min(jmax, nt - 1 - k), 0, -1):
+            for i in range(nq):
+                pd[j, i] = pd[j, i] * aq[i] + pd[j - 1, i]
+        mk = mom[k, c]
+        for i in range(nq):
+            pd[0, i] = pd[0, i] * aq[i] + mk
+
+
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+def _emit(pd, c, jmax, p, r, npf, fm, nq, consts, tmp, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Add column ``c``'s sums to the columns ``acc[:, i]`` of the queries, each times ``fm[i]``
+    (0 for a query masked here): the plain sum, and for ``j = 1 .. jmax`` the moment ``sum w
+    (k - q)^j`` (times the value of column ``c``), from ``(k - q) / h = b - s``:
+    ``h^j j! sum_i pd[i] (-s)^(j - i) / (j - i)!`` (``npf[e] = (-s)^e / e!``)."""
+    hfact = consts[0]
+    for i in range(nq):
+        acc[c, i] += fm[i] * pd[0, i]
+    for j in range(1, jmax + 1):
+        for i in range(nq):
+            tmp[i] = pd[j, i]
+        for k in range(j):
+            for i in range(nq):
+                tmp[i] += pd[k, i] * npf[j - k, i]
+        col = p + j if c == 0 else p + 2 * r + 1 + (j - 1) * p + (c - 1)
+        g = hfact[j]
+        for i in range(nq):
+            acc[col, i] += fm[i] * g * tmp[i]
+
+
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+def _walk(vt, s0, nb, t0, bb, cut, who, aq, fq, npf, nt, r, consts, run, pd, tmp, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
     """For the queries ``who`` leaving out the cell's keys ``cut`` (ascending, offsets from
     ``s0``): the series of the keys before the cut, then of those after it, from running moments
     (added key by key, from the left and from the right: no subtraction)."""
@@ -162,8 +203,8 @@ def _walk(vt, s0, nb, t0, bb, cut, who, aq, fq, nt, run, acc):  # type: ignore[n
     for side in range(2):
         run[:, :] = 0.0
         j = 0 if side == 0 else nb - 1
-        for r in range(cut.size):
-            at = r if side == 0 else cut.size - 1 - r
+        for at_r in range(cut.size):
+            at = at_r if side == 0 else cut.size - 1 - at_r
             stop = cut[at]
             while (side == 0 and j < stop) or (side == 1 and j > stop):
                 t = t0[j]
@@ -175,36 +216,48 @@ def _walk(vt, s0, nb, t0, bb, cut, who, aq, fq, nt, run, acc):  # type: ignore[n
                     t *= b / (k + 1)
                 j += 1 if side == 0 else -1
             i = who[at]
-            a = aq[i]
             for c in range(p + 1):
-                v = run[nt - 1, c]
-                for k in range(nt - 2, -1, -1):
-                    v = v * a + run[k, c]
-                acc[i, c] += fq[i] * v
+                jmax = 0 if r == 0 else (2 * r if c == 0 else r)
+                _horner(run, nt, c, jmax, aq[i:i + 1], 1, pd)
+                _emit(pd, c, jmax, p, r, npf[:, i:i + 1], fq[i:i + 1], 1, consts, tmp, acc[:, i:i + 1])
 
 
 @numba.njit(cache=True, nogil=True)
-def _costs(nq, nb, split, p, nt):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+def _costs(nq, nb, split, p, nt, r):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """A pair of cells' estimated nanoseconds, ``(key by key, by the series)``: ``nq`` queries,
     ``nb`` keys, ``split`` queries leaving out one of those keys (they walk them twice), ``p``
-    value columns, ``nt`` terms."""
+    value columns, ``nt`` terms, the moments of degree ``r`` (the key-by-key sums carry
+    ``1 + 2 r`` products per pair and column; each query's Horner ``2 r + 1`` and ``r + 1``
+    passes of the weight's and each value's series)."""
     ncol = p + 1
-    keyed = nq * (nb * (_PAIR[0] + _PAIR[1] * p) + _CALL)
-    series = _FIXED[0] + _FIXED[1] * ncol + (nq + nb) * (_POINT[0] + _POINT[1] * nt * ncol)
+    qcol = 2 * r + 1 + (r + 1) * p
+    keyed = nq * (nb * (_PAIR[0] + _PAIR[1] * p) * (1 + r) + _CALL)
+    series = (_FIXED[0] + _FIXED[1] * qcol + nb * (_POINT[0] + _POINT[1] * nt * ncol)
+              + nq * (_POINT[0] + _POINT[1] * nt * qcol))
     if split:
-        series += (nb + split) * _WALK * nt * ncol
+        series += (nb + split) * _WALK * nt * ncol + split * _POINT[1] * nt * qcol
     return keyed, series
 
 
 @numba.njit(cache=True, nogil=True)
-def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_h, reach, nt, edges,
+def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_h, reach, nt, r, edges,
            a, b, out, done):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Rows of ``out`` for the query cells of the ranges ``a .. b - 1`` (range ``r`` holds the
     cells ``edges[r] .. edges[r + 1] - 1``) that the cells serve; ``done`` marks them.
-    ``big_b``: the most keys a cell holds."""
+    ``big_b``: the most keys a cell holds; ``r`` the moments' degree."""
     p = vt.shape[0]
     ncol = p + 1
-    pair = _PAIR[0] + _PAIR[1] * p
+    width_out = out.shape[1]
+    pair = (_PAIR[0] + _PAIR[1] * p) * (1 + r)
+    h = 1.0 / inv_h
+    hfact = np.empty(2 * r + 1)
+    inv_fact = np.empty(2 * r + 1)
+    hfact[0] = 1.0
+    inv_fact[0] = 1.0
+    for j in range(1, 2 * r + 1):
+        hfact[j] = hfact[j - 1] * h * j
+        inv_fact[j] = inv_fact[j - 1] / j
+    consts = (hfact, inv_fact)
     none = np.empty(0)
     buf = np.empty(BLOCK)
     du = np.empty(BLOCK)
@@ -218,11 +271,15 @@ def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, widt
     mom = np.empty((nt, ncol))
     aq = np.empty(big_q)
     fq = np.empty(big_q)
-    pq = np.empty(big_q)
-    acc = np.empty((big_q, ncol))
+    fm = np.empty(big_q)
+    npf = np.empty((2 * r + 1, big_q))
+    pd = np.empty((2 * r + 1, big_q))
+    tmp = np.empty(big_q)
+    acc = np.empty((width_out, big_q))  # a query per column: the Horner passes run over queries
+    row = np.empty(width_out)
     cut = np.empty(big_q, dtype=np.int64)
     who = np.empty(big_q, dtype=np.int64)
-    scratch = (tb, t0, bb, mom, aq, fq, pq, cut, who)
+    scratch = (tb, t0, bb, mom, aq, fq, fm, npf, pd, tmp, cut, who)
     direct = np.empty(2 * reach + 1, dtype=np.bool_)
     for c in range(edges[a], edges[b]):
         i0 = qst[c]
@@ -241,32 +298,47 @@ def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, widt
             for i in range(nq):
                 if s0 <= ex[cm[i]] < s1:
                     split += 1
-            keyed, series = _costs(nq, s1 - s0, split, p, nt)
+            keyed, series = _costs(nq, s1 - s0, split, p, nt, r)
             direct[j - b0] = keyed <= series
             cost += min(keyed, series)
         if not cost < window:
             done[c] = False
             continue
         done[c] = True
-        acc[:nq] = 0.0
+        acc[:, :nq] = 0.0
         cq = g0 + (jq + 0.5) * width
         for j in range(b0, b1):
             s0, s1 = kst[j], kst[j + 1]
             if not direct[j - b0]:
                 cb = g0 + (kid[j] + 0.5) * width
-                _series(ks, vt, s0, s1, qs, ex, top, cm, cq, cb, inv_h, nt, scratch, acc)
+                _series(ks, vt, s0, s1, qs, ex, top, cm, cq, cb, inv_h, nt, r, consts, scratch, acc)
                 continue
             for i in range(nq):
                 e = ex[cm[i]]
                 t = top[cm[i]]
+                row[:] = 0.0
                 if s0 <= e < s1:
-                    part(ks, none, vt, qs[cm[i]], inv_h, t, s0, e, 0, buf, du, pw, acc[i])
-                    part(ks, none, vt, qs[cm[i]], inv_h, t, e + 1, s1, 0, buf, du, pw, acc[i])
+                    part(ks, none, vt, qs[cm[i]], inv_h, t, s0, e, r, buf, du, pw, row)
+                    part(ks, none, vt, qs[cm[i]], inv_h, t, e + 1, s1, r, buf, du, pw, row)
                 else:
-                    part(ks, none, vt, qs[cm[i]], inv_h, t, s0, s1, 0, buf, du, pw, acc[i])
+                    part(ks, none, vt, qs[cm[i]], inv_h, t, s0, s1, r, buf, du, pw, row)
+                for s in range(width_out):
+                    acc[s, i] += row[s]
         for i in range(nq):
-            for s in range(ncol):
-                out[cm[i], s] = acc[i, s]
+            for s in range(width_out):
+                out[cm[i], s] = acc[s, i]
+
+
+def _radius2(slack: float, jp: int) -> float:
+    """The window's ``R^2`` of a query whose log weights reach ``slack`` below its shift, with
+    moments up to ``|u|^jp`` (as :mod:`nadaraya.backends.truncated` computes it)."""
+    x = 2.0 * slack
+    if jp == 0:
+        return x
+    x += 2.0 * jp * math.log(x)
+    while 0.5 * x - 0.5 * jp * math.log(x) < slack:
+        x *= 1.0625
+    return x
 
 
 def _gridded(n: int, spread: float, width: float) -> bool:
@@ -283,9 +355,10 @@ def _runs(ids: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]
 
 def sums(ks: NDArray[np.float64], vt: NDArray[np.float64], qs: NDArray[np.float64], ex: NDArray[np.int64],
          lo: NDArray[np.int64], hi: NDArray[np.int64], top: NDArray[np.float64], h: float, big_l: float,
-         out: NDArray[np.float64]) -> NDArray[np.bool_]:
-    """Write the rows of ``out`` (weight, then the ``p`` values) of the queries that the cells
-    serve, and return which they are.
+         out: NDArray[np.float64], r: int = 0) -> NDArray[np.bool_]:
+    """Write the rows of ``out`` (weight, then the ``p`` values, then the ``2 r + r p`` moments
+    of a local fit of degree ``r``, as :func:`nadaraya.backends._rows.assemble` reads them) of
+    the queries that the cells serve, and return which they are.
 
     ``ks`` the sorted keys, ``vt`` their values (``p >= 1`` rows), ``qs`` the queries, ``ex``
     each one's left-out key among the sorted keys (-1 for none), ``lo``, ``hi`` and ``top`` their
@@ -319,20 +392,20 @@ def sums(ks: NDArray[np.float64], vt: NDArray[np.float64], qs: NDArray[np.float6
     order = counting_order(qc - low, span) if span <= 4 * (m + n) else np.argsort(qc, kind="stable")
     mem = np.ascontiguousarray(near[order])
     qid, qst = _runs(qc[order])
-    reach = math.ceil(math.sqrt(1.0 + 2.0 * big_l) * (1.0 + 1e-9) / RHO + 1e-9)
+    reach = math.ceil(math.sqrt(_radius2(0.5 + big_l, 2 * r)) * (1.0 + 1e-9) / RHO + 1e-9)
     # |a| and |b| are at most RHO / 2, plus the rounding of a cell's centre and of the offsets from
     # it (far from the origin a centre's ulp may be a sizeable part of h); too many terms: no cells
     scale = max(abs(float(ks[0])), abs(float(ks[-1])), float(np.abs(qs[near]).max()))
     half = RHO / 2.0 * (1.0 + 1e-9) + 8.0 * scale * 2.0**-52 / h
     if half > RHO:
         return done
-    nt = terms(half * half)
+    nt = terms(half * half) + 2 * r  # the 2 r-th derivative's remainder stays under 2^-BITS too
     served = np.zeros(qid.size, dtype=bool)
     cells = qid.size
     chunks = np.linspace(0, cells, min(cells, 64 * numba.get_num_threads()) + 1).astype(np.int64)
-    with threads_for(float((hi - lo).sum()) * 4.0):
+    with threads_for(float((hi - lo).sum()) * 4.0 * (1 + r)):
         args = (ks, vt, kid, kst, int(np.diff(kst).max()), qs, ex, lo, hi, top, mem, qid, qst, g0, width,
-                1.0 / h, reach, nt, chunks)
+                1.0 / h, reach, nt, r, chunks)
         run_ranges(_cells, args, chunks.size - 1, (out, served), grain=1)
     done[mem[np.repeat(served, np.diff(qst))]] = True
     return done
@@ -369,5 +442,5 @@ def worth(sampled: NDArray[np.float64], queries: NDArray[np.float64], keys: NDAr
     nt = terms((RHO / 2.0) ** 2)
     reach = math.ceil(math.sqrt(1.0 + 2.0 * big_l) / RHO)
     pair = _PAIR[0] + _PAIR[1]
-    cells = np.array([(2 * reach + 1) * min(_costs(a, b, 0, 1, nt)) / a for a, b in zip(qb, kb, strict=True)])
+    cells = np.array([(2 * reach + 1) * min(_costs(a, b, 0, 1, nt, 0)) / a for a, b in zip(qb, kb, strict=True)])
     return np.where(cells < window * pair + _CALL, cells / pair, np.inf)

@@ -404,8 +404,8 @@ def partials(
     width = 1 + p + 2 * r + r * p
     out = np.empty((m, width))
     rest: slice | NDArray[np.intp] = slice(None)
-    if r == 0 and st.ls.size == 0:  # dense cells share series (exact): _truncated_cells
-        served = _cells.sums(st.ks, st.vt, st.qs, st.ex, lo, hi, top, h, log_ratio(st.ks.size), out)
+    if st.ls.size == 0:  # dense cells share series (exact): _truncated_cells
+        served = _cells.sums(st.ks, st.vt, st.qs, st.ex, lo, hi, top, h, log_ratio(st.ks.size), out, r)
         if served.any():
             rest = np.flatnonzero(~served)
     cost = hi[rest] - lo[rest] + 8
@@ -468,7 +468,7 @@ def pairs(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: 
         h_all = np.asarray(bandwidth, dtype=np.float64)
         return _grid.pairs(queries, keys, h_all, log_ratio(np.shape(keys)[0]))
     windows, with_cells = pairs_1d(queries, keys, bandwidth)
-    return windows if moments else with_cells
+    return with_cells if moments <= MAX_DEGREE else windows
 
 
 def pairs_1d(queries: NDArray[np.floating], keys: NDArray[np.floating],
