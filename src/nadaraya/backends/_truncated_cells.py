@@ -216,8 +216,15 @@ def _walk(vt, s0, nb, t0, bb, cut, who, aq, fq, npf, nt, r, consts, run, pd, tmp
                     t *= b / (k + 1)
                 j += 1 if side == 0 else -1
             i = who[at]
+            a = aq[i]
             for c in range(p + 1):
                 jmax = 0 if r == 0 else (2 * r if c == 0 else r)
+                if jmax == 0:
+                    v = run[nt - 1, c]
+                    for k in range(nt - 2, -1, -1):
+                        v = v * a + run[k, c]
+                    acc[c, i] += fq[i] * v
+                    continue
                 _horner(run, nt, c, jmax, aq[i:i + 1], 1, pd)
                 _emit(pd, c, jmax, p, r, npf[:, i:i + 1], fq[i:i + 1], 1, consts, tmp, acc[:, i:i + 1])
 
