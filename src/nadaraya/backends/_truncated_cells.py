@@ -68,6 +68,8 @@ _PAIR = (1.05, 0.1)
 _CALL = 30.0
 _FIXED = (150.0, 50.0)
 _POINT = (3.5, 0.12)
+#: queries per chunk of the Horner passes (their rows of derivatives stay in L1)
+_CHUNK = 256
 #: leave-one-out's walks over a cell's keys and its queries, per term and column (both sides)
 _WALK = 2.0
 
@@ -137,10 +139,12 @@ def _series(ks, vt, s0, s1, qs, ex, top, mem, cq, cb, inv_h, nt, r, consts, scra
             f = -1.0 / k
             for i in range(nq):
                 npf[k, i] = npf[k - 1, i] * (aq[i] + dd) * f
-    for c in range(p + 1):
-        jmax = 0 if r == 0 else (2 * r if c == 0 else r)
-        _horner(mom, nt, c, jmax, aq, nq, pd)
-        _emit(pd, c, jmax, p, r, npf, fm, nq, consts, tmp, acc)
+    for i0 in range(0, nq, _CHUNK):  # chunks of queries whose Horner rows stay in L1
+        i1 = min(nq, i0 + _CHUNK)
+        for c in range(p + 1):
+            jmax = 0 if r == 0 else (2 * r if c == 0 else r)
+            _horner(mom, nt, c, jmax, aq[i0:i1], i1 - i0, pd)
+            _emit(pd, c, jmax, p, r, npf[:, i0:i1], fm[i0:i1], i1 - i0, consts, tmp, acc[:, i0:i1])
     if split:
         split = 0
         for i in range(nq):
@@ -157,41 +161,113 @@ def _series(ks, vt, s0, s1, qs, ex, top, mem, cq, cb, inv_h, nt, r, consts, scra
 def _horner(mom, nt, c, jmax, aq, nq, pd):  # type: ignore[no-untyped-def]  # pragma: no cover
     """``pd[j, i]``, ``j = 0 .. jmax``: the ``j``-th derivative over ``j!`` of the series
     ``sum_k mom[k, c] a^k`` at ``a = aq[i]`` (Horner's scheme carrying its derivatives: the
-    ``j``-th derivative of ``sum_x G_x exp(a b)`` is ``sum_x G_x b^j exp(a b)``)."""
+    ``j``-th derivative of ``sum_x G_x exp(a b)`` is ``sum_x G_x b^j exp(a b)``); one pass over
+    the queries per term, every derivative in it (``jmax`` 0, 1, 2 or 4)."""
     last = mom[nt - 1, c]
+    p0 = pd[0]
     for i in range(nq):
-        pd[0, i] = last
-    for j in range(1, jmax + 1):
-        for i in range(nq):
-            pd[j, i] = 0.0
-    for k in range(nt - 2, -1, -1):
-        for j in range(min(jmax, nt - 1 - k), 0, -1):
+        p0[i] = last
+    if jmax == 0:
+        for k in range(nt - 2, -1, -1):
+            mk = mom[k, c]
             for i in range(nq):
-                pd[j, i] = pd[j, i] * aq[i] + pd[j - 1, i]
+                p0[i] = p0[i] * aq[i] + mk
+        return
+    p1 = pd[1]
+    for i in range(nq):
+        p1[i] = 0.0
+    if jmax == 1:
+        for k in range(nt - 2, -1, -1):
+            mk = mom[k, c]
+            for i in range(nq):
+                a = aq[i]
+                x0 = p0[i]
+                p1[i] = p1[i] * a + x0
+                p0[i] = x0 * a + mk
+        return
+    p2 = pd[2]
+    for i in range(nq):
+        p2[i] = 0.0
+    if jmax == 2:
+        for k in range(nt - 2, -1, -1):
+            mk = mom[k, c]
+            for i in range(nq):
+                a = aq[i]
+                x0 = p0[i]
+                x1 = p1[i]
+                p2[i] = p2[i] * a + x1
+                p1[i] = x1 * a + x0
+                p0[i] = x0 * a + mk
+        return
+    p3 = pd[3]
+    p4 = pd[4]
+    for i in range(nq):
+        p3[i] = 0.0
+        p4[i] = 0.0
+    for k in range(nt - 2, -1, -1):
         mk = mom[k, c]
         for i in range(nq):
-            pd[0, i] = pd[0, i] * aq[i] + mk
+            a = aq[i]
+            x0 = p0[i]
+            x1 = p1[i]
+            x2 = p2[i]
+            x3 = p3[i]
+            p4[i] = p4[i] * a + x3
+            p3[i] = x3 * a + x2
+            p2[i] = x2 * a + x1
+            p1[i] = x1 * a + x0
+            p0[i] = x0 * a + mk
 
 
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _emit(pd, c, jmax, p, r, npf, fm, nq, consts, tmp, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Add column ``c``'s sums to the columns ``acc[:, i]`` of the queries, each times ``fm[i]``
-    (0 for a query masked here): the plain sum, and for ``j = 1 .. jmax`` the moment ``sum w
-    (k - q)^j`` (times the value of column ``c``), from ``(k - q) / h = b - s``:
-    ``h^j j! sum_i pd[i] (-s)^(j - i) / (j - i)!`` (``npf[e] = (-s)^e / e!``)."""
+    (0 for a query masked here): the plain sum, and for ``j = 1 .. jmax`` (0, 1, 2 or 4) the
+    moment ``sum w (k - q)^j`` (times the value of column ``c``), from ``(k - q) / h = b - s``:
+    ``h^j j! sum_i pd[i] (-s)^(j - i) / (j - i)!`` (``npf[e] = (-s)^e / e!``); one pass."""
     hfact = consts[0]
+    a0 = acc[c]
+    p0 = pd[0]
+    if jmax == 0:
+        for i in range(nq):
+            a0[i] += fm[i] * p0[i]
+        return
+    base = p + 1 if c == 0 else p + 2 * r + c  # the column of j = 1; then every 1 (weight) or p (values)
+    step = 1 if c == 0 else p
+    a1 = acc[base]
+    p1 = pd[1]
+    n1 = npf[1]
+    g1 = hfact[1]
+    if jmax == 1:
+        for i in range(nq):
+            f = fm[i]
+            a0[i] += f * p0[i]
+            a1[i] += f * g1 * (p1[i] + p0[i] * n1[i])
+        return
+    a2 = acc[base + step]
+    p2 = pd[2]
+    n2 = npf[2]
+    g2 = hfact[2]
+    if jmax == 2:
+        for i in range(nq):
+            f = fm[i]
+            a0[i] += f * p0[i]
+            a1[i] += f * g1 * (p1[i] + p0[i] * n1[i])
+            a2[i] += f * g2 * (p2[i] + p1[i] * n1[i] + p0[i] * n2[i])
+        return
+    a3 = acc[base + 2 * step]
+    a4 = acc[base + 3 * step]
+    p3, p4, n3, n4 = pd[3], pd[4], npf[3], npf[4]
+    g3, g4 = hfact[3], hfact[4]
     for i in range(nq):
-        acc[c, i] += fm[i] * pd[0, i]
-    for j in range(1, jmax + 1):
-        for i in range(nq):
-            tmp[i] = pd[j, i]
-        for k in range(j):
-            for i in range(nq):
-                tmp[i] += pd[k, i] * npf[j - k, i]
-        col = p + j if c == 0 else p + 2 * r + 1 + (j - 1) * p + (c - 1)
-        g = hfact[j]
-        for i in range(nq):
-            acc[col, i] += fm[i] * g * tmp[i]
+        f = fm[i]
+        x0, x1, x2, x3 = p0[i], p1[i], p2[i], p3[i]
+        m1, m2, m3 = n1[i], n2[i], n3[i]
+        a0[i] += f * x0
+        a1[i] += f * g1 * (x1 + x0 * m1)
+        a2[i] += f * g2 * (x2 + x1 * m1 + x0 * m2)
+        a3[i] += f * g3 * (x3 + x2 * m1 + x1 * m2 + x0 * m3)
+        a4[i] += f * g4 * (p4[i] + x3 * m1 + x2 * m2 + x1 * m3 + x0 * n4[i])
 
 
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
