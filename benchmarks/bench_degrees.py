@@ -78,14 +78,16 @@ def d1(n: int) -> None:
             fits = {}
             for _ in range(3):
                 for deg in (0, 1, 2):
+                    kw = {"kernel": kernel, "bandwidth": h, "degree": deg}
                     if mode == "pool":
-                        call = lambda deg=deg: nadaraya.pool(x, x, y, kernel=kernel, bandwidth=h, degree=deg)  # noqa: E731
+                        call = lambda kw=kw: nadaraya.pool(x, x, y, **kw)  # noqa: E731
                     else:
-                        call = lambda deg=deg: nadaraya.loo_pool(x, y, kernel=kernel, bandwidth=h, degree=deg)  # noqa: E731
+                        call = lambda kw=kw: nadaraya.loo_pool(x, y, **kw)  # noqa: E731
                     t, fits[deg] = timed(call, repeat=1)
                     times[deg] = min(times[deg], t)
             for deg in (0, 1, 2):
-                err = float(np.max(np.abs(fits[deg][at] - plain_wls(at, x, y, kernel, h, deg, mode == "loo_pool"))))
+                want = plain_wls(at, x, y, kernel, h, deg, mode == "loo_pool")
+                err = float(np.max(np.abs(fits[deg][at] - want)))
                 note = f"max |fit - plain WLS| {err:.1e} (target <= 1e-9)"
                 if deg:
                     limit = 1.6 if deg == 1 else 2.5

@@ -71,8 +71,8 @@ def test_loo_matches_plain_wls_on_every_query(served, degree):
 
 
 def test_auto_takes_the_cells_for_local_fits():
-    x, y = data(20000)
-    choice = nadaraya.backends.choose_for_data(get("gaussian"), x[:, None], x[:, None], np.array([0.3]), moments=1)
+    x = data(20000)[0][:, None]
+    choice = nadaraya.backends.choose_for_data(get("gaussian"), x, x, np.array([0.3]), moments=1)
     assert choice is not None and choice.name == "truncated" and "dense cells" in choice.reason
 
 

@@ -197,7 +197,7 @@ def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs
     its degree in one, none above) when the ``pairs`` its windows hold
     (:func:`nadaraya.backends.truncated.pairs`) make it cheaper than the exact loop over all
     ``m n`` pairs by half; ``None`` otherwise. ``cells``: in 1-D, ``pairs`` is the work of the
-    dense cells' series, which serve most queries.
+    dense cells' series, which serve most queries (local fits of degree 1 and 2 too).
 
     Examples
     --------

@@ -36,7 +36,17 @@ of ``B`` (leave-one-out) takes the series of the keys before that key and of tho
 from running moments added key by key from either end: its term is never added, and nothing is
 subtracted. Per query cell, the cells when their estimated cost is lower than the queries'
 windows; otherwise (and for queries farther than one bandwidth from every key, or with sample
-weights or moments) the window sums of the truncated backend.
+weights) the window sums of the truncated backend.
+
+**Moments** of a local fit of degree ``r`` (1 or 2): the ``j``-th derivative in ``a`` of the
+pair's series ``sum_x G_x exp(a b)`` is ``sum_x G_x b^j exp(a b)``, so each query's Horner pass
+carries its derivatives up to ``2 r`` (the weight) and ``r`` (each value): ``sum w b^j`` with no
+more sums over the keys. With ``(k - q) / h = b - s``, ``s = a + D``, the moments ``sum w (k -
+q)^j`` follow binomially (:func:`_emit`); the key sums take ``2 r`` more terms, so that the
+``2 r``-th derivative's remainder is under ``2^-60`` too, and the cells reach as far as the
+moments' windows. A query's passes then cost about ``2 r + 1 + (r + 1) p`` Horner columns
+against ``1 + p`` for plain pooling, and the keys' sums the same: degree 1 and 2 cost about 1.4-1.7x
+and 1.9-2.3x degree 0 (measured, one thread, n = m = 2e5).
 """
 
 from __future__ import annotations
@@ -525,5 +535,6 @@ def worth(sampled: NDArray[np.float64], queries: NDArray[np.float64], keys: NDAr
     nt = terms((RHO / 2.0) ** 2)
     reach = math.ceil(math.sqrt(1.0 + 2.0 * big_l) / RHO)
     pair = _PAIR[0] + _PAIR[1]
-    cells = np.array([(2 * reach + 1) * min(_costs(a, b, 0, 1, nt, 0)) / a for a, b in zip(qb, kb, strict=True)])
+    cells = np.array([(2 * reach + 1) * min(_costs(a, b, 0, 1, nt, 0)) / a
+                      for a, b in zip(qb, kb, strict=True)])
     return np.where(cells < window * pair + _CALL, cells / pair, np.inf)

@@ -48,7 +48,7 @@ def parabola(
     f64 = np.float64
     ok = parts.weight > 0
     s0 = np.where(ok, parts.weight, 1.0).astype(f64)
-    z = [parts.moments[j][:, *(0,) * (j + 1)].astype(f64) / s0 / h ** (j + 1) for j in range(4)]
+    z = [parts.moments[j].reshape(m, -1)[:, 0].astype(f64) / s0 / h ** (j + 1) for j in range(4)]
     m1, m2, m3, m4 = z
     r0 = parts.value.astype(f64) / s0[:, None]
     r1 = parts.moments[4][:, 0, :].astype(f64) / s0[:, None] / h

@@ -207,7 +207,8 @@ def solve(parts: Partials, degree: int, bandwidth: NDArray[np.floating]) -> Loca
             rest = np.nonzero(~done)[0]
             sub = solve(parts[rest], degree, h)
             estimate[done], slope[done, 0], inv00[done], used[done] = est2[done], slope2[done], inv2[done], 2
-            estimate[rest], slope[rest], inv00[rest], used[rest] = sub.estimate, sub.slope, sub.inverse00, sub.degree
+            estimate[rest], slope[rest], inv00[rest] = sub.estimate, sub.slope, sub.inverse00
+            used[rest] = sub.degree
             return LocalFit(estimate, slope, used, inv00)
         return _general(parts, degree, h, estimate, slope, used, inv00)
     return _general(parts, degree, h, estimate, slope, used, inv00)
@@ -216,7 +217,7 @@ def solve(parts: Partials, degree: int, bandwidth: NDArray[np.floating]) -> Loca
 def _general(parts: Partials, degree: int, h: NDArray[np.float64], estimate: NDArray[np.float64],
              slope: NDArray[np.float64], used: NDArray[np.int64], inv00: NDArray[np.float64]) -> LocalFit:
     """Every query's system by the general solve (any degree and number of features)."""
-    m, p = parts.value.shape
+    p = parts.value.shape[1]
     d = h.size
     ok = parts.weight > 0
     M, R = _systems(parts[ok] if not ok.all() else parts, degree, h)
