@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import nadaraya
-from nadaraya.backends import _truncated_cells, truncated
+from nadaraya.backends import _truncated_cells, compute, truncated
 from nadaraya.kernels import get
 
 
@@ -100,12 +100,14 @@ def test_sample_weights_take_the_windows_exactly():
 
 def test_bad_moments_are_refused():
     x, y = data(100)
-    with pytest.raises(ValueError, match="moments"):
-        truncated.partials(x[:, None], x[:, None], y[:, None], kernel=get("gaussian"), bandwidth=np.ones(1),
-                           moments=3)
-    with pytest.raises(ValueError, match="moments"):
-        truncated.partials(np.ones((3, 2)), np.ones((3, 2)), np.ones((3, 1)), kernel=get("gaussian"),
-                           bandwidth=np.ones(2), moments=1)
+    with pytest.raises(ValueError, match="truncated"):
+        compute("truncated", x[:, None], x[:, None], y[:, None], kernel=get("gaussian"), bandwidth=np.ones(1),
+                moments=3)
+    with pytest.raises(ValueError, match="truncated"):
+        compute("truncated", np.ones((3, 2)), np.ones((3, 2)), np.ones((3, 1)), kernel=get("gaussian"),
+                bandwidth=np.ones(2), moments=1)
+    with pytest.raises(ValueError, match="degree"):
+        nadaraya.pool(x, x, y, bandwidth=0.1, degree=4)
 
 
 def test_mixed_loo_serial_equals_parallel():
