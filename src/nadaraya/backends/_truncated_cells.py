@@ -311,8 +311,38 @@ def _walk(vt, s0, nb, t0, bb, cut, who, aq, fq, npf, nt, r, consts, run, pd, tmp
                         v = v * a + run[k, c]
                     acc[c, i] += fq[i] * v
                     continue
-                _horner(run, nt, c, jmax, aq[i:i + 1], 1, pd)
-                _emit(pd, c, jmax, p, r, npf[:, i:i + 1], fq[i:i + 1], 1, consts, tmp, acc[:, i:i + 1])
+                _one(run, nt, c, jmax, a, fq[i], p, r, npf, i, consts[0], acc)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+def _one(run, nt, c, jmax, a, f, p, r, npf, i, hfact, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`_horner` and :func:`_emit` for the one query ``i`` (column ``c``, offset ``a``,
+    factor ``f``) of a leave-one-out walk, in scalars."""
+    x0 = run[nt - 1, c]
+    x1 = 0.0
+    x2 = 0.0
+    x3 = 0.0
+    x4 = 0.0
+    for k in range(nt - 2, -1, -1):
+        x4 = x4 * a + x3
+        x3 = x3 * a + x2
+        x2 = x2 * a + x1
+        x1 = x1 * a + x0
+        x0 = x0 * a + run[k, c]
+    acc[c, i] += f * x0
+    base = p + 1 if c == 0 else p + 2 * r + c
+    step = 1 if c == 0 else p
+    m1 = npf[1, i]
+    acc[base, i] += f * hfact[1] * (x1 + x0 * m1)
+    if jmax == 1:
+        return
+    m2 = npf[2, i]
+    acc[base + step, i] += f * hfact[2] * (x2 + x1 * m1 + x0 * m2)
+    if jmax == 2:
+        return
+    m3 = npf[3, i]
+    acc[base + 2 * step, i] += f * hfact[3] * (x3 + x2 * m1 + x1 * m2 + x0 * m3)
+    acc[base + 3 * step, i] += f * hfact[4] * (x4 + x3 * m1 + x2 * m2 + x1 * m3 + x0 * npf[4, i])
 
 
 @numba.njit(cache=True, nogil=True)
