@@ -134,7 +134,7 @@ def test_mixed_loo_serial_equals_parallel():
 
 
 def test_small_work_stays_on_the_calling_thread():
-    from nadaraya._jit import SERIAL_WORK, run_ranges
+    from nadaraya._support.jit import SERIAL_WORK, run_ranges
 
     seen = set()
 
