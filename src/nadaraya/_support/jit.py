@@ -96,7 +96,8 @@ _POOL_LOCK = threading.Lock()
 _CHUNKS = 4
 
 
-def run_ranges(task: Any, args: tuple[Any, ...], m: int, outputs: tuple[Any, ...], grain: int = 64) -> None:
+def run_ranges(task: Any, args: tuple[Any, ...], m: int, outputs: tuple[Any, ...], grain: int = 64,
+               work: float | None = None) -> None:
     """Run ``task(*args, a, b, *outputs)`` over contiguous ranges ``a:b`` of ``range(m)`` on
     ``numba.get_num_threads()`` threads (one shared pool; the bandwidth passes and the
     windowed backend use it too), at least ``grain`` items per thread (1 for items that are
@@ -104,7 +105,8 @@ def run_ranges(task: Any, args: tuple[Any, ...], m: int, outputs: tuple[Any, ...
 
     The jitted task releases the GIL (``nogil=True``), so Python threads run it on all cores,
     with no ``prange`` (and none of numba's parallel compilation). Ranges must write disjoint
-    outputs.
+    outputs. ``work`` (pairs times operations, when the caller knows it): below
+    :data:`SERIAL_WORK` the task runs on the calling thread, as :func:`threads_for` would.
 
     Examples
     --------
@@ -118,7 +120,7 @@ def run_ranges(task: Any, args: tuple[Any, ...], m: int, outputs: tuple[Any, ...
     """
     global _POOL
     threads = max(1, min(numba.get_num_threads(), -(-m // grain)))
-    if threads == 1:
+    if threads == 1 or (work is not None and work < SERIAL_WORK):
         task(*args, 0, m, *outputs)
         return
     with _POOL_LOCK:

@@ -197,7 +197,7 @@ def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs
     its degree in one, none above) when the ``pairs`` its windows hold
     (:func:`nadaraya.backends.truncated.pairs`) make it cheaper than the exact loop over all
     ``m n`` pairs by half; ``None`` otherwise. ``cells``: in 1-D, ``pairs`` is the work of the
-    dense cells' series, which serve most queries.
+    dense cells' series, which serve most queries (local fits of degree 1 and 2 too).
 
     Examples
     --------
@@ -272,14 +272,14 @@ def choose_for_data(
         return None
     if d == 1:
         windows, with_cells = truncated.pairs_1d(queries, keys, bandwidth)
-        pairs = windows if moments else with_cells
+        pairs = with_cells if moments <= truncated.MAX_DEGREE else windows
     else:
         pairs = truncated.pairs(queries, keys, bandwidth)
     if tol is not None and d > 1:
         series = _choose_series(queries, keys, bandwidth, tol, pairs, moments)
         if series is not None:
             return series
-    cells = d == 1 and not moments and pairs < 0.9 * windows
+    cells = d == 1 and pairs < 0.9 * windows
     return choose_window(kernel, n=n, m=m, d=d, moments=moments, pairs=pairs, cells=cells)
 
 

@@ -210,7 +210,8 @@ def _block(
     if excl is not None:
         w[ki == excl[local]] = 0.0
     q64 = np.ascontiguousarray(queries, dtype=np.float64)
-    run_ranges(_pair_sums, (w, q64, k64, v64, ki, indptr, degree), out.shape[0], (out,))
+    run_ranges(_pair_sums, (w, q64, k64, v64, ki, indptr, degree), out.shape[0], (out,),
+               work=float(ki.size) * out.shape[1])
 
 
 def _one_d_blocks(
@@ -226,7 +227,8 @@ def _one_d_blocks(
     lo = np.empty(m, dtype=np.int64)
     hi = np.empty(m, dtype=np.int64)
     qs = np.ascontiguousarray(queries[:, 0])
-    run_ranges(_windows, (qs, np.ascontiguousarray(keys[:, 0]), inv_h[0]), m, (lo, hi))
+    run_ranges(_windows, (qs, np.ascontiguousarray(keys[:, 0]), inv_h[0]), m, (lo, hi),
+               work=m * (np.log2(keys.shape[0] + 1.0) + 4.0) * 8.0)
     for b0, b1 in _w._blocks(hi - lo, max(1, _w._working_bytes() // _w._PAIR_BYTES)):
         cnt = hi[b0:b1] - lo[b0:b1]
         indptr = np.concatenate([[0], np.cumsum(cnt)]).astype(np.intp)

@@ -561,7 +561,7 @@ def partials(
     walk = _fused_moments.table(degree, d, p)
     mom = np.zeros((m, _fused_moments.width(degree, d, p)))
     run_ranges(_LOOPS[key], (q, kt, vt, inv_h, key_weight, ex, lo, hi, kw_top, walk), m,
-               (shift, weight, value, mom))
+               (shift, weight, value, mom), work=float(m) * kt.shape[-1] * (d + 1 + p + mom.shape[1]))
     if dtype != f64:
         # the weight may be as small as exp(-300) (the shift is an upper bound, not the maximum):
         # move its binary exponent into the shift, exactly, before rounding to float32

@@ -48,7 +48,8 @@ takes over, as for every backend.
 **Leave-one-out** (``exclude``): the left-out key never gives the bound ``b`` nor the shift, and
 its window is summed in two parts around it (its term is never added and subtracted).
 
-**Dense cells.** Without sample weights or moments, where keys and queries are dense, pairs
+**Dense cells.** Without sample weights (with or without the moments of a local fit of degree
+1 or 2), where keys and queries are dense, pairs
 of cells ``1.5 h`` wide share one series of the cross term of the Gaussian, cut where its
 remainder is under ``2^-60`` of each term: exact as well, with one exponential per key and per
 query and pair of cells instead of one per pair of points (``nadaraya.backends._truncated_cells``,
@@ -404,8 +405,8 @@ def partials(
     width = 1 + p + 2 * r + r * p
     out = np.empty((m, width))
     rest: slice | NDArray[np.intp] = slice(None)
-    if r == 0 and st.ls.size == 0:  # dense cells share series (exact): _truncated_cells
-        served = _cells.sums(st.ks, st.vt, st.qs, st.ex, lo, hi, top, h, log_ratio(st.ks.size), out)
+    if st.ls.size == 0:  # dense cells share series (exact): _truncated_cells
+        served = _cells.sums(st.ks, st.vt, st.qs, st.ex, lo, hi, top, h, log_ratio(st.ks.size), out, r)
         if served.any():
             rest = np.flatnonzero(~served)
     cost = hi[rest] - lo[rest] + 8
@@ -438,7 +439,7 @@ def pairs(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: 
     From at most 512 queries: with at most 8192 keys, their windows exactly (no sample weights,
     no moments); with more, the keys within ``sqrt(2 L) h`` of each query (the window's radius
     where the nearest key is close) counted in a sample of 8192 keys and scaled up, and at least
-    one per query. O(n) at most, about 1 ms at a million keys. In 1-D without ``moments``, a
+    one per query. O(n) at most, about 1 ms at a million keys. In 1-D (``moments`` up to 2), a
     query where dense cells share a series (``nadaraya.backends._truncated_cells``) counts the
     pairs its cells' work is worth, where that is less. In 2 and 3 features:
     ``nadaraya.backends._truncated_grid.pairs``.
@@ -449,7 +450,7 @@ def pairs(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: 
     keys : ndarray of shape (n,) or (n, d)
     bandwidth : float or ndarray of shape (1,) or (d,)
     moments : int, default 0
-        The local polynomial degree (the cells serve none).
+        The local polynomial degree (the cells serve degrees 0 to :data:`MAX_DEGREE`).
 
     Returns
     -------
@@ -468,7 +469,7 @@ def pairs(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: 
         h_all = np.asarray(bandwidth, dtype=np.float64)
         return _grid.pairs(queries, keys, h_all, log_ratio(np.shape(keys)[0]))
     windows, with_cells = pairs_1d(queries, keys, bandwidth)
-    return windows if moments else with_cells
+    return with_cells if moments <= MAX_DEGREE else windows
 
 
 def pairs_1d(queries: NDArray[np.floating], keys: NDArray[np.floating],

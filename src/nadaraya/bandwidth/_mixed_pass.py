@@ -1,6 +1,8 @@
 """The leave-one-out pass of mixed data for the bandwidth search: Gaussian, degree 0 or 1 (numba).
 
-One parallel task per point: the log weights of every other point (the continuous columns'
+One task per point, in ranges on the shared thread pool (:func:`nadaraya._jit.run_ranges`)
+above :data:`nadaraya._jit.SERIAL_WORK` (below it, serially: at n = 500 waking threads cost
+more than the pass): the log weights of every other point (the continuous columns'
 Gaussian terms, the log sample weight, and the categorical factor of the pair read from a
 (groups x groups) table of log factors) into a scratch row with their maximum, then one
 sweep of exponentials that sums the weight, the weighted values and, for degree 1, the
@@ -11,21 +13,23 @@ sums as :func:`nadaraya.local.fit.partials` with ``exclude = arange(n)``.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 from numpy.typing import NDArray
 
-from nadaraya._support.jit import exp_flushed
+from nadaraya._support.jit import exp_flushed, run_ranges, threads_for
 from nadaraya.partials import Partials
 
 __all__ = ["mixed_loo"]
 
 
-@njit(parallel=True, cache=True, fastmath={"contract", "reassoc"})
-def _loo(xt, inv_h, lsw, gid, table, yt, degree, shift, weight, value, s1, s2, t1):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+@njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
+def _loo(xt, inv_h, lsw, gid, table, yt, degree, a0, a1, shift, weight, value, s1, s2, t1):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The points ``a0 .. a1 - 1`` (a range of :func:`nadaraya._jit.run_ranges`)."""
     dc, n = xt.shape
     p = yt.shape[0]
-    for i in prange(n):
-        buf = np.empty(n)
+    buf = np.empty(n)
+    ua = np.empty(n)
+    for i in range(a0, a1):
         row = table[gid[i]]
         for j in range(n):
             buf[j] = lsw[j] + row[gid[j]]
@@ -52,7 +56,6 @@ def _loo(xt, inv_h, lsw, gid, table, yt, degree, shift, weight, value, s1, s2, t
                 acc += buf[j] * yt[c, j]
             value[i, c] = acc
         if degree:
-            ua = np.empty(n)
             for a in range(dc):
                 xa = xt[a, i]
                 acc = 0.0
@@ -96,6 +99,7 @@ def mixed_loo(
     shift, weight, value = np.empty(n), np.empty(n), np.zeros((n, p))
     s1, s2, t1 = np.zeros((n, dc)), np.zeros((n, dc, dc)), np.zeros((n, dc, p))
     xt, yt = np.ascontiguousarray(xc.T), np.ascontiguousarray(Y.T)
-    _loo(xt, 1.0 / h, log_sw, group.astype(np.int64), table, yt,
-         degree, shift, weight, value, s1, s2, t1)
+    args = (xt, 1.0 / h, log_sw, group.astype(np.int64), table, yt, degree)
+    with threads_for(float(n) * n * (dc + 3 + p + degree * (dc + 1) * (dc + p))):
+        run_ranges(_loo, args, n, (shift, weight, value, s1, s2, t1), grain=16)
     return Partials(shift, weight, value, (s1, s2, t1) if degree else ())

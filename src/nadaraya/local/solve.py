@@ -197,6 +197,29 @@ def solve(parts: Partials, degree: int, bandwidth: NDArray[np.floating]) -> Loca
         return LocalFit(estimate, slope, used, inv00)
     if degree == 1 and d == 1:
         return _line(parts, h, estimate, slope, used, inv00)
+    if degree == 2 and d == 1:  # closed form; the queries it leaves take the general solve below
+        from nadaraya.local._parabola import parabola
+
+        done, est2, slope2, inv2 = parabola(parts, float(h[0]), RCOND)
+        if done.all():
+            return LocalFit(est2, slope2[:, None, :], np.full(m, 2, dtype=np.int64), inv2)
+        if done.any():
+            rest = np.nonzero(~done)[0]
+            sub = solve(parts[rest], degree, h)
+            estimate[done], slope[done, 0], inv00[done], used[done] = est2[done], slope2[done], inv2[done], 2
+            estimate[rest], slope[rest], inv00[rest] = sub.estimate, sub.slope, sub.inverse00
+            used[rest] = sub.degree
+            return LocalFit(estimate, slope, used, inv00)
+        return _general(parts, degree, h, estimate, slope, used, inv00)
+    return _general(parts, degree, h, estimate, slope, used, inv00)
+
+
+def _general(parts: Partials, degree: int, h: NDArray[np.float64], estimate: NDArray[np.float64],
+             slope: NDArray[np.float64], used: NDArray[np.int64], inv00: NDArray[np.float64]) -> LocalFit:
+    """Every query's system by the general solve (any degree and number of features)."""
+    p = parts.value.shape[1]
+    d = h.size
+    ok = parts.weight > 0
     M, R = _systems(parts[ok] if not ok.all() else parts, degree, h)
     rows = np.nonzero(ok)[0]
     todo = np.ones(rows.size, dtype=bool)

@@ -1,0 +1,183 @@
+"""Local fits on the fast exact paths: the cost of degree 1 and 2 over degree 0, ratios in one run (issue 30).
+
+Workloads, y = sin 6x + x + N(0, 0.3^2) on x ~ U(0, 1), ``backend="auto"``, exact (no tol):
+
+- D1, 1-D n = m = 2e5: Gaussian at h = 0.3 and 0.01, Epanechnikov at 0.002, tricube at 0.01;
+  ``pool`` and ``loo_pool`` at degree 0, 1 and 2 (best of three, interleaved); the ratio of
+  each degree to degree 0 (targets: degree 1 at most 1.6x, degree 2 at most 2.5x), and the
+  largest difference from a plainly written weighted least squares (one lstsq per query, over
+  all keys) on 40 queries spread over the data (target: at most 1e-9).
+- D2, mixed-data CV (``select_bandwidth(var_types="cou")``, n = 500): with the default numba
+  threads and with one, on an idle machine and beside a process that holds one core (targets:
+  default at most 1.2x one thread, both ways; beside the busy core at most 2x its idle time).
+- D3, 1-D CV selection at n = 2e4: ``select_bandwidth(degree=1)`` over ``degree=0`` (target:
+  at most 3x).
+
+The machine this runs on may be shared: the ratios are taken in one run, interleaved.
+
+    python benchmarks/bench_degrees.py           # full sizes
+    python benchmarks/bench_degrees.py --quick   # small sizes, a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import time
+import warnings
+
+import numpy as np
+
+import nadaraya
+from _timing import timed
+from nadaraya.bandwidth import BandwidthWarning, select_bandwidth
+
+KERNELS = (("gaussian", 0.3), ("gaussian", 0.01), ("epanechnikov", 0.002), ("tricube", 0.01))
+PROFILES = {
+    "gaussian": lambda u: np.exp(-0.5 * u * u),
+    "epanechnikov": lambda u: np.clip(1.0 - u * u, 0.0, None),
+    "tricube": lambda u: np.clip(1.0 - np.abs(u) ** 3, 0.0, None) ** 3,
+}
+
+
+def row(name: str, impl: str, seconds: float, note: str = "") -> None:
+    print(f"{name:<28}{impl:<30}{seconds:>10.4f}  {note}", flush=True)
+
+
+def data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.0, 1.0, n)
+    return x, np.sin(6 * x) + x + rng.normal(0.0, 0.3, n)
+
+
+def plain_wls(at: np.ndarray, x: np.ndarray, y: np.ndarray, kernel: str, h: float, degree: int,
+              loo: bool) -> np.ndarray:
+    """The local polynomial estimate at the keys ``at`` (indices), written out: one lstsq each."""
+    out = np.empty(at.size)
+    for r, i in enumerate(at):
+        w = PROFILES[kernel]((x - x[i]) / h)
+        if loo:
+            w[i] = 0.0
+        keep = w > 0
+        design = np.vander(x[keep] - x[i], degree + 1, increasing=True)
+        root = np.sqrt(w[keep])
+        out[r] = np.linalg.lstsq(design * root[:, None], y[keep] * root, rcond=None)[0][0]
+    return out
+
+
+def d1(n: int) -> None:
+    x, y = data(n)
+    at = np.argsort(x)[np.linspace(n // 100, n - 1 - n // 100, 40).astype(int)]
+    for kernel, h in KERNELS:
+        for deg in (0, 1, 2):  # compile outside the timing
+            nadaraya.pool(x[:3000], x[:3000], y[:3000], kernel=kernel, bandwidth=h, degree=deg)
+            nadaraya.loo_pool(x[:3000], y[:3000], kernel=kernel, bandwidth=h, degree=deg)
+        name = f"D1 {kernel} h={h}"
+        for mode in ("pool", "loo_pool"):
+            times = dict.fromkeys((0, 1, 2), np.inf)
+            fits = {}
+            for _ in range(3):
+                for deg in (0, 1, 2):
+                    kw = {"kernel": kernel, "bandwidth": h, "degree": deg}
+                    if mode == "pool":
+                        call = lambda kw=kw: nadaraya.pool(x, x, y, **kw)  # noqa: E731
+                    else:
+                        call = lambda kw=kw: nadaraya.loo_pool(x, y, **kw)  # noqa: E731
+                    t, fits[deg] = timed(call, repeat=1)
+                    times[deg] = min(times[deg], t)
+            for deg in (0, 1, 2):
+                want = plain_wls(at, x, y, kernel, h, deg, mode == "loo_pool")
+                err = float(np.max(np.abs(fits[deg][at] - want)))
+                note = f"max |fit - plain WLS| {err:.1e} (target <= 1e-9)"
+                if deg:
+                    limit = 1.6 if deg == 1 else 2.5
+                    ratio = times[deg] / times[0]
+                    note = (f"ratio {ratio:.2f}x degree 0 (target <= {limit}x: "
+                            f"{'met' if ratio <= limit else 'NOT MET'}); " + note)
+                row(name, f"{mode} degree={deg}", times[deg], note)
+
+
+def _mixed_data(n: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(2)
+    c = rng.uniform(0, 5, n)
+    u = rng.integers(0, 4, n)
+    o = rng.integers(0, 5, n)
+    y = np.sin(c) + 0.5 * (u == 2) + 0.2 * o + rng.normal(0, 0.3, n)
+    return np.column_stack([c, u, o]).astype(float), y
+
+
+def _spin(stop: float) -> None:  # pragma: no cover - a helper process
+    while time.perf_counter() < stop:
+        pass
+
+
+def _select(x: np.ndarray, y: np.ndarray, **kw: object) -> object:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BandwidthWarning)
+        return select_bandwidth(x, y, **kw)
+
+
+def d2(n: int) -> None:
+    import numba
+
+    x, y = _mixed_data(n)
+    _select(x[:60], y[:60], var_types="cou")
+    default = numba.get_num_threads()
+
+    def both() -> dict[int, float]:
+        out = {}
+        for threads in (default, 1):
+            numba.set_num_threads(threads)
+            try:
+                out[threads] = timed(lambda: _select(x, y, var_types="cou"), repeat=5)[0]
+            finally:
+                numba.set_num_threads(default)
+        return out
+
+    idle = both()
+    busy_proc = mp.get_context("spawn").Process(target=_spin, args=(time.perf_counter() + 120.0,))
+    busy_proc.start()
+    try:
+        time.sleep(0.5)
+        busy = both()
+    finally:
+        busy_proc.terminate()
+        busy_proc.join()
+    for label, got in (("idle", idle), ("beside a busy core", busy)):
+        ratio = got[default] / got[1]
+        row(f"D2 mixed cou CV n={n}", f"{label}: {default} threads", got[default],
+            f"ratio {ratio:.2f}x one thread (target <= 1.2x: {'met' if ratio <= 1.2 else 'NOT MET'})")
+        row(f"D2 mixed cou CV n={n}", f"{label}: 1 thread", got[1])
+    slow = busy[default] / idle[default]
+    row(f"D2 mixed cou CV n={n}", "busy / idle (default threads)", busy[default],
+        f"ratio {slow:.2f}x its idle time (target <= 2x: {'met' if slow <= 2 else 'NOT MET'})")
+
+
+def d3(n: int) -> None:
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0, 5, n)
+    y = 2 * np.sin(x) + x + rng.normal(0, 0.5, n)
+    for deg in (0, 1):
+        _select(x[:3000], y[:3000], degree=deg)
+    times = dict.fromkeys((0, 1), np.inf)
+    for _ in range(2):
+        for deg in (0, 1):
+            times[deg] = min(times[deg], timed(lambda deg=deg: _select(x, y, degree=deg), repeat=1)[0])
+    row(f"D3 CV selection 1-D n={n}", "select_bandwidth degree=0", times[0])
+    ratio = times[1] / times[0]
+    row(f"D3 CV selection 1-D n={n}", "select_bandwidth degree=1", times[1],
+        f"ratio {ratio:.2f}x degree 0 (target <= 3x: {'met' if ratio <= 3 else 'NOT MET'})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    args = parser.parse_args()
+    print(f"{'workload':<28}{'implementation':<30}{'seconds':>10}  note")
+    d1(20_000 if args.quick else 200_000)
+    d2(200 if args.quick else 500)
+    d3(4_000 if args.quick else 20_000)
+
+
+if __name__ == "__main__":
+    main()
