@@ -18,6 +18,7 @@ import pytest
 
 pytest.importorskip("numba")
 
+from nadaraya import backends
 from nadaraya.backends import fused, reference
 from nadaraya.kernels import get
 from nadaraya.partials import merge
@@ -259,5 +260,5 @@ def test_moments_leave_weight_and_value_as_without(kernel, d):
 def test_bad_moments_name_the_argument(bad):
     x = np.zeros((3, 1))
     with pytest.raises(ValueError, match="moments") as info:
-        fused.partials(x, x, x, kernel=get("gaussian"), bandwidth=np.ones(1), moments=bad)
+        backends.compute("fused", x, x, x, kernel=get("gaussian"), bandwidth=np.ones(1), moments=bad)
     assert repr(bad) in str(info.value)

@@ -11,6 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import nadaraya  # noqa: E402
+from nadaraya import backends  # noqa: E402
 from nadaraya.backends import reference, torch_sums  # noqa: E402
 from nadaraya.kernels import REGISTRY  # noqa: E402
 from nadaraya.partials import Partials  # noqa: E402
@@ -209,7 +210,7 @@ def test_cuda_without_cuda_is_a_clear_error() -> None:
 def test_bad_moments_are_refused(moments: object) -> None:
     q, k, v, _, h = _data(5, 2, 1, seed=0)
     with pytest.raises(ValueError, match="moments"):
-        torch_sums.partials(q, k, v, kernel=REGISTRY["gaussian"], bandwidth=h, moments=moments)
+        backends.compute("torch", q, k, v, kernel=REGISTRY["gaussian"], bandwidth=h, moments=moments)
 
 
 

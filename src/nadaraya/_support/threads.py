@@ -24,7 +24,7 @@ coarse 10x guard on time.
 
 Examples
 --------
->>> from nadaraya import _threads
+>>> from nadaraya._support import threads as _threads
 >>> _threads.configure()
 >>> _threads.configure()  # idempotent
 """

@@ -139,7 +139,7 @@ def blocks(
     Examples
     --------
     >>> import numpy as np
-    >>> from nadaraya import _job
+    >>> from nadaraya.local import job as _job
     >>> x = np.linspace(0, 1, 11)
     >>> job = _job.prepare(x[:3], x, 2 * x, kernel="gaussian", bandwidth=0.3, sample_weight=None,
     ...                    degree=1, var_types=None, categorical_kernel="classic")
