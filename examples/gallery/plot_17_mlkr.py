@@ -61,6 +61,8 @@ ax.axhline(standardised, color="C1", ls="--", label="standardised")
 for k, values in learned.items():
     ax.plot(iterations, values, "o-", color=f"C{k - 1}", label=f"MLKR, k = {k}")
 ax.set_xscale("log")
+ax.set_xticks(iterations, [str(it) for it in iterations])  # plain labels, no minor ticks
+ax.minorticks_off()
 ax.set_xlabel("MLKR's max_iter (L-BFGS iterations)")
 ax.set_ylabel("test MSE, 5-fold CV")
 ax.set_title("Nadaraya-Watson (bandwidth by leave-one-out CV) on diabetes")

@@ -221,9 +221,9 @@ def test_report_has_every_kernel_and_the_cv_choice_among_the_slider_positions(st
             empty="nearest"), atol=1e-3)
     table = re.search(r"<table id='msetable'>.*?</table>", page, re.S).group(0)
     rows = re.findall(r"<tr><td>([^<]*)</td>", table)
-    # one row per model, not one per (model, bandwidth): each kernel, then local linear and quadratic
+    # one row per model, not one per (model, bandwidth): each kernel, local linear and quadratic, LOWESS
     assert rows[:len(kernel_names())] == [report._label(k) for k in data["kernels"]]
-    assert rows[len(kernel_names()):] == ["local linear", "local quadratic"]
+    assert rows[len(kernel_names()):] == ["local linear", "local quadratic", "LOWESS"]
 
 
 def test_report_in_chromium_has_axes_a_colour_bar_and_a_cv_button(study, tmp_path) -> None:

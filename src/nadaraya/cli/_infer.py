@@ -112,7 +112,7 @@ def uncertainty(
     --------
     >>> uncertainty(True, None, 0.9, "rbc", False, None, 0)
     Uncertainty(std=True, variance='heteroscedastic', level=0.9, method='rbc', simultaneous=False, \
-n_boot=999, seed=0)
+n_boot=999, seed=0, interval=None, interval_method='jackknife+', adaptive=False)
     """
     if variance is not None and variance not in VARIANCES:
         raise BadInput(f"--variance {variance!r} is not valid; choose {' or '.join(VARIANCES)}")

@@ -44,7 +44,7 @@ _BLOCK_BYTES = 32 * 2**20
 
 
 def as_bandwidth_type(value: Any) -> str:
-    """``bandwidth_type`` checked: one of :data:`TYPES`.
+    """``bandwidth_type`` checked: one of ``"fixed"``, ``"generalized_nn"``, ``"adaptive_nn"`` (``TYPES``).
 
     Examples
     --------
