@@ -59,7 +59,6 @@ __all__ = [
     "Capability",
     "Choice",
     "available",
-    "check_device",
     "choose",
     "choose_for_data",
     "choose_window",
