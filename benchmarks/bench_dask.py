@@ -49,8 +49,8 @@ def _training(received: dict[str, list[tuple[str, int]]], chunk_bytes: int) -> t
 
 def _on_cluster(n_workers: int, keys, values, queries, chunks: tuple[int, int], h: float, backend: str):
     import dask.array as da
-
     import distributed
+
     import nadaraya
 
     with distributed.LocalCluster(
