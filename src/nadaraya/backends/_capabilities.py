@@ -149,10 +149,12 @@ def _why_not_call(c: Capability, loo: bool, tol: float | None, dtype: str | None
     return None
 
 
-#: the cost model, nanoseconds on two cores (measured on the 2-core machine, 2026-11/12):
-#: per (query, key) pair of the NumPy reference and of the fused loop (1-D, degree 0); per point
-#: of the windowed backend's sorted prefix sums (1-D) and k-d tree walk (2-3 features), per
-#: point of the Laplacian's running sums; what each extra moment column costs the fused loop
+#: the cost model, nanoseconds on two cores: per (query, key) pair of the NumPy reference and of
+#: the fused loop (1-D, degree 0; measured 2026-11); per point and log2 n of the windowed
+#: backend's sorted prefix sums (from its 0.018 s at n = m = 2e5, Epanechnikov); per point of
+#: the Laplacian's running sums (0.016 s at n = m = 1e5) and of a sort. The k-d tree's per point
+#: is an estimate, not a measurement: it only ranks the windowed backend against the fused loop
+#: for compact kernels in 2-3 features, where both are exact.
 NS = {"reference_pair": 6.0, "fused_pair": 0.45, "windowed_point": 3.0, "tree_point": 30.0,
       "laplace_point": 80.0, "sort_point": 60.0}
 #: above this many features a k-d tree's windows hold most keys: the windowed backend then costs
