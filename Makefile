@@ -54,9 +54,9 @@ clean:
 # `bandwidth` means its criteria (_Objective, score_bandwidth), `bandwidth-search` the search and
 # its optimisers, `bandwidth.rules` the rules of thumb.
 # One worker (the machine is shared). The summary counts a survivor listed in docs/testing.md as equivalent.
-MODULES ?= kernels partials backends.reference pooling _attention bandwidth
+MODULES ?= kernels partials backends.reference pooling _core.call _core.finish _core.attention bandwidth
 MUTMUT := $(VENV)/bin/mutmut
-mutant_globs = $(foreach m,$(MODULES),$(if $(filter bandwidth,$(m)),nadaraya.bandwidth.criteria.xǁ_Objectiveǁ* \
+mutant_globs = $(foreach m,$(MODULES),$(if $(filter bandwidth,$(m)),nadaraya.bandwidth._objective.xǁ_Objectiveǁ* \
 	nadaraya.bandwidth.criteria.x_score_bandwidth__mutmut_*,$(if $(filter bandwidth-search,$(m)),nadaraya.bandwidth.search.x_* \
 	nadaraya.bandwidth.optimise.x_*,nadaraya.$(m).*)))
 

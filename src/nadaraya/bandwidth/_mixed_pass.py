@@ -1,7 +1,7 @@
 """The leave-one-out pass of mixed data for the bandwidth search: Gaussian, degree 0 or 1 (numba).
 
-One task per point, in ranges on the shared thread pool (:func:`nadaraya._jit.run_ranges`)
-above :data:`nadaraya._jit.SERIAL_WORK` (below it, serially: at n = 500 waking threads cost
+One task per point, in ranges on the shared thread pool (:func:`nadaraya._support.jit.run_ranges`)
+above :data:`nadaraya._support.jit.SERIAL_WORK` (below it, serially: at n = 500 waking threads cost
 more than the pass): the log weights of every other point (the continuous columns'
 Gaussian terms, the log sample weight, and the categorical factor of the pair read from a
 (groups x groups) table of log factors) into a scratch row with their maximum, then one
@@ -24,7 +24,7 @@ __all__ = ["mixed_loo"]
 
 @njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
 def _loo(xt, inv_h, lsw, gid, table, yt, degree, a0, a1, shift, weight, value, s1, s2, t1):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """The points ``a0 .. a1 - 1`` (a range of :func:`nadaraya._jit.run_ranges`)."""
+    """The points ``a0 .. a1 - 1`` (a range of :func:`nadaraya._support.jit.run_ranges`)."""
     dc, n = xt.shape
     p = yt.shape[0]
     buf = np.empty(n)

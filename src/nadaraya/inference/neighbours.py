@@ -179,7 +179,7 @@ def gradient(model: Any, X: Any) -> _F:
 
 def _scale(model: Any) -> _F:
     """The wild bootstrap's leverage factor per training point (see
-    :func:`nadaraya._inference.leverage_scale`), from the dense hat matrix."""
+    :func:`nadaraya.inference.training.leverage_scale`), from the dense hat matrix."""
     tr = _training(model)
     s = np.ones(tr.X.shape[0]) if tr.sw is None else np.where(tr.sw > 0, tr.sw, 1.0)
     var = (1.0 - 2.0 * tr.hat) / s + (tr.H**2) @ (1.0 / s)
