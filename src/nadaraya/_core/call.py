@@ -8,7 +8,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from nadaraya import backends
-from nadaraya._support.validation import as_bandwidth, as_points, as_sample_weight, as_values, pick_dtype
+from nadaraya._support.validation import (
+    as_bandwidth,
+    as_points,
+    as_sample_weight,
+    as_values,
+    pick_dtype,
+    relative_weights,
+)
 from nadaraya.kernels import Kernel
 from nadaraya.kernels import get as get_kernel
 from nadaraya.partials import Partials
@@ -64,9 +71,7 @@ def trust(keys: ArrayLike, values: ArrayLike, sample_weight: ArrayLike | None = 
         kk = np.ascontiguousarray(keys, dtype=np.float64)
         v = np.asarray(values, dtype=np.float64)
         vv, one_d = np.ascontiguousarray(v.reshape(kk.shape[0], -1)), v.ndim == 1
-        sw = None if sample_weight is None else np.ldexp(sample_weight, -np.frexp(np.max(sample_weight))[1])
-        if sw is not None:  # a positive weight far below the largest stays a key, as in as_sample_weight
-            sw[(np.asarray(sample_weight) > 0) & (sw == 0)] = np.finfo(np.float64).smallest_subnormal
+        sw = None if sample_weight is None else relative_weights(np.asarray(sample_weight), kk.dtype)
     else:
         dtype = pick_dtype(keys, values, keys)
         kk = as_points("keys", keys, dtype)

@@ -229,12 +229,25 @@ def as_sample_weight(
         raise ValueError(f"sample_weight must be finite and non-negative; got {_short(w)}")
     check_some_weight(w)
     if relative:
-        positive = w > 0
-        w = np.ldexp(w, -np.frexp(w.max())[1]).astype(dtype)
-        # a weight more than the dtype's range below the largest stays a key (its terms are
-        # negligible either way, but zero weight means "not a key")
-        w[positive & (w == 0)] = np.finfo(dtype).smallest_subnormal
+        w = relative_weights(w, dtype)
     return np.ascontiguousarray(w, dtype=dtype)
+
+
+def relative_weights(w: NDArray[np.floating], dtype: np.dtype) -> NDArray[np.floating]:
+    """Valid weights multiplied by the power of two that brings the largest to [0.5, 1), in
+    ``dtype`` (exact; see :func:`as_sample_weight`'s ``relative``).
+
+    Examples
+    --------
+    >>> relative_weights(np.array([3.0, 1e-320, 0.0]), np.dtype(np.float32)).tolist()[0]
+    0.75
+    """
+    positive = w > 0
+    out = np.ldexp(w, -np.frexp(w.max())[1]).astype(dtype)
+    # a weight more than the dtype's range below the largest stays a key (its terms are
+    # negligible either way, but zero weight means "not a key")
+    out[positive & (out == 0)] = np.finfo(dtype).smallest_subnormal
+    return out
 
 
 def check_some_weight(w: NDArray[np.floating]) -> None:
