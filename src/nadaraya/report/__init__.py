@@ -24,7 +24,7 @@ from nadaraya.kernels import names as kernel_names
 from nadaraya.pooling import pool
 from nadaraya.report._html import _label, render_html, write_html
 from nadaraya.report._local import LOCAL_GRID, figure_local
-from nadaraya.report._study import DEMO_KERNELS, LOCAL_NAMES, LocalCurve, Row, Search, Study
+from nadaraya.report._study import DEMO_KERNELS, LOCAL_NAMES, LocalCurve, Row, Search, Spans, Study
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -39,6 +39,7 @@ __all__ = [
     "LocalCurve",
     "Row",
     "Search",
+    "Spans",
     "Study",
     "bandwidth_search",
     "figure_attention",
@@ -243,8 +244,10 @@ def textbook_study(
     after = max((i + 1 for i, r in enumerate(rows) if r.kernel == "gaussian"), default=len(rows))
     rows[after:after] = [Row(fit.name, fit.kernel, fit.bandwidth, fit.mse, f"{fit.kernel}, degree {d}, "
                              "leave-one-out CV") for d, fit in local.items() if d]  # beside NW's rows
-    if degrees:  # LOWESS beside them: its span chosen by leave-one-out CV
-        rows.append(_lowess_row(split))
+    spans = None
+    if degrees:  # LOWESS beside them: its span chosen by leave-one-out CV, and a grid of spans
+        lowess_row, spans = _lowess_study(split)
+        rows.append(lowess_row)
     total = done + len(kernels + others) * slide.size + 2 * bool(learnable)
     curves: dict[str, NDArray[np.float64]] = {}
     heatmaps: dict[str, NDArray[np.float64]] = {}
@@ -257,19 +260,41 @@ def textbook_study(
         for name, res in learned.items():
             mse_learned = float(np.mean((res["prediction"] - split.y_val) ** 2))
             rows.append(Row(name, "learned", res["bandwidth"], mse_learned, "trained by gradient descent"))
-    return Study(split, rows, searches, slide, curves, heatmaps, learned, notes, tuple(kernels), local)
+    return Study(split, rows, searches, slide, curves, heatmaps, learned, notes, tuple(kernels), local, spans)
 
 
-def _lowess_row(split: Split) -> Row:
-    """LOWESS's line of the table: tricube, local linear, a nearest-neighbour span chosen by CV
-    (the ``h`` column shows the span ``k / n``)."""
+#: Spans of the report's LOWESS slider: about this many numbers of neighbours, even in log k.
+SPAN_GRID = 32
+
+
+def _lowess_study(split: Split) -> tuple[Row, Spans | None]:
+    """LOWESS's line of the table (tricube, local linear, a nearest-neighbour span chosen by CV; the
+    ``h`` column shows the span ``k / n``) and its curves at a grid of spans for the fit view
+    (None with fewer than 3 training points)."""
     from nadaraya.estimator import NadarayaWatson
+    from nadaraya.kernels import get as get_kernel
+    from nadaraya.local.lowess import lowess
+    from nadaraya.local.neighbours import Geometry, rows
 
     model = NadarayaWatson(kernel="tricube", degree=1, bandwidth_type="generalized_nn", bandwidth="cv")
     model.fit(split.x_train[:, None], split.y_train)
     k, n = int(model.bandwidth_[0]), split.x_train.size
     mse = float(np.mean((model.predict(split.x_val[:, None]) - split.y_val) ** 2))
-    return Row("LOWESS", "lowess", k / n, mse, f"tricube, local linear, span = {k} of {n} points, by CV")
+    row = Row("LOWESS", "lowess", k / n, mse, f"tricube, local linear, span = {k} of {n} points, by CV")
+    if n < 3:
+        return row, None
+    # k >= 3: the k-th neighbour has tricube weight 0, a line needs two points of positive weight
+    ks = np.unique(np.concatenate([np.round(np.geomspace(3, n, SPAN_GRID)), [k]]).astype(np.int64))
+    q, keys = np.sort(split.x_val, kind="stable"), np.sort(split.x_train, kind="stable")
+    curves = np.empty((ks.size, split.x_val.size))
+    weights = np.empty((ks.size, q.size, n))
+    tricube = get_kernel("tricube")
+    for i, kk in enumerate(ks):
+        curves[i] = lowess(split.y_train, split.x_train, frac=kk / n, it=0, xvals=split.x_val)
+        geom = Geometry(keys[:, None], np.array([kk]), "generalized_nn")
+        for sl, A, _, _ in rows(geom, q[:, None], None, tricube, 0):
+            weights[i, sl] = A
+    return row, Spans(ks, n, k, curves, weights)
 
 
 def _local_fits(

@@ -215,7 +215,9 @@ def render_html(study: Study, *, title: str = "Attention pooling by similarity")
 
     A kernel selector and a bandwidth slider (its positions include every kernel's CV choice,
     with a scale and a button that lands on it) switch the fitted curve, its validation MSE
-    and the attention heatmap (with axes and a colour bar) among the study's states; below,
+    and the attention heatmap (with axes and a colour bar) among the study's states; the
+    selector's LOWESS entry moves the slider over spans ``k / n`` instead, its CV choice of ``k``
+    marked, the heatmap showing its tricube weights; below,
     the validation MSE table, one row per model (local linear and quadratic included), and a
     section on local linear beside Nadaraya-Watson (a figure of both with the left edge
     enlarged, and their errors at the edges and inside).
@@ -263,6 +265,8 @@ def render_html(study: Study, *, title: str = "Attention pooling by similarity")
             "cv": float(study.searches[k].bandwidth[0]) if k in study.searches else None,
             "cvIndex": cv_index.get(k),
         }
+    if study.lowess is not None:
+        data["kernels"]["lowess"] = _lowess_entry(study)
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in study.notes)
     payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     return (
@@ -273,6 +277,26 @@ def render_html(study: Study, *, title: str = "Attention pooling by similarity")
         .replace("%%NOTES%%", f"<ul class='notes'>{notes}</ul>" if notes else "")
         .replace("%%DATA%%", payload)
     )
+
+
+def _lowess_entry(study: Study) -> dict[str, object]:
+    """The fit view's LOWESS entry: its own slider over the spans ``k / n``, the curves, MSEs and
+    tricube weights at each, the CV choice of ``k``."""
+    lw, s = study.lowess, study.split
+    assert lw is not None
+    pixels, top = _deflated_uint8(lw.weights)
+    return {
+        "label": "LOWESS (tricube, local linear, span)",
+        "slider": [float(f"{v:.6g}") for v in lw.spans],
+        "ks": lw.ks.tolist(),
+        "curves": np.round(lw.curves, 3).tolist(),
+        "mse": [float(f"{np.mean((c - s.y_val) ** 2):.4g}") for c in lw.curves],
+        "heat": pixels,
+        "heatMax": top,
+        "cv": float(f"{lw.k_cv / lw.n:.6g}"),
+        "cvIndex": lw.cv_index,
+        "kCv": lw.k_cv,
+    }
 
 
 def write_html(
@@ -335,7 +359,7 @@ td:first-child,th:first-child{text-align:left} td.note{text-align:center;color:#
 average of the training targets; the weights come from a kernel of (query - key) / h.</p>
 <div class="controls">
  <span><label for="kernel">kernel</label> <select id="kernel"></select></span>
- <span class="slider"><span><label for="bw">bandwidth h</label> <span id="bwval"></span>
+ <span class="slider"><span><label for="bw" id="bwlabel">bandwidth h</label> <span id="bwval"></span>
    <button id="cvbtn" type="button">go to the CV choice</button></span>
    <input type="range" id="bw" min="0" step="1" aria-describedby="scale">
    <span class="scale" id="scale"><span id="cvmark">&#9650; CV</span></span></span>
@@ -461,14 +485,15 @@ canvas.width = D.n; canvas.height = D.m;
 const ctx = canvas.getContext("2d");
 const lut = Array.from({length: 256}, (_, v) => colour(v / 255));
 const heat = {};
+let heatErr = "";
 async function inflate(b64) {
   const bin = Uint8Array.from(atob(b64), c => c.charCodeAt(0));
   const stream = new Blob([bin]).stream().pipeThrough(new DecompressionStream("deflate"));
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
-/* the slider: one position per state, a scale at round bandwidths, the CV choice marked */
-const S = D.slider, N = S.length;
-bw.max = N - 1;
+/* the slider: one position per state, a scale at round bandwidths, the CV choice marked; an entry
+   with its own grid (LOWESS: spans k / n) brings its own positions and scale */
+let S = D.slider, N = S.length;
 const frac = i => N > 1 ? i / (N - 1) : 0.5;
 const place = (span, f) => { span.style.left = `calc(8px + ${f} * (100% - 16px))`; };
 function fracOf(v) {  // fractional position of bandwidth v, log-interpolated between positions
@@ -477,12 +502,16 @@ function fracOf(v) {  // fractional position of bandwidth v, log-interpolated be
   return frac(i + Math.log(v / S[i]) / Math.log(S[i + 1] / S[i]));
 }
 const scale = $("scale"), cvmark = $("cvmark");
-for (let e = Math.floor(Math.log10(S[0])); e <= Math.ceil(Math.log10(S[N - 1])); e++) {
-  for (const m of [1, 2, 5]) {
-    const v = +(m * Math.pow(10, e)).toPrecision(6);
-    if (v < S[0] * (1 - 1e-9) || v > S[N - 1] * (1 + 1e-9)) continue;
-    const t = document.createElement("span"); t.className = "tick"; t.textContent = fmt(v);
-    place(t, fracOf(v)); scale.appendChild(t);
+function useGrid(grid) {  // the slider's positions and the scale's round ticks
+  S = grid; N = S.length; bw.max = N - 1;
+  for (const t of [...scale.querySelectorAll(".tick")]) t.remove();
+  for (let e = Math.floor(Math.log10(S[0])); e <= Math.ceil(Math.log10(S[N - 1])); e++) {
+    for (const m of [1, 2, 5]) {
+      const v = +(m * Math.pow(10, e)).toPrecision(6);
+      if (v < S[0] * (1 - 1e-9) || v > S[N - 1] * (1 + 1e-9)) continue;
+      const t = document.createElement("span"); t.className = "tick"; t.textContent = fmt(v);
+      place(t, fracOf(v)); scale.appendChild(t);
+    }
   }
 }
 for (const k in D.kernels) {
@@ -490,17 +519,27 @@ for (const k in D.kernels) {
   o.value = k; o.textContent = D.kernels[k].label; sel.appendChild(o);
 }
 if (D.kernels.gaussian) sel.value = "gaussian";
+const gridOf = k => D.kernels[k].slider || D.slider;
+useGrid(gridOf(sel.value));
 const first = D.kernels[sel.value].cvIndex;
 bw.value = first !== null && first !== undefined ? first : Math.floor(N / 2);
 function update() {
   const k = sel.value, i = +bw.value, K = D.kernels[k], cvAt = K.cvIndex;
-  const none = k === "constant";
-  $("bwval").textContent = none ? "(none)" : S[i].toPrecision(3) + (i === cvAt ? " (CV choice)" : "");
+  const none = k === "constant", span = !!K.ks;
+  $("bwlabel").textContent = span ? "span k/n" : "bandwidth h";
+  const lowessNote = "LOWESS: each query's tricube weights over its k nearest training points; " +
+    "its local line reweights them.";
+  $("heatnote").textContent = heatErr || (span ? lowessNote : "");
+  const cvTag = i === cvAt ? (span ? ", CV choice" : " (CV choice)") : "";
+  $("bwval").textContent = none ? "(none)"
+    : S[i].toPrecision(3) + (span ? ` (k = ${K.ks[i]} of ${D.n}${cvTag})` : cvTag);
   curve.setAttribute("d", pathOf(D.xVal, K.curves[i]));
   $("mse").textContent = K.mse[i].toFixed(4);
   const hasCv = cvAt !== null && cvAt !== undefined;
   cvmark.style.display = hasCv ? "" : "none"; $("cvbtn").disabled = !hasCv;
-  if (hasCv) { place(cvmark, frac(cvAt)); cvmark.title = "CV choice h = " + K.cv.toPrecision(4); }
+  if (hasCv) { place(cvmark, frac(cvAt));
+    cvmark.title = span ? `CV choice k = ${K.kCv} (span ${K.cv.toPrecision(4)})`
+      : "CV choice h = " + K.cv.toPrecision(4); }
   colourBar(K.heatMax[i]);
   const px = heat[k];
   if (!px) return;
@@ -510,7 +549,15 @@ function update() {
     img.data[4 * p + 3] = 255; }
   ctx.putImageData(img, 0, 0);
 }
-sel.addEventListener("change", update); bw.addEventListener("input", update);
+sel.addEventListener("change", () => {  // into or out of an entry with its own grid: to its CV choice
+  const K = D.kernels[sel.value];
+  if (gridOf(sel.value) !== S) {
+    useGrid(gridOf(sel.value));
+    bw.value = K.cvIndex !== null && K.cvIndex !== undefined ? K.cvIndex : Math.floor(N / 2);
+  }
+  update();
+});
+bw.addEventListener("input", update);
 $("cvbtn").addEventListener("click", () => {
   const c = D.kernels[sel.value].cvIndex; if (c !== null && c !== undefined) { bw.value = c; update(); }
 });
@@ -521,7 +568,7 @@ update();
     const planes = await Promise.all(names.map(k => inflate(D.kernels[k].heat)));
     names.forEach((k, j) => { heat[k] = planes[j]; });
   } catch (err) {
-    $("heatnote").textContent = "This browser cannot unpack the heatmaps (" + err + ").";
+    heatErr = "This browser cannot unpack the heatmaps (" + err + ").";
   }
   update();
   document.body.dataset.ready = "1";

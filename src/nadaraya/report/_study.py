@@ -82,6 +82,8 @@ class Study:
         The kernels studied at the textbook's bandwidths (the others only at their CV choice).
     local : dict of int -> LocalCurve
         Local polynomial fits by degree, Nadaraya-Watson (0) first; empty when none was asked for.
+    lowess : Spans or None
+        LOWESS at a grid of spans, for the report's fit view; None when no local fit was asked for.
     """
 
     split: Split
@@ -94,11 +96,53 @@ class Study:
     notes: list[str] = field(default_factory=list)
     featured: tuple[str, ...] = DEMO_KERNELS
     local: dict[int, LocalCurve] = field(default_factory=dict)
+    lowess: Spans | None = None
 
     def __repr__(self) -> str:
+        spans = "" if self.lowess is None else f"{self.lowess.ks.size} LOWESS spans, "
         return (f"Study({self.split.name!r}, {len(self.rows)} rows, kernels={list(self.curves)}, "
-                f"{self.slider.size} slider positions, local degrees={list(self.local)}, "
+                f"{self.slider.size} slider positions, {spans}local degrees={list(self.local)}, "
                 f"learned={list(self.learned)})")
+
+
+@dataclass
+class Spans:
+    """LOWESS (tricube, local linear, no robustness pass) at a grid of spans, for the report's fit view.
+
+    Attributes
+    ----------
+    ks : ndarray of int, shape (g,)
+        The numbers of neighbours, increasing; the span is ``ks / n``. Includes ``k_cv``.
+    n : int
+        Training points.
+    k_cv : int
+        The number of neighbours chosen by leave-one-out CV
+        (``NadarayaWatson(kernel="tricube", degree=1, bandwidth_type="generalized_nn", bandwidth="cv")``).
+    curves : ndarray of shape (g, m)
+        :func:`nadaraya.lowess` ``(..., frac=k / n, it=0, xvals=split.x_val)`` at each ``k``.
+    weights : ndarray of shape (g, m, n)
+        Each query's tricube weights over its ``k`` nearest training points, normalised to sum 1
+        (the attention before the local line), queries and keys sorted.
+    """
+
+    ks: NDArray[np.int64]
+    n: int
+    k_cv: int
+    curves: NDArray[np.float64]
+    weights: NDArray[np.float64]
+
+    @property
+    def spans(self) -> NDArray[np.float64]:
+        """``ks / n``."""
+        return self.ks / self.n
+
+    @property
+    def cv_index(self) -> int:
+        """The position of ``k_cv`` in ``ks``."""
+        return int(np.flatnonzero(self.ks == self.k_cv)[0])
+
+    def __repr__(self) -> str:
+        return f"Spans({self.ks.size} spans of n = {self.n}, CV k = {self.k_cv})"
 
 
 #: What each degree of a local polynomial fit is called.
