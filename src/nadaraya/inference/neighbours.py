@@ -18,7 +18,7 @@ from numpy.typing import NDArray
 from nadaraya._support.validation import warn_at_caller
 from nadaraya.kernels import get as get_kernel
 from nadaraya.local.job import SingularFitWarning
-from nadaraya.local.neighbours import Geometry, as_bandwidth_type, as_k, rows
+from nadaraya.local.neighbours import Geometry, as_bandwidth_type, as_k, predictions, rows
 
 __all__ = ["band", "cv_results", "gradient", "pool", "predict_std", "resolve",
            "uses_neighbours"]
@@ -95,9 +95,12 @@ def pool(model: Any, X: _F, values: Any = None, sw: Any = "model") -> NDArray[np
     """Predictions at validated ``X`` (shaped as ``y_fit_``)."""
     n = model.X_fit_.shape[0]
     Y = _Y(model) if values is None else np.asarray(values, dtype=np.float64).reshape(n, -1)
-    out = np.empty((X.shape[0], Y.shape[1]))
-    for sl, A, _ in _rows(model, X, sw=sw):
-        out[sl] = A @ Y
+    sw = model.sample_weight_ if isinstance(sw, str) else sw
+    deg = model.degree
+    out, bad = predictions(_geometry(model), X, sw, get_kernel(model.kernel), deg, Y, empty=model.empty)
+    if bad:
+        warn_at_caller(f"{bad} of {X.shape[0]} local polynomial systems of degree {deg} were singular: "
+                       "those queries got degree 0", SingularFitWarning)
     return out[:, 0] if np.ndim(model.y_fit_ if values is None else values) == 1 else out
 
 

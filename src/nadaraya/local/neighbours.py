@@ -34,7 +34,7 @@ from numpy.typing import NDArray
 from nadaraya.kernels import Kernel
 from nadaraya.local.solve import monomials
 
-__all__ = ["TYPES", "Geometry", "as_bandwidth_type", "as_k", "rows"]
+__all__ = ["TYPES", "Geometry", "as_bandwidth_type", "as_k", "predictions", "rows", "window_rows"]
 
 #: np's names: a fixed bandwidth, or the k-th nearest neighbour's distance per query or per key
 TYPES = ("fixed", "generalized_nn", "adaptive_nn")
@@ -186,12 +186,13 @@ def _kernel_parts(kernel: Kernel, U: _F, slopes: bool) -> tuple[_F, _F | None]:
 
 def rows(
     geom: Geometry, Q: _F, sw: _F | None, kernel: Kernel, degree: int, *, loo: bool = False,
-    slopes: bool = False, empty: str = "nearest",
+    slopes: bool = False, empty: str = "nearest", own: NDArray[np.intp] | None = None,
 ) -> Iterator[tuple[slice, _F, _F | None, int]]:
     """The smoother's rows at the queries ``Q`` (m, d) in blocks: ``(rows, A, G, singular)``
     with ``A`` (B, n) the effective weights of the fit, ``G`` (B, d, n) those of its slopes
     (``slopes``; NaN where the fit fell back to degree 0 at degree >= 1) and the count of
-    singular systems. ``loo``: ``Q`` is the keys and each row leaves its own key out."""
+    singular systems. ``loo``: ``Q`` is the keys and each row leaves its own key out (or the
+    queries are the keys ``own`` and each leaves that one out)."""
     X = geom.X
     n, d = X.shape
     s = np.ones(n) if sw is None else np.asarray(sw, dtype=np.float64)
@@ -201,11 +202,12 @@ def rows(
     adaptive = geom.kind == "adaptive_nn"
     kh = geom.key_h() if adaptive else None
     scale = np.median(kh, axis=0) if adaptive else None
+    own = np.arange(Q.shape[0]) if own is None else own
     for start in range(0, Q.shape[0], B):
         sl = slice(start, min(start + B, Q.shape[0]))
         q = Q[sl]
         if adaptive:
-            H = geom.donor_h(np.arange(sl.start, sl.stop)) if loo else np.broadcast_to(kh, (q.shape[0], n, d))
+            H = geom.donor_h(own[sl]) if loo else np.broadcast_to(kh, (q.shape[0], n, d))
             side = None
             Z = (X[None] - q[:, None, :]) / scale
         else:
@@ -218,11 +220,11 @@ def rows(
             K, dK = K / H, None if dK is None else dK / H
         W = s * np.prod(K, axis=2)
         if loo:
-            W[np.arange(q.shape[0]), np.arange(sl.start, sl.stop)] = 0.0
+            W[np.arange(q.shape[0]), own[sl]] = 0.0
         A, G, bad = _solve(W, Z, basis, degree, slopes, scale, H[:, 0, :] if not adaptive else None)
         if slopes and degree == 0:
-            G = _nw_slopes(W, K, dK, s, U, H, side, A, loo, sl)
-        _fill_empty(A, G, W, U, s, empty, loo, sl)
+            G = _nw_slopes(W, K, dK, s, U, H, side, A, loo, own[sl])
+        _fill_empty(A, G, W, U, s, empty, loo, own[sl])
         yield sl, A, G, bad
 
 
@@ -264,7 +266,7 @@ def _solve(W: _F, Z: _F, basis: list[tuple[int, ...]], degree: int, slopes: bool
 
 
 def _nw_slopes(W: _F, K: _F, dK: Any, s: _F, U: _F, H: _F, side: _F | None, A: _F, loo: bool,
-               sl: slice) -> _F:
+               own: NDArray[np.intp]) -> _F:
     """Rows of the derivative of the Nadaraya-Watson ratio in ``q``: ``sum_j dw_j (y_j - f) / sum w``
     (``generalized_nn``: ``h(q)`` moves with ``q`` too, ``dh/dq = side``)."""
     Bq, n, d = U.shape
@@ -275,13 +277,14 @@ def _nw_slopes(W: _F, K: _F, dK: Any, s: _F, U: _F, H: _F, side: _F | None, A: _
         du = -1.0 / H[:, :, f] if side is None else (-1.0 - U[:, :, f] * side[:, None, f]) / H[:, :, f]
         dw = s * others * dK[:, :, f] * du
         if loo:
-            dw[np.arange(Bq), np.arange(sl.start, sl.stop)] = 0.0
+            dw[np.arange(Bq), own] = 0.0
         with np.errstate(invalid="ignore", divide="ignore"):
             G[:, f, :] = (dw - A * dw.sum(axis=1, keepdims=True)) / tot[:, None]
     return G
 
 
-def _fill_empty(A: _F, G: _F | None, W: _F, U: _F, s: _F, empty: str, loo: bool, sl: slice) -> None:
+def _fill_empty(A: _F, G: _F | None, W: _F, U: _F, s: _F, empty: str, loo: bool,
+                own: NDArray[np.intp]) -> None:
     """Rows with no key of positive weight: ``empty`` (the nearest keys in ``u``, NaN, the mean)."""
     rows_ = np.flatnonzero(~(W.sum(axis=1) > 0))
     if rows_.size == 0:
@@ -297,14 +300,127 @@ def _fill_empty(A: _F, G: _F | None, W: _F, U: _F, s: _F, empty: str, loo: bool,
         else:
             dist = np.sqrt((U[b] ** 2).sum(axis=1))
             if loo:
-                dist[sl.start + b] = np.inf
+                dist[own[b]] = np.inf
             near = (dist == dist.min()).astype(float)
             w = near * s
             A[b] = w / w.sum() if w.sum() > 0 else near / near.sum()
             if loo:
-                A[b, sl.start + b] = 0.0
+                A[b, own[b]] = 0.0
         if G is not None:
             G[b] = np.nan if empty == "nan" else 0.0
+
+
+def _windows(geom: Geometry, Q: _F, loo: bool, support: float) -> tuple[NDArray[np.intp], NDArray[np.intp],
+                                                                       NDArray[np.intp]]:
+    """One dimension, a kernel of bounded ``support``: each query's keys of possibly positive
+    weight, ``order[lo:hi]`` (``order`` sorts the keys). ``generalized_nn``: the keys within
+    ``support h(q)`` of the query. ``adaptive_nn``: the keys ``j`` with ``|x_j - q| <= support
+    h_j``, bounded by running extremes of ``x_j -+ support h_j`` over the sorted keys (with the
+    delete-one rule's larger ``h_j`` for ``loo``). The bounds are widened by 1e-9 of the radius:
+    a key in them but outside the support gets the exact 0 the dense rows give it."""
+    x = geom.X[:, 0]
+    order = np.argsort(x, kind="stable")
+    xs = x[order]
+    q = Q[:, 0]
+    c = support * (1.0 + 1e-9)
+    if geom.kind == "generalized_nn":
+        h = geom.query_h(Q, loo=loo)[0][:, 0] * c
+        return order, np.searchsorted(xs, q - h, side="left"), np.searchsorted(xs, q + h, side="right")
+    hk = geom.key_h()[:, 0]
+    if loo:
+        hk = np.maximum(hk, np.maximum(geom.successor[:, 0], geom.nearest[:, 0]))
+    hk = hk[order] * c
+    right = np.maximum.accumulate(xs + hk)  # the first key reaching q from the left
+    left = np.minimum.accumulate((xs - hk)[::-1])[::-1]  # the last key reaching q from the right
+    return order, np.searchsorted(right, q, side="left"), np.searchsorted(left, q, side="right")
+
+
+def window_rows(
+    geom: Geometry, Q: _F, sw: _F | None, kernel: Kernel, degree: int, *, loo: bool = False,
+) -> Iterator[tuple[slice, _F, NDArray[np.intp], int, NDArray[np.intp]]] | None:
+    """:func:`rows` in one dimension for a kernel of bounded support, over each query's window of
+    keys only: ``(rows, A, idx, singular, empty)`` with ``A`` (B, L) the weights of keys ``idx``
+    (B, L; padding carries weight 0) and ``empty`` the rows whose window holds no positive
+    weight (the caller takes those from :func:`rows`). The same arithmetic as :func:`rows` on
+    the keys whose weight can be positive: O(m k P^2) instead of O(m n P^2). None where it does
+    not apply (more features, an unbounded kernel, windows over half the keys)."""
+    X = geom.X
+    n, d = X.shape
+    if d != 1 or not np.isfinite(kernel.support) or Q.shape[0] == 0:
+        return None
+    order, lo, hi = _windows(geom, Q, loo, float(kernel.support))
+    width = hi - lo
+    widest = int(width.max())
+    if widest > n // 2:
+        return None
+    return _window_blocks(geom, Q, sw, kernel, degree, loo, order, lo, width, max(widest, 1))
+
+
+def _window_blocks(geom: Geometry, Q: _F, sw: _F | None, kernel: Kernel, degree: int, loo: bool,
+                   order: NDArray[np.intp], lo: NDArray[np.intp], width: NDArray[np.intp],
+                   L: int) -> Iterator[tuple[slice, _F, NDArray[np.intp], int, NDArray[np.intp]]]:
+    X = geom.X
+    n = X.shape[0]
+    s = np.ones(n) if sw is None else np.asarray(sw, dtype=np.float64)
+    basis = monomials(degree, 1)
+    adaptive = geom.kind == "adaptive_nn"
+    kh = geom.key_h()[:, 0] if adaptive else None
+    scale = np.median(geom.key_h(), axis=0) if adaptive else None
+    B = max(1, min(Q.shape[0], _BLOCK_BYTES // (8 * L * len(basis) * 4)))
+    offs = np.arange(L)
+    for start in range(0, Q.shape[0], B):
+        sl = slice(start, min(start + B, Q.shape[0]))
+        q = Q[sl, 0]
+        pos = lo[sl, None] + offs[None, :]
+        pad = offs[None, :] >= width[sl, None]
+        idx = order[np.minimum(pos, n - 1)]
+        xw = X[idx, 0]
+        dx = xw - q[:, None]
+        if adaptive:
+            H = kh[idx]  # type: ignore[index]
+            if loo:  # np's delete-one rule for the window's keys, then the zero rule
+                own = np.arange(sl.start, sl.stop)[:, None]
+                dist = np.abs(xw - X[own, 0])
+                H = np.where(dist <= geom.primary[idx, 0], geom.successor[idx, 0], geom.primary[idx, 0])
+                H = np.where(H > 0, H, geom.nearest[idx, 0])
+            Z = dx / scale[0]  # type: ignore[index]
+        else:
+            hq = geom.query_h(Q[sl], loo=loo)[0][:, 0]
+            H = np.broadcast_to(hq[:, None], dx.shape)
+            Z = dx / hq[:, None]
+        K, _ = _kernel_parts(kernel, (dx / H)[:, :, None], False)
+        K = K[:, :, 0] / H if adaptive else K[:, :, 0]
+        W = s[idx] * K
+        W[pad] = 0.0
+        if loo:
+            W[idx == np.arange(sl.start, sl.stop)[:, None]] = 0.0
+        A, _, bad = _solve(W, Z[:, :, None], basis, degree, False, scale, None if adaptive else hq[:, None])
+        yield sl, A, idx, bad, np.flatnonzero(~(W.sum(axis=1) > 0))
+
+
+def predictions(geom: Geometry, Q: _F, sw: _F | None, kernel: Kernel, degree: int, V: _F, *,
+                loo: bool = False, empty: str = "nearest") -> tuple[_F, int]:
+    """``A @ V`` over :func:`rows`' rows at the queries ``Q`` and the count of singular systems:
+    from :func:`window_rows` where it applies (the dense rows only for queries with an empty
+    window), else from :func:`rows`."""
+    out = np.empty((Q.shape[0], V.shape[1]))
+    blocks = window_rows(geom, Q, sw, kernel, degree, loo=loo)
+    bad = 0
+    if blocks is None:
+        for sl, A, _, b in rows(geom, Q, sw, kernel, degree, loo=loo, empty=empty):
+            out[sl] = A @ V
+            bad += b
+        return out, bad
+    redo: list[NDArray[np.intp]] = []
+    for sl, A, idx, b, hollow in blocks:
+        out[sl] = np.einsum("bl,blp->bp", A, V[idx])
+        bad += b
+        redo.append(hollow + sl.start)
+    left = np.concatenate(redo)
+    if left.size:
+        for sl, A, _, _ in rows(geom, Q[left], sw, kernel, degree, loo=loo, empty=empty, own=left):
+            out[left[sl]] = A @ V
+    return out, bad
 
 
 def pool_neighbours(queries: Any, keys: Any, values: Any, kernel: Any, bandwidth: Any, bandwidth_type: str,
@@ -326,6 +442,5 @@ def pool_neighbours(queries: Any, keys: Any, values: Any, kernel: Any, bandwidth
     out = np.empty((Q.shape[0], V.shape[1]))
     if isinstance(degree, bool) or not isinstance(degree, numbers.Integral) or not 0 <= degree <= 3:
         raise ValueError(f"degree must be an integer from 0 to 3; got {degree!r}")
-    for sl, A, _, _ in rows(geom, Q, sw, kern, int(degree), loo=queries is None, empty=empty):
-        out[sl] = A @ V
+    out, _ = predictions(geom, Q, sw, kern, int(degree), V, loo=queries is None, empty=empty)
     return out[:, 0] if one_d else out

@@ -1,0 +1,127 @@
+"""Nearest-neighbour fits over each query's window of keys equal the dense rows, query by query."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nadaraya
+from nadaraya.kernels import get as get_kernel
+from nadaraya.local.neighbours import Geometry, predictions, rows, window_rows
+
+
+def _dense(geom: Geometry, Q: np.ndarray, sw, kernel, degree: int, V: np.ndarray, loo: bool) -> np.ndarray:
+    out = np.empty((Q.shape[0], V.shape[1]))
+    for sl, A, _, _ in rows(geom, Q, sw, kernel, degree, loo=loo):
+        out[sl] = A @ V
+    return out
+
+
+def _data(seed: int, n: int, ties: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_cauchy(n) if seed % 2 else rng.uniform(-2, 3, n)
+    if ties:
+        x[: n // 4] = np.round(x[: n // 4], 1)  # duplicates and tied distances
+    V = np.column_stack([np.sin(x) + rng.normal(0, 0.3, n), rng.normal(size=n)])
+    Q = np.sort(rng.uniform(x.min() - 0.5, x.max() + 0.5, 60))[:, None]
+    return x[:, None], V, rng.uniform(0.2, 2.0, n), Q
+
+
+def _long_double(geom: Geometry, Q: np.ndarray, sw, kernel, degree: int, V: np.ndarray) -> np.ndarray:
+    """The local polynomial fit with the same float64 weights, solved in long double (normal
+    equations, Gaussian elimination with partial pivoting)."""
+    x = geom.X[:, 0]
+    s = np.ones(x.size) if sw is None else sw
+    if geom.kind == "generalized_nn":
+        h = geom.query_h(Q)[0][:, :1]
+        U, zs = (x[None] - Q) / h, h
+        W = s * np.where(np.abs(U) <= 1, kernel.profile(np.clip(U, -1, 1)), 0.0)
+    else:
+        kh = geom.key_h()[:, 0]
+        U, zs = (x[None] - Q) / kh[None], np.median(kh)
+        W = s * np.where(np.abs(U) <= 1, kernel.profile(np.clip(U, -1, 1)), 0.0) / kh[None]
+    Z = ((x[None] - Q) / zs).astype(np.longdouble)
+    Phi = np.stack([Z**p for p in range(degree + 1)], axis=2)  # (m, n, P)
+    Wl = W.astype(np.longdouble)
+    M = np.einsum("mnp,mn,mnq->mpq", Phi, Wl, Phi)
+    b = np.einsum("mnp,mn,nc->mpc", Phi, Wl, V.astype(np.longdouble))
+    P = degree + 1
+    for c in range(P):  # forward elimination with partial pivoting, all queries at once
+        piv = c + np.argmax(np.abs(M[:, c:, c]), axis=1)
+        r = np.arange(M.shape[0])
+        M[r, c], M[r, piv] = M[r, piv].copy(), M[r, c].copy()
+        b[r, c], b[r, piv] = b[r, piv].copy(), b[r, c].copy()
+        for i in range(c + 1, P):
+            f = M[:, i, c] / M[:, c, c]
+            M[:, i] -= f[:, None] * M[:, c]
+            b[:, i] -= f[:, None] * b[:, c]
+    sol = np.zeros_like(b)
+    for i in range(P - 1, -1, -1):
+        sol[:, i] = (b[:, i] - np.einsum("mj,mjc->mc", M[:, i, i + 1:], sol[:, i + 1:])) / M[:, i, i][:, None]
+    return sol[:, 0].astype(np.float64)
+
+
+CASES = [(0, 7, False, False), (1, 12, True, True), (2, 25, True, False), (1, 40, False, True)]
+
+
+@pytest.mark.parametrize("kind", ["generalized_nn", "adaptive_nn"])
+@pytest.mark.parametrize("kernel", ["tricube", "epanechnikov", "boxcar", "triweight", "cosine"])
+def test_window_fits_equal_the_dense_rows(kind: str, kernel: str) -> None:
+    """Within the keys' range, every query to 1e-12 of ``sum_j |a_j| |v_j|`` (the scale of the
+    sum ``a @ v``); the queries beyond it (extrapolated, degree 2: systems with condition numbers
+    to 1e10, where both round at 1e-11), both paths against the fit solved in long double: the
+    windows' largest error at most three times the dense rows' largest."""
+    K = get_kernel(kernel)
+    for seed, (degree, k, weighted, ties) in enumerate(CASES):
+        X, V, sw, Q = _data(seed, 300, ties)
+        geom = Geometry(X, np.array([k]), kind)
+        s = sw if weighted else None
+        for loo, at in ((False, Q), (True, X)):
+            assert window_rows(geom, at, s, K, degree, loo=loo) is not None  # the windowed path ran
+            got, _ = predictions(geom, at, s, K, degree, V, loo=loo)
+            ref, scale = np.empty_like(got), np.empty_like(got)
+            for sl, A, _, _ in rows(geom, at, s, K, degree, loo=loo):
+                ref[sl], scale[sl] = A @ V, np.abs(A) @ np.abs(V)
+            inside = (at[:, 0] >= X.min()) & (at[:, 0] <= X.max())
+            what = f"{kind} {kernel} degree {degree} k {k} loo {loo}"
+            assert np.all(np.abs(got - ref)[inside] <= 1e-12 * scale[inside]), what
+            if not inside.all():
+                out = np.flatnonzero(~inside)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    exact = _long_double(geom, at[out], s, K, degree, V)
+                fill = ~np.isfinite(exact).all(axis=1)  # no key reaches the query: the nearest keys' fill
+                assert np.all(np.abs(got - ref)[out[fill]] <= 1e-12 * scale[out[fill]]), what
+                e_win = np.abs(got[out[~fill]] - exact[~fill])
+                e_dense = np.abs(ref[out[~fill]] - exact[~fill])
+                assert e_win.max(initial=0) <= 3 * e_dense.max(initial=0) + 1e-14 * np.abs(V).max(), what
+
+
+def test_an_empty_window_takes_the_dense_fill() -> None:
+    """Keys of zero weight around a query: the window holds no positive weight, the dense rows'
+    ``empty`` rule (the nearest keys) answers, leave-one-out too."""
+    x = np.linspace(0.0, 1.0, 40)[:, None]
+    sw = np.ones(40)
+    sw[10:20] = 0.0
+    V = np.cos(3 * x)
+    K = get_kernel("tricube")
+    geom = Geometry(x, np.array([4]), "generalized_nn")
+    Q = np.array([[0.37], [0.8]])
+    for loo, at in ((False, Q), (True, x)):
+        got, _ = predictions(geom, at, sw, K, 1, V, loo=loo)
+        np.testing.assert_allclose(got, _dense(geom, at, sw, K, 1, V, loo), rtol=1e-12, atol=1e-14)
+
+
+def test_the_estimator_and_pool_take_the_windows() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 5, 400)
+    y = np.sin(x) + rng.normal(0, 0.2, 400)
+    q = np.linspace(-0.2, 5.2, 50)
+    model = nadaraya.NadarayaWatson(kernel="tricube", degree=1, bandwidth_type="generalized_nn", bandwidth=30)
+    got = model.fit(x[:, None], y).predict(q[:, None])
+    geom = Geometry(np.sort(x)[:, None], np.array([30]), "generalized_nn")
+    ref = _dense(geom, q[:, None], None, get_kernel("tricube"), 1, y[np.argsort(x)][:, None], False)[:, 0]
+    np.testing.assert_allclose(got, ref, rtol=1e-12)
+    np.testing.assert_allclose(nadaraya.pool(q, x, y, kernel="tricube", bandwidth=30, degree=1,
+                                             bandwidth_type="generalized_nn"), ref, rtol=1e-12)
+    # and LOWESS without robustness passes: the same fit
+    np.testing.assert_allclose(got, nadaraya.lowess(y, x, frac=30 / 400, it=0, xvals=q), rtol=1e-10)
