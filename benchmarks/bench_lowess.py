@@ -13,6 +13,15 @@ Workloads, y = sin x + N(0, 0.3^2) on x ~ U(0, 10), frac = 0.3, it = 3:
 - W2, n = 1e6: nadaraya's time (run once; target: about 3 s). statsmodels is O(n k) = O(frac
   n^2): its time at n = 1e5 (run once) times (1e6 / 1e5)^2 is the *extrapolated* figure the
   ratio is taken against (the fits' accuracy at size is tests/local/test_lowess.py's and W1's).
+- W4, n = m = 1e5: ``nadaraya.pool(..., bandwidth_type="generalized_nn" | "adaptive_nn",
+  bandwidth=100)`` (tricube, local linear; each query's window of keys) against the dense rows
+  (O(m n), as before), timed on the first 400 queries and multiplied by m / 400 -- an
+  EXTRAPOLATED figure -- and the largest difference on those queries (no target).
+- W5, n = 2e5, heavy tails: nadaraya.lowess on Cauchy x against uniform x (frac = 0.3, it = 3;
+  each best of two), and the part of the fits whose moments' rounding bound sends them to the
+  direct O(k) sum (no target).
+
+The run ends with a table of the targets, met or not met.
 
     python benchmarks/bench_lowess.py           # full sizes (statsmodels at 1e5 takes minutes)
     python benchmarks/bench_lowess.py --quick   # small sizes, a smoke run
@@ -27,6 +36,12 @@ import numpy as np
 
 import nadaraya
 from _timing import timed
+
+TARGETS: list[tuple[str, str, str, bool]] = []
+
+
+def target(name: str, goal: str, measured: str, met: bool) -> None:
+    TARGETS.append((name, goal, measured, met))
 
 
 def row(name: str, impl_name: str, seconds: float, note: str = "") -> None:
@@ -58,6 +73,8 @@ def main() -> None:
     row(name, "statsmodels lowess", t_sm)
     row(name, "nadaraya.lowess", t_nd,
         f"{t_sm / t_nd:.0f}x statsmodels (target >= 100x); max diff {err:.1e} of max|y| (target 1e-10)")
+    target(name, ">= 100x statsmodels", f"{t_sm / t_nd:.0f}x", t_sm / t_nd >= 100)
+    target(name, "same fits to 1e-10 of max|y|", f"{err:.1e}", err <= 1e-10)
 
     nn_cv(2000 if args.quick else 10000)
 
@@ -74,6 +91,72 @@ def main() -> None:
         f"EXTRAPOLATED: {t_sm:.1f} s at n={n_sm:.0e} x ({n_big:.0e}/{n_sm:.0e})^2, O(n k) = O(frac n^2)")
     row(name, "nadaraya.lowess", t_nd,
         f"run once (target about 3 s); {extrapolated / t_nd:.0f}x the EXTRAPOLATED statsmodels")
+    target(name, "<= 3 s", f"{t_nd:.2f} s ({extrapolated / t_nd:.0f}x statsmodels, EXTRAPOLATED)",
+           t_nd <= 3.0)
+
+    nn_predict(20000 if args.quick else 100_000)
+    heavy_tails(20000 if args.quick else 200_000, frac, it)
+
+    print("\ntargets (one run; the machine may be shared, so times are noisy)")
+    print(f"{'workload':<14}{'target':<32}{'measured':<48}result")
+    for name, goal, measured, met in TARGETS:
+        print(f"{name:<14}{goal:<32}{measured:<48}{'met' if met else 'NOT MET'}")
+
+
+def nn_predict(n: int, k: int = 100, sub: int = 400) -> None:
+    """W4: nearest-neighbour predictions over each query's window of keys against the dense rows."""
+    from nadaraya.kernels import get as get_kernel
+    from nadaraya.local.neighbours import Geometry, rows
+
+    x, y = data(n, seed=5)
+    q = np.random.default_rng(6).uniform(0.0, 10.0, n)
+    tricube = get_kernel("tricube")
+    name = f"W4 n=m={n:.0e}"
+    for kind in ("generalized_nn", "adaptive_nn"):
+        def fast(kind: str = kind) -> np.ndarray:
+            return nadaraya.pool(q, x, y, kernel="tricube", bandwidth=k, degree=1, bandwidth_type=kind)
+
+        fast()  # the first call loads the modules
+        t_fast, got = timed(fast, repeat=2)
+        geom = Geometry(x[:, None], np.array([k]), kind)
+
+        def dense(geom: Geometry = geom) -> np.ndarray:
+            return np.concatenate([A @ y for _, A, _, _ in rows(geom, q[:sub, None], None, tricube, 1)])
+
+        t_sub, want = timed(dense, repeat=1)
+        t_dense = t_sub * n / sub
+        err = float(np.max(np.abs(got[:sub] - want)) / np.max(np.abs(y)))
+        row(name, f"{kind} dense rows (extrap.)", t_dense,
+            f"EXTRAPOLATED: {t_sub:.2f} s for {sub} queries x {n}/{sub}")
+        row(name, f"{kind} windows, k={k}", t_fast,
+            f"{t_dense / t_fast:.0f}x the EXTRAPOLATED dense rows; max diff {err:.0e} of max|y| "
+            f"on {sub} queries")
+
+
+def heavy_tails(n: int, frac: float, it: int) -> None:
+    """W5: LOWESS on Cauchy x against uniform x, and how many fits the direct sum took."""
+    from nadaraya.local import lowess as lowess_module
+
+    rng = np.random.default_rng(7)
+    states: list[np.ndarray] = []
+    inner = lowess_module._regressions
+
+    def counted(*a: object) -> tuple[np.ndarray, np.ndarray]:
+        out, state = inner(*a)  # type: ignore[arg-type]
+        states.append(state)
+        return out, state
+
+    name = f"W5 n={n:.0e}"
+    for label, x in (("uniform", rng.uniform(0.0, 1.0, n)), ("Cauchy", rng.standard_cauchy(n))):
+        y = np.sin(3 * np.arctan(x)) + rng.normal(0.0, 0.3, n)
+        lowess_module._regressions = counted
+        try:
+            states.clear()
+            t, _ = timed(lambda x=x, y=y: nadaraya.lowess(y, x, frac=frac, it=it), repeat=2, slow=60)
+        finally:
+            lowess_module._regressions = inner
+        direct = float(np.mean(np.concatenate(states) == 2))
+        row(name, f"nadaraya.lowess, {label} x", t, f"{direct:.2%} of the fits summed directly (O(k))")
 
 
 def nn_cv(n: int) -> None:
@@ -102,6 +185,8 @@ def nn_cv(n: int) -> None:
     row(name, "nadaraya generalized_nn cv", t_walk,
         f"every k scored; {every / t_walk:.0f}x the plain search over every k (target >= 100x), "
         f"{grid / t_walk:.1f}x a {GRID}-k grid; CV at k={k} agrees to {err:.0e}")
+    target(name, ">= 100x a plain search over k", f"{every / t_walk:.0f}x (plain search EXTRAPOLATED)",
+           every / t_walk >= 100)
 
 
 if __name__ == "__main__":
