@@ -28,7 +28,9 @@ beta^j|`` carry the bounds to the query's ``u`` (first with every ``j``'s bound 
 then, where that is too loose, term by term). The bounds are carried through the fit's formula
 (first order), and a query whose fit could be off by
 more than :data:`FIT_TOL` of ``max|y|`` -- a small weight sum against the window's ``r``, a nearly
-singular spread, a variance near statsmodels' floor ``1e-12`` -- is summed directly. So is every
+singular spread, a variance near statsmodels' floor ``1e-12`` -- is taken from the blocks'
+moments of :mod:`._lowess_blocks` (windows of at least four blocks) where their bound allows it
+(the heavy tails' fits), else summed directly. So is every
 query of a chunk of fewer than :data:`MIN_CHUNK` queries and of windows of at most
 :data:`DIRECT_K` keys. The direct sum is statsmodels' formula (the weighted mean of ``x``, then
 the weighted spread and covariance about it, the spread floored at 1e-12), in two passes, with
@@ -42,6 +44,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from nadaraya.local._lowess_blocks import BLOCK, block_fit
 from nadaraya.local._lowess_shift import tricube_bounds, tricube_sums
 
 __all__ = ["DIRECT_K", "FIT_TOL", "MIN_CHUNK", "RHO", "assemble", "fit_points", "fits", "neighbours", "plan",
@@ -398,9 +401,10 @@ def _fast_chunk(x, y, r, q, lo, mid, rad, k, a, b, ymax, out, state):  # pragma:
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
-def fits(x, y, r, nxt, prv, q, lo, mid, rad, k, starts, ymax, ca, cb, out, state):  # pragma: no cover
+def fits(x, y, r, nxt, prv, q, lo, mid, rad, k, starts, ymax, bc, bH, bM, bN, ca, cb, out,
+         state):  # pragma: no cover
     """Chunks ``ca:cb``: each query's fit in ``out`` and ``state`` (0 fast, 1 fewer than two
-    weights, 2 summed directly)."""
+    weights, 2 summed directly, 4 from the blocks' moments ``bc, bH, bM, bN``)."""
     buf = np.empty(k)
     for ch in range(ca, cb):
         a = starts[ch]
@@ -415,6 +419,13 @@ def fits(x, y, r, nxt, prv, q, lo, mid, rad, k, starts, ymax, ca, cb, out, state
                 if state[j] == 0:
                     state[j] = 3
         for j in range(a, b):
+            if state[j] == 3 and k >= 4 * BLOCK and bc.shape[0] > 0:
+                S0, S1, S2, T0, T1, e0, e1, e2 = block_fit(x, y, r, q[j], lo[j], mid[j], lo[j] + k, rad[j],
+                                                           bc, bH, bM, bN)
+                fit = _checked(S0, S1, S2, T0, T1, e0, e1, e2, ymax, rad[j])
+                if fit == fit:
+                    out[j] = fit
+                    state[j] = 4
             if state[j] == 3:
                 out[j] = _direct(x, y, r, q[j], lo[j], lo[j] + k, rad[j], buf)
                 state[j] = 2
