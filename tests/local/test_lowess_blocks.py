@@ -7,7 +7,7 @@ import pytest
 
 import nadaraya.local.lowess as lw
 from nadaraya.local import _lowess_jit as jit
-from nadaraya.local._lowess_blocks import BLOCK, block_fit, block_moments
+from nadaraya.local._lowess_blocks import BLOCK, SUPER, block_fit, block_moments
 
 
 def _cauchy(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -17,19 +17,20 @@ def _cauchy(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return x, y, rng.uniform(0.0, 1.0, n) ** 0.5  # robustness-like weights, some near 0
 
 
-def test_block_sums_are_within_their_bounds() -> None:
+@pytest.mark.parametrize(("n", "frac"), [(6000, 0.3), (16000, 0.5)])  # blocks; superblocks too
+def test_block_sums_are_within_their_bounds(n: int, frac: float) -> None:
     """Each sum against the same sum in long double over the window, key by key: off by at most
     its stated bound (``max|y|`` times it for the ``y`` sums)."""
-    x, y, r = _cauchy(6000, 0)
-    k = lw._span(0.3, x.size)
+    x, y, r = _cauchy(n, 0)
+    k = lw._span(frac, x.size)
     win = lw._Windows(x, x, k, 0.0)
-    c, H, M, N = block_moments(x, y, r)
+    blocks = (*block_moments(x, y, r, BLOCK), *block_moments(x, y, r, SUPER))
     ymax = np.abs(y).max()
-    picked = np.r_[0:40, 2000:2040, x.size - 40:x.size]  # both tails and the bulk
+    picked = np.r_[0:40, n // 3:n // 3 + 40, x.size - 40:x.size]  # both tails and the bulk
     tight = []
     for j in picked:
         v, l0, m0, h = win.q[j], win.lo[j], win.mid[j], win.rad[j]
-        *sums, e0, e1, e2 = block_fit(x, y, r, v, l0, m0, l0 + k, h, c, H, M, N)
+        *sums, e0, e1, e2 = block_fit(x, y, r, v, l0, m0, l0 + k, h, *blocks)
         xs = x[l0:l0 + k].astype(np.longdouble)
         u = (xs - np.longdouble(v)) / np.longdouble(h)
         w = (1 - np.abs(u) ** 3) ** 3 * r[l0:l0 + k]

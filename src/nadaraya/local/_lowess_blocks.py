@@ -26,41 +26,53 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["BLOCK", "block_fit", "block_moments"]
+__all__ = ["BLOCK", "SUPER", "block_fit", "block_moments"]
 
 #: keys per block
 BLOCK = 256
+#: keys per superblock (whole blocks of these first, then of BLOCK keys)
+SUPER = 16 * BLOCK
 _EPS = 2.0**-52
 _NM = 12  # powers of t in M (0 .. 11: u^2 w has degree 11)
 _NN = 11  # powers of t in N (0 .. 10: u w has degree 10)
 
 
 @njit(cache=True, error_model="numpy")
-def block_moments(x, y, r):  # pragma: no cover - compiled
-    """Per block of :data:`BLOCK` sorted keys: its centre, half-width and the moments ``M``, ``N``."""
+def block_moments(x, y, r, size):  # pragma: no cover - compiled
+    """Per block of ``size`` sorted keys (a multiple of :data:`BLOCK`): its centre, half-width
+    and the moments ``M``, ``N``, summed plainly over each :data:`BLOCK` keys, then those added."""
     n = x.shape[0]
-    nb = n // BLOCK
+    nb = n // size
     c = np.empty(nb)
     H = np.empty(nb)
     M = np.zeros((nb, _NM))
     N = np.zeros((nb, _NN))
+    pm = np.empty(_NM)
+    pn = np.empty(_NN)
     for b in range(nb):
-        a = b * BLOCK
-        e = a + BLOCK - 1
+        a = b * size
+        e = a + size - 1
         c[b] = 0.5 * (x[a] + x[e])
         hb = 0.5 * (x[e] - x[a])
         H[b] = hb if hb > 0.0 else 1.0
         ih = 1.0 / H[b]
-        for j in range(a, a + BLOCK):
-            t = (x[j] - c[b]) * ih
-            p = r[j]
-            py = p * y[j]
+        for s in range(a, a + size, BLOCK):
+            pm[:] = 0.0
+            pn[:] = 0.0
+            for j in range(s, s + BLOCK):
+                t = (x[j] - c[b]) * ih
+                p = r[j]
+                py = p * y[j]
+                for i in range(_NM):
+                    pm[i] += p
+                    p *= t
+                for i in range(_NN):
+                    pn[i] += py
+                    py *= t
             for i in range(_NM):
-                M[b, i] += p
-                p *= t
+                M[b, i] += pm[i]
             for i in range(_NN):
-                N[b, i] += py
-                py *= t
+                N[b, i] += pn[i]
     return c, H, M, N
 
 
@@ -117,52 +129,71 @@ def _direct_part(x, y, r, v, ih, a, b, acc, err):  # pragma: no cover - compiled
     return b - a
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _level(v, ih, side, a, e, c, H, M, N, size, acc, eb, g, gb, bp, p, pa):  # pragma: no cover
+    """Add the whole blocks of ``size`` keys within keys ``[a, e)`` to ``acc`` (their bounds to
+    ``eb``, over eps); returns the keys they cover, ``(A, E)``, or ``(a, a)`` for none."""
+    b0 = (a + size - 1) // size
+    b1 = min(e // size, c.shape[0])
+    if b1 <= b0:
+        return a, a
+    gamma = size / BLOCK + BLOCK + 16.0  # the moments' plain sums, then the Taylor terms' products
+    for b in range(b0, b1):
+        alpha = (c[b] - v) * ih
+        beta = H[b] * ih
+        _taylor(alpha, side, g, gb, p, pa)
+        bp[0] = 1.0
+        for i in range(1, 12):
+            bp[i] = bp[i - 1] * beta
+        for q in range(3):
+            s = 0.0
+            sb = 0.0
+            for i in range(12):
+                s += g[q, i] * bp[i] * M[b, i]
+                sb += (gb[q, i] + gamma * abs(g[q, i])) * bp[i]
+            acc[q] += s
+            eb[q] += sb * M[b, 0]
+        s0 = 0.0
+        s1 = 0.0
+        for i in range(11):
+            s0 += g[0, i] * bp[i] * N[b, i]
+            s1 += g[1, i] * bp[i] * N[b, i]
+        acc[3] += s0
+        acc[4] += s1
+    return b0 * size, b1 * size
+
+
 @njit(cache=True, error_model="numpy")
-def block_fit(x, y, r, v, l0, m0, r0, h, c, H, M, N):  # pragma: no cover - compiled
+def block_fit(x, y, r, v, l0, m0, r0, h, c, H, M, N, c2, H2, M2, N2):  # pragma: no cover - compiled
     """``(S0, S1, S2, T0, T1, e0, e1, e2)``: the window ``[l0, r0)``'s sums at ``v`` (split at
-    ``m0``, radius ``h``) from whole blocks and direct sums of the rest, and their error bounds."""
+    ``m0``, radius ``h``) from whole blocks of :data:`SUPER` keys (``c2, H2, M2, N2``), then of
+    :data:`BLOCK` keys (``c, H, M, N``), and direct sums of the rest; and their error bounds."""
     acc = np.zeros(5)
     err = np.zeros(3)  # sum w |u|^a of the direct keys
-    eb = np.zeros(3)  # the blocks' bounds
+    eb = np.zeros(3)  # the blocks' bounds, over eps
     g = np.empty((3, 12))
     gb = np.empty((3, 12))
     bp = np.empty(12)
     p = np.empty(10)
     pa = np.empty(10)
+    seg = np.empty(4, np.int64)
     ih = 1.0 / h
     count = 0
     for part in range(2):
         a, e = (l0, m0) if part == 0 else (m0, r0)
         side = -1.0 if part == 0 else 1.0
-        b0 = (a + BLOCK - 1) // BLOCK
-        b1 = e // BLOCK
-        if b1 <= b0:
-            count += _direct_part(x, y, r, v, ih, a, e, acc, err)
-            continue
-        count += _direct_part(x, y, r, v, ih, a, b0 * BLOCK, acc, err)
-        count += _direct_part(x, y, r, v, ih, b1 * BLOCK, e, acc, err)
-        for b in range(b0, b1):
-            alpha = (c[b] - v) * ih
-            beta = H[b] * ih
-            _taylor(alpha, side, g, gb, p, pa)
-            bp[0] = 1.0
-            for i in range(1, 12):
-                bp[i] = bp[i - 1] * beta
-            for q in range(3):
-                s = 0.0
-                sb = 0.0
-                for i in range(12):
-                    s += g[q, i] * bp[i] * M[b, i]
-                    sb += (gb[q, i] + (BLOCK + 16.0) * abs(g[q, i])) * bp[i]
-                acc[q] += s
-                eb[q] += sb * M[b, 0]
-            s0 = 0.0
-            s1 = 0.0
-            for i in range(11):
-                s0 += g[0, i] * bp[i] * N[b, i]
-                s1 += g[1, i] * bp[i] * N[b, i]
-            acc[3] += s0
-            acc[4] += s1
+        A2, E2 = _level(v, ih, side, a, e, c2, H2, M2, N2, SUPER, acc, eb, g, gb, bp, p, pa)
+        seg[0], seg[1], seg[2], seg[3] = a, A2, E2, e
+        if A2 == E2:
+            seg[1], seg[2] = e, e
+        for t in range(2):
+            s0, s1 = seg[2 * t], seg[2 * t + 1]
+            A1, E1 = _level(v, ih, side, s0, s1, c, H, M, N, BLOCK, acc, eb, g, gb, bp, p, pa)
+            if A1 == E1:
+                count += _direct_part(x, y, r, v, ih, s0, s1, acc, err)
+            else:
+                count += _direct_part(x, y, r, v, ih, s0, A1, acc, err)
+                count += _direct_part(x, y, r, v, ih, E1, s1, acc, err)
     f = (count + 8.0) * _EPS
     return (acc[0], acc[1], acc[2], acc[3], acc[4], eb[0] * _EPS + f * err[0], eb[1] * _EPS + f * err[1],
             eb[2] * _EPS + f * err[2])

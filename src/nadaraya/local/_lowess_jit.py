@@ -401,10 +401,11 @@ def _fast_chunk(x, y, r, q, lo, mid, rad, k, a, b, ymax, out, state):  # pragma:
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
-def fits(x, y, r, nxt, prv, q, lo, mid, rad, k, starts, ymax, bc, bH, bM, bN, ca, cb, out,
+def fits(x, y, r, nxt, prv, q, lo, mid, rad, k, starts, ymax, bc, bH, bM, bN, sc, sH, sM, sN, ca, cb, out,
          state):  # pragma: no cover
     """Chunks ``ca:cb``: each query's fit in ``out`` and ``state`` (0 fast, 1 fewer than two
-    weights, 2 summed directly, 4 from the blocks' moments ``bc, bH, bM, bN``)."""
+    weights, 2 summed directly, 4 from the blocks' moments ``bc, bH, bM, bN`` and the
+    superblocks' ``sc, sH, sM, sN``)."""
     buf = np.empty(k)
     for ch in range(ca, cb):
         a = starts[ch]
@@ -421,7 +422,7 @@ def fits(x, y, r, nxt, prv, q, lo, mid, rad, k, starts, ymax, bc, bH, bM, bN, ca
         for j in range(a, b):
             if state[j] == 3 and k >= 4 * BLOCK and bc.shape[0] > 0:
                 S0, S1, S2, T0, T1, e0, e1, e2 = block_fit(x, y, r, q[j], lo[j], mid[j], lo[j] + k, rad[j],
-                                                           bc, bH, bM, bN)
+                                                           bc, bH, bM, bN, sc, sH, sM, sN)
                 fit = _checked(S0, S1, S2, T0, T1, e0, e1, e2, ymax, rad[j])
                 if fit == fit:
                     out[j] = fit

@@ -17,12 +17,12 @@ from numpy.typing import ArrayLike, NDArray
 
 from nadaraya._support.jit import run_ranges, threads_for
 from nadaraya.local import _lowess_jit as jit
-from nadaraya.local._lowess_blocks import BLOCK, block_moments
+from nadaraya.local._lowess_blocks import BLOCK, SUPER, block_moments
 
 __all__ = ["lowess"]
 
 _F = NDArray[np.float64]
-_NO_BLOCKS = (np.empty(0), np.empty(0), np.empty((0, 12)), np.empty((0, 11)))
+_NO_BLOCKS = (np.empty(0), np.empty(0), np.empty((0, 12)), np.empty((0, 11))) * 2
 
 
 def _span(frac: float, n: int) -> int:
@@ -68,7 +68,9 @@ def _regressions(x: _F, y: _F, r: _F, win: _Windows) -> tuple[_F, NDArray[np.int
     out = np.empty(m)
     state = np.zeros(m, dtype=np.int8)
     ymax = float(np.max(np.abs(y))) if n else 0.0
-    blocks = block_moments(x, y, r) if win.k >= 4 * BLOCK else _NO_BLOCKS
+    blocks = _NO_BLOCKS
+    if win.k >= 4 * BLOCK:
+        blocks = (*block_moments(x, y, r, BLOCK), *block_moments(x, y, r, SUPER))
     args = (x, y, r, nxt, prv, win.q, win.lo, win.mid, win.rad, win.k, win.starts, ymax, *blocks)
     with threads_for(60.0 * (n + m) + 300.0 * m):
         run_ranges(jit.fits, args, win.starts.shape[0] - 1, (out, state), grain=1)
@@ -200,8 +202,8 @@ def lowess(endog: ArrayLike, exog: ArrayLike, frac: float = 2.0 / 3.0, it: int =
     Each fit is exact: where the prefix moments' rounding bound could exceed 3e-11 of ``max|y|``
     (under 0.1% of the fits on uniform or normal ``x``, about 2% on Cauchy ``x``: the tails',
     whose windows hold the bulk of the data where the tricube is small) that fit is taken from
-    moments of blocks of 256 keys about their own centres (:mod:`._lowess_blocks`, O(k / 256 +
-    256), with its own bound), or else summed directly, in O(k) (:mod:`._lowess_jit`).
+    moments of blocks of 4096 and 256 keys about their own centres (:mod:`._lowess_blocks`,
+    O(k / 4096 + 32 + 256), with its own bound), or else summed directly, in O(k) (:mod:`._lowess_jit`).
 
     References
     ----------
