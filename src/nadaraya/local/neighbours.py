@@ -18,7 +18,9 @@ The rules (np's C code, ``kernelb.c`` and ``statmods.c``; docs/local.md says mor
 The fit at ``q`` is the weighted local polynomial of the degree, solved exactly per query from
 the weights (a singular system falls back to degree 0, an empty window follows ``empty``); its
 row ``a(q)`` over the keys gives the prediction ``a(q) @ y``, the variance ``sum a^2 sigma^2 / s``
-and the hat diagonal. Cost: O(m n d P^2) for m queries (``P`` the polynomial's terms), in blocks.
+and the hat diagonal. Cost: O(m n d P^2) for m queries (``P`` the polynomial's terms), in blocks;
+:func:`predictions` in one dimension with a kernel of bounded support takes each query's window
+of keys only (:func:`window_rows`), O(m k P^2).
 """
 
 from __future__ import annotations
