@@ -345,7 +345,17 @@ def window_rows(
     (B, L; padding carries weight 0) and ``empty`` the rows whose window holds no positive
     weight (the caller takes those from :func:`rows`). The same arithmetic as :func:`rows` on
     the keys whose weight can be positive: O(m k P^2) instead of O(m n P^2). None where it does
-    not apply (more features, an unbounded kernel, windows over half the keys)."""
+    not apply (more features, an unbounded kernel, windows over half the keys).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nadaraya.kernels import get
+    >>> geom = Geometry(np.linspace(0.0, 1.0, 50)[:, None], np.array([5]), "generalized_nn")
+    >>> sl, A, idx, singular, empty = next(window_rows(geom, np.array([[0.51]]), None, get("tricube"), 1))
+    >>> A.shape, sorted(idx[0].tolist()), singular, empty.size  # the 5 nearest keys
+    ((1, 5), [23, 24, 25, 26, 27], 0, 0)
+    """
     X = geom.X
     n, d = X.shape
     if d != 1 or not np.isfinite(kernel.support) or Q.shape[0] == 0:
@@ -404,7 +414,18 @@ def predictions(geom: Geometry, Q: _F, sw: _F | None, kernel: Kernel, degree: in
                 loo: bool = False, empty: str = "nearest") -> tuple[_F, int]:
     """``A @ V`` over :func:`rows`' rows at the queries ``Q`` and the count of singular systems:
     from :func:`window_rows` where it applies (the dense rows only for queries with an empty
-    window), else from :func:`rows`."""
+    window), else from :func:`rows`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nadaraya.kernels import get
+    >>> x = np.linspace(0.0, 1.0, 50)[:, None]
+    >>> geom = Geometry(x, np.array([10]), "generalized_nn")
+    >>> out, singular = predictions(geom, np.array([[0.5]]), None, get("tricube"), 1, 2.0 * x + 1.0)
+    >>> round(float(out[0, 0]), 12), singular  # a line is reproduced
+    (2.0, 0)
+    """
     out = np.empty((Q.shape[0], V.shape[1]))
     blocks = window_rows(geom, Q, sw, kernel, degree, loo=loo)
     bad = 0
