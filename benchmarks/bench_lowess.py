@@ -14,12 +14,13 @@ Workloads, y = sin x + N(0, 0.3^2) on x ~ U(0, 10), frac = 0.3, it = 3:
   n^2): its time at n = 1e5 (run once) times (1e6 / 1e5)^2 is the *extrapolated* figure the
   ratio is taken against (the fits' accuracy at size is tests/local/test_lowess.py's and W1's).
 - W4, n = m = 1e5: ``nadaraya.pool(..., bandwidth_type="generalized_nn" | "adaptive_nn",
-  bandwidth=100)`` (tricube, local linear; each query's window of keys) against the dense rows
-  (O(m n), as before), timed on the first 400 queries and multiplied by m / 400 -- an
-  EXTRAPOLATED figure -- and the largest difference on those queries (no target).
+  bandwidth=100)`` (local linear): generalized_nn with the tricube through LOWESS's sliding
+  moments, with the Epanechnikov kernel and adaptive_nn over each query's window of keys;
+  against the dense rows (O(m n), as before), timed on the first 400 queries and multiplied by
+  m / 400 -- an EXTRAPOLATED figure -- and the largest difference on those queries (no target).
 - W5, n = 2e5, heavy tails: nadaraya.lowess on Cauchy x against uniform x (frac = 0.3, it = 3;
-  each best of two), and the part of the fits whose moments' rounding bound sends them to the
-  direct O(k) sum (no target).
+  each best of two), and the part of the fits whose sliding moments' rounding bound sends them
+  to the blocks' moments, or to the direct O(k) sum (no target).
 
 The run ends with a table of the targets, met or not met.
 
@@ -110,31 +111,34 @@ def nn_predict(n: int, k: int = 100, sub: int = 400) -> None:
 
     x, y = data(n, seed=5)
     q = np.random.default_rng(6).uniform(0.0, 10.0, n)
-    tricube = get_kernel("tricube")
     name = f"W4 n=m={n:.0e}"
-    for kind in ("generalized_nn", "adaptive_nn"):
-        def fast(kind: str = kind) -> np.ndarray:
-            return nadaraya.pool(q, x, y, kernel="tricube", bandwidth=k, degree=1, bandwidth_type=kind)
+    routes = [("generalized_nn", "tricube", "LOWESS's moments"),
+              ("generalized_nn", "epanechnikov", "windows"), ("adaptive_nn", "tricube", "windows")]
+    for kind, kernel, how in routes:
+        def fast(kind: str = kind, kernel: str = kernel) -> np.ndarray:
+            return nadaraya.pool(q, x, y, kernel=kernel, bandwidth=k, degree=1, bandwidth_type=kind)
 
         fast()  # the first call loads the modules
         t_fast, got = timed(fast, repeat=2)
         geom = Geometry(x[:, None], np.array([k]), kind)
 
-        def dense(geom: Geometry = geom) -> np.ndarray:
-            return np.concatenate([A @ y for _, A, _, _ in rows(geom, q[:sub, None], None, tricube, 1)])
+        def dense(geom: Geometry = geom, kernel: str = kernel) -> np.ndarray:
+            blocks = rows(geom, q[:sub, None], None, get_kernel(kernel), 1)
+            return np.concatenate([A @ y for _, A, _, _ in blocks])
 
         t_sub, want = timed(dense, repeat=1)
         t_dense = t_sub * n / sub
         err = float(np.max(np.abs(got[:sub] - want)) / np.max(np.abs(y)))
-        row(name, f"{kind} dense rows (extrap.)", t_dense,
+        label = f"{'gnn' if kind == 'generalized_nn' else 'ann'} {kernel}"
+        row(name, f"{label} dense (extrap.)", t_dense,
             f"EXTRAPOLATED: {t_sub:.2f} s for {sub} queries x {n}/{sub}")
-        row(name, f"{kind} windows, k={k}", t_fast,
-            f"{t_dense / t_fast:.0f}x the EXTRAPOLATED dense rows; max diff {err:.0e} of max|y| "
+        row(name, f"{label} {how}", t_fast,
+            f"k={k}: {t_dense / t_fast:.0f}x the EXTRAPOLATED dense rows; max diff {err:.0e} of max|y| "
             f"on {sub} queries")
 
 
 def heavy_tails(n: int, frac: float, it: int) -> None:
-    """W5: LOWESS on Cauchy x against uniform x, and how many fits the direct sum took."""
+    """W5: LOWESS on Cauchy x against uniform x, and how many fits the blocks and the direct sums took."""
     from nadaraya.local import lowess as lowess_module
 
     rng = np.random.default_rng(7)
@@ -155,8 +159,10 @@ def heavy_tails(n: int, frac: float, it: int) -> None:
             t, _ = timed(lambda x=x, y=y: nadaraya.lowess(y, x, frac=frac, it=it), repeat=2, slow=60)
         finally:
             lowess_module._regressions = inner
-        direct = float(np.mean(np.concatenate(states) == 2))
-        row(name, f"nadaraya.lowess, {label} x", t, f"{direct:.2%} of the fits summed directly (O(k))")
+        routes = np.concatenate(states)
+        row(name, f"nadaraya.lowess, {label} x", t,
+            f"{np.mean(routes == 4):.2%} of the fits from the blocks' moments, "
+            f"{np.mean(routes == 2):.3%} summed directly (O(k))")
 
 
 def nn_cv(n: int) -> None:

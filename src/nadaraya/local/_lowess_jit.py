@@ -44,11 +44,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from nadaraya.local._lowess_blocks import BLOCK, block_fit
+from nadaraya._support.jit import run_ranges, threads_for
+from nadaraya.local._lowess_blocks import BLOCK, SUPER, block_fit, block_moments
 from nadaraya.local._lowess_shift import tricube_bounds, tricube_sums
 
 __all__ = ["DIRECT_K", "FIT_TOL", "MIN_CHUNK", "RHO", "assemble", "fit_points", "fits", "neighbours", "plan",
-           "windows"]
+           "plan_windows", "regressions", "windows"]
 
 #: the chunks' bound on ``|u|`` over their windows' union (the shift's magnification is RHO^11)
 RHO = 1.25
@@ -295,10 +296,10 @@ def _walk(acc, pos, to, x, y, r, c, ih):  # pragma: no cover - compiled
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _checked(S0, S1, S2, T0, T1, e0, e1, e2, ymax, h):  # pragma: no cover - compiled
+def _checked(S0, S1, S2, T0, T1, e0, e1, e2, ymax, h, tol):  # pragma: no cover - compiled
     """The fit ``ybar - xbar slope`` from the window's sums (in units of ``h``), or NaN where
     the sums' error bounds ``e0, e1, e2`` (of ``S0, S1, S2``; ``ymax`` times them for ``T0,
-    T1``), carried through to first order, allow an error above :data:`FIT_TOL` of ``ymax``, or
+    T1``), carried through to first order, allow an error above ``tol`` of ``ymax``, or
     the spread of ``x`` is near statsmodels' floor 1e-12."""
     if not (64.0 * e0 + 1e-300) < S0:  # NaN too
         return np.nan
@@ -315,15 +316,16 @@ def _checked(S0, S1, S2, T0, T1, e0, e1, e2, ymax, h):  # pragma: no cover - com
         return np.nan
     slope = cov / var
     ds = (dc + abs(slope) * dv) / var
-    if not dy + abs(xbar) * ds + abs(slope) * dx <= FIT_TOL * ymax:
+    if not dy + abs(xbar) * ds + abs(slope) * dx <= tol * ymax:
         return np.nan
     return ybar - xbar * slope
 
 
 @njit(cache=True, error_model="numpy")
-def _fast_chunk(x, y, r, q, lo, mid, rad, k, a, b, ymax, out, state):  # pragma: no cover
+def _fast_chunk(x, y, r, q, lo, mid, rad, k, a, b, ymax, tol, out, state, sums):  # pragma: no cover
     """The fits of queries ``a:b`` (one chunk) by the sliding moments; a query whose rounding
-    bound is too loose keeps ``state`` 3 (summed directly by the caller)."""
+    bound is too loose keeps ``state`` 3 (summed directly by the caller); ``sums[j]`` the sums
+    ``S0, S1, S2, T0, T1`` of an accepted fit."""
     x0 = x[lo[a]]
     x1 = x[lo[b - 1] + k - 1]
     c = 0.5 * (x0 + x1)
@@ -386,26 +388,28 @@ def _fast_chunk(x, y, r, q, lo, mid, rad, k, a, b, ymax, out, state):  # pragma:
         rho = abs(alpha) + beta
         r3 = rho * rho * rho
         e0 = gmax * (1.0 + r3 * (3.0 + r3 * (3.0 + r3)))
-        fit = _checked(S0, S1, S2, T0, T1, e0, e0 * rho, e0 * rho * rho, ymax, h)
+        fit = _checked(S0, S1, S2, T0, T1, e0, e0 * rho, e0 * rho * rho, ymax, h, tol)
         if fit != fit:
             for e in range(_NR):
                 ev = e - (e & 1)
                 walked = abs(acr[0, ev]) + abs(acr[2, ev])
                 g[e] = (4.0 * (4.0 + _BLOCK + e) * walked + 32.0 * abs(win[ev])) * _EPS * bp[e]
             e0, e1, e2 = tricube_bounds(g, abs(alpha))
-            fit = _checked(S0, S1, S2, T0, T1, e0, e1, e2, ymax, h)
+            fit = _checked(S0, S1, S2, T0, T1, e0, e1, e2, ymax, h, tol)
         if fit != fit:
             state[j] = 3
         else:
             out[j] = fit
+            sums[j, 0], sums[j, 1], sums[j, 2], sums[j, 3], sums[j, 4] = S0, S1, S2, T0, T1
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
-def fits(x, y, r, nxt, prv, q, lo, mid, rad, k, starts, ymax, bc, bH, bM, bN, sc, sH, sM, sN, ca, cb, out,
-         state):  # pragma: no cover
+def fits(x, y, r, nxt, prv, q, lo, mid, rad, k, starts, ymax, tol, bc, bH, bM, bN, sc, sH, sM, sN, ca, cb,
+         out, state, sums):  # pragma: no cover
     """Chunks ``ca:cb``: each query's fit in ``out`` and ``state`` (0 fast, 1 fewer than two
     weights, 2 summed directly, 4 from the blocks' moments ``bc, bH, bM, bN`` and the
-    superblocks' ``sc, sH, sM, sN``)."""
+    superblocks' ``sc, sH, sM, sN``); a fit from moments or blocks is within ``tol`` of ``ymax``
+    and keeps its sums in ``sums[j]``."""
     buf = np.empty(k)
     for ch in range(ca, cb):
         a = starts[ch]
@@ -414,7 +418,7 @@ def fits(x, y, r, nxt, prv, q, lo, mid, rad, k, starts, ymax, bc, bH, bM, bN, sc
             h = rad[j]
             state[j] = 0 if _enough(x, r, nxt, prv, q[j], lo[j], mid[j], lo[j] + k, h) else 1
         if k > DIRECT_K and b - a >= MIN_CHUNK:
-            _fast_chunk(x, y, r, q, lo, mid, rad, k, a, b, ymax, out, state)
+            _fast_chunk(x, y, r, q, lo, mid, rad, k, a, b, ymax, tol, out, state, sums)
         else:
             for j in range(a, b):
                 if state[j] == 0:
@@ -423,10 +427,44 @@ def fits(x, y, r, nxt, prv, q, lo, mid, rad, k, starts, ymax, bc, bH, bM, bN, sc
             if state[j] == 3 and k >= 4 * BLOCK and bc.shape[0] > 0:
                 S0, S1, S2, T0, T1, e0, e1, e2 = block_fit(x, y, r, q[j], lo[j], mid[j], lo[j] + k, rad[j],
                                                            bc, bH, bM, bN, sc, sH, sM, sN)
-                fit = _checked(S0, S1, S2, T0, T1, e0, e1, e2, ymax, rad[j])
+                fit = _checked(S0, S1, S2, T0, T1, e0, e1, e2, ymax, rad[j], tol)
                 if fit == fit:
                     out[j] = fit
                     state[j] = 4
+                    sums[j, 0], sums[j, 1], sums[j, 2], sums[j, 3], sums[j, 4] = S0, S1, S2, T0, T1
             if state[j] == 3:
                 out[j] = _direct(x, y, r, q[j], lo[j], lo[j] + k, rad[j], buf)
                 state[j] = 2
+
+
+_NO_BLOCKS = (np.empty(0), np.empty(0), np.empty((0, 12)), np.empty((0, 11))) * 2
+
+
+def plan_windows(x, q, k):
+    """For sorted keys ``x`` and sorted queries ``q``: the windows of ``k`` keys (:func:`windows`:
+    ``lo``, ``mid``, ``rad``) and the chunks' starts (:func:`plan`)."""
+    m = q.shape[0]
+    lo = np.empty(m, dtype=np.int64)
+    mid = np.empty(m, dtype=np.int64)
+    rad = np.empty(m)
+    windows(x, q, k, lo, mid, rad)
+    return lo, mid, rad, plan(x, q, lo, rad, k, RHO)
+
+
+def regressions(x, y, r, q, lo, mid, rad, k, starts, tol=FIT_TOL, sums=None):
+    """:func:`fits` over every chunk (on the shared threads): the fits at the sorted queries
+    ``q`` with robustness weights ``r`` and their routes; the sums of routes 0 and 4 in
+    ``sums`` (m, 5) when given."""
+    n, m = x.shape[0], q.shape[0]
+    nxt, prv = neighbours(r)
+    out = np.empty(m)
+    state = np.zeros(m, dtype=np.int8)
+    room = np.empty((m, 5)) if sums is None else sums
+    ymax = float(np.max(np.abs(y))) if n else 0.0
+    blocks = _NO_BLOCKS
+    if k >= 4 * BLOCK:
+        blocks = (*block_moments(x, y, r, BLOCK), *block_moments(x, y, r, SUPER))
+    args = (x, y, r, nxt, prv, q, lo, mid, rad, k, starts, ymax, tol, *blocks)
+    with threads_for(60.0 * (n + m) + 300.0 * m):
+        run_ranges(fits, args, starts.shape[0] - 1, (out, state, room), grain=1)
+    return out, state

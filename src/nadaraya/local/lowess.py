@@ -15,14 +15,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from nadaraya._support.jit import run_ranges, threads_for
 from nadaraya.local import _lowess_jit as jit
-from nadaraya.local._lowess_blocks import BLOCK, SUPER, block_moments
+from nadaraya.local._lowess_jit import regressions
 
 __all__ = ["lowess"]
 
 _F = NDArray[np.float64]
-_NO_BLOCKS = (np.empty(0), np.empty(0), np.empty((0, 12)), np.empty((0, 11))) * 2
 
 
 def _span(frac: float, n: int) -> int:
@@ -51,30 +49,16 @@ class _Windows:
         self.delta = float(delta)
         self.xv = xv
         self.q = np.ascontiguousarray(xv[jit.fit_points(xv, self.delta)])
-        m = self.q.shape[0]
-        self.lo = np.empty(m, dtype=np.int64)
-        self.mid = np.empty(m, dtype=np.int64)
-        self.rad = np.empty(m)
-        jit.windows(x, self.q, k, self.lo, self.mid, self.rad)
-        self.starts = jit.plan(x, self.q, self.lo, self.rad, k, jit.RHO)
+        self.lo, self.mid, self.rad, self.starts = jit.plan_windows(x, self.q, k)
 
 
-def _regressions(x: _F, y: _F, r: _F, win: _Windows) -> tuple[_F, NDArray[np.int8]]:
+def _regressions(x: _F, y: _F, r: _F, win: _Windows, tol: float = jit.FIT_TOL,
+                 sums: _F | None = None) -> tuple[_F, NDArray[np.int8]]:
     """The local fits at the windows' queries with robustness weights ``r``, and each one's
     route (:func:`._lowess_jit.fits`: 0 moments, 1 fewer than two weights, 2 summed directly,
-    4 from the blocks' moments of :mod:`._lowess_blocks`)."""
-    n, m = x.shape[0], win.q.shape[0]
-    nxt, prv = jit.neighbours(r)
-    out = np.empty(m)
-    state = np.zeros(m, dtype=np.int8)
-    ymax = float(np.max(np.abs(y))) if n else 0.0
-    blocks = _NO_BLOCKS
-    if win.k >= 4 * BLOCK:
-        blocks = (*block_moments(x, y, r, BLOCK), *block_moments(x, y, r, SUPER))
-    args = (x, y, r, nxt, prv, win.q, win.lo, win.mid, win.rad, win.k, win.starts, ymax, *blocks)
-    with threads_for(60.0 * (n + m) + 300.0 * m):
-        run_ranges(jit.fits, args, win.starts.shape[0] - 1, (out, state), grain=1)
-    return out, state
+    4 from the blocks' moments of :mod:`._lowess_blocks`); those of routes 0 and 4 within
+    ``tol`` of ``max|y|``, their sums ``S0, S1, S2, T0, T1`` in ``sums`` (m, 5) when given."""
+    return regressions(x, y, r, win.q, win.lo, win.mid, win.rad, win.k, win.starts, tol, sums)
 
 
 def _pass(x: _F, y: _F, r: _F, win: _Windows, given: bool) -> _F:

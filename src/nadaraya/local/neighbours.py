@@ -410,11 +410,55 @@ def _window_blocks(geom: Geometry, Q: _F, sw: _F | None, kernel: Kernel, degree:
         yield sl, A, idx, bad, np.flatnonzero(~(W.sum(axis=1) > 0))
 
 
+#: LOWESS's sliding moments serve a nearest-neighbour fit whose rounding bound is within this
+#: part of ``max|v|`` (LOWESS's own ``FIT_TOL``; the differences measured are of order 1e-14)
+NN_TOL = 3e-11
+
+
+def _lowess_route(geom: Geometry, Q: _F, sw: _F | None, kernel: Kernel, degree: int,
+                  V: _F) -> tuple[_F, NDArray[np.bool_]] | None:
+    """``generalized_nn``, one dimension, tricube, degree 1 (LOWESS's fit): the fits from
+    LOWESS's sliding moments (:mod:`._lowess_jit`, O((n + m) log n)) and where they serve:
+    a moment or block fit within :data:`NN_TOL` of ``max|v|`` whose system is regular (the
+    dense rows' condition number below ``COND_MAX``); None where the route does not apply.
+    The window of ``k`` consecutive sorted keys nearest the query holds every key within the
+    ``k``-th distance (those at it weigh ``K(1) = 0``); a zero ``k``-th distance (np's zero
+    rule) and windows with fewer than two weights are left to the caller."""
+    from nadaraya.local import _lowess_jit as jit
+    from nadaraya.local._nn_jit import COND_MAX
+
+    k = int(geom.k[0])
+    if (geom.kind != "generalized_nn" or geom.X.shape[1] != 1 or degree != 1 or kernel.name != "tricube"
+            or k <= jit.DIRECT_K or Q.shape[0] == 0):
+        return None
+    x = geom.X[:, 0]
+    order = np.argsort(x, kind="stable")
+    xs = np.ascontiguousarray(x[order])
+    uq, inv = np.unique(Q[:, 0], return_inverse=True)
+    lo, mid, rad, starts = jit.plan_windows(xs, uq, k)
+    r = np.ones(xs.size) if sw is None else np.ascontiguousarray(np.asarray(sw, dtype=np.float64)[order])
+    out = np.empty((uq.size, V.shape[1]))
+    ok = np.ones(uq.size, dtype=bool)
+    sums = np.zeros((uq.size, 5))
+    for c in range(V.shape[1]):
+        ys = np.ascontiguousarray(V[order, c])
+        out[:, c], state = jit.regressions(xs, ys, r, uq, lo, mid, rad, k, starts, NN_TOL, sums)
+        good = (state == 0) | (state == 4)
+        a, b, cc = sums[:, 0], sums[:, 1], sums[:, 2]
+        half = 0.5 * (a + cc)
+        spread = np.sqrt(0.25 * (a - cc) ** 2 + b * b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            regular = (half - spread > 0) & ((half + spread) / (half - spread) < COND_MAX)
+        ok &= good & regular
+    return out[inv], ok[inv]
+
+
 def predictions(geom: Geometry, Q: _F, sw: _F | None, kernel: Kernel, degree: int, V: _F, *,
-                loo: bool = False, empty: str = "nearest") -> tuple[_F, int]:
+                loo: bool = False, empty: str = "nearest", moments: bool = True) -> tuple[_F, int]:
     """``A @ V`` over :func:`rows`' rows at the queries ``Q`` and the count of singular systems:
-    from :func:`window_rows` where it applies (the dense rows only for queries with an empty
-    window), else from :func:`rows`.
+    from LOWESS's sliding moments for its own fit (``generalized_nn``, tricube, degree 1, one
+    dimension; ``moments``), else from :func:`window_rows` where it applies (the dense rows
+    only for queries with an empty window), else from :func:`rows`.
 
     Examples
     --------
@@ -426,6 +470,14 @@ def predictions(geom: Geometry, Q: _F, sw: _F | None, kernel: Kernel, degree: in
     >>> round(float(out[0, 0]), 12), singular  # a line is reproduced
     (2.0, 0)
     """
+    fast = None if loo or not moments else _lowess_route(geom, Q, sw, kernel, degree, V)
+    if fast is not None:
+        out, ok = fast
+        rest = np.flatnonzero(~ok)
+        if not rest.size:
+            return out, 0
+        out[rest], bad = predictions(geom, Q[rest], sw, kernel, degree, V, empty=empty, moments=False)
+        return out, bad
     out = np.empty((Q.shape[0], V.shape[1]))
     blocks = window_rows(geom, Q, sw, kernel, degree, loo=loo)
     bad = 0
