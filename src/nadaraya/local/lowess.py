@@ -183,11 +183,9 @@ def lowess(endog: ArrayLike, exog: ArrayLike, frac: float = 2.0 / 3.0, it: int =
     statsmodels' sums about 0 lose digits (1e-8 of ``max|y|`` measured); these sums are taken
     about each point and keep them.
 
-    Each fit is exact: where the prefix moments' rounding bound could exceed 3e-11 of ``max|y|``
-    (under 0.1% of the fits on uniform or normal ``x``, about 2% on Cauchy ``x``: the tails',
-    whose windows hold the bulk of the data where the tricube is small) that fit is taken from
-    moments of blocks of 4096 and 256 keys about their own centres (:mod:`._lowess_blocks`,
-    O(k / 4096 + 32 + 256), with its own bound), or else summed directly, in O(k) (:mod:`._lowess_jit`).
+    Each fit is exact: where the sliding moments' rounding bound could exceed 3e-11 of ``max|y|``
+    (under 0.1% of the fits on uniform ``x``, 2% on Cauchy ``x``) the fit comes from moments of
+    key blocks about their own centres (:mod:`._lowess_blocks`), else a direct O(k) sum.
 
     References
     ----------
