@@ -36,7 +36,7 @@ Workloads, each timed in this run with its peer:
   sampled queries) against the exact fused loop timed on 2000 queries and scaled to all of them.
 
     python benchmarks/bench_fast.py           # full sizes
-    python benchmarks/bench_fast.py --quick   # n = m = 3e4, a smoke run
+    python benchmarks/bench_fast.py --quick   # n = m = 4e3, a smoke run
     python benchmarks/bench_fast.py --only F7 # some workloads
 """
 
@@ -312,11 +312,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--figtree-timeout", type=float, default=None)
     parser.add_argument("--only", nargs="+", default=None, help="some workloads: --only F4 F7 (F2 runs F3)")
     args = parser.parse_args(argv)
-    n = 3 * 10**4 if args.quick else 10**6
-    timeout = args.figtree_timeout or (60.0 if args.quick else 600.0)
+    n = 4000 if args.quick else 10**6
+    timeout = args.figtree_timeout or (10.0 if args.quick else 600.0)
     print(f"{'workload':<28}{'implementation':<36}{'seconds':>10}", flush=True)
     start = time.perf_counter()
-    small = 2 * 10**4 if args.quick else 2 * 10**5
+    small = 2000 if args.quick else 2 * 10**5
     runs = {"F1": lambda: f1(n, timeout), "F2": lambda: f2_f3(n), "F4": lambda: f4(small, timeout),
             "F7": lambda: f7(small, timeout), "F8": lambda: f8(small), "F5": lambda: f5(n),
             "F6": lambda: f6(n)}

@@ -456,7 +456,7 @@ def peak_cpu_bytes(fn) -> int:
 
 @pytest.mark.slow
 def test_additive_memory_stays_far_below_the_dense_tensor():
-    m = n = 4096
+    m = n = 2048
     hidden = 64
     torch.manual_seed(0)
     mod = AdditiveAttentionPooling(2, hidden)
