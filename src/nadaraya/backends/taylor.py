@@ -195,11 +195,14 @@ def _columns(v, u, p, r, out):  # type: ignore[no-untyped-def]  # pragma: no cov
 
 
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})  # reordered sums vectorise
-def _moments(xs, ss, vs, inv_h, centres, terms, task_box, task_lo, task_hi, r,  # type: ignore[no-untyped-def]
+def _moments(xs, ss, vs, inv_h, centres, terms, task_box, task_lo, task_hi, r, unit,  # type: ignore[no-untyped-def]
              t0, t1, T):  # pragma: no cover - compiled
     """Tasks ``t0:t1``, each a range of one box's keys: their sums
     ``T[t, k] = sum s e^(-u^2 / 2) u^k / k! g`` for ``k < terms[box]`` and the columns ``g`` of
-    :func:`_columns` (1, the values, and with moments ``u^l`` and ``u^l v``)."""
+    :func:`_columns` (1, the values, and with moments ``u^l`` and ``u^l v``). The powers are
+    summed as ``s e^(-u^2 / 2) u^k`` (one product per key and term) and the sums divided by
+    ``k!`` at the end (the same relative rounding); ``unit``: one value column of ones, whose
+    sums are the weight's."""
     nv = vs.shape[1]
     ncol = T.shape[2] - 1
     eu = np.empty(CHUNK)
@@ -216,28 +219,36 @@ def _moments(xs, ss, vs, inv_h, centres, terms, task_box, task_lo, task_hi, r,  
                 u = (xs[k0 + t] - c) * inv_h
                 uu[t] = u
                 eu[t] = ss[k0 + t] * exp_flushed(-0.5 * u * u)
+            if unit:
+                for k in range(p):  # T_k += sum e u^k; then the powers move one step
+                    acc_w = 0.0
+                    for t in range(nb):
+                        e = eu[t]
+                        acc_w += e
+                        eu[t] = e * uu[t]
+                    Tt[k, 0] += acc_w
+                continue
+            for t in range(nb):
                 for col in range(nv):
                     vv[col, t] = vs[k0 + t, col]
             if ncol > nv:  # the moments' columns (see _columns), or the dummy column
                 for t in range(nb):
                     _columns(vs[k0 + t], uu[t], nv, r, vv[:, t])
             v0 = vv[0]
-            for k in range(p):  # T_k += sum e u^k / k! (1, v_0); then the powers move one step
-                step = 1.0 / (k + 1)
+            for k in range(p):  # T_k += sum e u^k (1, v_0); then the powers move one step
                 acc_w = 0.0
                 acc_v = 0.0
                 for t in range(nb):
                     e = eu[t]
                     acc_w += e
                     acc_v += e * v0[t]
-                    eu[t] = e * (uu[t] * step)
+                    eu[t] = e * uu[t]
                 Tt[k, 0] += acc_w
                 Tt[k, 1] += acc_v
             if ncol > 1:  # the other value columns: the powers again, one column at a time
                 for t in range(nb):
                     eu[t] = ss[k0 + t] * exp_flushed(-0.5 * uu[t] * uu[t])
                 for k in range(p):
-                    step = 1.0 / (k + 1)
                     for col in range(1, ncol):
                         vc = vv[col]
                         acc = 0.0
@@ -245,7 +256,14 @@ def _moments(xs, ss, vs, inv_h, centres, terms, task_box, task_lo, task_hi, r,  
                             acc += eu[t] * vc[t]
                         Tt[k, col + 1] += acc
                     for t in range(nb):
-                        eu[t] *= uu[t] * step
+                        eu[t] *= uu[t]
+        inv_fact = 1.0
+        for k in range(p):  # the 1 / k! of every sum
+            if unit:
+                Tt[k, 1] = Tt[k, 0]
+            for col in range(ncol + 1):
+                Tt[k, col] *= inv_fact
+            inv_fact /= k + 1
 
 
 @numba.njit(cache=True, nogil=True)
@@ -430,6 +448,7 @@ def _series(
     boxes still keep every core busy), add the ranges of a box, evaluate its queries."""
     rho, zmax, lc, eps3, kappa = params
     m = qs.size
+    unit = r == 0 and vs.shape[1] == 1 and bool(np.all(vs == 1.0))  # a density's sums: no value column
     qid = np.floor((qs - origin) * inv_h / (2 * rho)).astype(np.int64)
     starts = np.concatenate([[0], np.flatnonzero(np.diff(qid)) + 1, [m]]).astype(np.int64)
     ids = qid[starts[:-1]]
@@ -454,7 +473,7 @@ def _series(
         task_lo = lo[task_box] + within * SEGMENT
         task_hi = np.minimum(task_lo + SEGMENT, np.where(terms[task_box] > 0, hi[task_box], lo[task_box]))
         T = np.zeros((task_box.size, pmax, ncol))
-        run_ranges(_moments, (xs, ss, vs, inv_h, centres, terms, task_box, task_lo, task_hi, r),
+        run_ranges(_moments, (xs, ss, vs, inv_h, centres, terms, task_box, task_lo, task_hi, r, unit),
                    task_box.size, (T,))
         box_T = np.add.reduceat(T, first, axis=0) if task_box.size > b1 - b0 else T
         q0, q1 = int(starts[b0]), int(starts[b1])
