@@ -194,6 +194,42 @@ def _columns(v, u, p, r, out):  # type: ignore[no-untyped-def]  # pragma: no cov
         out[out.size - 1] = 0.0
 
 
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"}, inline="always")
+def _unit_sums(eu, uu, nb, p, Tt):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``Tt[k, 0] += sum_t eu_t uu_t^k`` for ``k < p``, four powers per pass over the chunk
+    (each key's ``eu`` read and written once per four terms); ``eu`` left at ``eu uu^p``."""
+    k = 0
+    while k + 4 <= p:
+        a0 = 0.0
+        a1 = 0.0
+        a2 = 0.0
+        a3 = 0.0
+        for t in range(nb):
+            u = uu[t]
+            e0 = eu[t]
+            e1 = e0 * u
+            e2 = e1 * u
+            e3 = e2 * u
+            a0 += e0
+            a1 += e1
+            a2 += e2
+            a3 += e3
+            eu[t] = e3 * u
+        Tt[k, 0] += a0
+        Tt[k + 1, 0] += a1
+        Tt[k + 2, 0] += a2
+        Tt[k + 3, 0] += a3
+        k += 4
+    while k < p:
+        acc = 0.0
+        for t in range(nb):
+            e = eu[t]
+            acc += e
+            eu[t] = e * uu[t]
+        Tt[k, 0] += acc
+        k += 1
+
+
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})  # reordered sums vectorise
 def _moments(xs, ss, vs, inv_h, centres, terms, task_box, task_lo, task_hi, r, unit,  # type: ignore[no-untyped-def]
              t0, t1, T):  # pragma: no cover - compiled
@@ -220,13 +256,7 @@ def _moments(xs, ss, vs, inv_h, centres, terms, task_box, task_lo, task_hi, r, u
                 uu[t] = u
                 eu[t] = ss[k0 + t] * exp_flushed(-0.5 * u * u)
             if unit:
-                for k in range(p):  # T_k += sum e u^k; then the powers move one step
-                    acc_w = 0.0
-                    for t in range(nb):
-                        e = eu[t]
-                        acc_w += e
-                        eu[t] = e * uu[t]
-                    Tt[k, 0] += acc_w
+                _unit_sums(eu, uu, nb, p, Tt)
                 continue
             for t in range(nb):
                 for col in range(nv):
@@ -268,11 +298,12 @@ def _moments(xs, ss, vs, inv_h, centres, terms, task_box, task_lo, task_hi, r, u
 
 @numba.njit(cache=True, nogil=True)
 def _evaluate(qs, xs, ss, vs, inv_h, centres, rho, kappa, qbox, lo, hi, terms, T, tb0, r,  # type: ignore[no-untyped-def]
-              ex, off, i0, i1, out, ok):  # pragma: no cover - compiled
+              unit, ex, off, i0, i1, out, ok):  # pragma: no cover - compiled
     """Queries ``off + i0 : off + i1`` (sorted; ``qbox`` their box, whose sums are
     ``T[box - tb0]``): the series in ``a`` of every column, the left-out key's share taken off,
     then the moments about the query from the powers about the box's centre (binomially); a
-    query of a far box is left to the caller (``ok`` False)."""
+    query of a far box is left to the caller (``ok`` False). ``unit``: the one value column is
+    ones, its series the weight's."""
     p = vs.shape[1]
     ncol = T.shape[2]
     h = 1.0 / inv_h
@@ -288,11 +319,13 @@ def _evaluate(qs, xs, ss, vs, inv_h, centres, rho, kappa, qbox, lo, hi, terms, T
         c = centres[b]
         a = (qs[i] - c) * inv_h
         pref = math.exp(-0.5 * a * a)
-        for col in range(ncol):
+        for col in range(1 if unit else ncol):
             acc = Tb[nt - 1, col]
             for k in range(nt - 2, -1, -1):
                 acc = acc * a + Tb[k, col]
             S[col] = pref * acc
+        if unit:
+            S[1] = S[0]
         e = ex[i]
         if e >= 0 and lo[b] <= e < hi[b]:  # the left-out key's share, as the box summed it
             u = (xs[e] - c) * inv_h
@@ -478,4 +511,4 @@ def _series(
         box_T = np.add.reduceat(T, first, axis=0) if task_box.size > b1 - b0 else T
         q0, q1 = int(starts[b0]), int(starts[b1])
         run_ranges(_evaluate, (qs, xs, ss, vs, inv_h, centres, rho, kappa, qbox, lo, hi, terms,
-                               box_T, b0, r, ex, q0), q1 - q0, outputs)
+                               box_T, b0, r, unit, ex, q0), q1 - q0, outputs)
