@@ -80,7 +80,7 @@ from numpy.typing import NDArray
 from nadaraya._support.jit import exp_flushed, run_ranges
 from nadaraya.backends._fallback import exact_rows
 from nadaraya.backends._rows import assemble
-from nadaraya.backends._sorted import counting_order, sorted_exclude, sorted_order, unsort_rows
+from nadaraya.backends._sorted import counting_pairs, sorted_exclude, sorted_pairs, unsort_rows
 from nadaraya.backends.truncated import _radius2
 from nadaraya.kernels import Kernel
 from nadaraya.partials import Partials
@@ -429,15 +429,16 @@ def partials(
     origin = float(min(queries[:, 0].min(), key_col.min())) if m and key_col.size else 0.0
     with ThreadPoolExecutor(2) as sorter:  # the keys' sort and the queries' grouping side by side
         pending = sorter.submit(_by_box, queries[:, 0], origin, inv_h / (2 * rho))
-        order = sorted_order(np.asarray(key_col, dtype=np.float64))
-        qorder = pending.result()
+        order, xs = sorted_pairs(np.asarray(key_col, dtype=np.float64))  # the keys moved with their order
+        qorder, qs = pending.result()
     if sw is not None and live.size < n:
         order = live[order]
-    xs = np.ascontiguousarray(keys[order, 0], dtype=np.float64)
     # exact: the largest in [0.5, 1)
     ss = np.full(n, 0.5) if sw is None else np.ldexp(sw[order], -scale_exp)
-    vs = np.ascontiguousarray(values[order], dtype=np.float64)
-    qs = np.ascontiguousarray(queries[qorder, 0], dtype=np.float64)
+    if r == 0 and p == 1 and bool(np.all(values == 1)):  # a density's unit values: in any order
+        vs = np.ones((order.size, 1))
+    else:
+        vs = np.ascontiguousarray(values[order], dtype=np.float64)
     ex = np.full(m, -1, dtype=np.int64) if exclude is None else sorted_exclude(exclude, n, order, m)[qorder]
     lc = math.log(max(float(ss.sum()), 1e-300) / eps3)
     kappa = eps3 / (8.0 * (MAX_TERMS + 8) * _ROUND)
@@ -458,17 +459,21 @@ def partials(
     return assemble(shift, back, dtype, m, p, r)
 
 
-def _by_box(q: NDArray[np.floating], origin: float, per_unit: float) -> NDArray[np.int64]:
+def _by_box(
+    q: NDArray[np.floating], origin: float, per_unit: float
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """An order of the queries ``q`` that groups them by box (boxes ``1 / per_unit`` wide from
-    ``origin``) in increasing order: a counting sort, O(m), where the boxes are not many more
-    than the queries; a sort otherwise."""
+    ``origin``) in increasing order, and ``q`` in it (float64): a counting sort, O(m), where the
+    boxes are not many more than the queries; a sort otherwise."""
     if q.size == 0:
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    q64 = np.ascontiguousarray(q, dtype=np.float64)
     top = (float(q.max()) - origin) * per_unit
     if not top < 4 * q.size + 1024:
-        return np.argsort(q)
-    ids = np.floor((q.astype(np.float64) - origin) * per_unit).astype(np.int64)
-    return counting_order(ids, int(ids.max()) + 1)
+        order = np.argsort(q64)
+        return order, q64[order]
+    ids = np.floor((q64 - origin) * per_unit).astype(np.int64)
+    return counting_pairs(ids, int(ids.max()) + 1, q64)  # type: ignore[no-any-return]
 
 
 def _series(

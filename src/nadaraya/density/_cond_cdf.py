@@ -39,6 +39,9 @@ __all__ = ["Cell", "cdf", "quantile", "ratios"]
 #: the smallest tolerance the fast backends take; below it, the sums are exact
 _MIN_TOL = 1e-12
 
+#: above this many value columns, backend="auto" takes exact sums rather than a series within tol
+_FEW_COLUMNS = 4
+
 #: the quantile is moved up by this much of its precision's scale, inside its precision: ``F``
 #: there exceeds ``alpha`` by more than the sums' rounding
 _NUDGE = 1e-12
@@ -49,10 +52,14 @@ def ratios(
 ) -> NDArray[np.float64]:
     """``sum_i w_i(q) v_ij / sum_i w_i(q)`` per query and value column: pool's partials of the
     x-kernel (categorical factors and sample weights included), each within ``tol max_i |v_ij|``
-    on the backends that take ``tol``; NaN where no key weighs."""
+    on the backends that take ``tol`` (named, or ``"auto"`` for a few columns); NaN where no
+    key weighs."""
     job = _job.prepare(qx, s.x, values, kernel=s.kernel, bandwidth=s.hx, sample_weight=s.sample_weight,
                        degree=0, var_types=s.var_types, categorical_kernel=s.categorical_kernel)
-    job.tol = tol if tol is not None and tol >= _MIN_TOL else None
+    # exact sums are within any tol; the fast series cost grows with the value columns (the
+    # cost model ranks backends by pairs alone), so "auto" keeps them exact for many columns
+    many = values.shape[1] > _FEW_COLUMNS and s.backend == "auto"
+    job.tol = tol if tol is not None and tol >= _MIN_TOL and not many else None
     if job.cat is None:
         parts = _continuous_partials(job, None, s.backend)
     else:

@@ -24,7 +24,7 @@ Examples
 >>> sr = Series.of("epanechnikov")
 >>> c = sr.coefficients(np.array([-0.3]))
 >>> s = 0.05
->>> bool(abs(np.polynomial.polynomial.polyval(s, c[0]) - kernel_cdf("epanechnikov", -0.25)) < 1e-15)
+>>> bool(abs(np.polynomial.polynomial.polyval(s / sr.rho, c[0]) - kernel_cdf("epanechnikov", -0.25)) < 1e-15)
 True
 """
 
