@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from nadaraya.density._cdf import kernel_cdf
 from nadaraya.density._cond_sums import Sample, normalised, x_log_weights
 from nadaraya.density._constants import Categories, _continuous_partials
+from nadaraya.density._cv import _blas
 from nadaraya.density._quantile import XTOL, invert
 from nadaraya.density._series import Series
 from nadaraya.local import fit as _fit
@@ -153,10 +154,11 @@ def cdf(
     ok = ~np.isnan(at)
     keys, group = np.unique(cell[ok], return_inverse=True)
     rows_ok = np.nonzero(ok)[0]
-    for g, k in enumerate(keys):
-        rows = rows_ok[group == g]
-        c = Cell.sums(s, sr, qx[rows], y0 + k * width, tol)
-        out[rows] = c.at(np.arange(rows.size), at[rows])[0]
+    with _blas().limit(limits=1, user_api="blas"):  # BLAS threads on the cells' small products cost more
+        for g, k in enumerate(keys):
+            rows = rows_ok[group == g]
+            c = Cell.sums(s, sr, qx[rows], y0 + k * width, tol)
+            out[rows] = c.at(np.arange(rows.size), at[rows])[0]
     return out
 
 
@@ -173,6 +175,13 @@ def quantile(
     """The conditional quantiles (m, k) of one continuous y column, and the (query, level)
     pairs left to the caller (their quantile lies beyond the ladder: a level within about
     ``G(-reach)`` of 0 or 1)."""
+    with _blas().limit(limits=1, user_api="blas"):  # BLAS threads on the cells' small products cost more
+        return _quantile(s, qx, levels, tol)
+
+
+def _quantile(
+    s: Sample, qx: NDArray[np.float64], levels: NDArray[np.float64], tol: float | None
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
     sr = Series.of(s.kernel.name)
     y, h = s.y[:, 0], float(s.hy[0])
     y0, width = _grid(s, sr)
