@@ -8,7 +8,8 @@ Data: x ~ U(0, 1), y = sin(4x) + (0.1 + 0.5x) N(0, 1); one continuous x, one con
 - W2, n = 300: bandwidths by cv_ml, statsmodels (run once, from its normal reference start)
   against nadaraya; each one's leave-one-out log likelihood on the same objective.
 - W3, n = 2000 keys, 2000 queries x 3 levels: conditional quantiles (statsmodels has none);
-  nadaraya's time and the largest |F(q | x) - alpha|.
+  nadaraya's time and the largest |F(q | x) - alpha|, against the dense inversion (per query
+  block, the x-weights of every key; nadaraya's own reference path, run once).
 
     python benchmarks/bench_conditional.py
     python benchmarks/bench_conditional.py --quick   # small sizes, a smoke run
@@ -78,8 +79,14 @@ def main() -> None:
     levels = np.array([0.05, 0.5, 0.95])
     t_nd, q = timed(lambda: ours.quantile(qx, levels), repeat=2)
     err = max(float(np.max(np.abs(ours.cdf(qx, q[:, k]) - a))) for k, a in enumerate(levels))
-    row(f"W3 n=m={n3} x3 levels", "nadaraya quantile", t_nd,
-        f"{t_nd / (n3 * levels.size) * 1e6:.0f} us per quantile; max |F(q|x) - alpha| {err:.1e}")
+    from nadaraya.density._conditional import _dense_quantile
+
+    t_dense, q_dense = timed(lambda: _dense_quantile(ours.sample_, qx[:, None], levels), repeat=1)
+    name = f"W3 n=m={n3} x3 levels"
+    row(name, "dense inversion (reference path)", t_dense)
+    row(name, "nadaraya quantile", t_nd,
+        f"{t_dense / t_nd:.1f}x dense; {t_nd / (n3 * levels.size) * 1e6:.0f} us per quantile; "
+        f"max |F(q|x) - alpha| {err:.1e}; max |q - dense q| {float(np.max(np.abs(q - q_dense))):.1e}")
 
 
 if __name__ == "__main__":

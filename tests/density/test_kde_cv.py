@@ -143,8 +143,3 @@ def test_other_kernels_search_and_scalar_search(kernel, method):
         assert best >= score(model.bandwidth_ * factor)
     scalar = KernelDensity(kernel=kernel, bandwidth=method + "_scalar").fit(x).bandwidth_
     assert score(scalar) == pytest.approx(best, rel=1e-6)
-
-
-def test_cv_ls_with_another_kernel_in_2d_is_refused():
-    with pytest.raises(ValueError, match="cv_ls"):
-        KernelDensity(kernel="epanechnikov", bandwidth="cv_ls").fit(_data(30, 7)[:, :2])

@@ -6,7 +6,8 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["argsort_spread", "counting_order", "sorted_exclude", "sorted_order", "unsort_rows"]
+__all__ = ["argsort_spread", "counting_order", "counting_pairs", "sorted_exclude", "sorted_order",
+           "sorted_pairs", "unsort_rows"]
 
 
 def sorted_order(x: NDArray[np.float64]) -> NDArray[np.intp]:
@@ -65,6 +66,31 @@ def counting_order(ids, count):  # type: ignore[no-untyped-def]  # pragma: no co
 
 
 @numba.njit(cache=True, nogil=True)
+def counting_pairs(ids, count, x):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """:func:`counting_order` and ``x`` in that order (float64), in the same pass.
+
+    Examples
+    --------
+    >>> o, xs = counting_pairs(np.array([2, 0, 2, 1]), 3, np.array([5.0, 6.0, 7.0, 8.0]))
+    >>> o.tolist(), xs.tolist()
+    ([1, 3, 0, 2], [6.0, 8.0, 5.0, 7.0])
+    """
+    start = np.zeros(count + 1, dtype=np.int64)
+    for i in range(ids.size):
+        start[ids[i] + 1] += 1
+    for b in range(count):
+        start[b + 1] += start[b]
+    out = np.empty(ids.size, dtype=np.int64)
+    xs = np.empty(ids.size, dtype=np.float64)
+    for i in range(ids.size):
+        j = start[ids[i]]
+        out[j] = i
+        xs[j] = x[i]
+        start[ids[i]] += 1
+    return out, xs
+
+
+@numba.njit(cache=True, nogil=True)
 def unsort_rows(rows, order):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """The rows back in their first order: ``out[order[i]] = rows[i]`` (NumPy's fancy assignment
     of rows takes several times as long).
@@ -108,6 +134,64 @@ def _bucket_argsort(x, lo, scale, nbins, limit):  # type: ignore[no-untyped-def]
             j -= 1
         out[j] = k
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _bucket_pairs(x, lo, scale, nbins, limit):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """:func:`_bucket_argsort` that moves the values with their indices (its insertion sort
+    compares neighbours in memory, not through the order) and returns both."""
+    n = x.size
+    ids = np.empty(n, dtype=np.int64)
+    count = np.zeros(nbins + 1, dtype=np.int64)
+    for i in range(n):
+        b = min(max(int((x[i] - lo) * scale), 0), nbins - 1)
+        ids[i] = b
+        count[b + 1] += 1
+    for b in range(nbins):
+        if count[b + 1] > limit:
+            return np.empty(0, dtype=np.int64), np.empty(0)
+        count[b + 1] += count[b]
+    out = np.empty(n, dtype=np.int64)
+    xs = np.empty(n)
+    for i in range(n):
+        j = count[ids[i]]
+        out[j] = i
+        xs[j] = x[i]
+        count[ids[i]] += 1
+    for i in range(1, n):
+        j = i
+        k = out[i]
+        v = xs[i]
+        while j > 0 and xs[j - 1] > v:
+            out[j] = out[j - 1]
+            xs[j] = xs[j - 1]
+            j -= 1
+        out[j] = k
+        xs[j] = v
+    return out, xs
+
+
+def sorted_pairs(x: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """:func:`sorted_order` and the sorted values (float64), the values moved with the order
+    rather than gathered after it (the same order as :func:`sorted_order`).
+
+    Examples
+    --------
+    >>> x = np.random.default_rng(0).normal(size=5000)
+    >>> o, xs = sorted_pairs(x)
+    >>> bool(np.array_equal(o, sorted_order(x))), bool(np.array_equal(xs, x[o]))
+    (True, True)
+    """
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    if x.size < 2 or bool(np.all(x[1:] >= x[:-1])):
+        return np.arange(x.size), x
+    if x.size >= 4096 and np.isfinite(x).all():
+        lo, hi = float(x.min()), float(x.max())
+        out, xs = _bucket_pairs(x, lo, x.size / (hi - lo), x.size, 32)
+        if out.size == x.size:
+            return out, xs
+    order = np.argsort(x)
+    return order, x[order]
 
 
 def argsort_spread(x: NDArray[np.float64]) -> NDArray[np.int64]:

@@ -80,7 +80,7 @@ from numpy.typing import NDArray
 from nadaraya._support.jit import exp_flushed, run_ranges
 from nadaraya.backends._fallback import exact_rows
 from nadaraya.backends._rows import assemble
-from nadaraya.backends._sorted import counting_order, sorted_exclude, sorted_order, unsort_rows
+from nadaraya.backends._sorted import counting_pairs, sorted_exclude, sorted_pairs, unsort_rows
 from nadaraya.backends.truncated import _radius2
 from nadaraya.kernels import Kernel
 from nadaraya.partials import Partials
@@ -194,12 +194,51 @@ def _columns(v, u, p, r, out):  # type: ignore[no-untyped-def]  # pragma: no cov
         out[out.size - 1] = 0.0
 
 
+@numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"}, inline="always")
+def _unit_sums(eu, uu, nb, p, Tt):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``Tt[k, 0] += sum_t eu_t uu_t^k`` for ``k < p``, four powers per pass over the chunk
+    (each key's ``eu`` read and written once per four terms); ``eu`` left at ``eu uu^p``."""
+    k = 0
+    while k + 4 <= p:
+        a0 = 0.0
+        a1 = 0.0
+        a2 = 0.0
+        a3 = 0.0
+        for t in range(nb):
+            u = uu[t]
+            e0 = eu[t]
+            e1 = e0 * u
+            e2 = e1 * u
+            e3 = e2 * u
+            a0 += e0
+            a1 += e1
+            a2 += e2
+            a3 += e3
+            eu[t] = e3 * u
+        Tt[k, 0] += a0
+        Tt[k + 1, 0] += a1
+        Tt[k + 2, 0] += a2
+        Tt[k + 3, 0] += a3
+        k += 4
+    while k < p:
+        acc = 0.0
+        for t in range(nb):
+            e = eu[t]
+            acc += e
+            eu[t] = e * uu[t]
+        Tt[k, 0] += acc
+        k += 1
+
+
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})  # reordered sums vectorise
-def _moments(xs, ss, vs, inv_h, centres, terms, task_box, task_lo, task_hi, r,  # type: ignore[no-untyped-def]
+def _moments(xs, ss, vs, inv_h, centres, terms, task_box, task_lo, task_hi, r, unit,  # type: ignore[no-untyped-def]
              t0, t1, T):  # pragma: no cover - compiled
     """Tasks ``t0:t1``, each a range of one box's keys: their sums
     ``T[t, k] = sum s e^(-u^2 / 2) u^k / k! g`` for ``k < terms[box]`` and the columns ``g`` of
-    :func:`_columns` (1, the values, and with moments ``u^l`` and ``u^l v``)."""
+    :func:`_columns` (1, the values, and with moments ``u^l`` and ``u^l v``). The powers are
+    summed as ``s e^(-u^2 / 2) u^k`` (one product per key and term) and the sums divided by
+    ``k!`` at the end (the same relative rounding); ``unit``: one value column of ones, whose
+    sums are the weight's."""
     nv = vs.shape[1]
     ncol = T.shape[2] - 1
     eu = np.empty(CHUNK)
@@ -216,28 +255,30 @@ def _moments(xs, ss, vs, inv_h, centres, terms, task_box, task_lo, task_hi, r,  
                 u = (xs[k0 + t] - c) * inv_h
                 uu[t] = u
                 eu[t] = ss[k0 + t] * exp_flushed(-0.5 * u * u)
+            if unit:
+                _unit_sums(eu, uu, nb, p, Tt)
+                continue
+            for t in range(nb):
                 for col in range(nv):
                     vv[col, t] = vs[k0 + t, col]
             if ncol > nv:  # the moments' columns (see _columns), or the dummy column
                 for t in range(nb):
                     _columns(vs[k0 + t], uu[t], nv, r, vv[:, t])
             v0 = vv[0]
-            for k in range(p):  # T_k += sum e u^k / k! (1, v_0); then the powers move one step
-                step = 1.0 / (k + 1)
+            for k in range(p):  # T_k += sum e u^k (1, v_0); then the powers move one step
                 acc_w = 0.0
                 acc_v = 0.0
                 for t in range(nb):
                     e = eu[t]
                     acc_w += e
                     acc_v += e * v0[t]
-                    eu[t] = e * (uu[t] * step)
+                    eu[t] = e * uu[t]
                 Tt[k, 0] += acc_w
                 Tt[k, 1] += acc_v
             if ncol > 1:  # the other value columns: the powers again, one column at a time
                 for t in range(nb):
                     eu[t] = ss[k0 + t] * exp_flushed(-0.5 * uu[t] * uu[t])
                 for k in range(p):
-                    step = 1.0 / (k + 1)
                     for col in range(1, ncol):
                         vc = vv[col]
                         acc = 0.0
@@ -245,16 +286,24 @@ def _moments(xs, ss, vs, inv_h, centres, terms, task_box, task_lo, task_hi, r,  
                             acc += eu[t] * vc[t]
                         Tt[k, col + 1] += acc
                     for t in range(nb):
-                        eu[t] *= uu[t] * step
+                        eu[t] *= uu[t]
+        inv_fact = 1.0
+        for k in range(p):  # the 1 / k! of every sum
+            if unit:
+                Tt[k, 1] = Tt[k, 0]
+            for col in range(ncol + 1):
+                Tt[k, col] *= inv_fact
+            inv_fact /= k + 1
 
 
 @numba.njit(cache=True, nogil=True)
 def _evaluate(qs, xs, ss, vs, inv_h, centres, rho, kappa, qbox, lo, hi, terms, T, tb0, r,  # type: ignore[no-untyped-def]
-              ex, off, i0, i1, out, ok):  # pragma: no cover - compiled
+              unit, ex, off, i0, i1, out, ok):  # pragma: no cover - compiled
     """Queries ``off + i0 : off + i1`` (sorted; ``qbox`` their box, whose sums are
     ``T[box - tb0]``): the series in ``a`` of every column, the left-out key's share taken off,
     then the moments about the query from the powers about the box's centre (binomially); a
-    query of a far box is left to the caller (``ok`` False)."""
+    query of a far box is left to the caller (``ok`` False). ``unit``: the one value column is
+    ones, its series the weight's."""
     p = vs.shape[1]
     ncol = T.shape[2]
     h = 1.0 / inv_h
@@ -270,11 +319,13 @@ def _evaluate(qs, xs, ss, vs, inv_h, centres, rho, kappa, qbox, lo, hi, terms, T
         c = centres[b]
         a = (qs[i] - c) * inv_h
         pref = math.exp(-0.5 * a * a)
-        for col in range(ncol):
+        for col in range(1 if unit else ncol):
             acc = Tb[nt - 1, col]
             for k in range(nt - 2, -1, -1):
                 acc = acc * a + Tb[k, col]
             S[col] = pref * acc
+        if unit:
+            S[1] = S[0]
         e = ex[i]
         if e >= 0 and lo[b] <= e < hi[b]:  # the left-out key's share, as the box summed it
             u = (xs[e] - c) * inv_h
@@ -378,15 +429,16 @@ def partials(
     origin = float(min(queries[:, 0].min(), key_col.min())) if m and key_col.size else 0.0
     with ThreadPoolExecutor(2) as sorter:  # the keys' sort and the queries' grouping side by side
         pending = sorter.submit(_by_box, queries[:, 0], origin, inv_h / (2 * rho))
-        order = sorted_order(np.asarray(key_col, dtype=np.float64))
-        qorder = pending.result()
+        order, xs = sorted_pairs(np.asarray(key_col, dtype=np.float64))  # the keys moved with their order
+        qorder, qs = pending.result()
     if sw is not None and live.size < n:
         order = live[order]
-    xs = np.ascontiguousarray(keys[order, 0], dtype=np.float64)
     # exact: the largest in [0.5, 1)
     ss = np.full(n, 0.5) if sw is None else np.ldexp(sw[order], -scale_exp)
-    vs = np.ascontiguousarray(values[order], dtype=np.float64)
-    qs = np.ascontiguousarray(queries[qorder, 0], dtype=np.float64)
+    if r == 0 and p == 1 and bool(np.all(values == 1)):  # a density's unit values: in any order
+        vs = np.ones((order.size, 1))
+    else:
+        vs = np.ascontiguousarray(values[order], dtype=np.float64)
     ex = np.full(m, -1, dtype=np.int64) if exclude is None else sorted_exclude(exclude, n, order, m)[qorder]
     lc = math.log(max(float(ss.sum()), 1e-300) / eps3)
     kappa = eps3 / (8.0 * (MAX_TERMS + 8) * _ROUND)
@@ -407,17 +459,21 @@ def partials(
     return assemble(shift, back, dtype, m, p, r)
 
 
-def _by_box(q: NDArray[np.floating], origin: float, per_unit: float) -> NDArray[np.int64]:
+def _by_box(
+    q: NDArray[np.floating], origin: float, per_unit: float
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """An order of the queries ``q`` that groups them by box (boxes ``1 / per_unit`` wide from
-    ``origin``) in increasing order: a counting sort, O(m), where the boxes are not many more
-    than the queries; a sort otherwise."""
+    ``origin``) in increasing order, and ``q`` in it (float64): a counting sort, O(m), where the
+    boxes are not many more than the queries; a sort otherwise."""
     if q.size == 0:
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    q64 = np.ascontiguousarray(q, dtype=np.float64)
     top = (float(q.max()) - origin) * per_unit
     if not top < 4 * q.size + 1024:
-        return np.argsort(q)
-    ids = np.floor((q.astype(np.float64) - origin) * per_unit).astype(np.int64)
-    return counting_order(ids, int(ids.max()) + 1)
+        order = np.argsort(q64)
+        return order, q64[order]
+    ids = np.floor((q64 - origin) * per_unit).astype(np.int64)
+    return counting_pairs(ids, int(ids.max()) + 1, q64)  # type: ignore[no-any-return]
 
 
 def _series(
@@ -430,6 +486,7 @@ def _series(
     boxes still keep every core busy), add the ranges of a box, evaluate its queries."""
     rho, zmax, lc, eps3, kappa = params
     m = qs.size
+    unit = r == 0 and vs.shape[1] == 1 and bool(np.all(vs == 1.0))  # a density's sums: no value column
     qid = np.floor((qs - origin) * inv_h / (2 * rho)).astype(np.int64)
     starts = np.concatenate([[0], np.flatnonzero(np.diff(qid)) + 1, [m]]).astype(np.int64)
     ids = qid[starts[:-1]]
@@ -454,9 +511,9 @@ def _series(
         task_lo = lo[task_box] + within * SEGMENT
         task_hi = np.minimum(task_lo + SEGMENT, np.where(terms[task_box] > 0, hi[task_box], lo[task_box]))
         T = np.zeros((task_box.size, pmax, ncol))
-        run_ranges(_moments, (xs, ss, vs, inv_h, centres, terms, task_box, task_lo, task_hi, r),
+        run_ranges(_moments, (xs, ss, vs, inv_h, centres, terms, task_box, task_lo, task_hi, r, unit),
                    task_box.size, (T,))
         box_T = np.add.reduceat(T, first, axis=0) if task_box.size > b1 - b0 else T
         q0, q1 = int(starts[b0]), int(starts[b1])
         run_ranges(_evaluate, (qs, xs, ss, vs, inv_h, centres, rho, kappa, qbox, lo, hi, terms,
-                               box_T, b0, r, ex, q0), q1 - q0, outputs)
+                               box_T, b0, r, unit, ex, q0), q1 - q0, outputs)

@@ -56,6 +56,7 @@ class Sample:
     categorical_kernel: str
     sample_weight: NDArray[np.float64] | None
     backend: str = "auto"
+    tol: float | None = None
 
     @property
     def dx(self) -> int:
@@ -92,9 +93,9 @@ def log_sums(
     ck, sw, be = s.categorical_kernel, s.sample_weight, s.backend
     types = s.var_types + s.dep_types
     joint = log_kde(jq, joint_keys, kernel=s.kernel, bandwidth=s.bandwidth, var_types=types,
-                    categorical_kernel=ck, sample_weight=sw, backend=be)
+                    categorical_kernel=ck, sample_weight=sw, backend=be, tol=s.tol)
     marg = log_kde(qx, s.x, kernel=s.kernel, bandwidth=s.hx, var_types=s.var_types, categorical_kernel=ck,
-                   sample_weight=sw, backend=be)
+                   sample_weight=sw, backend=be, tol=s.tol)
     return joint, marg
 
 
@@ -109,16 +110,19 @@ def block_size(m: int, n: int, arrays: int = 4) -> int:
     return r.step
 
 
-def x_log_weights(s: Sample, qx: NDArray[np.float64]) -> NDArray[np.float64]:
-    """``log (s_i K_x(q - X_i))`` up to a constant per row, queries (b, dx) by keys (n,)."""
+def x_log_weights(
+    s: Sample, qx: NDArray[np.float64], keys: NDArray[np.intp] | None = None
+) -> NDArray[np.float64]:
+    """``log (s_i K_x(q - X_i))`` up to a constant per row, queries (b, dx) by keys (n,) (or
+    by the keys ``keys`` only)."""
     cont = [j for j, t in enumerate(s.var_types) if t == "c"]
     cat = [j for j, t in enumerate(s.var_types) if t != "c"]
-    n = s.x.shape[0]
-    lw = np.zeros((qx.shape[0], n))
+    x = s.x if keys is None else s.x[keys]
+    lw = np.zeros((qx.shape[0], x.shape[0]))
     if cont:
         inv_h = 1.0 / s.hx[cont]
         w = block_weights(
-            np.ascontiguousarray(qx[:, cont]), np.ascontiguousarray(s.x[:, cont]), s.kernel, inv_h
+            np.ascontiguousarray(qx[:, cont]), np.ascontiguousarray(x[:, cont]), s.kernel, inv_h
         )
         if s.kernel.log_domain:
             lw += w
@@ -131,10 +135,11 @@ def x_log_weights(s: Sample, qx: NDArray[np.float64]) -> NDArray[np.float64]:
         c = Categories.of(
             Categorical(kinds, s.x[:, cat], qx[:, cat], s.hx[cat], levels, s.categorical_kernel)
         )
-        lw += c.log_factor(qx[:, cat], s.x[:, cat])
+        lw += c.log_factor(qx[:, cat], x[:, cat])
     if s.sample_weight is not None:
+        sw = s.sample_weight if keys is None else s.sample_weight[keys]
         with np.errstate(divide="ignore"):
-            lw += np.log(s.sample_weight)[None, :]
+            lw += np.log(sw)[None, :]
     return lw
 
 

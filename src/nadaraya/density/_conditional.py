@@ -8,7 +8,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 
-from nadaraya._support.validation import as_points, as_real, as_sample_weight, is_dask
+from nadaraya._support.validation import as_points, as_real, as_sample_weight, as_tol, is_dask
+from nadaraya.density import _cond_cdf
 from nadaraya.density._cdf import categorical_cdf, has_cdf, kernel_cdf
 from nadaraya.density._cond_select import cv_ls_score, cv_ml_score, select
 from nadaraya.density._cond_sums import Sample, block_size, log_sums, normalised, x_log_weights, y_cdf
@@ -58,6 +59,11 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
     categorical_kernel : {"classic", "li-racine"}, default "classic"
     backend : str, default "auto"
         The engine backend for the density's sums (:func:`nadaraya.backends.available`).
+    tol : float, optional
+        Where given, the sums may be computed by a faster method within it (the Gaussian
+        kernel's Taylor series; :func:`nadaraya.pool`'s ``tol``): :meth:`log_pdf` within
+        ``2 log(1 + tol)`` of the exact one and :meth:`cdf` within ``tol``, on every query.
+        ``None``: exact sums.
 
     Attributes
     ----------
@@ -89,6 +95,7 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         dep_types: str | None = None,
         categorical_kernel: str = "classic",
         backend: str = "auto",
+        tol: float | None = None,
     ) -> None:
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -96,6 +103,7 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         self.dep_types = dep_types
         self.categorical_kernel = categorical_kernel
         self.backend = backend
+        self.tol = tol
 
     # ----------------------------------------------------------------------------------- fit
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> ConditionalDensity:
@@ -136,6 +144,7 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         else:
             s.bandwidth = _as_bandwidth(bw, vt + dt)
         _check_lambdas(s)
+        s.tol = as_tol(self.tol)
         self.sample_ = s
         self.bandwidth_ = s.bandwidth.copy()
         self.n_features_in_ = x.shape[1]
@@ -214,13 +223,9 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         qx, qy = self._queries(X, y)
         assert qy is not None
         s = self.sample_
-        m, n = qx.shape[0], s.x.shape[0]
-        out = np.empty(m)
-        step = block_size(m, n)
-        for q0 in range(0, m, step):
-            w = normalised(x_log_weights(s, qx[q0 : q0 + step]))  # as quantile() sums: F(q) >= alpha
-            out[q0 : q0 + step] = (w * y_cdf(s, qy[q0 : q0 + step])).sum(axis=1)
-        return out
+        if s.dep_types == "c":
+            return _cond_cdf.cdf(s, qx, qy[:, 0], s.tol)
+        return _dense_cdf(s, qx, qy)
 
     def quantile(self, X: ArrayLike, alpha: ArrayLike = 0.5) -> NDArray[np.float64]:
         """Conditional quantiles ``inf {y : F(y | x) >= alpha}`` of a single y column.
@@ -260,51 +265,13 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
                 f"quantile needs one continuous or ordered y column; the model has dep_types={s.dep_types!r}"
             )
         levels = np.atleast_1d(a)
-        m, n = qx.shape[0], s.x.shape[0]
-        out = np.empty((m, levels.size))
-        step = block_size(m, n, 6)
-        for q0 in range(0, m, step):
-            w = normalised(x_log_weights(s, qx[q0 : q0 + step]))
-            for k, lev in enumerate(levels):
-                out[q0 : q0 + step, k] = self._invert(w, float(lev))
+        if s.dep_types == "c":
+            out, left = _cond_cdf.quantile(s, qx, levels, s.tol)
+            for j, k in zip(*np.nonzero(left), strict=True):  # beyond the ladder: the dense inversion
+                out[j, k] = _dense_quantile(s, qx[j : j + 1], levels[k : k + 1])[0, 0]
+        else:
+            out = _dense_quantile(s, qx, levels)
         return out[:, 0] if a.ndim == 0 else out
-
-    def _invert(self, w: NDArray[np.float64], level: float) -> NDArray[np.float64]:
-        s = self.sample_
-        y = s.y[:, 0]
-        b = w.shape[0]
-        alpha = np.full(b, level)
-        if s.dep_types == "o":
-            cats = s.levels(0, True)
-            f = np.stack(
-                [
-                    (
-                        w * categorical_cdf("o", s.categorical_kernel, y, np.full(b, c), float(s.hy[0]), cats)
-                    ).sum(axis=1)
-                    for c in cats
-                ],
-                axis=1,
-            )
-            first = np.argmax(f >= level, axis=1)
-            first = np.where((f >= level).any(axis=1), first, cats.size - 1)
-            return np.where(np.isnan(f).any(axis=1), np.nan, cats[first])
-        h = float(s.hy[0])
-
-        def cdf(
-            rows: NDArray[np.intp], at: NDArray[np.float64]
-        ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-            u = (at[:, None] - y[None, :]) / h
-            wr = w[rows]
-            return (wr * kernel_cdf(s.kernel, u)).sum(axis=1), (wr * s.kernel.profile(u)).sum(axis=1) / h
-
-        reach = h * (s.kernel.support if s.kernel.compact else 10.0)  # F(lo) is then ~0
-        lo, hi, f_lo, f_hi = bracket(cdf, alpha, np.full(b, y.min() - reach), np.full(b, y.max() + reach), h)
-        scale = float(np.std(y)) or h
-        # the first guess: the weighted quantile of the keys' y (within about h of the answer)
-        order = np.argsort(y, kind="stable")
-        reached = np.cumsum(w[:, order], axis=1) >= level
-        first = np.where(reached.any(axis=1), y[order][np.argmax(reached, axis=1)], np.nan)
-        return invert(cdf, alpha, lo, hi, scale=scale, xtol=XTOL, f_lo=f_lo, f_hi=f_hi, start=first)
 
     def predict_interval(self, X: ArrayLike, level: float = 0.9) -> NDArray[np.float64]:
         """Prediction intervals from the conditional quantiles ``(1 - level)/2`` and ``(1 + level)/2``:
@@ -348,6 +315,67 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         t = Sample(**{**s.__dict__, "bandwidth": _as_bandwidth(bandwidth, s.var_types + s.dep_types)})
         _check_lambdas(t)
         return t
+
+
+def _dense_cdf(s: Sample, qx: NDArray[np.float64], qy: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``F(qy_j | qx_j)`` from dense x-weights per block of queries (any y columns and types)."""
+    m, n = qx.shape[0], s.x.shape[0]
+    out = np.empty(m)
+    step = block_size(m, n)
+    for q0 in range(0, m, step):
+        w = normalised(x_log_weights(s, qx[q0 : q0 + step]))  # as quantile() sums: F(q) >= alpha
+        out[q0 : q0 + step] = (w * y_cdf(s, qy[q0 : q0 + step])).sum(axis=1)
+    return out
+
+
+def _dense_quantile(s: Sample, qx: NDArray[np.float64], levels: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The conditional quantiles (m, k) from dense x-weights per block of queries."""
+    m, n = qx.shape[0], s.x.shape[0]
+    out = np.empty((m, levels.size))
+    step = block_size(m, n, 6)
+    for q0 in range(0, m, step):
+        w = normalised(x_log_weights(s, qx[q0 : q0 + step]))
+        for k, lev in enumerate(levels):
+            out[q0 : q0 + step, k] = _invert(s, w, float(lev))
+    return out
+
+
+def _invert(s: Sample, w: NDArray[np.float64], level: float) -> NDArray[np.float64]:
+    """The quantile at ``level`` of each row of the normalised x-weights ``w`` (b, n)."""
+    y = s.y[:, 0]
+    b = w.shape[0]
+    alpha = np.full(b, level)
+    if s.dep_types == "o":
+        cats = s.levels(0, True)
+        f = np.stack(
+            [
+                (
+                    w * categorical_cdf("o", s.categorical_kernel, y, np.full(b, c), float(s.hy[0]), cats)
+                ).sum(axis=1)
+                for c in cats
+            ],
+            axis=1,
+        )
+        first = np.argmax(f >= level, axis=1)
+        first = np.where((f >= level).any(axis=1), first, cats.size - 1)
+        return np.where(np.isnan(f).any(axis=1), np.nan, cats[first])
+    h = float(s.hy[0])
+
+    def cdf(
+        rows: NDArray[np.intp], at: NDArray[np.float64]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        u = (at[:, None] - y[None, :]) / h
+        wr = w[rows]
+        return (wr * kernel_cdf(s.kernel, u)).sum(axis=1), (wr * s.kernel.profile(u)).sum(axis=1) / h
+
+    reach = h * (s.kernel.support if s.kernel.compact else 10.0)  # F(lo) is then ~0
+    lo, hi, f_lo, f_hi = bracket(cdf, alpha, np.full(b, y.min() - reach), np.full(b, y.max() + reach), h)
+    scale = float(np.std(y)) or h
+    # the first guess: the weighted quantile of the keys' y (within about h of the answer)
+    order = np.argsort(y, kind="stable")
+    reached = np.cumsum(w[:, order], axis=1) >= level
+    first = np.where(reached.any(axis=1), y[order][np.argmax(reached, axis=1)], np.nan)
+    return invert(cdf, alpha, lo, hi, scale=scale, xtol=XTOL, f_lo=f_lo, f_hi=f_hi, start=first)
 
 
 def _computed(a: Any) -> Any:

@@ -7,7 +7,9 @@ Both objectives are sums of leave-one-out densities from pool's partials (:func:
 - ``cv_ls``: ``integral f^2 - 2 sum_i s_i f_{-i}(x_i) / sum_i s_i`` (minimised), the integral
   in closed form for the Gaussian kernel (the convolved kernel's sums at the keys), and by
   Gauss-Legendre quadrature of ``f^2`` between the breakpoints of the kernel (exact for the
-  polynomial kernels) in one continuous column for the others.
+  polynomial kernels) in one continuous column for the others, and for the others in several
+  or mixed columns as the pairs' products of the self-convolutions ``K * K``
+  (:mod:`nadaraya.density._convolution`).
 
 With unit weights these are statsmodels' ``KDEMultivariate.loo_likelihood`` (up to ``n log(n -
 1)`` and the sign) and ``imse``.
@@ -28,6 +30,7 @@ from nadaraya import backends
 from nadaraya._core import call as _call
 from nadaraya._core.nearest import FAR_LOG_WEIGHT
 from nadaraya.density._constants import log_density, log_kde, log_kernel_constant
+from nadaraya.density._convolution import integral_sq
 from nadaraya.kernels import Kernel
 from nadaraya.local.mixed import lambda_bounds
 
@@ -81,10 +84,9 @@ class CVProblem:
         if self.kernel.name == "gaussian":
             conv = np.exp(log_kde(self.X, self.X, bandwidth=bandwidth, convolved=True, **self._kw()))
             return float((w * conv).sum() / w.sum())
-        if self.var_types != "c":
-            raise ValueError(
-                f"bandwidth='cv_ls' with kernel={self.kernel.name!r} needs one continuous column "
-                f"(var_types={self.var_types!r}); the gaussian kernel takes any columns")
+        if self.var_types != "c":  # a product kernel: the pairs' products of K * K (and M)
+            return integral_sq(self.X, np.asarray(bandwidth, dtype=np.float64), self.kernel, self.var_types,
+                               self.categorical_kernel, self.sample_weight)
         nodes, weights = _quadrature(self.X[:, 0], float(np.asarray(bandwidth).reshape(-1)[0]), self.kernel)
         f = np.exp(log_kde(nodes[:, None], self.X, bandwidth=bandwidth, **self._kw()))
         return float((weights * f * f).sum())
