@@ -224,11 +224,12 @@ class AttentionPoolingRegressor(RegressorMixin, BaseEstimator):  # type: ignore[
                 "AttentionPoolingRegressor needs at least 2 samples (each attends to the others); "
                 f"got n_samples = {X.shape[0]}"
             )
-        device = torch.device(self.device or "cpu")
+        device = torch.device("cpu" if self.device is None else self.device)  # 0 is cuda:0
         dtype = getattr(torch, self.dtype)
+        seed = None if self.random_state is None else int(self.random_state)  # NumPy integers too
         with torch.random.fork_rng(devices=[]):
-            if self.random_state is not None:
-                torch.manual_seed(self.random_state)
+            if seed is not None:
+                torch.manual_seed(seed)
             module = self._build(X.shape[1]).to(device=device, dtype=dtype)
         self.history_ = train(
             module,
@@ -239,7 +240,7 @@ class AttentionPoolingRegressor(RegressorMixin, BaseEstimator):  # type: ignore[
             optimizer=self.optimizer,
             batch_size=self.batch_size,
             device=device,
-            seed=self.random_state,
+            seed=seed,
         )
         self.module_ = module
         self.keys_ = torch.tensor(X, dtype=dtype, device=device)
