@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from nadaraya import backends
 from nadaraya._core.call import Trusted, compute_partials, prepare, trust
 from nadaraya._core.finish import finish
 from nadaraya._support.params import Letters, Names, Number, Torch, fold_case, fold_name
-from nadaraya._support.validation import EMPTY_POLICIES, as_real, check_some_weight, is_dask
+from nadaraya._support.validation import EMPTY_POLICIES, as_real, check_some_weight, is_dask, warn_at_caller
 from nadaraya.backends import check_device
-from nadaraya.bandwidth import METHODS, RULES
-from nadaraya.bandwidth.plugin import PLUGINS
-from nadaraya.bandwidth.resolve import _cv_results, _mixed_bandwidth, resolve_bandwidth
+from nadaraya.bandwidth.resolve import BANDWIDTH_NAMES, _cv_results, _mixed_bandwidth, resolve_bandwidth
 from nadaraya.distributed.fit import fit_dask, gather, predict_lazy
 from nadaraya.inference import neighbours as nn_fit
 from nadaraya.inference.mixin import InferenceMixin
@@ -215,12 +213,10 @@ default "cv"
     sample_weight_: Any
     _summary_cache: FitSummary | None  # summary(), until the next fit
 
-    #: what each parameter accepts, checked once per ``fit`` by scikit-learn (InvalidParameterError);
-    #: rules across parameters or against the data stay in ``fit`` (e.g. ``device`` needs a torch backend)
+    #: what each parameter accepts, checked once per fit by scikit-learn; rules across them stay in fit
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         "kernel": [Names(names(aliases=True), fold=fold_case), Kernel],
-        "bandwidth": [Number(Real, 0, np.inf, closed="neither"), "array-like",
-                      Names((*METHODS, *RULES, *PLUGINS))],
+        "bandwidth": [Number(Real, 0, np.inf, closed="neither"), "array-like", Names(BANDWIDTH_NAMES)],
         "empty": [Names(EMPTY_POLICIES)],
         "backend": [Names(backends.NAMES)],
         "degree": [Number(Integral, 0, _job.MAX_DEGREE, closed="both")],
@@ -275,6 +271,17 @@ default "cv"
         names = getattr(self, "feature_names_in_", None)
         return _cv_results(self.selection_, None if names is None else [str(v) for v in names])
 
+    def _validate_params(self) -> None:  # scikit-learn's check; a bandwidth string it refuses gets a hint
+        try:
+            super()._validate_params()
+        except InvalidParameterError as err:
+            from nadaraya.bandwidth.resolve import _bandwidth_hint
+
+            hint = _bandwidth_hint(self.bandwidth, allowed=False) if isinstance(self.bandwidth, str) else ""
+            if hint and str(err).startswith("The 'bandwidth'"):
+                raise InvalidParameterError(f"{err} ({hint})") from None
+            raise
+
     def _plain(self) -> bool:
         """Whether the fit is today's Nadaraya-Watson: degree 0, every column continuous."""
         vt = getattr(self, "var_types_", None)
@@ -319,7 +326,7 @@ default "cv"
         if notes:  # one warning per fit, at the caller's line
             from nadaraya.bandwidth import BandwidthWarning
 
-            warnings.warn("; ".join(notes), BandwidthWarning, stacklevel=2)
+            warn_at_caller("; ".join(notes), BandwidthWarning)
         return self
 
     def _fit_numpy(self, X: Any, y: Any, sample_weight: Any, notes: list[str]) -> None:
