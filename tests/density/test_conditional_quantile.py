@@ -144,9 +144,10 @@ def test_far_queries_and_empty_windows() -> None:
     [
         ({"bandwidth": [0.1]}, None, "one entry per column"),
         ({"bandwidth": [0.1, -1.0]}, None, "positive and finite"),
-        ({"bandwidth": "silly"}, None, "bandwidth='silly'"),
+        ({"bandwidth": "silly"}, None, r"'bandwidth' parameter of ConditionalDensity .* Got 'silly' instead"),
         ({"bandwidth": [0.1, 0.9], "dep_types": "u"}, None, "unordered column 1"),
-        ({"bandwidth": [0.1, 0.1], "var_types": "x"}, None, "letter 'x'"),
+        ({"bandwidth": [0.1, 0.1], "var_types": "x"}, None,
+         r"'var_types' parameter of ConditionalDensity .* Got 'x' instead"),
         ({"bandwidth": [0.1, 0.1]}, ([0.0, 1.0, 2.0], [0.0, 1.0]), "3 rows but y has 2"),
         ({"bandwidth": [0.1, 0.1]}, ([0.0, np.nan], [0.0, 1.0]), "NaN or inf"),
         ({"bandwidth": [0.1, 0.1], "categorical_kernel": "nope"}, None, "categorical_kernel"),

@@ -64,7 +64,8 @@ class Names(StrOptions):  # type: ignore[misc]
 
     def __str__(self) -> str:
         listed = ", ".join(map(repr, sorted(self.options)))
-        note = {None: "", fold_name: " (any case, '_' for '-')"}.get(self.fold, " (any case)")  # type: ignore[call-overload]
+        note = " (any case, '_' for '-')" if self.fold is fold_name else " (any case)"
+        note = "" if self.fold is None else note
         return f"a str among {{{listed}}}{note}"
 
 
@@ -124,7 +125,8 @@ class Torch(Options):  # type: ignore[misc]
         torch = sys.modules.get("torch")
         if torch is None:
             return False
-        return isinstance(val, functools.reduce(getattr, self.path.split("."), torch))
+        kind: Any = functools.reduce(getattr, self.path.split("."), torch)
+        return isinstance(val, kind)
 
     def __str__(self) -> str:
         return f"an instance of 'torch.{self.path}'"
