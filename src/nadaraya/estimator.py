@@ -2,32 +2,36 @@
 
 from __future__ import annotations
 
-import warnings
-from typing import TYPE_CHECKING, Any
+from numbers import Integral, Real
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from nadaraya import backends
 from nadaraya._core.call import Trusted, compute_partials, prepare, trust
 from nadaraya._core.finish import finish
-from nadaraya._support.validation import as_empty, as_real, as_tol, check_some_weight, is_dask
+from nadaraya._support.params import Letters, Names, Number, Torch, fold_case, fold_name
+from nadaraya._support.validation import EMPTY_POLICIES, as_real, check_some_weight, is_dask, warn_at_caller
 from nadaraya.backends import check_device
-from nadaraya.bandwidth.resolve import _cv_results, _mixed_bandwidth, resolve_bandwidth
+from nadaraya.bandwidth.resolve import BANDWIDTH_NAMES, _cv_results, _mixed_bandwidth, resolve_bandwidth
 from nadaraya.distributed.fit import fit_dask, gather, predict_lazy
 from nadaraya.inference import neighbours as nn_fit
 from nadaraya.inference.mixin import InferenceMixin
 from nadaraya.inference.neighbours import uses_neighbours
-from nadaraya.inference.robustness import check_robust, robustify
+from nadaraya.inference.robustness import MAX_ITERATIONS, check_robust, robustify
 from nadaraya.inference.training import VARIANCES, _check, forget
 from nadaraya.inference.weights import WeightsMixin
+from nadaraya.kernels import Kernel, names
 from nadaraya.kernels import get as get_kernel
 from nadaraya.local import fit as _fit
 from nadaraya.local import job as _job
 from nadaraya.local.encode import encode_fit, encode_queries
-from nadaraya.local.mixed import _levels, as_categorical_kernel, as_var_types
+from nadaraya.local.mixed import CATEGORICAL_KERNELS, _levels, as_categorical_kernel, as_var_types
+from nadaraya.local.neighbours import TYPES
 
 if TYPE_CHECKING:
     from nadaraya.inference.summary import FitSummary
@@ -209,6 +213,21 @@ default "cv"
     sample_weight_: Any
     _summary_cache: FitSummary | None  # summary(), until the next fit
 
+    #: what each parameter accepts, checked once per fit by scikit-learn; rules across them stay in fit
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "kernel": [Names(names(aliases=True), fold=fold_case), Kernel],
+        "bandwidth": [Number(Real, 0, np.inf, closed="neither"), "array-like", Names(BANDWIDTH_NAMES)],
+        "empty": [Names(EMPTY_POLICIES)],
+        "backend": [Names(backends.NAMES)],
+        "degree": [Number(Integral, 0, _job.MAX_DEGREE, closed="both")],
+        "var_types": [Letters("cou"), None],
+        "categorical_kernel": [Names(CATEGORICAL_KERNELS, fold=fold_name)],
+        "device": [str, Number(Integral, 0, None, closed="left"), Torch("device"), None],
+        "tol": [Number(Real, 0, 0.1, closed="right"), None],
+        "bandwidth_type": [Names(TYPES)],
+        "robust_iterations": [Number(Integral, 0, MAX_ITERATIONS, closed="both")],
+    }
+
     def __init__(
         self,
         *,
@@ -252,11 +271,23 @@ default "cv"
         names = getattr(self, "feature_names_in_", None)
         return _cv_results(self.selection_, None if names is None else [str(v) for v in names])
 
+    def _validate_params(self) -> None:  # scikit-learn's check; a bandwidth string it refuses gets a hint
+        try:
+            super()._validate_params()
+        except InvalidParameterError as err:
+            from nadaraya.bandwidth.resolve import _bandwidth_hint
+
+            hint = _bandwidth_hint(self.bandwidth, allowed=False) if isinstance(self.bandwidth, str) else ""
+            if hint and str(err).startswith("The 'bandwidth'"):
+                raise InvalidParameterError(f"{err} ({hint})") from None
+            raise
+
     def _plain(self) -> bool:
         """Whether the fit is today's Nadaraya-Watson: degree 0, every column continuous."""
         vt = getattr(self, "var_types_", None)
         return self.degree == 0 and (vt is None or set(vt) <= {"c"})
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> NadarayaWatson:
         """Store the training data and resolve the bandwidth.
 
@@ -284,16 +315,7 @@ default "cv"
         >>> NadarayaWatson(bandwidth=1.0).fit([[0.0], [1.0]], [0.0, 1.0]).bandwidth_.tolist()
         [1.0]
         """
-        get_kernel(self.kernel)
-        as_empty(self.empty)
-        _job.as_degree(self.degree)
-        as_categorical_kernel(self.categorical_kernel)
-        if self.backend not in backends.NAMES:
-            raise ValueError(
-                f"backend={self.backend!r} is not known; valid names are: {', '.join(backends.NAMES)}"
-            )
-        check_device(self.device, self.backend)
-        as_tol(self.tol)
+        check_device(self.device, self.backend)  # the parameters one by one: _parameter_constraints
         check_robust(self, X, y)
         notes: list[str] = []
         if is_dask(X, y, sample_weight):  # keep the Dask arrays, lazily
@@ -304,7 +326,7 @@ default "cv"
         if notes:  # one warning per fit, at the caller's line
             from nadaraya.bandwidth import BandwidthWarning
 
-            warnings.warn("; ".join(notes), BandwidthWarning, stacklevel=2)
+            warn_at_caller("; ".join(notes), BandwidthWarning)
         return self
 
     def _fit_numpy(self, X: Any, y: Any, sample_weight: Any, notes: list[str]) -> None:

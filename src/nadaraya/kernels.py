@@ -337,16 +337,17 @@ REGISTRY = {name: replace(k, derivative=_DERIVATIVES[name]) for name, k in REGIS
 _ALIASES: dict[str, str] = {a: k.name for k in REGISTRY.values() for a in (k.name, *k.aliases)}
 
 
-def names() -> list[str]:
-    """Canonical names of the registered kernels.
+def names(*, aliases: bool = False) -> list[str]:
+    """Canonical names of the registered kernels; with ``aliases``, every name :func:`get`
+    accepts (lower case; :func:`get` also takes any case and surrounding spaces).
 
     Examples
     --------
     >>> from nadaraya.kernels import names
-    >>> "gaussian" in names()
-    True
+    >>> "gaussian" in names(), "tophat" in names(), "tophat" in names(aliases=True)
+    (True, False, True)
     """
-    return list(REGISTRY)
+    return list(_ALIASES) if aliases else list(REGISTRY)
 
 
 def get(kernel: str | Kernel) -> Kernel:

@@ -272,7 +272,8 @@ def test_the_estimator_takes_tol_for_its_search_and_its_predictions() -> None:
     exact = nadaraya.NadarayaWatson(bandwidth=model.bandwidth_).fit(x, y)
     q = np.linspace(-1, 6, 20_000)[:, None]
     assert np.abs(model.predict(q) - exact.predict(q)).max() <= 1e-8 * np.abs(y).max()
-    with pytest.raises(ValueError, match="tol must be None"):
+    with pytest.raises(ValueError, match=r"'tol' parameter of NadarayaWatson must be a float in the range "
+                                         r"\(0\.0, 0\.1\] or None\. Got 2\.0 instead"):
         nadaraya.NadarayaWatson(tol=2.0).fit(x, y)
 
 

@@ -394,7 +394,8 @@ def test_estimator_cv_and_aicc():
     assert aicc.selection_.method == "aicc"
     assert nadaraya.NadarayaWatson(bandwidth=0.3).fit(X, y).selection_ is None
     assert model.get_params()["bandwidth"] == "cv"  # the user's value is never replaced
-    with pytest.raises(ValueError, match="'cv', 'aicc', 'scott', 'silverman'"):
+    with pytest.raises(ValueError, match=r"'bandwidth' parameter of NadarayaWatson .* \{'aicc', 'cv', "
+                                         r".*'scott', 'silverman'\}\. Got 'loo' instead"):
         nadaraya.NadarayaWatson(bandwidth="loo").fit(X, y)
 
 

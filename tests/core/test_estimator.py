@@ -128,12 +128,13 @@ def test_feature_names_and_multi_output():
 @pytest.mark.parametrize(
     ("params", "match"),
     [
-        ({"kernel": "gauss"}, r"kernel='gauss'"),
-        ({"bandwidth": "scot"}, r"bandwidth='scot' is not valid"),
-        ({"bandwidth": -2.0}, r"bandwidth must be positive and finite; got -2\.0"),
+        ({"kernel": "gauss"}, r"'kernel' parameter of NadarayaWatson .* Got 'gauss' instead"),
+        ({"bandwidth": "scot"}, r"'bandwidth' parameter of NadarayaWatson .* Got 'scot' instead"),
+        ({"bandwidth": -2.0}, r"'bandwidth' parameter of NadarayaWatson must be a float in the range "
+                              r"\(0\.0, inf\).* Got -2\.0 instead"),
         ({"bandwidth": [1.0, 2.0]}, r"one entry per feature \(1\)"),
-        ({"empty": "skip"}, r"empty='skip'"),
-        ({"backend": "cuda"}, r"backend='cuda' is not known"),
+        ({"empty": "skip"}, r"'empty' parameter of NadarayaWatson .* Got 'skip' instead"),
+        ({"backend": "cuda"}, r"'backend' parameter of NadarayaWatson .* Got 'cuda' instead"),
     ],
 )
 def test_bad_parameters_raise_at_fit(params, match):

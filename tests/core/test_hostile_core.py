@@ -275,9 +275,11 @@ def test_exact_rational_tie_break():
 
 def test_estimator_bandwidth_strings_say_what_was_meant():
     X, y = [[0.0], [1.0], [2.0]], [0.0, 1.0, 2.0]
-    with pytest.raises(ValueError, match=r"'0\.5' is not valid; it is a string; pass the number 0\.5"):
+    with pytest.raises(ValueError, match=r"'bandwidth' parameter .* Got '0\.5' instead\. "
+                                         r"\(it is a string; pass the number 0\.5 itself\)"):
         nadaraya.NadarayaWatson(bandwidth="0.5").fit(X, y)
-    with pytest.raises(ValueError, match=r"bandwidth='scot' is not valid; did you mean 'scott'\?"):
+    with pytest.raises(ValueError, match=r"'bandwidth' parameter .* Got 'scot' instead\. "
+                                         r"\(did you mean 'scott'\?\)"):
         nadaraya.NadarayaWatson(bandwidth="scot").fit(X, y)
 
 

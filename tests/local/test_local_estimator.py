@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -327,14 +328,16 @@ def test_a_file_with_wrong_levels_or_lambdas_is_refused(tmp_path: Path):
 
 @pytest.mark.parametrize("degree", [-1, 1.5, "1", 4, True])
 def test_bad_degree_is_refused_naming_it(degree):
-    with pytest.raises(ValueError, match=rf"degree.*got {degree!r}"):
+    with pytest.raises(ValueError,
+                       match=rf"'degree' parameter of NadarayaWatson .* Got {re.escape(repr(degree))} "):
         NadarayaWatson(bandwidth=0.5, degree=degree).fit([[0.0], [1.0], [2.0]], [0.0, 1.0, 2.0])
 
 
 @pytest.mark.parametrize(
     ("var_types", "match"),
-    [("cc", r"var_types='cc' has 2 letters for 3 columns"), ("cxu", r"var_types='cxu' has the letter 'x'"),
-     (3, r"var_types must be a string.*got 3")],
+    [("cc", r"var_types='cc' has 2 letters for 3 columns"),
+     ("cxu", r"'var_types' parameter of NadarayaWatson must be a str of the letters .* Got 'cxu' instead"),
+     (3, r"'var_types' parameter of NadarayaWatson must be a str .* Got 3 instead")],
 )
 def test_bad_var_types_are_refused_naming_them(var_types, match):
     X, y = _mixed_data(20)
@@ -360,5 +363,6 @@ def test_lambdas_out_of_range_are_refused_naming_them(bandwidth, match):
 
 
 def test_bad_categorical_kernel_is_refused_naming_it():
-    with pytest.raises(ValueError, match=r"categorical_kernel='aitken' is not one of"):
+    with pytest.raises(ValueError,
+                       match=r"'categorical_kernel' parameter of NadarayaWatson .* Got 'aitken' instead"):
         NadarayaWatson(bandwidth=0.5, categorical_kernel="aitken").fit([[0.0], [1.0]], [0.0, 1.0])

@@ -255,14 +255,14 @@ def test_saved_and_pickled_models_predict_the_same(tmp_path):
 
 
 @pytest.mark.parametrize(("params", "match"), [
-    (dict(bandwidth_type="knn"), "bandwidth_type='knn' is not valid"),
-    (dict(bandwidth_type="generalized_nn", bandwidth=0), "number of neighbours k"),
+    (dict(bandwidth_type="knn"), r"'bandwidth_type' parameter of NadarayaWatson .* Got 'knn' instead"),
+    (dict(bandwidth_type="generalized_nn", bandwidth=0), r"'bandwidth' parameter .* Got 0 instead"),
     (dict(bandwidth_type="generalized_nn", bandwidth=1.5), "a fraction must be in"),
     (dict(bandwidth_type="generalized_nn", bandwidth=31), "asks for 31 neighbours of 30"),
     (dict(bandwidth_type="adaptive_nn", bandwidth=30), "at most 29"),
     (dict(bandwidth_type="generalized_nn", bandwidth="scott"), "bandwidth='scott' with bandwidth_type"),
     (dict(bandwidth_type="generalized_nn", bandwidth=[3, 4]), "one value or 1"),
-    (dict(bandwidth_type="generalized_nn", bandwidth=True), "number of neighbours k"),
+    (dict(bandwidth_type="generalized_nn", bandwidth=True), r"'bandwidth' parameter .* Got True instead"),
 ])
 def test_bad_input_is_named(params, match):
     X, y = data(30, 1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -89,7 +91,8 @@ def test_lowess_bands_have_the_documented_shapes_and_values():
 @pytest.mark.parametrize("bad", [-1, 1.5, True, 101])
 def test_bad_robust_iterations_are_named(bad):
     x, y = data(30)
-    with pytest.raises(ValueError, match="robust_iterations must be an integer"):
+    with pytest.raises(ValueError, match=rf"'robust_iterations' parameter of NadarayaWatson must be an int "
+                                         rf"in the range \[0, 100\]\. Got {re.escape(repr(bad))} instead"):
         NadarayaWatson(bandwidth=1.0, robust_iterations=bad).fit(x[:, None], y)
 
 

@@ -424,7 +424,7 @@ def test_bad_input_errors_name_the_argument():
         fit(layer, q, v[:3], epochs=-1, lr=0.1)
     with pytest.raises(ValueError, match=r"y must have shape \(3,\)"):
         fit(layer, q, v, epochs=1, lr=0.1)
-    with pytest.raises(ValueError, match=r"module='lstm'"):
+    with pytest.raises(ValueError, match=r"'module' parameter of AttentionPoolingRegressor .* Got 'lstm'"):
         AttentionPoolingRegressor(module="lstm").fit(np.zeros((5, 1)), np.zeros(5))
 
 

@@ -293,12 +293,15 @@ def as_empty(empty: str) -> str:
 
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # nadaraya/
+#: the wrapper of scikit-learn's ``_fit_context`` around an estimator's ``fit`` (parameter validation)
+_FIT_CONTEXT = (os.path.join("sklearn", "base.py"), "wrapper")
 
 
 def warn_at_caller(message: str, category: type[Warning]) -> None:
     """Warn at the first frame outside nadaraya: the user's line, however deep in the library
     the warning is raised (a fixed ``stacklevel`` points into the library as soon as one more
-    function stands between the public entry point and the warning).
+    function stands between the public entry point and the warning). scikit-learn's wrapper
+    that validates a ``fit``'s parameters counts as the library.
 
     Examples
     --------
@@ -311,7 +314,8 @@ def warn_at_caller(message: str, category: type[Warning]) -> None:
     """
     frame: Any = sys._getframe(0)
     level = 1
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+    while frame is not None and (frame.f_code.co_filename.startswith(_PACKAGE) or (
+            frame.f_code.co_filename.endswith(_FIT_CONTEXT[0]) and frame.f_code.co_name == _FIT_CONTEXT[1])):
         frame = frame.f_back
         level += 1
     warnings.warn(message, category, stacklevel=level)

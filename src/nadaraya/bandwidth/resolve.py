@@ -8,27 +8,30 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nadaraya._support.validation import as_bandwidth, as_real
-from nadaraya.bandwidth import RULES
+from nadaraya.bandwidth._objective import METHODS
+from nadaraya.bandwidth.plugin import PLUGINS
+from nadaraya.bandwidth.rules import RULES
 from nadaraya.kernels import get as get_kernel
 from nadaraya.local.mixed import as_categorical_kernel, lambda_bounds
 
+#: every string the estimator's ``bandwidth`` takes: the searches, the rules of thumb, nprobust's plug-ins
+BANDWIDTH_NAMES: tuple[str, ...] = (*METHODS, *RULES, *PLUGINS)
 
-def _bandwidth_hint(text: str) -> str:
+
+def _bandwidth_hint(text: str, allowed: bool = True) -> str:
     """What to pass instead of an unknown bandwidth string: the number it spells, or the
-    closest rule name, then what is allowed."""
+    closest rule name ("" for none without ``allowed``), then what is allowed."""
     import difflib
 
-    from nadaraya.bandwidth import METHODS, RULES
-    from nadaraya.bandwidth.plugin import PLUGINS
-
-    names = (*METHODS, *RULES, *PLUGINS)
-    allowed = f"pass a positive number, one per feature, or one of {', '.join(map(repr, names))}"
+    names = BANDWIDTH_NAMES
+    rest = f" (pass a positive number, one per feature, or one of {', '.join(map(repr, names))})"
+    rest = rest if allowed else ""
     try:
         number = float(text)
     except ValueError:
         close = difflib.get_close_matches(text.strip().lower(), names, n=1, cutoff=0.6)
-        return f"did you mean {close[0]!r}? ({allowed})" if close else allowed
-    return f"it is a string; pass the number {number!r} itself ({allowed})"
+        return f"did you mean {close[0]!r}?{rest}" if close else rest.strip(" ()")
+    return f"it is a string; pass the number {number!r} itself{rest}"
 
 
 def _cv_results(selection: Any, names: list[str] | None = None) -> dict[str, NDArray[Any]] | None:
@@ -94,9 +97,7 @@ def resolve_bandwidth(
                                                  notes=notes, tol=model.tol if plain else None, **local)
             return np.asarray(model.selection_.bandwidth, dtype=np.float64)
         if bw in METHODS:  # the constant kernel: every bandwidth gives the same fit
-            bw = "scott"
-        if bw not in RULES:
-            raise ValueError(f"bandwidth={bw!r} is not valid; {_bandwidth_hint(bw)}")
+            bw = "scott"  # else one of RULES: the estimator's _parameter_constraints
         if plain:
             return _rule_of_thumb(X, bw, kernel, sample_weight)
         h = _default_lambdas(vt, levels, ck, n)

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any
+from numbers import Real
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
 
+from nadaraya._support.params import Letters, Names, Number, fold_case, fold_name
 from nadaraya._support.validation import as_points, as_real, as_sample_weight, as_tol, is_dask
+from nadaraya.backends import NAMES as BACKENDS
 from nadaraya.density import _cond_cdf
 from nadaraya.density._cdf import categorical_cdf, has_cdf, kernel_cdf
 from nadaraya.density._cond_select import cv_ls_score, cv_ml_score, select
 from nadaraya.density._cond_sums import Sample, block_size, log_sums, normalised, x_log_weights, y_cdf
 from nadaraya.density._quantile import XTOL, bracket, invert
 from nadaraya.distributed.fit import map_rows
+from nadaraya.kernels import Kernel, names
 from nadaraya.kernels import get as get_kernel
-from nadaraya.local.mixed import as_categorical_kernel, as_var_types
+from nadaraya.local.mixed import CATEGORICAL_KERNELS, as_categorical_kernel, as_var_types
 
 __all__ = ["ConditionalDensity"]
 
@@ -87,6 +91,18 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
     True
     """
 
+    #: what each parameter accepts, checked once per ``fit`` by scikit-learn (InvalidParameterError);
+    #: rules against the data (one bandwidth per column, lambdas in range) stay in ``fit``
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "kernel": [Names([a for a in names(aliases=True) if has_cdf(a)], fold=fold_case), Kernel],
+        "bandwidth": [Number(Real, 0, np.inf, closed="neither"), "array-like", Names(_METHODS)],
+        "var_types": [Letters("cou"), None],
+        "dep_types": [Letters("cou"), None],
+        "categorical_kernel": [Names(CATEGORICAL_KERNELS, fold=fold_name)],
+        "backend": [Names(BACKENDS)],
+        "tol": [Number(Real, 0, 0.1, closed="right"), None],
+    }
+
     def __init__(
         self,
         kernel: str = "gaussian",
@@ -106,6 +122,7 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         self.tol = tol
 
     # ----------------------------------------------------------------------------------- fit
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> ConditionalDensity:
         """Fit to x (n, dx) or (n,) and y (n, dy) or (n,); choose the bandwidths.
 
@@ -121,7 +138,7 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         self
         """
         k = get_kernel(self.kernel)
-        if not has_cdf(k):
+        if not has_cdf(k):  # a Kernel given as an object (its names are in _parameter_constraints)
             raise ValueError(f"kernel={self.kernel!r} is not integrable; a density needs another kernel")
         X, y, sample_weight = (_computed(a) for a in (X, y, sample_weight))
         x = as_points("X", X, _F64).astype(np.float64, copy=False)
@@ -137,9 +154,7 @@ class ConditionalDensity(BaseEstimator):  # type: ignore[misc]
         sw = None if w is None else w.astype(np.float64, copy=False)
         s = Sample(x, yy, vt, dt, np.ones(x.shape[1] + yy.shape[1]), k, ck, sw, self.backend)
         bw = self.bandwidth
-        if isinstance(bw, str):
-            if bw not in _METHODS:
-                raise ValueError(f"bandwidth={bw!r} is not one of {_METHODS} nor a number")
+        if isinstance(bw, str):  # one of _METHODS: _parameter_constraints
             s.bandwidth = select(s, bw)
         else:
             s.bandwidth = _as_bandwidth(bw, vt + dt)

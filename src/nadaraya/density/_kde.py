@@ -2,26 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from numbers import Real
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
+from nadaraya._support.params import Letters, Names, Number, fold_case, fold_name
 from nadaraya._support.validation import as_sample_weight, as_tol, is_dask
+from nadaraya.backends import NAMES as BACKENDS
 from nadaraya.bandwidth.rules import rule_of_thumb
 from nadaraya.density._constants import log_kde, log_kernel_constant, log_probability
 from nadaraya.density._cv import CVProblem, select
-from nadaraya.kernels import Kernel
+from nadaraya.kernels import Kernel, names
 from nadaraya.kernels import get as get_kernel
-from nadaraya.local.mixed import Categorical, as_categorical_kernel, as_var_types, lambda_bounds
+from nadaraya.local.mixed import (
+    CATEGORICAL_KERNELS,
+    Categorical,
+    as_categorical_kernel,
+    as_var_types,
+    lambda_bounds,
+)
 
 __all__ = ["KernelDensity"]
 
 RULES = ("scott", "silverman", "normal_reference")
 SEARCHES = ("cv_ml", "cv_ls", "cv_ml_scalar", "cv_ls_scalar")
+#: the kernel names a density takes: those of the kernels that integrate to one (all but "constant")
+DENSITY_KERNELS = tuple(a for a in names(aliases=True) if math.isfinite(get_kernel(a).integral))
 
 
 class KernelDensity(BaseEstimator):  # type: ignore[misc]
@@ -80,6 +92,18 @@ class KernelDensity(BaseEstimator):  # type: ignore[misc]
     array([-0.99])
     """
 
+    #: what each parameter accepts, checked once per ``fit`` by scikit-learn (InvalidParameterError);
+    #: rules against the data (one bandwidth per column, lambdas in range) stay in ``fit``
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "kernel": [Names(DENSITY_KERNELS, fold=fold_case), Kernel],
+        "bandwidth": [Number(Real, 0, np.inf, closed="neither"), "array-like",
+                      Names(RULES + SEARCHES, fold=fold_case)],
+        "var_types": [Letters("cou"), None],
+        "categorical_kernel": [Names(CATEGORICAL_KERNELS, fold=fold_name)],
+        "tol": [Number(Real, 0, 0.1, closed="right"), None],
+        "backend": [Names(BACKENDS)],
+    }
+
     def __init__(
         self,
         kernel: str = "gaussian",
@@ -98,6 +122,7 @@ class KernelDensity(BaseEstimator):  # type: ignore[misc]
 
     # -- fit -------------------------------------------------------------------------------
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: ArrayLike, y: Any = None, sample_weight: ArrayLike | None = None) -> KernelDensity:
         """Keep the data and choose the bandwidth.
 
@@ -121,7 +146,6 @@ class KernelDensity(BaseEstimator):  # type: ignore[misc]
         n, d = data.shape
         vt = as_var_types(self.var_types, d)
         ck = as_categorical_kernel(self.categorical_kernel)
-        as_tol(self.tol)
         given = as_sample_weight(sample_weight, n, np.dtype(np.float64))
         sw = None if given is None else given.astype(np.float64)
         self.X_fit_, self.sample_weight_, self.var_types_ = data, sw, vt
@@ -153,10 +177,7 @@ class KernelDensity(BaseEstimator):  # type: ignore[misc]
                 raise ValueError(f"bandwidth must be positive and finite, a scalar or one per column ({d}); "
                                  f"got {bw!r}")
             return h
-        name = bw.lower()
-        if name not in RULES + SEARCHES:
-            raise ValueError(f"bandwidth={bw!r} is not a known rule or search; use a number, one per "
-                             f"column, or one of {RULES + SEARCHES}")
+        name = fold_case(bw)  # one of RULES + SEARCHES: _parameter_constraints
         start = _rule(X, name if name in RULES else "normal_reference", kernel, vt, ck, sw)
         if name in RULES:
             return start

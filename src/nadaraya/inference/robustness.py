@@ -32,11 +32,9 @@ def as_robust_iterations(value: Any) -> int:
 
 
 def check_robust(model: Any, X: Any, y: Any) -> None:
-    """``robust_iterations`` and ``bandwidth_type`` checked against the input before ``fit`` works."""
-    from nadaraya.local.neighbours import as_bandwidth_type
-
-    it = as_robust_iterations(model.robust_iterations)
-    kind = as_bandwidth_type(model.bandwidth_type)
+    """``robust_iterations`` and ``bandwidth_type`` (each valid: the estimator's
+    ``_parameter_constraints``) checked against the input before ``fit`` works."""
+    it, kind = int(model.robust_iterations), model.bandwidth_type
     if is_dask(X, y) and (it or kind != "fixed"):
         raise ValueError(f"robust_iterations={it} and bandwidth_type={kind!r} need NumPy input (they refit "
                          "in memory); compute the Dask arrays first")
@@ -52,7 +50,7 @@ def robustify(model: Any) -> None:
     iterations). The bandwidth (or ``k``) stays the one ``fit`` resolved."""
     from nadaraya.local.lowess import _bisquare  # numba: loaded on first use
 
-    it = as_robust_iterations(model.robust_iterations)
+    it = int(model.robust_iterations)  # valid: checked at fit's start by _parameter_constraints
     model.robustness_weights_ = None
     if it == 0:
         return

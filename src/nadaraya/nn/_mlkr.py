@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable
-from typing import Any
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.optimize import minimize
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
+
+from nadaraya._support.params import Names, Number, Torch
 
 __all__ = ["INITS", "MLKR"]
 
@@ -93,6 +95,17 @@ class MLKR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):  #
     True
     """
 
+    #: what each parameter accepts, checked once per ``fit`` by scikit-learn (InvalidParameterError);
+    #: rules against the data (``n_components`` at most n_features, ``init``'s shape) stay in ``fit``
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "n_components": [Number(Integral, 1, None, closed="left"), None],
+        "init": [Names(INITS), "array-like"],
+        "max_iter": [Number(Integral, 1, None, closed="left")],
+        "tol": [Number(Real, 0, np.inf, closed="left")],
+        "random_state": ["random_state"],
+        "device": [str, Number(Integral, 0, None, closed="left"), Torch("device"), None],
+    }
+
     def __init__(
         self,
         n_components: int | None = None,
@@ -109,6 +122,7 @@ class MLKR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):  #
         self.random_state = random_state
         self.device = device
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: ArrayLike, y: ArrayLike) -> MLKR:
         """Learn ``components_`` on the leave-one-out error of Nadaraya-Watson.
 
@@ -182,20 +196,13 @@ class MLKR(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):  #
     # ----------------------------------------------------------------------------------------
 
     def _check_params(self, d: int) -> int:
-        """The number of components, after checking every parameter."""
+        """The number of components, after checking the parameters against the data (each one
+        alone: ``_parameter_constraints``)."""
         k = self.n_components
-        if k is not None and (isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= d):
+        if k is not None and k > d:
             raise ValueError(f"n_components must be an int from 1 to n_features={d}; got {k!r}")
-        it = self.max_iter
-        if isinstance(it, bool) or not isinstance(it, numbers.Integral) or it < 1:
-            raise ValueError(f"max_iter must be a positive int; got {it!r}")
-        tol = self.tol
-        if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not (tol >= 0 and np.isfinite(tol)):
-            raise ValueError(f"tol must be a finite number >= 0; got {tol!r}")
         init = self.init
-        if isinstance(init, str):
-            if init not in INITS:
-                raise ValueError(f"init must be one of {INITS} or an array of shape (k, {d}); got {init!r}")
+        if isinstance(init, str):  # one of INITS
             return d if k is None else int(k)
         A = np.asarray(init)
         if A.ndim != 2 or A.shape[1] != d or not np.issubdtype(A.dtype, np.number) \

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils.validation import check_is_fitted, validate_data
+
+from nadaraya._support.params import Names, Number, Torch, fold_case
+from nadaraya.kernels import Kernel, names
 
 __all__ = ["AttentionPoolingRegressor"]
 
 MODULES: tuple[str, ...] = ("kernel", "additive", "dot", "average")
 DTYPES: tuple[str, ...] = ("float32", "float64")
+#: the named optimizers of :func:`nadaraya.nn.fit` (its ``OPTIMIZERS``, read here without torch)
+OPTIMIZERS: tuple[str, ...] = ("sgd", "adam")
 
 
 def _refuse_complex(name: str, a: Any) -> None:
@@ -95,6 +101,23 @@ class AttentionPoolingRegressor(RegressorMixin, BaseEstimator):  # type: ignore[
     (True, (2,))
     """
 
+    #: what each parameter accepts, checked once per ``fit`` by scikit-learn (InvalidParameterError)
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "module": [Names(MODULES), Torch("nn.Module")],
+        "kernel": [Names(names(aliases=True), fold=fold_case), Kernel],
+        "bandwidth": [Number(Real, 0, np.inf, closed="neither"), "array-like"],
+        "per_feature": ["boolean"],
+        "hidden": [Number(Integral, 1, None, closed="left")],
+        "dim": [Number(Integral, 1, None, closed="left")],
+        "epochs": [Number(Integral, 0, None, closed="left")],
+        "lr": [Number(Real, 0, np.inf, closed="neither")],
+        "optimizer": [Names(OPTIMIZERS), callable],
+        "batch_size": [Number(Integral, 1, None, closed="left"), None],
+        "dtype": [Names(DTYPES)],
+        "device": [str, Number(Integral, 0, None, closed="left"), Torch("device"), None],
+        "random_state": [Number(Integral, None, None, closed="neither"), None],
+    }
+
     def __init__(
         self,
         module: Any = "kernel",
@@ -146,12 +169,7 @@ class AttentionPoolingRegressor(RegressorMixin, BaseEstimator):  # type: ignore[
             return layers.AdditiveAttentionPooling(d, self.hidden)
         if self.module == "dot":
             return layers.DotProductAttentionPooling(d, self.dim)
-        if self.module == "average":
-            return layers.AveragePooling()
-        raise ValueError(
-            f"module={self.module!r} is not valid; use one of {', '.join(map(repr, MODULES))} "
-            "or a torch.nn.Module"
-        )
+        return layers.AveragePooling()  # "average", the last of MODULES (_parameter_constraints)
 
     def _checked(self, X: ArrayLike, y: ArrayLike | None = None, *, fitting: bool) -> tuple[Any, Any]:
         """X (and, to fit, y) validated as float64 arrays: a ValueError naming the argument for
@@ -177,6 +195,7 @@ class AttentionPoolingRegressor(RegressorMixin, BaseEstimator):  # type: ignore[
         check_finite("y", y)
         return X, y
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X: ArrayLike, y: ArrayLike) -> AttentionPoolingRegressor:
         """Build the module and train it on (X, y).
 
@@ -199,19 +218,18 @@ class AttentionPoolingRegressor(RegressorMixin, BaseEstimator):  # type: ignore[
 
         from nadaraya.nn._training import fit as train
 
-        if self.dtype not in DTYPES:
-            raise ValueError(f"dtype={self.dtype!r} is not valid; use one of {', '.join(map(repr, DTYPES))}")
         X, y = self._checked(X, y, fitting=True)
         if X.shape[0] < 2:
             raise ValueError(
                 "AttentionPoolingRegressor needs at least 2 samples (each attends to the others); "
                 f"got n_samples = {X.shape[0]}"
             )
-        device = torch.device(self.device or "cpu")
+        device = torch.device("cpu" if self.device is None else self.device)  # 0 is cuda:0
         dtype = getattr(torch, self.dtype)
+        seed = None if self.random_state is None else int(self.random_state)  # NumPy integers too
         with torch.random.fork_rng(devices=[]):
-            if self.random_state is not None:
-                torch.manual_seed(self.random_state)
+            if seed is not None:
+                torch.manual_seed(seed)
             module = self._build(X.shape[1]).to(device=device, dtype=dtype)
         self.history_ = train(
             module,
@@ -222,7 +240,7 @@ class AttentionPoolingRegressor(RegressorMixin, BaseEstimator):  # type: ignore[
             optimizer=self.optimizer,
             batch_size=self.batch_size,
             device=device,
-            seed=self.random_state,
+            seed=seed,
         )
         self.module_ = module
         self.keys_ = torch.tensor(X, dtype=dtype, device=device)
