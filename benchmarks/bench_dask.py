@@ -11,7 +11,7 @@ then the most key/value bytes one worker received and how many chunks a worker r
 (the scheduler's choices, measured here rather than asserted in the tests).
 
     python benchmarks/bench_dask.py           # n = m = 2e5 (several minutes on 2 cores)
-    python benchmarks/bench_dask.py --quick   # n = m = 2e4
+    python benchmarks/bench_dask.py --quick   # n = m = 8e3
 """
 
 from __future__ import annotations
@@ -75,14 +75,14 @@ def _on_cluster(n_workers: int, keys, values, queries, chunks: tuple[int, int], 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="n = m = 2e4")
+    parser.add_argument("--quick", action="store_true", help="n = m = 8e3")
     args = parser.parse_args(argv)
 
     import numba
 
     import nadaraya
 
-    n = m = 20_000 if args.quick else 200_000
+    n = m = 8_000 if args.quick else 200_000
     d, p = 1, 1
     rng = np.random.default_rng(0)
     keys = rng.uniform(0, 5, n)

@@ -291,17 +291,17 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(0)
     nadaraya.pool(np.zeros(600), np.zeros(600), np.zeros(600), backend="fused")  # load compiled code
     ceiling, _ = exp_ceiling() if "W1" in args.only else (float("nan"), "")
-    sizes = (2_000, 10_000) if args.quick else (10_000, 100_000)
+    sizes = (1_000, 4_000) if args.quick else (10_000, 100_000)
     if "W1" in args.only:
         for n in sizes:
             gaussian_workload(f"W1 1-D gaussian n=m={n:.0e}", n, 1, rng, args.quick)
     if "W2" in args.only:
-        n2 = 2_000 if args.quick else 20_000
+        n2 = 1_000 if args.quick else 20_000
         gaussian_workload(f"W2 5-D gaussian n=m={n2:.0e}", n2, 5, rng, args.quick)
     if "W3" in args.only:
-        w3(100_000 if args.quick else 1_000_000, rng)
+        w3(20_000 if args.quick else 1_000_000, rng)
     if "W4" in args.only:
-        w4(10_000 if args.quick else 100_000)
+        w4(4_000 if args.quick else 100_000)
 
     print(f"{'workload':34} {'implementation':26} {'seconds':>9} {'pairs/s':>9} {'nadaraya x':>10}  note")
     ours: dict[str, float] = {}
