@@ -37,6 +37,7 @@ from numpy.typing import NDArray
 from nadaraya.backends import _windowed_common as _w
 from nadaraya.backends import fused as _fused
 from nadaraya.backends._windowed_jit import _first
+from nadaraya.backends._windowed_msplit import split_moments
 from nadaraya.backends._windowed_msweep import prefix_moments
 from nadaraya.backends.reference import moment_shapes
 from nadaraya.kernels import REGISTRY, Kernel
@@ -276,7 +277,7 @@ def moment_partials(
     if d == 1:
         x = keys[:, 0]
         if keys.shape[0] > 1 and not bool(np.all(x[1:] >= x[:-1])):
-            order = np.argsort(x, kind="stable")
+            order = np.argsort(x)
             keys, values = keys[order], values[order]
             sw = None if sw is None else sw[order]
             if excl is not None:
@@ -292,6 +293,8 @@ def moment_partials(
             ex = np.empty(0, dtype=np.int64) if excl is None else excl
             head = (COMPILED[kernel.name], degree)
             found = prefix_moments(qs, xs, inv_h[0], v64, sw1, ex, kernel, float(bandwidth[0]), degree)
+            if found is None:
+                found = split_moments(qs, xs, inv_h[0], v64, sw1, ex, kernel, float(bandwidth[0]), degree)
             if found is None:
                 run_ranges(_one_d_loop, (*head, qs, xs, inv_h[0], sw1, v64, ex), m, (out,))
             else:

@@ -235,32 +235,51 @@ def prefix_moments(
     >>> bool(flag[0]), abs(float(out[0, 2])) < 1e-12  # the first moment of a symmetric window
     (False, True)
     """
+    from nadaraya.backends._windowed_common import DIRECT_MAX_KEYS, _sweep_threshold
+
+    found = expansion(kernel, degree)
+    if found is None or xs.shape[0] <= DIRECT_MAX_KEYS:
+        return None
+    coef, guard = found
+    loop = moment_sweep(coef.shape[1], values.shape[1], degree)
+    return run(q, xs, inv, values, sw, excl, h, degree, coef.shape[1], loop,
+               (coef, guard, DIRECT_MAX_KEYS, _sweep_threshold(coef[0])))
+
+
+def run(
+    q: NDArray[np.floating],
+    xs: NDArray[np.floating],
+    inv: np.floating,
+    values: NDArray[np.float64],
+    sw: NDArray[np.float64],
+    excl: NDArray[np.int64],
+    h: float,
+    degree: int,
+    nf: int,
+    loop: Callable[..., None],
+    middle: tuple[object, ...],
+    div: int = 1,
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]] | None:
+    """The driver of a moment sweep ``loop`` over ``nf`` powers of ``t``: query buckets of
+    width ``h / div``, tasks run by threads, results back in the queries' order, as
+    :func:`prefix_moments` returns them; ``middle``: the loop's own arguments between ``excl``
+    and ``res``. None where the keys are too sparse for cells of width ``h``."""
     import numba
 
     from nadaraya.backends import _windowed_jit as jit
-    from nadaraya.backends._windowed_common import (
-        _TABLE_BYTES,
-        DIRECT_MAX_KEYS,
-        _sweep_threshold,
-        _working_bytes,
-    )
+    from nadaraya.backends._windowed_common import _TABLE_BYTES, _working_bytes
 
-    found = expansion(kernel, degree)
     m, n, p = q.shape[0], xs.shape[0], values.shape[1]
-    if found is None or n <= DIRECT_MAX_KEYS:
-        return None
-    coef, guard = found
     inv_h = 1.0 / h
     x0 = float(xs[0])
     span = (float(xs[-1]) - x0) * inv_h
     if not span < 2.0**50 or math.ceil(span / (2.0 * (n + m))) > 1:  # as the plain sweep: cells of h
         return None
-    ncell = math.floor(span) + 1
+    ncell = math.floor(span * div) + 1
     qsort = np.empty_like(q)
     esort = np.empty_like(excl)
     qidx = np.empty(m, dtype=np.int32 if m < 2**31 else np.int64)
-    cs, start = jit.buckets(xs, q, excl, x0, inv_h, ncell, np.empty(m, dtype=np.int32), qsort, qidx, esort)
-    nf = coef.shape[1]
+    cs, start = jit.buckets(xs, q, excl, x0, inv_h * div, ncell, np.empty(m, dtype=np.int32), qsort, qidx, esort)
     ncol = 1 + p + 2 * degree + degree * p
     per_key = 8 * (nf * (1 + 2 * p) + 6)
     keys_per_task = max(64, min(_working_bytes(), _TABLE_BYTES) // per_key)
@@ -270,9 +289,7 @@ def prefix_moments(
     res = np.empty((m, ncol))
     lo_s = np.empty(m, dtype=np.int64)
     hi_s = np.empty(m, dtype=np.int64)
-    loop = moment_sweep(nf, p, degree)
-    args = (qsort, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, esort, coef, guard,
-            DIRECT_MAX_KEYS, _sweep_threshold(coef[0]), res, lo_s, hi_s)
+    args = (qsort, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, esort, *middle, res, lo_s, hi_s)
     ntask = tasks.size - 1
     runs = np.linspace(0, ntask, min(ntask, 4 * threads) + 1).astype(np.int64)
     if threads == 1 or runs.size <= 2:
