@@ -273,7 +273,6 @@ def moment_partials(
     dtype = queries.dtype
     sw = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     excl = None if exclude is None else np.asarray(exclude, dtype=np.int64)
-    out = np.zeros((m, _columns(degree, d, p)))
     if d == 1:
         x = keys[:, 0]
         if keys.shape[0] > 1 and not bool(np.all(x[1:] >= x[:-1])):
@@ -296,6 +295,7 @@ def moment_partials(
             if found is None:
                 found = split_moments(qs, xs, inv_h[0], v64, sw1, ex, kernel, float(bandwidth[0]), degree)
             if found is None:
+                out = np.zeros((m, _columns(degree, d, p)))
                 run_ranges(_one_d_loop, (*head, qs, xs, inv_h[0], sw1, v64, ex), m, (out,))
             else:
                 out, flag = found
@@ -310,6 +310,7 @@ def moment_partials(
         blocks = _one_d_blocks(queries, keys, inv_h)
     else:
         blocks = _w._tree_blocks(queries, keys, bandwidth)
+    out = np.zeros((m, _columns(degree, d, p)))
     k64 = np.ascontiguousarray(keys, dtype=np.float64)
     v64 = np.ascontiguousarray(values, dtype=np.float64)
     for b0, b1, local, ki, indptr in blocks:

@@ -76,8 +76,8 @@ def expansion(kernel: Kernel, degree: int) -> tuple[NDArray[np.float64], NDArray
 @njit(cache=True, inline="always")
 def _table(T, comp, xs, k0, k1, centre, inv_h, sw, values):  # pragma: no cover - compiled
     """Rows ``1 .. k1 - k0`` of ``T``: running sums of ``sw t^j (1, v, |v|)`` over the keys
-    ``k0 .. k1 - 1`` (``t`` about ``centre``), compensated (Kahan), so their rounding does not
-    grow with the keys; row 0 zero. ``comp`` (nf, 1 + 2 p) is scratch."""
+    ``k0 .. k1 - 1`` (``t`` about ``centre``), those of ``1`` and ``v`` compensated (Kahan), so
+    their rounding does not grow with the keys (the ``|v|`` sums only size the guards); row 0 zero. ``comp`` (nf, 1 + 2 p) is scratch."""
     nf = T.shape[1]
     p = values.shape[1]
     has_sw = sw.shape[0] > 0
@@ -89,17 +89,14 @@ def _table(T, comp, xs, k0, k1, centre, inv_h, sw, values):  # pragma: no cover 
         t = (np.float64(xs[k0 + i]) - centre) * inv_h
         gj = sw[k0 + i] if has_sw else 1.0
         for j in range(nf):
-            for cc in range(1 + 2 * p):
-                if cc == 0:
-                    y = gj
-                elif cc <= p:
-                    y = gj * values[k0 + i, cc - 1]
-                else:
-                    y = gj * abs(values[k0 + i, cc - 1 - p])
+            for cc in range(1 + p):
+                y = gj if cc == 0 else gj * values[k0 + i, cc - 1]
                 y -= comp[j, cc]
                 tot = T[i, j, cc] + y
                 comp[j, cc] = (tot - T[i, j, cc]) - y
                 T[i + 1, j, cc] = tot
+            for cc in range(p):  # |v|: only the guards read these, plain sums serve
+                T[i + 1, j, 1 + p + cc] = T[i, j, 1 + p + cc] + gj * abs(values[k0 + i, cc])
             gj *= t
 
 
@@ -113,6 +110,7 @@ def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
     P = p
     R = degree
     NC = 1 + 2 * p  # the tables' columns: 1, v, |v|
+    D = nf - 1 - 2 * degree  # the kernel's degree (even)
 
     @njit(cache=True, nogil=True)
     def sweep(t0, t1, qs, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, excl, coef, guard,
@@ -172,15 +170,19 @@ def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
                             M[j, cc] = (T[e - k0, j, cc] - T[a, j, cc]) + (T[z, j, cc] - T[e - k0 + 1, j, cc])
                         else:
                             M[j, cc] = T[z, j, cc] - T[a, j, cc]
+                Q2 = Q * Q
                 for aa in range(2 * R + 1):
-                    for jj in range(NF):
+                    # t^jj's weight in K(u) (t - Q)^aa: powers Q^(d + aa - jj), d even, so a
+                    # Horner in Q^2 of the terms of one parity (the others are zero)
+                    for jj in range(min(NF, D + aa + 1)):
+                        p0 = (aa - jj) & 1
                         sa = 0.0
-                        for rr in range(NF - 1, -1, -1):  # Horner in Q
-                            sa = sa * Q + coef[aa, jj, rr]
-                        A[aa, jj] = sa
-                    for cc in range(NC):
+                        for ss in range((D + aa - jj - p0) // 2, -1, -1):
+                            sa = sa * Q2 + coef[aa, jj, p0 + 2 * ss]
+                        A[aa, jj] = sa * Q if p0 else sa
+                    for cc in range(NC if aa <= R + 1 else 1):  # the value columns only as far as used
                         sa = 0.0
-                        for jj in range(NF):
+                        for jj in range(min(NF, D + aa + 1)):
                             sa += A[aa, jj] * M[jj, cc]
                         S[aa, cc] = sa
                 # guards: the weight as the plain sweep's, then each moment against the even
@@ -298,11 +300,16 @@ def run(
         with ThreadPoolExecutor(threads) as pool:
             list(pool.map(lambda r: loop(runs[r], runs[r + 1], *args), range(runs.size - 1)))
     out = np.empty((m, ncol))
-    value = np.empty((m, ncol - 1))
-    flag = np.zeros(m, dtype=bool)
-    weight = np.empty(m)
-    jit.unbucket(qidx, res, lo_s, hi_s, 0, m, weight, value, flag, np.empty(m, dtype=np.int64),
-                 np.empty(m, dtype=np.int64))
-    out[:, 0] = weight
-    out[:, 1:] = value
+    flag = np.empty(m, dtype=bool)
+    _unbucket_rows(qidx, res, out, flag)
     return out, flag
+
+
+@njit(cache=True, nogil=True)
+def _unbucket_rows(qidx, res, out, flag):  # pragma: no cover - compiled
+    """Rows of ``res`` (bucket order) into ``out`` in the queries' order; ``flag``: a NaN weight."""
+    for k in range(qidx.shape[0]):
+        j = qidx[k]
+        for c in range(res.shape[1]):
+            out[j, c] = res[k, c]
+        flag[j] = res[k, 0] != res[k, 0]
