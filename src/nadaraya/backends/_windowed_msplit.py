@@ -1,4 +1,4 @@
-"""The windowed backend's moment sums in 1-D for kernels odd in ``|u|`` (tricube, triangular): the sweep split at the query (numba).
+"""Windowed moment sums in 1-D for kernels odd in ``|u|`` (tricube, triangular): the sweep split at the query.
 
 A kernel that is one polynomial in ``|u|``, ``K(u) = sum_d c_d |u|^d``, is a polynomial in
 ``u`` on each side of the query: ``u = t - Q`` (``t = (k - centre) / h``, ``Q = (q - centre) /
@@ -134,6 +134,41 @@ def _shift(mu, M, binom, nq, top, cc):  # pragma: no cover - compiled
         mu[k] = s
 
 
+@njit(cache=True, inline="always")
+def _combine(S, side, cc, mu, c, na):  # pragma: no cover - compiled
+    """``S[side, cc, a] = sum_d c_d s^d mu[d + a]`` (``s = -1`` on the left side, 0)."""
+    for aa in range(na):
+        s = 0.0
+        for d in range(c.shape[0]):
+            cd = -c[d] if side == 0 and d % 2 == 1 else c[d]
+            s += cd * mu[d + aa]
+        S[side, cc, aa] = s
+
+
+@njit(cache=True, inline="always")
+def _loss_ok(S, cc, T, hi_row, lo_row, B, E, binom, aq, c, top, na):  # pragma: no cover - compiled
+    """Whether every moment ``a < na`` of column ``cc`` has a natural size ``|S_left| + |S_right|``
+    of at least :data:`_LOSS` of its rounding bound: ``B_j`` from the table's even powers over
+    the rows ``lo_row .. hi_row`` (the odd ones by the mean of their neighbours), shifted to the
+    query with ``|Q|`` (``aq[i] = |Q|^i``), weighted by ``|c_d|``, for both sides."""
+    for j in range(0, top, 2):
+        B[j] = T[hi_row, j, cc] - T[lo_row, j, cc]
+    for j in range(1, top, 2):
+        B[j] = 0.5 * (B[j - 1] + B[j + 1]) if j + 1 < top else 1.5 * B[j - 1]
+    for k in range(top):
+        s = 0.0
+        for j in range(k + 1):
+            s += binom[k, j] * aq[k - j] * B[j]
+        E[k] = s
+    for aa in range(na):
+        s = 0.0
+        for d in range(c.shape[0]):
+            s += abs(c[d]) * E[d + aa]
+        if not abs(S[0, cc, aa]) + abs(S[1, cc, aa]) >= 2.0 * _LOSS * s:
+            return False
+    return True
+
+
 @functools.cache
 def split_sweep(nf: int, p: int, degree: int, div: int) -> Callable[..., None]:
     """The split sweep for ``nf`` powers of ``t`` (the kernel's degree + 1 + 2 ``degree``),
@@ -152,7 +187,6 @@ def split_sweep(nf: int, p: int, degree: int, div: int) -> Callable[..., None]:
     def sweep(t0, t1, qs, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, excl, c, binom,
               direct_max, res, lo_out, hi_out):  # type: ignore[no-untyped-def]  # pragma: no cover
         has_excl = excl.shape[0] > 0
-        ND = c.shape[0]
         nqmax = 1
         nkmax = 1
         for b in range(tasks[t0], tasks[t1]):
@@ -219,38 +253,14 @@ def split_sweep(nf: int, p: int, degree: int, div: int) -> Callable[..., None]:
                     aq[k] = aq[k - 1] * abs(Q)
                 ok = True
                 for cc in range(NC):
-                    if cc > 0 and cc <= P:
-                        top = NV
-                    elif cc == 0:
-                        top = NF
-                    else:
-                        top = NV
+                    top = NF if cc == 0 else NV
                     na = 2 * R + 1 if cc == 0 else R + 1
                     for side in range(2):
                         _shift(mu, ML if side == 0 else MR, binom, nq, top, cc)
-                        for aa in range(na):
-                            s = 0.0
-                            for d in range(ND):
-                                cd = c[d]
-                                if side == 0 and d % 2 == 1:
-                                    cd = -cd
-                                s += cd * mu[d + aa]
-                            S[side, cc, aa] = s
+                        _combine(S, side, cc, mu, c, na)
                     if cc == 0 or cc > P:  # the loss test: natural size against the rounding bound
-                        for j in range(0, top, 2):  # the keys between the pivot and the window's ends
-                            B[j] = T[max(ghi, piv) - k0, j, cc] - T[min(glo, piv) - k0, j, cc]
-                        for j in range(1, top, 2):
-                            B[j] = 0.5 * (B[j - 1] + B[j + 1]) if j + 1 < top else 1.5 * B[j - 1]
-                        for k in range(top):
-                            s = 0.0
-                            for j in range(k + 1):
-                                s += binom[k, j] * aq[k - j] * B[j]
-                            E[k] = s
-                        for aa in range(na):
-                            s = 0.0
-                            for d in range(ND):
-                                s += abs(c[d]) * E[d + aa]
-                            ok = ok and abs(S[0, cc, aa]) + abs(S[1, cc, aa]) >= 2.0 * _LOSS * s
+                        ok = ok and _loss_ok(S, cc, T, max(ghi, piv) - k0, min(glo, piv) - k0, B, E, binom,
+                                             aq, c, top, na)
                 if not (ok and S[0, 0, 0] + S[1, 0, 0] > 0.0):
                     res[jq, 0] = np.nan
                     lo_out[jq] = glo
@@ -265,7 +275,8 @@ def split_sweep(nf: int, p: int, degree: int, div: int) -> Callable[..., None]:
                     res[jq, P + aa] = (S[0, 0, aa] + S[1, 0, aa]) * ha
                     if aa <= R:
                         for cc in range(P):
-                            res[jq, 1 + P + 2 * R + (aa - 1) * P + cc] = (S[0, 1 + cc, aa] + S[1, 1 + cc, aa]) * ha
+                            both = S[0, 1 + cc, aa] + S[1, 1 + cc, aa]
+                            res[jq, 1 + P + 2 * R + (aa - 1) * P + cc] = both * ha
 
     return sweep  # type: ignore[no-any-return]
 

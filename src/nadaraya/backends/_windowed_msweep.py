@@ -77,7 +77,8 @@ def expansion(kernel: Kernel, degree: int) -> tuple[NDArray[np.float64], NDArray
 def _table(T, comp, xs, k0, k1, centre, inv_h, sw, values):  # pragma: no cover - compiled
     """Rows ``1 .. k1 - k0`` of ``T``: running sums of ``sw t^j (1, v, |v|)`` over the keys
     ``k0 .. k1 - 1`` (``t`` about ``centre``), those of ``1`` and ``v`` compensated (Kahan), so
-    their rounding does not grow with the keys (the ``|v|`` sums only size the guards); row 0 zero. ``comp`` (nf, 1 + 2 p) is scratch."""
+    their rounding does not grow with the keys (the ``|v|`` sums only size the guards); row 0
+    zero. ``comp`` (nf, 1 + 2 p) is scratch."""
     nf = T.shape[1]
     p = values.shape[1]
     has_sw = sw.shape[0] > 0
@@ -281,7 +282,8 @@ def run(
     qsort = np.empty_like(q)
     esort = np.empty_like(excl)
     qidx = np.empty(m, dtype=np.int32 if m < 2**31 else np.int64)
-    cs, start = jit.buckets(xs, q, excl, x0, inv_h * div, ncell, np.empty(m, dtype=np.int32), qsort, qidx, esort)
+    cs, start = jit.buckets(xs, q, excl, x0, inv_h * div, ncell, np.empty(m, dtype=np.int32), qsort, qidx,
+                            esort)
     ncol = 1 + p + 2 * degree + degree * p
     per_key = 8 * (nf * (1 + 2 * p) + 6)
     keys_per_task = max(64, min(_working_bytes(), _TABLE_BYTES) // per_key)
@@ -291,7 +293,8 @@ def run(
     res = np.empty((m, ncol))
     lo_s = np.empty(m, dtype=np.int64)
     hi_s = np.empty(m, dtype=np.int64)
-    args = (qsort, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, esort, *middle, res, lo_s, hi_s)
+    args = (qsort, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, esort, *middle, res, lo_s,
+            hi_s)
     ntask = tasks.size - 1
     runs = np.linspace(0, ntask, min(ntask, 4 * threads) + 1).astype(np.int64)
     if threads == 1 or runs.size <= 2:
