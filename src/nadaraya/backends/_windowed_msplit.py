@@ -75,7 +75,7 @@ def _past(q, xs, i):  # pragma: no cover - compiled
 @njit(cache=True, inline="always")
 def _pivot_table(T, comp, xs, k0, k1, piv, centre, inv_h, sw, values):  # pragma: no cover - compiled
     """Rows ``0 .. k1 - k0`` of ``T``: the sums of ``sw t^j (1, v, |v|)`` (``t`` about ``centre``)
-    from the pivot key ``piv`` outwards, compensated (Kahan): ``T[i - k0]`` is the sum over the
+    from the pivot key ``piv`` outwards, those of ``1`` and ``v`` compensated (Kahan): ``T[i - k0]`` is the sum over the
     keys ``[piv, i)`` for ``i >= piv`` and minus the sum over ``[i, piv)`` below it, so the sum
     over ``[a, z)`` is ``T[z - k0] - T[a - k0]`` and its rounding is that of the keys between the
     pivot and the farther end, never of keys outside a window that holds the pivot."""
@@ -98,17 +98,14 @@ def _pivot_table(T, comp, xs, k0, k1, piv, centre, inv_h, sw, values):  # pragma
             t = (np.float64(xs[i]) - centre) * inv_h
             gj = sign * (sw[i] if has_sw else 1.0)
             for j in range(nf):
-                for cc in range(1 + 2 * p):
-                    if cc == 0:
-                        y = gj
-                    elif cc <= p:
-                        y = gj * values[i, cc - 1]
-                    else:
-                        y = gj * abs(values[i, cc - 1 - p])
+                for cc in range(1 + p):
+                    y = gj if cc == 0 else gj * values[i, cc - 1]
                     y -= comp[j, cc]
                     tot = T[was, j, cc] + y
                     comp[j, cc] = (tot - T[was, j, cc]) - y
                     T[row, j, cc] = tot
+                for cc in range(p):  # |v|: only the loss test reads these, plain sums serve
+                    T[row, j, 1 + p + cc] = T[was, j, 1 + p + cc] + gj * abs(values[i, cc])
                 gj *= t
 
 
