@@ -51,3 +51,27 @@ def test_compiled_line_is_the_plain_rule(dtype):
     np.testing.assert_array_equal(fit.slope[:, 0, :], slope)
     np.testing.assert_array_equal(fit.degree, used)
     assert {0, 1, -1} <= set(fit.degree.tolist())
+
+
+def test_parabola_decides_as_the_general_solve():
+    """Degree 2 in one feature: the closed form (with its Gershgorin shortcut) takes the same
+    degree as the general solve's eigenvalues on every query, and the same fit to rounding,
+    also for queries near and beyond the data's ends (nearly singular systems)."""
+    from nadaraya.backends import reference
+    from nadaraya.kernels import get
+    from nadaraya.local import solve as solve_module
+
+    rng = np.random.default_rng(1)
+    x = np.sort(rng.uniform(0.0, 1.0, 300))[:, None]
+    y = np.sin(6 * x) + rng.normal(0.0, 0.3, x.shape)
+    q = np.linspace(-0.2, 1.2, 400)[:, None]
+    h = np.array([0.06])
+    parts = reference.partials(q, x, y, kernel=get("epanechnikov"), bandwidth=h, moments=2)
+    fit = solve(parts, 2, h)
+    m, p = parts.value.shape
+    general = solve_module._general(parts, 2, h, np.full((m, p), np.nan), np.full((m, 1, p), np.nan),
+                                    np.full(m, -1), np.full(m, np.nan))
+    np.testing.assert_array_equal(fit.degree, general.degree)
+    assert {2, -1} <= set(fit.degree.tolist())
+    np.testing.assert_allclose(fit.estimate, general.estimate, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(fit.inverse00, general.inverse00, rtol=1e-9, atol=1e-12)

@@ -49,15 +49,21 @@ def _rows(w, mom, r0, r1, r2, h, floor, done, estimate, slope, inv00):  # type: 
         a = m1 * s1
         b = m2 * s2
         c = m3 * s1 * s2
-        pp = a * a + b * b + c * c
-        root = math.sqrt(pp / 3.0)
-        cos3 = (a * b * c) / (root**3) if root > 0 else 0.0
-        cos3 = min(1.0, max(-1.0, cos3))
-        phi = math.acos(cos3) / 3.0
-        top = 1.0 + 2.0 * root * math.cos(phi)
-        low = 1.0 + 2.0 * root * math.cos(phi + 2.0 * math.pi / 3.0)
         d1 = 1.0 - a * a
-        if not (low / top >= floor and d1 > 0):
+        # Gershgorin: the eigenvalues lie in [1 - g, 1 + g], so where (1 - g) / (1 + g) clears
+        # the floor the system is certainly regular and the trigonometric roots are not needed
+        g = max(abs(a) + abs(b), abs(a) + abs(c), abs(b) + abs(c))
+        if not (g < 1.0 and 1.0 - g >= floor * (1.0 + g)):
+            pp = a * a + b * b + c * c
+            root = math.sqrt(pp / 3.0)
+            cos3 = (a * b * c) / (root**3) if root > 0 else 0.0
+            cos3 = min(1.0, max(-1.0, cos3))
+            phi = math.acos(cos3) / 3.0
+            top = 1.0 + 2.0 * root * math.cos(phi)
+            low = 1.0 + 2.0 * root * math.cos(phi + 2.0 * math.pi / 3.0)
+            if not low / top >= floor:
+                continue
+        if not d1 > 0:
             continue
         l21 = (c - a * b) / d1
         d2 = 1.0 - b * b - l21 * l21 * d1
