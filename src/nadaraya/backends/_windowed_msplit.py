@@ -75,10 +75,11 @@ def _past(q, xs, i):  # pragma: no cover - compiled
 @njit(cache=True, inline="always")
 def _pivot_table(T, comp, xs, k0, k1, piv, centre, inv_h, sw, values):  # pragma: no cover - compiled
     """Rows ``0 .. k1 - k0`` of ``T``: the sums of ``sw t^j (1, v, |v|)`` (``t`` about ``centre``)
-    from the pivot key ``piv`` outwards, those of ``1`` and ``v`` compensated (Kahan): ``T[i - k0]`` is the sum over the
-    keys ``[piv, i)`` for ``i >= piv`` and minus the sum over ``[i, piv)`` below it, so the sum
-    over ``[a, z)`` is ``T[z - k0] - T[a - k0]`` and its rounding is that of the keys between the
-    pivot and the farther end, never of keys outside a window that holds the pivot."""
+    from the pivot key ``piv`` outwards, those of ``1`` and ``v`` compensated (Kahan):
+    ``T[i - k0]`` is the sum over the keys ``[piv, i)`` for ``i >= piv`` and minus the sum over
+    ``[i, piv)`` below it, so the sum over ``[a, z)`` is ``T[z - k0] - T[a - k0]`` and its
+    rounding is that of the keys between the pivot and the farther end, never of keys outside
+    a window that holds the pivot."""
     nf = T.shape[1]
     p = values.shape[1]
     has_sw = sw.shape[0] > 0
