@@ -73,15 +73,13 @@ def _past(q, xs, i):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always")
-def _pivot_table(T, comp, xs, k0, k1, piv, centre, inv_h, sw, values):  # pragma: no cover - compiled
+def _pivot_table(T, comp, xs, k0, k1, piv, centre, inv_h, sw, values, nf, p):  # pragma: no cover - compiled
     """Rows ``0 .. k1 - k0`` of ``T``: the sums of ``sw t^j (1, v, |v|)`` (``t`` about ``centre``)
     from the pivot key ``piv`` outwards, those of ``1`` and ``v`` compensated (Kahan):
     ``T[i - k0]`` is the sum over the keys ``[piv, i)`` for ``i >= piv`` and minus the sum over
     ``[i, piv)`` below it, so the sum over ``[a, z)`` is ``T[z - k0] - T[a - k0]`` and its
     rounding is that of the keys between the pivot and the farther end, never of keys outside
-    a window that holds the pivot."""
-    nf = T.shape[1]
-    p = values.shape[1]
+    a window that holds the pivot. ``nf``, ``p``: the caller's compile-time constants."""
     has_sw = sw.shape[0] > 0
     for j in range(nf):
         for cc in range(1 + 2 * p):
@@ -111,11 +109,11 @@ def _pivot_table(T, comp, xs, k0, k1, piv, centre, inv_h, sw, values):  # pragma
 
 
 @njit(cache=True, inline="always")
-def _part(M, T, a, z, e, k0):  # pragma: no cover - compiled
+def _part(M, T, a, z, e, k0, nf, nc):  # pragma: no cover - compiled
     """``M``: the table's sums over the keys ``[a, z)``, the key ``e`` left out (two
-    differences around it, never subtracted afterwards)."""
-    for j in range(M.shape[0]):
-        for cc in range(M.shape[1]):
+    differences around it, never subtracted afterwards); ``nf``, ``nc`` its shape."""
+    for j in range(nf):
+        for cc in range(nc):
             if a <= e < z:
                 M[j, cc] = (T[e - k0, j, cc] - T[a - k0, j, cc]) + (T[z - k0, j, cc] - T[e - k0 + 1, j, cc])
             else:
@@ -133,18 +131,18 @@ def _shift(mu, M, binom, nq, top, cc):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always")
-def _combine(S, side, cc, mu, c, na):  # pragma: no cover - compiled
-    """``S[side, cc, a] = sum_d c_d s^d mu[d + a]`` (``s = -1`` on the left side, 0)."""
+def _combine(S, side, cc, mu, c, nd, na):  # pragma: no cover - compiled
+    """``S[side, cc, a] = sum_d c_d s^d mu[d + a]`` (``s = -1`` on the left side, 0; ``nd`` terms)."""
     for aa in range(na):
         s = 0.0
-        for d in range(c.shape[0]):
+        for d in range(nd):
             cd = -c[d] if side == 0 and d % 2 == 1 else c[d]
             s += cd * mu[d + aa]
         S[side, cc, aa] = s
 
 
 @njit(cache=True, inline="always")
-def _loss_ok(S, cc, T, hi_row, lo_row, B, E, binom, aq, c, top, na):  # pragma: no cover - compiled
+def _loss_ok(S, cc, T, hi_row, lo_row, B, E, binom, aq, c, nd, top, na):  # pragma: no cover - compiled
     """Whether every moment ``a < na`` of column ``cc`` has a natural size ``|S_left| + |S_right|``
     of at least :data:`_LOSS` of its rounding bound: ``B_j`` from the table's even powers over
     the rows ``lo_row .. hi_row`` (the odd ones by the mean of their neighbours), shifted to the
@@ -160,7 +158,7 @@ def _loss_ok(S, cc, T, hi_row, lo_row, B, E, binom, aq, c, top, na):  # pragma: 
         E[k] = s
     for aa in range(na):
         s = 0.0
-        for d in range(c.shape[0]):
+        for d in range(nd):
             s += abs(c[d]) * E[d + aa]
         if not abs(S[0, cc, aa]) + abs(S[1, cc, aa]) >= 2.0 * _LOSS * s:
             return False
@@ -179,6 +177,7 @@ def split_sweep(nf: int, p: int, degree: int, div: int) -> Callable[..., None]:
     P = p
     R = degree
     NV = nf - degree  # powers a value column needs: the kernel's degree + 1 + degree
+    ND = nf - 2 * degree  # the kernel's terms
     NC = 1 + 2 * p
 
     @njit(cache=True, nogil=True)
@@ -216,7 +215,7 @@ def split_sweep(nf: int, p: int, degree: int, div: int) -> Callable[..., None]:
             k1 = _csx(cs, cb + 1 + DIV, ncell)
             centre = x0 + (cb + 0.5) * g
             piv = _first_at(centre, xs, k0, k1, False)
-            _pivot_table(T, comp, xs, k0, k1, piv, centre, inv_h, sw, values)
+            _pivot_table(T, comp, xs, k0, k1, piv, centre, inv_h, sw, values, NF, P)
             lo = k0
             hi = k0
             mid = k0
@@ -242,8 +241,8 @@ def split_sweep(nf: int, p: int, degree: int, div: int) -> Callable[..., None]:
                                abs(Q) <= 0.5 / DIV + 2.0**-20):
                     continue
                 gm = min(max(mid, glo), ghi)
-                _part(ML, T, glo, gm, e, k0)
-                _part(MR, T, gm, ghi, e, k0)
+                _part(ML, T, glo, gm, e, k0, NF, NC)
+                _part(MR, T, gm, ghi, e, k0, NF, NC)
                 nq[0] = 1.0
                 aq[0] = 1.0
                 for k in range(1, NF):
@@ -255,10 +254,10 @@ def split_sweep(nf: int, p: int, degree: int, div: int) -> Callable[..., None]:
                     na = 2 * R + 1 if cc == 0 else R + 1
                     for side in range(2):
                         _shift(mu, ML if side == 0 else MR, binom, nq, top, cc)
-                        _combine(S, side, cc, mu, c, na)
+                        _combine(S, side, cc, mu, c, ND, na)
                     if cc == 0 or cc > P:  # the loss test: natural size against the rounding bound
                         ok = ok and _loss_ok(S, cc, T, max(ghi, piv) - k0, min(glo, piv) - k0, B, E, binom,
-                                             aq, c, top, na)
+                                             aq, c, ND, top, na)
                 if not (ok and S[0, 0, 0] + S[1, 0, 0] > 0.0):
                     res[jq, 0] = np.nan
                     lo_out[jq] = glo

@@ -74,13 +74,12 @@ def expansion(kernel: Kernel, degree: int) -> tuple[NDArray[np.float64], NDArray
 
 
 @njit(cache=True, inline="always")
-def _table(T, comp, xs, k0, k1, centre, inv_h, sw, values):  # pragma: no cover - compiled
+def _table(T, comp, xs, k0, k1, centre, inv_h, sw, values, nf, p):  # pragma: no cover - compiled
     """Rows ``1 .. k1 - k0`` of ``T``: running sums of ``sw t^j (1, v, |v|)`` over the keys
     ``k0 .. k1 - 1`` (``t`` about ``centre``), those of ``1`` and ``v`` compensated (Kahan), so
     their rounding does not grow with the keys (the ``|v|`` sums only size the guards); row 0
-    zero. ``comp`` (nf, 1 + 2 p) is scratch."""
-    nf = T.shape[1]
-    p = values.shape[1]
+    zero. ``comp`` (nf, 1 + 2 p) is scratch; ``nf`` and ``p`` are the callers' compile-time
+    constants (the function is inlined), so the loops over them unroll."""
     has_sw = sw.shape[0] > 0
     for j in range(nf):
         for cc in range(1 + 2 * p):
@@ -140,7 +139,7 @@ def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
             k0 = _csx(cs, c - 1, ncell)
             k1 = _csx(cs, c + 2, ncell)
             centre = x0 + (c + 0.5) * h
-            _table(T, comp, xs, k0, k1, centre, inv_h, sw, values)
+            _table(T, comp, xs, k0, k1, centre, inv_h, sw, values, NF, P)
             lo = k0
             hi = k0
             prev = lq[0]
