@@ -2,8 +2,9 @@
 
 Used by :func:`nadaraya.backends.windowed.partials` for ``moments > 0`` only (``moments = 0``
 keeps the plain routes untouched). In 1-D the sorted keys' prefix moments serve the kernels
-polynomial in ``|u|`` first (:mod:`._windowed_msweep` for those even in ``u``,
-:mod:`._windowed_msplit` for tricube and triangular); the queries they cannot serve, and every query of
+polynomial in ``|u|`` first (:mod:`._windowed_msplit` for tricube, triangular and the even
+kernels of long expansions, :mod:`._windowed_msweep` for the other even ones); the queries they
+cannot serve, and every query of
 the other kernels, are summed here pair by pair over their windows -- in 1-D the reference's
 test ``|(q - x) * inv| <= 1`` by a binary search over the sorted keys (one compiled loop per
 registered kernel, degree and outputs), above 1-D the k-d tree's candidate pairs. The weight
@@ -292,9 +293,9 @@ def moment_partials(
             v64 = np.ascontiguousarray(values, dtype=np.float64)
             ex = np.empty(0, dtype=np.int64) if excl is None else excl
             head = (COMPILED[kernel.name], degree)
-            found = prefix_moments(qs, xs, inv_h[0], v64, sw1, ex, kernel, float(bandwidth[0]), degree)
+            found = split_moments(qs, xs, inv_h[0], v64, sw1, ex, kernel, float(bandwidth[0]), degree)
             if found is None:
-                found = split_moments(qs, xs, inv_h[0], v64, sw1, ex, kernel, float(bandwidth[0]), degree)
+                found = prefix_moments(qs, xs, inv_h[0], v64, sw1, ex, kernel, float(bandwidth[0]), degree)
             if found is None:
                 out = np.zeros((m, _columns(degree, d, p)))
                 run_ranges(_one_d_loop, (*head, qs, xs, inv_h[0], sw1, v64, ex), m, (out,))

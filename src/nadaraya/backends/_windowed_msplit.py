@@ -1,5 +1,8 @@
 """Windowed moment sums in 1-D for kernels odd in ``|u|`` (tricube, triangular): the sweep split at the query.
 
+Also serves the kernels even in ``u`` whose expansions the even sweep's fixed guards fail
+(biweight at degree 2, triweight; see :data:`EVEN_SWEEP_MAX_POWERS`).
+
 A kernel that is one polynomial in ``|u|``, ``K(u) = sum_d c_d |u|^d``, is a polynomial in
 ``u`` on each side of the query: ``u = t - Q`` (``t = (k - centre) / h``, ``Q = (q - centre) /
 h`` about the centre of the query's cell) and ``|u| = -u`` left of it. So the sweep of
@@ -38,20 +41,29 @@ from nadaraya.kernels import Kernel
 __all__ = ["split_coefficients", "split_moments"]
 
 
-def split_coefficients(kernel: Kernel) -> NDArray[np.float64] | None:
-    """The kernel's coefficients ``c_d`` in powers of ``|u|``, or None unless it is one
-    polynomial with an odd power (the kernels even in ``u`` take :mod:`._windowed_msweep`).
+#: kernels even in ``u`` whose expansion has at most this many powers of ``t`` take the even
+#: sweep (:mod:`._windowed_msweep`: boxcar, epanechnikov, biweight at degree 1); above it its
+#: fixed guards fail most queries (biweight at degree 2, triweight), and this route serves them
+EVEN_SWEEP_MAX_POWERS = 7
+
+
+def split_coefficients(kernel: Kernel, degree: int) -> NDArray[np.float64] | None:
+    """The kernel's coefficients ``c_d`` in powers of ``|u|`` where this route serves its fits of
+    ``degree``, else None: a kernel that is one polynomial with an odd power, or an even one with
+    more than :data:`EVEN_SWEEP_MAX_POWERS` powers in its expansion.
 
     Examples
     --------
     >>> from nadaraya.kernels import get
-    >>> split_coefficients(get("triangular")).tolist(), split_coefficients(get("epanechnikov"))
+    >>> split_coefficients(get("triangular"), 1).tolist(), split_coefficients(get("epanechnikov"), 2)
     ([1.0, -1.0], None)
+    >>> split_coefficients(get("triweight"), 1) is not None
+    True
     """
     if kernel.polynomial is None:
         return None
     c = np.asarray(kernel.polynomial, dtype=float)
-    if not np.any(c[1::2] != 0.0):
+    if not np.any(c[1::2] != 0.0) and c.size + 2 * degree <= EVEN_SWEEP_MAX_POWERS:
         return None
     return c
 
@@ -305,7 +317,7 @@ def split_moments(
     """
     from nadaraya.backends._windowed_common import DIRECT_MAX_KEYS
 
-    c = split_coefficients(kernel)
+    c = split_coefficients(kernel, degree)
     if c is None or xs.shape[0] <= DIRECT_MAX_KEYS:
         return None
     nf = c.size + 2 * degree
