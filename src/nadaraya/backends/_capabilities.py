@@ -165,8 +165,8 @@ FUSED_MOMENTS = (1.0, 1.2, 6.0, 12.0)
 
 
 #: the windowed backend's prefix moments in 1-D (the kernels polynomial in ``|u|``), degree 0, 1,
-#: 2 against degree 0 (measured at n = m = 2e5, Epanechnikov and tricube, 2026-12)
-WINDOWED_MOMENTS = (1.0, 1.7, 2.6)
+#: 2 against degree 0 (measured at n = m = 2e5, Epanechnikov and tricube, one thread, 2026-12)
+WINDOWED_MOMENTS = (1.0, 1.5, 2.0)
 
 
 def _polynomial(kernel: Kernel | str) -> bool:
