@@ -18,9 +18,10 @@ __all__ = ["line_rows"]
 
 
 @numba.njit(cache=True, nogil=True)
-def _rows(w, m1s, m2s, r0s, r1s, h, rcond, estimate, slope, used, inv00):  # type: ignore[no-untyped-def]  # pragma: no cover
-    m, p = r0s.shape
-    for i in range(m):
+def _rows(w, m1s, m2s, r0s, r1s, h, rcond, a, b, estimate, slope, used, inv00):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Queries ``a:b``; threads take disjoint ranges."""
+    p = r0s.shape[1]
+    for i in range(a, b):
         wi = np.float64(w[i])
         if not wi > 0:
             continue
@@ -63,4 +64,8 @@ def line_rows(
     >>> est.tolist(), slope.tolist(), used.tolist()
     ([[2.0]], [[2.0]], [1])
     """
-    _rows(weight, m1, m2, r0, r1, float(h), float(rcond), estimate, slope, used, inv00)
+    from nadaraya._support.jit import run_ranges
+
+    m = weight.shape[0]
+    run_ranges(_rows, (weight, m1, m2, r0, r1, float(h), float(rcond)), m, (estimate, slope, used, inv00),
+               work=40.0 * m)
