@@ -301,16 +301,19 @@ def run(
     else:
         with ThreadPoolExecutor(threads) as pool:
             list(pool.map(lambda r: loop(runs[r], runs[r + 1], *args), range(runs.size - 1)))
+    from nadaraya._support.jit import run_ranges
+
     out = np.empty((m, ncol))
     flag = np.empty(m, dtype=bool)
-    _unbucket_rows(qidx, res, out, flag)
+    run_ranges(_unbucket_rows, (qidx, res), m, (out, flag), work=4.0 * m * ncol)
     return out, flag
 
 
 @njit(cache=True, nogil=True)
-def _unbucket_rows(qidx, res, out, flag):  # pragma: no cover - compiled
-    """Rows of ``res`` (bucket order) into ``out`` in the queries' order; ``flag``: a NaN weight."""
-    for k in range(qidx.shape[0]):
+def _unbucket_rows(qidx, res, k0, k1, out, flag):  # pragma: no cover - compiled
+    """Rows ``k0:k1`` of ``res`` (bucket order) into ``out`` in the queries' order; ``flag``: a
+    NaN weight. Ranges write disjoint rows (each query is at one position)."""
+    for k in range(k0, k1):
         j = qidx[k]
         for c in range(res.shape[1]):
             out[j, c] = res[k, c]

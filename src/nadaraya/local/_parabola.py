@@ -30,10 +30,10 @@ MARGIN = 1e-5
 
 
 @numba.njit(cache=True, nogil=True)
-def _rows(w, mom, r0, r1, r2, h, floor, done, estimate, slope, inv00):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Each query's closed-form fit where it is certainly regular (``done``)."""
-    m, p = r0.shape
-    for i in range(m):
+def _rows(w, mom, r0, r1, r2, h, floor, a0, b0, done, estimate, slope, inv00):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The closed-form fits of queries ``a0:b0`` where they are certainly regular (``done``)."""
+    p = r0.shape[1]
+    for i in range(a0, b0):
         done[i] = False
         if not w[i] > 0:
             continue
@@ -117,6 +117,8 @@ def parabola(
     estimate = np.full((m, p), np.nan)
     slope = np.full((m, p), np.nan)
     inv00 = np.full(m, np.nan)
-    _rows(np.ascontiguousarray(parts.weight, dtype=f64), mom, r0, r1, r2, float(h), max(MARGIN, rcond), done,
-          estimate, slope, inv00)
+    from nadaraya._support.jit import run_ranges
+
+    args = (np.ascontiguousarray(parts.weight, dtype=f64), mom, r0, r1, r2, float(h), max(MARGIN, rcond))
+    run_ranges(_rows, args, m, (done, estimate, slope, inv00), work=100.0 * m)
     return done, estimate, slope, inv00
