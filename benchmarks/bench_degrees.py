@@ -17,6 +17,7 @@ The machine this runs on may be shared: the ratios are taken in one run, interle
 
     python benchmarks/bench_degrees.py           # full sizes
     python benchmarks/bench_degrees.py --quick   # small sizes, a smoke run
+    python benchmarks/bench_degrees.py --only epanechnikov,tricube   # D1 rows of those kernels only
 """
 
 from __future__ import annotations
@@ -65,10 +66,12 @@ def plain_wls(at: np.ndarray, x: np.ndarray, y: np.ndarray, kernel: str, h: floa
     return out
 
 
-def d1(n: int) -> None:
+def d1(n: int, only: set[str] | None = None) -> None:
     x, y = data(n)
     at = np.argsort(x)[np.linspace(n // 100, n - 1 - n // 100, 40).astype(int)]
     for kernel, h in KERNELS:
+        if only is not None and kernel not in only and "D1" not in only:
+            continue
         for deg in (0, 1, 2):  # compile outside the timing
             nadaraya.pool(x[:3000], x[:3000], y[:3000], kernel=kernel, bandwidth=h, degree=deg)
             nadaraya.loo_pool(x[:3000], y[:3000], kernel=kernel, bandwidth=h, degree=deg)
@@ -172,11 +175,17 @@ def d3(n: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--only", default=None,
+                        help="workloads (D1, D2, D3) or D1 kernels, comma-separated: epanechnikov,tricube")
     args = parser.parse_args()
+    only = None if args.only is None else {t.strip() for t in args.only.split(",") if t.strip()}
     print(f"{'workload':<28}{'implementation':<30}{'seconds':>10}  note")
-    d1(20_000 if args.quick else 200_000)
-    d2(200 if args.quick else 500)
-    d3(4_000 if args.quick else 20_000)
+    if only is None or "D1" in only or only & {k for k, _ in KERNELS}:
+        d1(20_000 if args.quick else 200_000, only)
+    if only is None or "D2" in only:
+        d2(200 if args.quick else 500)
+    if only is None or "D3" in only:
+        d3(4_000 if args.quick else 20_000)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 """The windowed backend's moment sums of local polynomial fits: exact sums over each window's pairs.
 
 Used by :func:`nadaraya.backends.windowed.partials` for ``moments > 0`` only (``moments = 0``
-keeps the plain routes untouched). In 1-D the sorted keys' prefix moments serve the sweep's
-kernels first (:mod:`._windowed_msweep`); the queries they cannot serve, and every query of
+keeps the plain routes untouched). In 1-D the sorted keys' prefix moments serve the kernels
+polynomial in ``|u|`` first (:mod:`._windowed_msplit` for tricube, triangular and the even
+kernels of long expansions, :mod:`._windowed_msweep` for the other even ones); the queries they
+cannot serve, and every query of
 the other kernels, are summed here pair by pair over their windows -- in 1-D the reference's
 test ``|(q - x) * inv| <= 1`` by a binary search over the sorted keys (one compiled loop per
 registered kernel, degree and outputs), above 1-D the k-d tree's candidate pairs. The weight
@@ -37,6 +39,7 @@ from numpy.typing import NDArray
 from nadaraya.backends import _windowed_common as _w
 from nadaraya.backends import fused as _fused
 from nadaraya.backends._windowed_jit import _first
+from nadaraya.backends._windowed_msplit import split_moments
 from nadaraya.backends._windowed_msweep import prefix_moments
 from nadaraya.backends.reference import moment_shapes
 from nadaraya.kernels import REGISTRY, Kernel
@@ -272,11 +275,10 @@ def moment_partials(
     dtype = queries.dtype
     sw = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     excl = None if exclude is None else np.asarray(exclude, dtype=np.int64)
-    out = np.zeros((m, _columns(degree, d, p)))
     if d == 1:
         x = keys[:, 0]
         if keys.shape[0] > 1 and not bool(np.all(x[1:] >= x[:-1])):
-            order = np.argsort(x, kind="stable")
+            order = np.argsort(x)
             keys, values = keys[order], values[order]
             sw = None if sw is None else sw[order]
             if excl is not None:
@@ -291,8 +293,11 @@ def moment_partials(
             v64 = np.ascontiguousarray(values, dtype=np.float64)
             ex = np.empty(0, dtype=np.int64) if excl is None else excl
             head = (COMPILED[kernel.name], degree)
-            found = prefix_moments(qs, xs, inv_h[0], v64, sw1, ex, kernel, float(bandwidth[0]), degree)
+            found = split_moments(qs, xs, inv_h[0], v64, sw1, ex, kernel, float(bandwidth[0]), degree)
             if found is None:
+                found = prefix_moments(qs, xs, inv_h[0], v64, sw1, ex, kernel, float(bandwidth[0]), degree)
+            if found is None:
+                out = np.zeros((m, _columns(degree, d, p)))
                 run_ranges(_one_d_loop, (*head, qs, xs, inv_h[0], sw1, v64, ex), m, (out,))
             else:
                 out, flag = found
@@ -307,6 +312,7 @@ def moment_partials(
         blocks = _one_d_blocks(queries, keys, inv_h)
     else:
         blocks = _w._tree_blocks(queries, keys, bandwidth)
+    out = np.zeros((m, _columns(degree, d, p)))
     k64 = np.ascontiguousarray(keys, dtype=np.float64)
     v64 = np.ascontiguousarray(values, dtype=np.float64)
     for b0, b1, local, ki, indptr in blocks:

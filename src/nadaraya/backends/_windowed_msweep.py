@@ -15,7 +15,7 @@ The tables are compensated (Kahan) running sums, so their rounding does not grow
 number of keys in a cell: measured against the reference, 2e4 to 2e5 keys, up to 2000 keys a
 cell, keys near 0 and near 1e6, every served moment is within 5e-14 of its natural size.
 (Biweight and triweight moments of degree 2, and about 60% of triweight's of degree 1, fail
-the test and are summed pair by pair.)
+the test: :mod:`._windowed_moments` sends those kernels and degrees to :mod:`._windowed_msplit`.)
 """
 
 from __future__ import annotations
@@ -74,12 +74,12 @@ def expansion(kernel: Kernel, degree: int) -> tuple[NDArray[np.float64], NDArray
 
 
 @njit(cache=True, inline="always")
-def _table(T, comp, xs, k0, k1, centre, inv_h, sw, values):  # pragma: no cover - compiled
+def _table(T, comp, xs, k0, k1, centre, inv_h, sw, values, nf, p):  # pragma: no cover - compiled
     """Rows ``1 .. k1 - k0`` of ``T``: running sums of ``sw t^j (1, v, |v|)`` over the keys
-    ``k0 .. k1 - 1`` (``t`` about ``centre``), compensated (Kahan), so their rounding does not
-    grow with the keys; row 0 zero. ``comp`` (nf, 1 + 2 p) is scratch."""
-    nf = T.shape[1]
-    p = values.shape[1]
+    ``k0 .. k1 - 1`` (``t`` about ``centre``), those of ``1`` and ``v`` compensated (Kahan), so
+    their rounding does not grow with the keys (the ``|v|`` sums only size the guards); row 0
+    zero. ``comp`` (nf, 1 + 2 p) is scratch; ``nf`` and ``p`` are the callers' compile-time
+    constants (the function is inlined), so the loops over them unroll."""
     has_sw = sw.shape[0] > 0
     for j in range(nf):
         for cc in range(1 + 2 * p):
@@ -89,17 +89,14 @@ def _table(T, comp, xs, k0, k1, centre, inv_h, sw, values):  # pragma: no cover 
         t = (np.float64(xs[k0 + i]) - centre) * inv_h
         gj = sw[k0 + i] if has_sw else 1.0
         for j in range(nf):
-            for cc in range(1 + 2 * p):
-                if cc == 0:
-                    y = gj
-                elif cc <= p:
-                    y = gj * values[k0 + i, cc - 1]
-                else:
-                    y = gj * abs(values[k0 + i, cc - 1 - p])
+            for cc in range(1 + p):
+                y = gj if cc == 0 else gj * values[k0 + i, cc - 1]
                 y -= comp[j, cc]
                 tot = T[i, j, cc] + y
                 comp[j, cc] = (tot - T[i, j, cc]) - y
                 T[i + 1, j, cc] = tot
+            for cc in range(p):  # |v|: only the guards read these, plain sums serve
+                T[i + 1, j, 1 + p + cc] = T[i, j, 1 + p + cc] + gj * abs(values[k0 + i, cc])
             gj *= t
 
 
@@ -113,6 +110,7 @@ def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
     P = p
     R = degree
     NC = 1 + 2 * p  # the tables' columns: 1, v, |v|
+    D = nf - 1 - 2 * degree  # the kernel's degree (even)
 
     @njit(cache=True, nogil=True)
     def sweep(t0, t1, qs, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, excl, coef, guard,
@@ -141,7 +139,7 @@ def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
             k0 = _csx(cs, c - 1, ncell)
             k1 = _csx(cs, c + 2, ncell)
             centre = x0 + (c + 0.5) * h
-            _table(T, comp, xs, k0, k1, centre, inv_h, sw, values)
+            _table(T, comp, xs, k0, k1, centre, inv_h, sw, values, NF, P)
             lo = k0
             hi = k0
             prev = lq[0]
@@ -172,15 +170,19 @@ def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
                             M[j, cc] = (T[e - k0, j, cc] - T[a, j, cc]) + (T[z, j, cc] - T[e - k0 + 1, j, cc])
                         else:
                             M[j, cc] = T[z, j, cc] - T[a, j, cc]
+                Q2 = Q * Q
                 for aa in range(2 * R + 1):
-                    for jj in range(NF):
+                    # t^jj's weight in K(u) (t - Q)^aa: powers Q^(d + aa - jj), d even, so a
+                    # Horner in Q^2 of the terms of one parity (the others are zero)
+                    for jj in range(min(NF, D + aa + 1)):
+                        p0 = (aa - jj) & 1
                         sa = 0.0
-                        for rr in range(NF - 1, -1, -1):  # Horner in Q
-                            sa = sa * Q + coef[aa, jj, rr]
-                        A[aa, jj] = sa
-                    for cc in range(NC):
+                        for ss in range((D + aa - jj - p0) // 2, -1, -1):
+                            sa = sa * Q2 + coef[aa, jj, p0 + 2 * ss]
+                        A[aa, jj] = sa * Q if p0 else sa
+                    for cc in range(NC if aa <= R + 1 else 1):  # the value columns only as far as used
                         sa = 0.0
-                        for jj in range(NF):
+                        for jj in range(min(NF, D + aa + 1)):
                             sa += A[aa, jj] * M[jj, cc]
                         S[aa, cc] = sa
                 # guards: the weight as the plain sweep's, then each moment against the even
@@ -235,32 +237,52 @@ def prefix_moments(
     >>> bool(flag[0]), abs(float(out[0, 2])) < 1e-12  # the first moment of a symmetric window
     (False, True)
     """
+    from nadaraya.backends._windowed_common import DIRECT_MAX_KEYS, _sweep_threshold
+
+    found = expansion(kernel, degree)
+    if found is None or xs.shape[0] <= DIRECT_MAX_KEYS:
+        return None
+    coef, guard = found
+    loop = moment_sweep(coef.shape[1], values.shape[1], degree)
+    return run(q, xs, inv, values, sw, excl, h, degree, coef.shape[1], loop,
+               (coef, guard, DIRECT_MAX_KEYS, _sweep_threshold(coef[0])))
+
+
+def run(
+    q: NDArray[np.floating],
+    xs: NDArray[np.floating],
+    inv: np.floating,
+    values: NDArray[np.float64],
+    sw: NDArray[np.float64],
+    excl: NDArray[np.int64],
+    h: float,
+    degree: int,
+    nf: int,
+    loop: Callable[..., None],
+    middle: tuple[object, ...],
+    div: int = 1,
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]] | None:
+    """The driver of a moment sweep ``loop`` over ``nf`` powers of ``t``: query buckets of
+    width ``h / div``, tasks run by threads, results back in the queries' order, as
+    :func:`prefix_moments` returns them; ``middle``: the loop's own arguments between ``excl``
+    and ``res``. None where the keys are too sparse for cells of width ``h``."""
     import numba
 
     from nadaraya.backends import _windowed_jit as jit
-    from nadaraya.backends._windowed_common import (
-        _TABLE_BYTES,
-        DIRECT_MAX_KEYS,
-        _sweep_threshold,
-        _working_bytes,
-    )
+    from nadaraya.backends._windowed_common import _TABLE_BYTES, _working_bytes
 
-    found = expansion(kernel, degree)
     m, n, p = q.shape[0], xs.shape[0], values.shape[1]
-    if found is None or n <= DIRECT_MAX_KEYS:
-        return None
-    coef, guard = found
     inv_h = 1.0 / h
     x0 = float(xs[0])
     span = (float(xs[-1]) - x0) * inv_h
     if not span < 2.0**50 or math.ceil(span / (2.0 * (n + m))) > 1:  # as the plain sweep: cells of h
         return None
-    ncell = math.floor(span) + 1
+    ncell = math.floor(span * div) + 1
     qsort = np.empty_like(q)
     esort = np.empty_like(excl)
     qidx = np.empty(m, dtype=np.int32 if m < 2**31 else np.int64)
-    cs, start = jit.buckets(xs, q, excl, x0, inv_h, ncell, np.empty(m, dtype=np.int32), qsort, qidx, esort)
-    nf = coef.shape[1]
+    cs, start = jit.buckets(xs, q, excl, x0, inv_h * div, ncell, np.empty(m, dtype=np.int32), qsort, qidx,
+                            esort)
     ncol = 1 + p + 2 * degree + degree * p
     per_key = 8 * (nf * (1 + 2 * p) + 6)
     keys_per_task = max(64, min(_working_bytes(), _TABLE_BYTES) // per_key)
@@ -270,9 +292,8 @@ def prefix_moments(
     res = np.empty((m, ncol))
     lo_s = np.empty(m, dtype=np.int64)
     hi_s = np.empty(m, dtype=np.int64)
-    loop = moment_sweep(nf, p, degree)
-    args = (qsort, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, esort, coef, guard,
-            DIRECT_MAX_KEYS, _sweep_threshold(coef[0]), res, lo_s, hi_s)
+    args = (qsort, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, esort, *middle, res, lo_s,
+            hi_s)
     ntask = tasks.size - 1
     runs = np.linspace(0, ntask, min(ntask, 4 * threads) + 1).astype(np.int64)
     if threads == 1 or runs.size <= 2:
@@ -280,12 +301,20 @@ def prefix_moments(
     else:
         with ThreadPoolExecutor(threads) as pool:
             list(pool.map(lambda r: loop(runs[r], runs[r + 1], *args), range(runs.size - 1)))
+    from nadaraya._support.jit import run_ranges
+
     out = np.empty((m, ncol))
-    value = np.empty((m, ncol - 1))
-    flag = np.zeros(m, dtype=bool)
-    weight = np.empty(m)
-    jit.unbucket(qidx, res, lo_s, hi_s, 0, m, weight, value, flag, np.empty(m, dtype=np.int64),
-                 np.empty(m, dtype=np.int64))
-    out[:, 0] = weight
-    out[:, 1:] = value
+    flag = np.empty(m, dtype=bool)
+    run_ranges(_unbucket_rows, (qidx, res), m, (out, flag), work=4.0 * m * ncol)
     return out, flag
+
+
+@njit(cache=True, nogil=True)
+def _unbucket_rows(qidx, res, k0, k1, out, flag):  # pragma: no cover - compiled
+    """Rows ``k0:k1`` of ``res`` (bucket order) into ``out`` in the queries' order; ``flag``: a
+    NaN weight. Ranges write disjoint rows (each query is at one position)."""
+    for k in range(k0, k1):
+        j = qidx[k]
+        for c in range(res.shape[1]):
+            out[j, c] = res[k, c]
+        flag[j] = res[k, 0] != res[k, 0]

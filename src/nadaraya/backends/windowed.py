@@ -40,9 +40,13 @@ bandwidth of it. This backend never looks at the others:
 * **Moments** (``moments = r > 0``, local polynomial fits; :mod:`._windowed_moments`): in 1-D,
   for the sweep's kernels, the sweep with ``2 r`` more powers of ``t`` read from compensated
   prefix tables (:mod:`._windowed_msweep`), each moment checked against a lower bound of its
-  natural size ``sum w |k - q|^a [|v|]``; every other window (other kernels, ``d > 1``, queries
-  that fail the check) is summed pair by pair with the exact differences ``k - q`` in float64:
-  O(pairs in windows). ``moments = 0`` takes none of this.
+  natural size ``sum w |k - q|^a [|v|]``; for the kernels with odd powers of ``|u|`` (tricube,
+  triangular; also biweight at degree 2 and triweight, whose expansions fail those fixed checks)
+  the same sweep with a third edge at the query, each side's sums read apart from
+  tables summed outwards from the cell's centre and each moment checked against its exact
+  natural size and a per-query rounding bound (:mod:`._windowed_msplit`); every other window
+  (cosine, parzen, ``d > 1``, queries that fail the check) is summed pair by pair with the exact
+  differences ``k - q`` in float64: O(pairs in windows). ``moments = 0`` takes none of this.
 
 Complexity: 1-D O(n) to check that the keys are sorted (O(n log n) when they are not) +
 O(n + m) for the buckets + O((n + m) J (1 + p)) for the tables and the sums, whatever the

@@ -30,10 +30,10 @@ MARGIN = 1e-5
 
 
 @numba.njit(cache=True, nogil=True)
-def _rows(w, mom, r0, r1, r2, h, floor, done, estimate, slope, inv00):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Each query's closed-form fit where it is certainly regular (``done``)."""
-    m, p = r0.shape
-    for i in range(m):
+def _rows(w, mom, r0, r1, r2, h, floor, a0, b0, done, estimate, slope, inv00):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The closed-form fits of queries ``a0:b0`` where they are certainly regular (``done``)."""
+    p = r0.shape[1]
+    for i in range(a0, b0):
         done[i] = False
         if not w[i] > 0:
             continue
@@ -49,15 +49,21 @@ def _rows(w, mom, r0, r1, r2, h, floor, done, estimate, slope, inv00):  # type: 
         a = m1 * s1
         b = m2 * s2
         c = m3 * s1 * s2
-        pp = a * a + b * b + c * c
-        root = math.sqrt(pp / 3.0)
-        cos3 = (a * b * c) / (root**3) if root > 0 else 0.0
-        cos3 = min(1.0, max(-1.0, cos3))
-        phi = math.acos(cos3) / 3.0
-        top = 1.0 + 2.0 * root * math.cos(phi)
-        low = 1.0 + 2.0 * root * math.cos(phi + 2.0 * math.pi / 3.0)
         d1 = 1.0 - a * a
-        if not (low / top >= floor and d1 > 0):
+        # Gershgorin: the eigenvalues lie in [1 - g, 1 + g], so where (1 - g) / (1 + g) clears
+        # the floor the system is certainly regular and the trigonometric roots are not needed
+        g = max(abs(a) + abs(b), abs(a) + abs(c), abs(b) + abs(c))
+        if not (g < 1.0 and 1.0 - g >= floor * (1.0 + g)):
+            pp = a * a + b * b + c * c
+            root = math.sqrt(pp / 3.0)
+            cos3 = (a * b * c) / (root**3) if root > 0 else 0.0
+            cos3 = min(1.0, max(-1.0, cos3))
+            phi = math.acos(cos3) / 3.0
+            top = 1.0 + 2.0 * root * math.cos(phi)
+            low = 1.0 + 2.0 * root * math.cos(phi + 2.0 * math.pi / 3.0)
+            if not low / top >= floor:
+                continue
+        if not d1 > 0:
             continue
         l21 = (c - a * b) / d1
         d2 = 1.0 - b * b - l21 * l21 * d1
@@ -111,6 +117,8 @@ def parabola(
     estimate = np.full((m, p), np.nan)
     slope = np.full((m, p), np.nan)
     inv00 = np.full(m, np.nan)
-    _rows(np.ascontiguousarray(parts.weight, dtype=f64), mom, r0, r1, r2, float(h), max(MARGIN, rcond), done,
-          estimate, slope, inv00)
+    from nadaraya._support.jit import run_ranges
+
+    args = (np.ascontiguousarray(parts.weight, dtype=f64), mom, r0, r1, r2, float(h), max(MARGIN, rcond))
+    run_ranges(_rows, args, m, (done, estimate, slope, inv00), work=100.0 * m)
     return done, estimate, slope, inv00
