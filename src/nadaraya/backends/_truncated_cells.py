@@ -149,8 +149,8 @@ def _series(ks, vt, s0, s1, qs, ex, top, mem, cq, cb, inv_h, nt, r, consts, scra
             f = -1.0 / k
             for i in range(nq):
                 npf[k, i] = npf[k - 1, i] * (aq[i] + dd) * f
-    for i0 in range(0, nq, _CHUNK):  # chunks of queries whose Horner rows stay in L1
-        i1 = min(nq, i0 + _CHUNK)
+    for i0 in range(0, nq if split < nq else 0, _CHUNK):  # chunks whose Horner rows stay in L1 (none
+        i1 = min(nq, i0 + _CHUNK)  # where every query leaves out one of these keys: _walk serves them all)
         for c in range(p + 1):
             jmax = 0 if r == 0 else (2 * r if c == 0 else r)
             _horner(mom, nt, c, jmax, aq[i0:i1], i1 - i0, pd)
@@ -286,6 +286,9 @@ def _walk(vt, s0, nb, t0, bb, cut, who, aq, fq, npf, nt, r, consts, run, pd, tmp
     ``s0``): the series of the keys before the cut, then of those after it, from running moments
     (added key by key, from the left and from the right: no subtraction)."""
     p = vt.shape[0]
+    inv = np.empty(nt)
+    for k in range(nt):
+        inv[k] = 1.0 / (k + 1)
     for side in range(2):
         run[:, :] = 0.0
         j = 0 if side == 0 else nb - 1
@@ -299,7 +302,7 @@ def _walk(vt, s0, nb, t0, bb, cut, who, aq, fq, npf, nt, r, consts, run, pd, tmp
                     run[k, 0] += t
                     for c in range(p):
                         run[k, 1 + c] += t * vt[c, s0 + j]
-                    t *= b / (k + 1)
+                    t *= b * inv[k]
                 j += 1 if side == 0 else -1
             i = who[at]
             a = aq[i]
@@ -317,18 +320,28 @@ def _walk(vt, s0, nb, t0, bb, cut, who, aq, fq, npf, nt, r, consts, run, pd, tmp
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _one(run, nt, c, jmax, a, f, p, r, npf, i, hfact, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
     """:func:`_horner` and :func:`_emit` for the one query ``i`` (column ``c``, offset ``a``,
-    factor ``f``) of a leave-one-out walk, in scalars."""
+    factor ``f``) of a leave-one-out walk, in scalars (as many derivatives as ``jmax``)."""
     x0 = run[nt - 1, c]
     x1 = 0.0
     x2 = 0.0
     x3 = 0.0
     x4 = 0.0
-    for k in range(nt - 2, -1, -1):
-        x4 = x4 * a + x3
-        x3 = x3 * a + x2
-        x2 = x2 * a + x1
-        x1 = x1 * a + x0
-        x0 = x0 * a + run[k, c]
+    if jmax == 1:
+        for k in range(nt - 2, -1, -1):
+            x1 = x1 * a + x0
+            x0 = x0 * a + run[k, c]
+    elif jmax == 2:
+        for k in range(nt - 2, -1, -1):
+            x2 = x2 * a + x1
+            x1 = x1 * a + x0
+            x0 = x0 * a + run[k, c]
+    else:
+        for k in range(nt - 2, -1, -1):
+            x4 = x4 * a + x3
+            x3 = x3 * a + x2
+            x2 = x2 * a + x1
+            x1 = x1 * a + x0
+            x0 = x0 * a + run[k, c]
     acc[c, i] += f * x0
     base = p + 1 if c == 0 else p + 2 * r + c
     step = 1 if c == 0 else p

@@ -124,35 +124,6 @@ def _regular(M: NDArray[np.float64]) -> tuple[NDArray[np.bool_], NDArray[np.floa
     return positive & (rcond >= RCOND), scale
 
 
-def _line(
-    parts: Partials, h: NDArray[np.float64], estimate: NDArray[np.float64], slope: NDArray[np.float64],
-    used: NDArray[np.int64], inv00: NDArray[np.float64],
-) -> LocalFit:
-    """Degree 1 in one feature, in closed form: the same rule as the general solve (the 2 x 2
-    system equilibrated, singular below :data:`RCOND`, then degree 0) at a tenth of its cost,
-    which the bandwidth search pays once per pass."""
-    ok = parts.weight > 0
-    s0 = np.where(ok, parts.weight, 1.0).astype(np.float64)
-    m1 = parts.moments[0][:, 0].astype(np.float64) / s0 / h[0]
-    m2 = parts.moments[1][:, 0, 0].astype(np.float64) / s0 / h[0] ** 2
-    r0 = parts.value.astype(np.float64) / s0[:, None]
-    r1 = parts.moments[2][:, 0, :].astype(np.float64) / s0[:, None] / h[0]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        c = np.abs(m1) / np.sqrt(m2)  # the equilibrated system is [[1, c], [c, 1]]: eigenvalues 1 -+ c
-        regular = ok & (m2 > 0) & np.isfinite(m2) & ((1.0 - c) / (1.0 + c) >= RCOND)
-        det = m2 - m1 * m1
-    line = np.nonzero(regular)[0]
-    flat = np.nonzero(ok & ~regular)[0]
-    estimate[line] = (m2[line, None] * r0[line] - m1[line, None] * r1[line]) / det[line, None]
-    slope[line, 0] = (r1[line] - m1[line, None] * r0[line]) / det[line, None] / h[0]
-    inv00[line] = m2[line] / det[line]
-    used[line] = 1
-    estimate[flat] = r0[flat]
-    inv00[flat] = 1.0
-    used[flat] = 0
-    return LocalFit(estimate, slope, used, inv00)
-
-
 def solve(parts: Partials, degree: int, bandwidth: NDArray[np.floating]) -> LocalFit:
     """Solve every query's local system of ``degree`` from partials carrying its moments.
 
@@ -195,8 +166,11 @@ def solve(parts: Partials, degree: int, bandwidth: NDArray[np.floating]) -> Loca
         used[ok] = 0
         inv00[ok] = 1.0
         return LocalFit(estimate, slope, used, inv00)
-    if degree == 1 and d == 1:
-        return _line(parts, h, estimate, slope, used, inv00)
+    if degree == 1 and d == 1:  # closed form, compiled: the bandwidth search pays it once per pass
+        from nadaraya.local._parabola import line
+
+        line(parts, float(h[0]), RCOND, estimate, slope[:, 0, :], used, inv00)
+        return LocalFit(estimate, slope, used, inv00)
     if degree == 2 and d == 1:  # closed form; the queries it leaves take the general solve below
         from nadaraya.local._parabola import parabola
 
