@@ -578,6 +578,9 @@ def worth(sampled: NDArray[np.float64], queries: NDArray[np.float64], keys: NDAr
     nt = terms((RHO / 2.0) ** 2)
     reach = math.ceil(math.sqrt(1.0 + 2.0 * big_l) / RHO)
     pair = _PAIR[0] + _PAIR[1]
-    cells = np.array([(2 * reach + 1) * min(_costs(a, b, 0, 1, nt, 0)) / a
-                      for a, b in zip(qb, kb, strict=True)])
+    # _costs(qb, kb, 0, 1, nt, 0) for every sample at once (one call per sample costs 1.5 ms)
+    keyed = qb * (kb * (_PAIR[0] + _PAIR[1]) + _CALL)
+    series = (_FIXED[0] + 2 * _FIXED[1] + kb * (_POINT[0] + _POINT[1] * nt * 2)
+              + qb * (_POINT[0] + _POINT[1] * nt * 2))
+    cells = (2 * reach + 1) * np.minimum(keyed, series) / qb
     return np.where(cells < window * pair + _CALL, cells / pair, np.inf)
