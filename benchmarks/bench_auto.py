@@ -45,7 +45,8 @@ def data(n: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndar
     return x, y, rng.uniform(0.5, 2.0, n)
 
 
-def cell(kernel: str, degree: int, d: int, loo: bool, weighted: bool, n: int, repeat: int) -> dict[str, float]:
+def cell(kernel: str, degree: int, d: int, loo: bool, weighted: bool, n: int,
+         repeat: int) -> dict[str, float]:
     """Best-of-``repeat`` seconds per backend (``auto`` under its own name and as ``"auto"``)."""
     x, y, sw = data(n, d)
     call = prepare(x, x, y, kernel=kernel, bandwidth=np.full(d, 0.15), sample_weight=sw if weighted else None)
@@ -71,7 +72,8 @@ def cell(kernel: str, degree: int, d: int, loo: bool, weighted: bool, n: int, re
         if backends.why_not(name, kernel, d=d, degree=degree, loo=loo) is not None:
             continue
         model = backends.cost(name, kernel, n=n, m=n, d=d, degree=degree) / 1e9
-        if name != chosen and (model > HOPELESS * t_auto or (name == "reference" and n * n > REFERENCE_PAIRS)):
+        hopeless = model > HOPELESS * t_auto or (name == "reference" and n * n > REFERENCE_PAIRS)
+        if name != chosen and hopeless:
             continue
         first = run(name)[0]  # compiles outside the timing, where it compiles
         times[name] = first if first > HOPELESS * t_auto else min(first, run(name)[0])
@@ -106,8 +108,8 @@ def main() -> None:
             worst = max(worst, (ratio, name))
             others = " ".join(f"{k} {v:.4f}" for k, v in named.items() if k != fastest)
             flag = "" if ratio <= LIMIT else "  NOT MET"
-            print(f"{name:<44}{chosen:<11}{t_auto:>9.4f}{fastest:>11}{best:>9.4f}{ratio:>6.2f}x  {others}{flag}",
-                  flush=True)
+            print(f"{name:<44}{chosen:<11}{t_auto:>9.4f}{fastest:>11}{best:>9.4f}{ratio:>6.2f}x  "
+                  f"{others}{flag}", flush=True)
     print(f"auto within {LIMIT}x of the fastest exact backend: {met} of {total} cells "
           f"({'met' if met == total else 'NOT MET'}); worst {worst[0]:.2f}x ({worst[1]}); "
           f"{time.perf_counter() - start:.0f} s")

@@ -50,14 +50,14 @@ def _calls(n: int, seed: int = 0) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     x = rng.uniform(0.0, 1.0, (n, 1))
     v = np.column_stack([np.sin(6 * x[:, 0]), x[:, 0] ** 2])
+    x2 = np.hstack([x, x[::-1]])
     return {
         "windowed": lambda: backends.compute("windowed", x, x, v, kernel=get_kernel("epanechnikov"),
                                              bandwidth=np.array([0.05]), exclude=np.arange(n)),
         "taylor": lambda: backends.compute("taylor", x, x, v, kernel=get_kernel("gaussian"),
                                            bandwidth=np.array([0.01]), tol=1e-8),
-        "taylor 2-D": lambda: backends.compute("taylor", np.hstack([x, x[::-1]]), np.hstack([x, x[::-1]]), v,
-                                               kernel=get_kernel("gaussian"), bandwidth=np.array([0.05, 0.05]),
-                                               tol=1e-8),
+        "taylor 2-D": lambda: backends.compute("taylor", x2, x2, v, kernel=get_kernel("gaussian"),
+                                               bandwidth=np.array([0.05, 0.05]), tol=1e-8),
         "local linear": lambda: nadaraya.pool(x, x, v, bandwidth=0.05, degree=1),
         "local quadratic": lambda: nadaraya.pool(x, x, v, bandwidth=0.05, degree=2),
     }
@@ -70,7 +70,8 @@ def test_a_tiny_call_does_not_enter_the_pool(name: str, spy: _SpyPool, two_threa
 
 
 @pytest.mark.parametrize("name", ["windowed", "taylor"])
-def test_a_large_call_uses_the_pool_and_gives_the_serial_sums(name: str, spy: _SpyPool, two_threads: Any) -> None:
+def test_a_large_call_uses_the_pool_and_gives_the_serial_sums(name: str, spy: _SpyPool,
+                                                               two_threads: Any) -> None:
     call = _calls(30_000)[name]
     wide = call()
     assert spy.tasks > 0  # the spy sees the pool's tasks: the tiny calls' zero above means something

@@ -153,7 +153,8 @@ def _why_not_call(c: Capability, loo: bool, tol: float | None, dtype: str | None
 #: the fused loop (1-D, degree 0; measured 2026-11); per point and log2 n of the windowed
 #: backend's sorted prefix sums (from its 0.018 s at n = m = 2e5, Epanechnikov); per point of
 #: the Laplacian's running sums (0.016 s at n = m = 1e5; with moments, about 1 + degree times that:
-#: 0.34 / 0.57 ms against 0.32 at degree 0, n = m = 1e3, where the fused loop took 4-5 ms) and of a sort. The k-d tree's per point
+#: 0.34 / 0.57 ms against 0.32 at degree 0, n = m = 1e3, where the fused loop took 4-5 ms) and of a
+#: sort. The k-d tree's per point
 #: is an estimate, not a measurement: it only ranks the windowed backend against the fused loop
 #: for compact kernels in 2-3 features, where both are exact.
 NS = {"reference_pair": 6.0, "fused_pair": 0.45, "windowed_point": 3.0, "tree_point": 30.0,

@@ -269,7 +269,7 @@ def choose_for_data(
     if tol is not None and d == 2 and kernel.name == "logistic" and not moments and not (loo or merged):
         return _choose_binned_2d(queries, keys, bandwidth, tol)
     if kernel.name != "gaussian" or (d > 1 and moments and (tol is None or moments > 2)):
-        return None  # in 2-3 features the exact truncated sums carry no moments (nor, without tol, the series)
+        return None  # in 2-3 features the exact truncated sums carry no moments (nor, without tol, a series)
     if d == 1:
         windows, with_cells = truncated.pairs_1d(queries, keys, bandwidth)
         pairs = with_cells if moments <= truncated.MAX_DEGREE else windows

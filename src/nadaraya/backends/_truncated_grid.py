@@ -356,7 +356,8 @@ def pairs(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: 
     from scipy.spatial import cKDTree
 
     # a k-d tree counts the sampled keys within the radius (all pairs in NumPy cost 0.1 s at n = 2e3)
-    near = np.asarray(cKDTree(ks).query_ball_point(qs, math.sqrt(2.0 * big_l), return_length=True), dtype=float)
+    near = np.asarray(cKDTree(ks).query_ball_point(qs, math.sqrt(2.0 * big_l), return_length=True),
+                      dtype=float)
     per = np.maximum(near * (n / ks.shape[0]) * (1.0 + 1.6 / CELLS_PER_RADIUS) ** d, 1.0)
     return float(min(m * float(per.mean()), float(m) * n))
 

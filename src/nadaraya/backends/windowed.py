@@ -13,7 +13,8 @@ bandwidth of it. This backend never looks at the others:
   ``sum s_i v_i t_i^j``. These are kept as prefix and suffix sums *restarted at every cell*:
   ``|t| <= 1/2`` and ``|q - centre| <= 3h/2`` wherever they are used, so nothing cancels when
   ``|x| >> h``. The queries are never sorted: a counting sort puts them into buckets of
-  whole cells (O(m)); one task (on the shared thread pool; a small pass on the calling thread) per run of buckets builds the
+  whole cells (O(m)); one task (on the shared thread pool; a small pass on the calling thread)
+  per run of buckets builds the
   moment tables of its keys, which stay in cache, and finds each query's window
   ``[q - h, q + h]`` by a short search from a lookup grid of about one key per step, with
   exactly the reference's test ``|(q - x) / h| <= 1`` at the edges (and a check of both
@@ -371,7 +372,8 @@ def _one_d(
     flag = np.zeros(m, dtype=bool)
     lo = np.empty(m, dtype=np.int64)  # written only where flagged
     hi = np.empty(m, dtype=np.int64)
-    run_ranges(jit.unbucket, (qidx, res, lo_s, hi_s), m, (weight, value, flag, lo, hi), work=8.0 * m * (p + 1))
+    run_ranges(jit.unbucket, (qidx, res, lo_s, hi_s), m, (weight, value, flag, lo, hi),
+               work=8.0 * m * (p + 1))
     rows = np.nonzero(flag)[0]
     if rows.size:
         sv = _weighted_values(values, None if sample_weight is None else sw)

@@ -1,4 +1,4 @@
-"""The degree-1 and degree-2 local systems in one feature in closed form: equilibrated, LDL^T, and their condition.
+"""The degree-1 and degree-2 local systems in one feature in closed form: equilibrated, LDL^T, condition.
 
 The same rule as the general solve of :mod:`nadaraya.local.solve` (the system scaled to a unit
 diagonal, singular below :data:`nadaraya.local.solve.RCOND` by its eigenvalues, then the
@@ -38,7 +38,7 @@ def _rows(w, mom, r0, r1, r2, h, floor, a0, a1, done, estimate, slope, inv00):  
     by Gershgorin's discs (``low >= 1 - g``, ``top <= 1 + g``, ``g`` the largest absolute row sum
     of ``A``): where that bound clears ``floor`` the true ratio does too, and the trigonometric
     roots are not needed."""
-    m, p = r0.shape
+    p = r0.shape[1]
     h1 = 1.0 / h
     h2 = h1 * h1
     h3 = h2 * h1
