@@ -15,8 +15,8 @@ bandwidth of it. This backend never looks at the others:
   ``|x| >> h``. The queries are never sorted: a counting sort puts them into buckets of
   whole cells (O(m)); one task (on the shared thread pool; a small pass on the calling
   thread) per run of buckets builds the moment tables of its keys, which stay in cache, and
-  finds each query's window ``[q - h, q + h]`` by a short search from a lookup grid of about one key per step, with
-  exactly the reference's test ``|(q - x) / h| <= 1`` at the edges (and a check of both
+  finds each query's window ``[q - h, q + h]`` by a short search from a lookup grid of about
+  one key per step, with exactly the reference's test ``|(q - x) / h| <= 1`` at the edges (and a check of both
   ends). Each window is split at the query (odd powers of ``|u|``; kernels even in ``u``
   need no split) and at the kernel's breakpoints; each part is the suffix of one cell plus
   the prefix of the next, read in O(1). Leave-one-out splits the part around the excluded
