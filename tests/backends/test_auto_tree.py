@@ -26,3 +26,14 @@ def test_where_the_sizes_pick_the_fused_loop_the_data_are_not_sampled() -> None:
     x = np.random.default_rng(0).uniform(0.0, 1.0, (3000, 2))
     assert backends.choose(k, n=3000, m=3000, d=2).name == "fused"
     assert backends.choose_for_data(k, x, x, np.full(2, 1e-3)) is None
+
+
+def test_sample_weights_keep_the_gaussian_off_the_dense_cells_where_windows_are_wide() -> None:
+    """The dense cells take no sample weights: a weighted 1-D Gaussian call is weighed by its
+    windows, which at h = 0.15 on [0, 1] hold every key (the fused loop then), while the unweighted
+    call rides the cells."""
+    k = get_kernel("gaussian")
+    x = np.random.default_rng(0).uniform(0.0, 1.0, (10_000, 1))
+    plain = backends.choose_for_data(k, x, x, np.array([0.15]))
+    assert plain is not None and plain.name == "truncated"
+    assert backends.choose_for_data(k, x, x, np.array([0.15]), weighted=True) is None

@@ -229,14 +229,15 @@ def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs
 def choose_for_data(
     kernel: Kernel, queries: NDArray[np.floating], keys: NDArray[np.floating],
     bandwidth: NDArray[np.floating], *, moments: int = 0, tol: float | None = None, loo: bool = False,
-    merged: bool = False,
+    merged: bool = False, weighted: bool = False,
 ) -> Choice | None:
     """The data-aware part of ``backend="auto"``: within ``tol`` in 1-D, the Taylor series of the
     Gaussian or the binned sums of the logistic kernel (:func:`choose_within`; ``loo``: the call
     leaves keys out; ``merged``: the partials will be merged with others, so only a method whose
     bound holds per sum, not the binned certificate per prediction); else, for the Gaussian in 1
     to 3 features, the exact truncated sums where the windows hold few of the pairs
-    (:func:`choose_window`, from a sampled estimate); for a compact kernel in 2-3 features, the
+    (:func:`choose_window`, from a sampled estimate; ``weighted``: the call has sample weights,
+    which the dense cells of 1-D do not take); for a compact kernel in 2-3 features, the
     fused loop where the windows hold too many keys for the k-d tree (:func:`_choose_tree`);
     ``None`` where none pays (then :func:`choose` decides from the sizes alone).
 
@@ -275,7 +276,8 @@ def choose_for_data(
         return None  # in 2-3 features the exact truncated sums carry no moments (nor, without tol, a series)
     if d == 1:
         windows, with_cells = truncated.pairs_1d(queries, keys, bandwidth)
-        pairs = with_cells if moments <= truncated.MAX_DEGREE else windows
+        # the dense cells take no sample weights: weighted calls sum every window key by key
+        pairs = with_cells if moments <= truncated.MAX_DEGREE and not weighted else windows
     else:
         pairs = truncated.pairs(queries, keys, bandwidth)
     if tol is not None and d > 1:
