@@ -283,12 +283,15 @@ def _emit(pd, c, jmax, p, r, npf, fm, nq, consts, tmp, acc):  # type: ignore[no-
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _walk(vt, s0, nb, t0, bb, cut, who, aq, fq, npf, nt, r, consts, run, pd, tmp, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
     """For the queries ``who`` leaving out the cell's keys ``cut`` (ascending, offsets from
-    ``s0``): the series of the keys before the cut, then of those after it, from running moments
-    (added key by key, from the left and from the right: no subtraction)."""
+    ``s0``): the series of the keys before the cut plus that of those after it, from running
+    moments (added key by key, from the left and from the right: no subtraction); the left
+    coefficients are kept per query and the right ones added to them, so each query takes one
+    Horner pass per column."""
     p = vt.shape[0]
     inv = np.empty(nt)
     for k in range(nt):
         inv[k] = 1.0 / (k + 1)
+    keep = np.empty((cut.size, nt, p + 1))
     for side in range(2):
         run[:, :] = 0.0
         j = 0 if side == 0 else nb - 1
@@ -304,17 +307,24 @@ def _walk(vt, s0, nb, t0, bb, cut, who, aq, fq, npf, nt, r, consts, run, pd, tmp
                         run[k, 1 + c] += t * vt[c, s0 + j]
                     t *= b * inv[k]
                 j += 1 if side == 0 else -1
+            both = keep[at]
+            if side == 0:
+                both[:, :] = run[:nt, :]
+                continue
+            for k in range(nt):
+                for c in range(p + 1):
+                    both[k, c] += run[k, c]
             i = who[at]
             a = aq[i]
             for c in range(p + 1):
                 jmax = 0 if r == 0 else (2 * r if c == 0 else r)
                 if jmax == 0:
-                    v = run[nt - 1, c]
+                    v = both[nt - 1, c]
                     for k in range(nt - 2, -1, -1):
-                        v = v * a + run[k, c]
+                        v = v * a + both[k, c]
                     acc[c, i] += fq[i] * v
                     continue
-                _one(run, nt, c, jmax, a, fq[i], p, r, npf, i, consts[0], acc)
+                _one(both, nt, c, jmax, a, fq[i], p, r, npf, i, consts[0], acc)
 
 
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
