@@ -12,7 +12,7 @@ cannot be the fastest. A call over a second is not repeated. Target: ``auto`` wi
 
 The machine this runs on may be shared: the backends of a cell are timed in one run, interleaved.
 
-    python benchmarks/bench_auto.py           # full sizes (about 3 minutes)
+    python benchmarks/bench_auto.py           # full sizes (12 minutes on a shared 2-core machine)
     python benchmarks/bench_auto.py --quick   # n = m = 1e3, no weights, one run each: a smoke run
 """
 
