@@ -140,7 +140,8 @@ def compute_partials(
     choice = None
     if backend == "auto":
         choice = backends.choose_for_data(call.kernel, call.queries, call.keys, call.bandwidth,
-                                          moments=moments, tol=tol, loo=exclude is not None, merged=merged)
+                                          moments=moments, tol=tol, loo=exclude is not None, merged=merged,
+                                          weighted=call.sample_weight is not None)
     if choice is None:
         choice = backends.choose(call.kernel, n=n, m=m, d=d, backend=backend, moments=moments,
                                  loo=exclude is not None, tol=tol)

@@ -152,10 +152,13 @@ def _why_not_call(c: Capability, loo: bool, tol: float | None, dtype: str | None
 #: the cost model, nanoseconds on two cores: per (query, key) pair of the NumPy reference and of
 #: the fused loop (1-D, degree 0; measured 2026-11); per point and log2 n of the windowed
 #: backend's sorted prefix sums (from its 0.018 s at n = m = 2e5, Epanechnikov); per point of
-#: the Laplacian's running sums (0.016 s at n = m = 1e5) and of a sort. The k-d tree's per point
-#: is an estimate, not a measurement: it only ranks the windowed backend against the fused loop
-#: for compact kernels in 2-3 features, where both are exact.
-NS = {"reference_pair": 6.0, "fused_pair": 0.45, "windowed_point": 3.0, "tree_point": 30.0,
+#: the Laplacian's running sums (0.016 s at n = m = 1e5; with moments, about 1 + degree times that:
+#: 0.34 / 0.57 ms against 0.32 at degree 0, n = m = 1e3, where the fused loop took 4-5 ms) and of a
+#: sort. The k-d tree's per point, log2 n and feature (2-3 features; measured 2026-12: 16-19 us a
+#: point at n = m = 4e4 in 3-D on a shared 2-core machine, taken at about a third of that); its
+#: windows' pairs, hundreds of nanoseconds each, are weighed from the data by
+#: ``nadaraya.backends.choose_for_data``.
+NS = {"reference_pair": 6.0, "fused_pair": 0.45, "windowed_point": 3.0, "tree_point": 150.0,
       "laplace_point": 80.0, "sort_point": 60.0}
 #: above this many features a k-d tree's windows hold most keys: the windowed backend then costs
 #: the fused loop's pairs twice over
@@ -207,7 +210,7 @@ def cost(name: str, kernel: Kernel | str, *, n: int, m: int, d: int, degree: int
             return points * log_n * per * WINDOWED_MOMENTS[min(degree, 2)] * max(1, degree - 1)
         return points * log_n * per * columns
     if name == "laplace":
-        return points * (NS["laplace_point"] * (1 + 2 * degree) + NS["sort_point"] * log_n / 16)
+        return points * (NS["laplace_point"] * (1 + degree) + NS["sort_point"] * log_n / 16)
     return math.inf
 
 

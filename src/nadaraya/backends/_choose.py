@@ -7,7 +7,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from nadaraya.backends._capabilities import cost, why_not
+from nadaraya.backends._capabilities import WINDOWED_MAX_D, cost, why_not
 from nadaraya.backends._registry import SMALL_PAIRS, Choice, available, get
 from nadaraya.kernels import Kernel
 
@@ -229,15 +229,17 @@ def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs
 def choose_for_data(
     kernel: Kernel, queries: NDArray[np.floating], keys: NDArray[np.floating],
     bandwidth: NDArray[np.floating], *, moments: int = 0, tol: float | None = None, loo: bool = False,
-    merged: bool = False,
+    merged: bool = False, weighted: bool = False,
 ) -> Choice | None:
     """The data-aware part of ``backend="auto"``: within ``tol`` in 1-D, the Taylor series of the
     Gaussian or the binned sums of the logistic kernel (:func:`choose_within`; ``loo``: the call
     leaves keys out; ``merged``: the partials will be merged with others, so only a method whose
     bound holds per sum, not the binned certificate per prediction); else, for the Gaussian in 1
     to 3 features, the exact truncated sums where the windows hold few of the pairs
-    (:func:`choose_window`, from a sampled estimate); ``None`` where none pays (then
-    :func:`choose` decides from the sizes alone).
+    (:func:`choose_window`, from a sampled estimate; ``weighted``: the call has sample weights,
+    which the dense cells of 1-D do not take); for a compact kernel in 2-3 features, the
+    fused loop where the windows hold too many keys for the k-d tree (:func:`_choose_tree`);
+    ``None`` where none pays (then :func:`choose` decides from the sizes alone).
 
     Examples
     --------
@@ -255,6 +257,8 @@ def choose_for_data(
     True
     """
     m, n, d = queries.shape[0], keys.shape[0], keys.shape[1]
+    if kernel.compact and 2 <= d <= WINDOWED_MAX_D and m * n >= SMALL_PAIRS:
+        return _choose_tree(kernel, queries, keys, bandwidth, moments)
     if kernel.name not in ("gaussian", "logistic") or d > 3 or m * n < SMALL_PAIRS:
         return None
     import nadaraya.backends.truncated as truncated
@@ -268,11 +272,12 @@ def choose_for_data(
             return fast
     if tol is not None and d == 2 and kernel.name == "logistic" and not moments and not (loo or merged):
         return _choose_binned_2d(queries, keys, bandwidth, tol)
-    if kernel.name != "gaussian":
-        return None
+    if kernel.name != "gaussian" or (d > 1 and moments and (tol is None or moments > 2)):
+        return None  # in 2-3 features the exact truncated sums carry no moments (nor, without tol, a series)
     if d == 1:
         windows, with_cells = truncated.pairs_1d(queries, keys, bandwidth)
-        pairs = with_cells if moments <= truncated.MAX_DEGREE else windows
+        # the dense cells take no sample weights: weighted calls sum every window key by key
+        pairs = with_cells if moments <= truncated.MAX_DEGREE and not weighted else windows
     else:
         pairs = truncated.pairs(queries, keys, bandwidth)
     if tol is not None and d > 1:
@@ -281,6 +286,40 @@ def choose_for_data(
             return series
     cells = d == 1 and pairs < 0.9 * windows
     return choose_window(kernel, n=n, m=m, d=d, moments=moments, pairs=pairs, cells=cells)
+
+
+#: nanoseconds per (query, key) pair inside the windows of the windowed backend's k-d tree (2-3
+#: features: the candidate lists, the profile per pair, a sparse product; measured 2026-12 at 600-1100
+#: on a shared 2-core machine, taken at about half of that), times ``1 + degree`` with moments
+TREE_PAIR_NS = 400.0
+
+
+def _choose_tree(kernel: Kernel, queries: NDArray[np.floating], keys: NDArray[np.floating],
+                 bandwidth: NDArray[np.floating], moments: int) -> Choice | None:
+    """A compact kernel in 2-3 features: the fused loop where the windows hold so many keys that the
+    k-d tree's pairs (:data:`TREE_PAIR_NS`, counted for 512 sampled queries in at most 4096 sampled
+    keys) cost more than all pairs; ``None`` otherwise (the sizes' choice stands)."""
+    from scipy.spatial import cKDTree
+
+    m, n, d = queries.shape[0], keys.shape[0], keys.shape[1]
+    tree = cost("windowed", kernel, n=n, m=m, d=d, degree=moments)
+    loop = cost("fused", kernel, n=n, m=m, d=d, degree=moments)
+    settled = loop <= tree or loop >= tree + m * n * TREE_PAIR_NS
+    if settled or not (math.isfinite(tree) and math.isfinite(loop)):
+        return None  # the sizes pick the fused loop already, or the tree wins with every pair in a window
+    rng = np.random.default_rng(0)
+    inv_h = 1.0 / np.asarray(bandwidth, dtype=np.float64)
+    qs = np.asarray(queries if m <= 512 else queries[rng.integers(0, m, 512)], dtype=np.float64) * inv_h
+    ks = np.asarray(keys if n <= 4096 else keys[rng.integers(0, n, 4096)], dtype=np.float64) * inv_h
+    near = cKDTree(ks).query_ball_point(qs, 1.0 + 1e-9, p=np.inf, return_length=True)
+    pairs = m * float(np.mean(near)) * n / ks.shape[0]
+    tree += pairs * TREE_PAIR_NS * (1 + moments)
+    if tree <= loop:
+        return None
+    return Choice("fused", (
+        f"compact {kernel.name!r} kernel in d={d}: its windows hold about {pairs / max(m, 1):.0f} of {n} "
+        f"keys per query, which the k-d tree visits pair by pair; the compiled multi-core loop over all "
+        f"pairs costs less (modelled {loop / 1e9:.3g} s vs {tree / 1e9:.3g} s)"))
 
 
 def _choose_series(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: NDArray[np.floating],

@@ -428,6 +428,11 @@ def _setup(queries, keys, sample_weight, bandwidth, tol, rho):  # type: ignore[n
                 big_a=rho * math.sqrt(d), log_s=log_s, eps3=eps3, scale_exp=scale_exp)
 
 
+#: the work of planning one box (its drop radius and terms), in the units of
+#: :data:`nadaraya._support.jit.SERIAL_WORK` (each pass below that runs on the calling thread)
+_PLAN_WORK = 400.0
+
+
 def _planned(g, d, loo=False, jp=0, cols=2, exact_keys=0.0):  # type: ignore[no-untyped-def]
     """Each box's drop radius and terms (0: exact); ``loo``: queries leave a key out; ``jp``,
     ``cols``, ``exact_keys``: the moments' highest power, the columns and the keys an exact query
@@ -439,7 +444,7 @@ def _planned(g, d, loo=False, jp=0, cols=2, exact_keys=0.0):  # type: ignore[no-
     args = (g["kt"], np.log(g["ss"]), g["starts"], g["shape"], g["side"], g["centres"], g["big_a"],
             g["log_s"], math.log(g["eps3"]), np.diff(g["qstart"]), MAX_POWER, MAX_TERMS, counts, ns, loo, jp,
             float(cols), float(exact_keys))
-    run_ranges(_plan, args, nbox, (radius, terms))
+    run_ranges(_plan, args, nbox, (radius, terms), work=_PLAN_WORK * nbox)
     return radius, terms
 
 
@@ -503,7 +508,8 @@ def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: 
                             terms, counts, parent, dim, inv, g["big_a"], g["eps3"], qt, g["qstart"], ex,
                             np.array(cb, dtype=np.int64) if r else None,
                             np.array(cv, dtype=np.int64) if r else None, jp),
-                   g["centres"].shape[0], (s_out, half_a2, ok), grain=1)
+                   g["centres"].shape[0], (s_out, half_a2, ok), grain=1,
+                   work=float(keys.shape[0] + m) * max(1, int(terms.max())) * nout)
         out[qo], good[qo] = s_out, ok
         shift[qo] = g["scale_exp"] * math.log(2.0) - half_a2
         if r:

@@ -149,8 +149,8 @@ def _series(ks, vt, s0, s1, qs, ex, top, mem, cq, cb, inv_h, nt, r, consts, scra
             f = -1.0 / k
             for i in range(nq):
                 npf[k, i] = npf[k - 1, i] * (aq[i] + dd) * f
-    for i0 in range(0, nq, _CHUNK):  # chunks of queries whose Horner rows stay in L1
-        i1 = min(nq, i0 + _CHUNK)
+    for i0 in range(0, nq if split < nq else 0, _CHUNK):  # chunks whose Horner rows stay in L1 (none
+        i1 = min(nq, i0 + _CHUNK)  # where every query leaves out one of these keys: _walk serves them all)
         for c in range(p + 1):
             jmax = 0 if r == 0 else (2 * r if c == 0 else r)
             _horner(mom, nt, c, jmax, aq[i0:i1], i1 - i0, pd)
@@ -283,9 +283,15 @@ def _emit(pd, c, jmax, p, r, npf, fm, nq, consts, tmp, acc):  # type: ignore[no-
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _walk(vt, s0, nb, t0, bb, cut, who, aq, fq, npf, nt, r, consts, run, pd, tmp, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
     """For the queries ``who`` leaving out the cell's keys ``cut`` (ascending, offsets from
-    ``s0``): the series of the keys before the cut, then of those after it, from running moments
-    (added key by key, from the left and from the right: no subtraction)."""
+    ``s0``): the series of the keys before the cut plus that of those after it, from running
+    moments (added key by key, from the left and from the right: no subtraction); the left
+    coefficients are kept per query and the right ones added to them, so each query takes one
+    Horner pass per column."""
     p = vt.shape[0]
+    inv = np.empty(nt)
+    for k in range(nt):
+        inv[k] = 1.0 / (k + 1)
+    keep = np.empty((cut.size, nt, p + 1))
     for side in range(2):
         run[:, :] = 0.0
         j = 0 if side == 0 else nb - 1
@@ -299,36 +305,53 @@ def _walk(vt, s0, nb, t0, bb, cut, who, aq, fq, npf, nt, r, consts, run, pd, tmp
                     run[k, 0] += t
                     for c in range(p):
                         run[k, 1 + c] += t * vt[c, s0 + j]
-                    t *= b / (k + 1)
+                    t *= b * inv[k]
                 j += 1 if side == 0 else -1
+            both = keep[at]
+            if side == 0:
+                both[:, :] = run[:nt, :]
+                continue
+            for k in range(nt):
+                for c in range(p + 1):
+                    both[k, c] += run[k, c]
             i = who[at]
             a = aq[i]
             for c in range(p + 1):
                 jmax = 0 if r == 0 else (2 * r if c == 0 else r)
                 if jmax == 0:
-                    v = run[nt - 1, c]
+                    v = both[nt - 1, c]
                     for k in range(nt - 2, -1, -1):
-                        v = v * a + run[k, c]
+                        v = v * a + both[k, c]
                     acc[c, i] += fq[i] * v
                     continue
-                _one(run, nt, c, jmax, a, fq[i], p, r, npf, i, consts[0], acc)
+                _one(both, nt, c, jmax, a, fq[i], p, r, npf, i, consts[0], acc)
 
 
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _one(run, nt, c, jmax, a, f, p, r, npf, i, hfact, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
     """:func:`_horner` and :func:`_emit` for the one query ``i`` (column ``c``, offset ``a``,
-    factor ``f``) of a leave-one-out walk, in scalars."""
+    factor ``f``) of a leave-one-out walk, in scalars (as many derivatives as ``jmax``)."""
     x0 = run[nt - 1, c]
     x1 = 0.0
     x2 = 0.0
     x3 = 0.0
     x4 = 0.0
-    for k in range(nt - 2, -1, -1):
-        x4 = x4 * a + x3
-        x3 = x3 * a + x2
-        x2 = x2 * a + x1
-        x1 = x1 * a + x0
-        x0 = x0 * a + run[k, c]
+    if jmax == 1:
+        for k in range(nt - 2, -1, -1):
+            x1 = x1 * a + x0
+            x0 = x0 * a + run[k, c]
+    elif jmax == 2:
+        for k in range(nt - 2, -1, -1):
+            x2 = x2 * a + x1
+            x1 = x1 * a + x0
+            x0 = x0 * a + run[k, c]
+    else:
+        for k in range(nt - 2, -1, -1):
+            x4 = x4 * a + x3
+            x3 = x3 * a + x2
+            x2 = x2 * a + x1
+            x1 = x1 * a + x0
+            x0 = x0 * a + run[k, c]
     acc[c, i] += f * x0
     base = p + 1 if c == 0 else p + 2 * r + c
     step = 1 if c == 0 else p
@@ -565,6 +588,9 @@ def worth(sampled: NDArray[np.float64], queries: NDArray[np.float64], keys: NDAr
     nt = terms((RHO / 2.0) ** 2)
     reach = math.ceil(math.sqrt(1.0 + 2.0 * big_l) / RHO)
     pair = _PAIR[0] + _PAIR[1]
-    cells = np.array([(2 * reach + 1) * min(_costs(a, b, 0, 1, nt, 0)) / a
-                      for a, b in zip(qb, kb, strict=True)])
+    # _costs(qb, kb, 0, 1, nt, 0) for every sample at once (one call per sample costs 1.5 ms)
+    keyed = qb * (kb * (_PAIR[0] + _PAIR[1]) + _CALL)
+    series = (_FIXED[0] + 2 * _FIXED[1] + kb * (_POINT[0] + _POINT[1] * nt * 2)
+              + qb * (_POINT[0] + _POINT[1] * nt * 2))
+    cells = (2 * reach + 1) * np.minimum(keyed, series) / qb
     return np.where(cells < window * pair + _CALL, cells / pair, np.inf)

@@ -353,10 +353,11 @@ def pairs(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: 
     inv_h = 1.0 / np.asarray(bandwidth, dtype=np.float64)
     qs = (q if m <= 512 else q[rng.integers(0, m, 512)]) * inv_h
     ks = (k if n <= 4096 else k[rng.integers(0, n, 4096)]) * inv_h
-    near = np.zeros(qs.shape[0])
-    for i in range(0, qs.shape[0], 64):
-        dist2 = ((qs[i:i + 64, None, :] - ks[None, :, :]) ** 2).sum(axis=2)
-        near[i:i + 64] = (dist2 <= 2.0 * big_l).sum(axis=1)
+    from scipy.spatial import cKDTree
+
+    # a k-d tree counts the sampled keys within the radius (all pairs in NumPy cost 0.1 s at n = 2e3)
+    near = np.asarray(cKDTree(ks).query_ball_point(qs, math.sqrt(2.0 * big_l), return_length=True),
+                      dtype=float)
     per = np.maximum(near * (n / ks.shape[0]) * (1.0 + 1.6 / CELLS_PER_RADIUS) ** d, 1.0)
     return float(min(m * float(per.mean()), float(m) * n))
 

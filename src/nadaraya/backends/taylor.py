@@ -476,6 +476,11 @@ def _by_box(
     return counting_pairs(ids, int(ids.max()) + 1, q64)  # type: ignore[no-any-return]
 
 
+#: the work of planning one box (a binary search and its terms), in the units of
+#: :data:`nadaraya._support.jit.SERIAL_WORK` (each pass below that runs on the calling thread)
+_PLAN_WORK = 200.0
+
+
 def _series(
     qs: NDArray[np.float64], xs: NDArray[np.float64], ss: NDArray[np.float64], vs: NDArray[np.float64],
     ex: NDArray[np.int64], inv_h: float, origin: float, params: tuple[float, ...], r: int,
@@ -495,7 +500,8 @@ def _series(
     # every kernel reads the same rounded centres (an expression recomputed in each, where some are
     # compiled with contraction, could round differently: a and u would then disagree by an ulp of c)
     centres = origin + (ids + 0.5) * (2.0 * rho / inv_h)
-    run_ranges(_plan_boxes, (xs, ss, inv_h, centres, rho, zmax, lc, eps3, 2 * r), nbox, (lo, hi, terms))
+    run_ranges(_plan_boxes, (xs, ss, inv_h, centres, rho, zmax, lc, eps3, 2 * r), nbox, (lo, hi, terms),
+               work=_PLAN_WORK * nbox)
     qbox = np.repeat(np.arange(nbox), np.diff(starts))
     p = vs.shape[1]
     ncol = 1 + max(1, p + 2 * r + r * p)  # the weight and every other column (one dummy at least)
@@ -512,8 +518,8 @@ def _series(
         task_hi = np.minimum(task_lo + SEGMENT, np.where(terms[task_box] > 0, hi[task_box], lo[task_box]))
         T = np.zeros((task_box.size, pmax, ncol))
         run_ranges(_moments, (xs, ss, vs, inv_h, centres, terms, task_box, task_lo, task_hi, r, unit),
-                   task_box.size, (T,))
+                   task_box.size, (T,), work=float(((task_hi - task_lo) * terms[task_box]).sum()) * ncol)
         box_T = np.add.reduceat(T, first, axis=0) if task_box.size > b1 - b0 else T
         q0, q1 = int(starts[b0]), int(starts[b1])
         run_ranges(_evaluate, (qs, xs, ss, vs, inv_h, centres, rho, kappa, qbox, lo, hi, terms,
-                               box_T, b0, r, unit, ex, q0), q1 - q0, outputs)
+                               box_T, b0, r, unit, ex, q0), q1 - q0, outputs, work=8.0 * (q1 - q0) * pmax * ncol)

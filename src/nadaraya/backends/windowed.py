@@ -13,10 +13,10 @@ bandwidth of it. This backend never looks at the others:
   ``sum s_i v_i t_i^j``. These are kept as prefix and suffix sums *restarted at every cell*:
   ``|t| <= 1/2`` and ``|q - centre| <= 3h/2`` wherever they are used, so nothing cancels when
   ``|x| >> h``. The queries are never sorted: a counting sort puts them into buckets of
-  whole cells (O(m)); one parallel task (numba ``prange``) per run of buckets builds the
-  moment tables of its keys, which stay in cache, and finds each query's window
-  ``[q - h, q + h]`` by a short search from a lookup grid of about one key per step, with
-  exactly the reference's test ``|(q - x) / h| <= 1`` at the edges (and a check of both
+  whole cells (O(m)); one task (on the shared thread pool; a small pass on the calling
+  thread) per run of buckets builds the moment tables of its keys, which stay in cache, and
+  finds each query's window ``[q - h, q + h]`` by a short search from a lookup grid of about
+  one key per step, with exactly the reference's test ``|(q - x) / h| <= 1`` at the edges (and a check of both
   ends). Each window is split at the query (odd powers of ``|u|``; kernels even in ``u``
   need no split) and at the kernel's breakpoints; each part is the suffix of one cell plus
   the prefix of the next, read in O(1). Leave-one-out splits the part around the excluded
@@ -79,7 +79,6 @@ import functools
 import itertools
 import math
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -293,6 +292,15 @@ def _split(kernel: Kernel, rt: Route) -> bool:
     return rt.breaks.size > 0 or not np.array_equal(rt.coef[0], rt.coef[1])
 
 
+def _one_d_work(n: int, m: int, p: int) -> float:
+    """The 1-D windowed pass's work in the units of :data:`nadaraya._support.jit.SERIAL_WORK`:
+    about 16 operations per key and query and value column, times ``log2 n`` (its cost model, 3 ns
+    a point and ``log2 n``). Measured 2026-12 (Epanechnikov, h = 0.05, a shared 2-core machine):
+    one thread beat two 1.6-1.9x at n = m = 500-2000 (0.45 ms), 1.3x at 5000; the threshold
+    falls near n = m = 5000."""
+    return 16.0 * (n + m) * (p + 1) * math.log2(n + 2)
+
+
 def _one_d(
     queries: NDArray[np.floating],
     keys: NDArray[np.floating],
@@ -361,19 +369,16 @@ def _one_d(
         loop = _sweep(coef.shape[1], p)
         args = (qsort, xs, inv_h[0], x0, h, inv_h64, cs, ncell, start, tasks, values, sw, esort, coef,
                 direct_max, _sweep_threshold(coef[0]), res, lo_s, hi_s)
-    ntask = tasks.size - 1
-    runs = np.linspace(0, ntask, min(ntask, 4 * threads) + 1).astype(np.int64)
-    if threads == 1 or runs.size <= 2:
-        loop(0, ntask, *args)
-    else:  # the compiled loop releases the GIL: threads take runs of tasks as they free up
-        with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(lambda r: loop(runs[r], runs[r + 1], *args), range(runs.size - 1)))
+    # the compiled loop releases the GIL: the shared pool's threads take runs of tasks as they free
+    # up; a small pass stays on the calling thread (SERIAL_WORK, measured: _one_d_work)
+    run_ranges(lambda t0, t1: loop(t0, t1, *args), (), tasks.size - 1, (), grain=1, work=_one_d_work(n, m, p))
     weight = np.empty(m)
     value = np.empty((m, p))
     flag = np.zeros(m, dtype=bool)
     lo = np.empty(m, dtype=np.int64)  # written only where flagged
     hi = np.empty(m, dtype=np.int64)
-    run_ranges(jit.unbucket, (qidx, res, lo_s, hi_s), m, (weight, value, flag, lo, hi))
+    run_ranges(jit.unbucket, (qidx, res, lo_s, hi_s), m, (weight, value, flag, lo, hi),
+               work=8.0 * m * (p + 1))
     rows = np.nonzero(flag)[0]
     if rows.size:
         sv = _weighted_values(values, None if sample_weight is None else sw)

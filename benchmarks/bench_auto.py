@@ -1,0 +1,125 @@
+"""``backend="auto"`` against every exact backend that serves the call: its time over the fastest (issue 30).
+
+For each cell of kernel (Gaussian, Epanechnikov, tricube, Laplacian) x local degree (0, 1, 2)
+x features (1, 2, 3) x leave-one-out x sample weights, at n = m = 2e3 and 1e4 (x ~ U(0, 1)^d,
+h = 0.15 per feature): the partial sums (``nadaraya.backends.compute``) on each exact backend
+that serves the cell (``nadaraya.backends.why_not``; the torch and Dask backends, which ``auto``
+never picks by itself, are left out) and on ``auto`` (the chooser's own choice, its data-aware
+part included), best of three. A backend whose modelled cost (``nadaraya.backends.cost``) is
+over 10x the time ``auto`` took is not run (nor the NumPy reference above 1e6 pairs): it
+cannot be the fastest. A call over a second is not repeated. Target: ``auto`` within
+1.5x of the fastest backend, in every cell.
+
+The machine this runs on may be shared: the backends of a cell are timed in one run, interleaved.
+
+    python benchmarks/bench_auto.py           # full sizes (12 minutes on a shared 2-core machine)
+    python benchmarks/bench_auto.py --quick   # n = m = 1e3, no weights, one run each: a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import time
+import warnings
+
+import numpy as np
+
+from nadaraya import backends
+from nadaraya._core.call import compute_partials, prepare
+
+KERNELS = ("gaussian", "epanechnikov", "tricube", "laplacian")
+EXACT = ("laplace", "windowed", "truncated", "fused", "reference")
+LIMIT = 1.5
+#: a backend modelled at more than this many times auto's measured time is not run, nor repeated
+#: where its first run took that long
+HOPELESS = 10.0
+#: the NumPy reference is timed up to this many pairs (beyond, it is never the fastest: 10-100x the
+#: fused loop at n = m = 2e3)
+REFERENCE_PAIRS = 1e6
+
+
+def data(n: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(0.0, 1.0, (n, d))
+    y = np.sin(6 * x[:, 0]) + x.sum(axis=1) + rng.normal(0.0, 0.3, n)
+    return x, y, rng.uniform(0.5, 2.0, n)
+
+
+def cell(kernel: str, degree: int, d: int, loo: bool, weighted: bool, n: int,
+         repeat: int) -> dict[str, float]:
+    """Best-of-``repeat`` seconds per backend (``auto`` under its own name and as ``"auto"``)."""
+    x, y, sw = data(n, d)
+    call = prepare(x, x, y, kernel=kernel, bandwidth=np.full(d, 0.15), sample_weight=sw if weighted else None)
+    exclude = np.arange(n) if loo else None
+
+    def run(name: str) -> tuple[float, str]:
+        best, chosen = np.inf, name
+        for _ in range(repeat):
+            t = time.perf_counter()
+            _, choice = compute_partials(call, exclude=exclude, backend=name, moments=degree)
+            best = min(best, time.perf_counter() - t)
+            chosen = choice.name
+            if best > 1.0:
+                break
+        return best, chosen
+
+    run("auto")  # compile outside the timing
+    times: dict[str, float] = {}
+    t_auto, chosen = run("auto")
+    times["auto"] = t_auto
+    times["auto=" + chosen] = 0.0
+    for name in EXACT:
+        if name not in backends.available():
+            continue
+        if backends.why_not(name, kernel, d=d, degree=degree, loo=loo) is not None:
+            continue
+        model = backends.cost(name, kernel, n=n, m=n, d=d, degree=degree) / 1e9
+        # a backend whose cost depends on the data (truncated) has no modelled cost: it is run
+        hopeless = (math.isfinite(model) and model > HOPELESS * t_auto) or (name == "reference"
+                                                                             and n * n > REFERENCE_PAIRS)
+        if name != chosen and hopeless:
+            continue
+        first = run(name)[0]  # compiles outside the timing, where it compiles
+        times[name] = first if first > HOPELESS * t_auto else min(first, run(name)[0])
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, one run each")
+    args = parser.parse_args()
+    sizes = (1_000,) if args.quick else (2_000, 10_000)
+    options = (False,) if args.quick else (False, True)
+    repeat = 1 if args.quick else 3
+    print(f"{'cell':<44}{'auto':<11}{'seconds':>9}{'fastest':>11}{'seconds':>9}{'ratio':>7}  others")
+    met = total = 0
+    worst = (0.0, "")
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for n, kernel, d, degree, loo, weighted in itertools.product(sizes, KERNELS, (1, 2, 3), (0, 1, 2),
+                                                                      options, options):
+            times = cell(kernel, degree, d, loo, weighted, n, repeat)
+            chosen = next(k for k in times if k.startswith("auto="))[5:]
+            t_auto = times["auto"]
+            named = {k: v for k, v in times.items() if not k.startswith("auto")}
+            fastest = min(named, key=named.get) if named else chosen
+            best = min(named.values()) if named else t_auto
+            ratio = t_auto / best
+            total += 1
+            met += ratio <= LIMIT
+            name = f"n={n} {kernel} d={d} deg={degree}{' loo' if loo else ''}{' w' if weighted else ''}"
+            worst = max(worst, (ratio, name))
+            others = " ".join(f"{k} {v:.4f}" for k, v in named.items() if k != fastest)
+            flag = "" if ratio <= LIMIT else "  NOT MET"
+            print(f"{name:<44}{chosen:<11}{t_auto:>9.4f}{fastest:>11}{best:>9.4f}{ratio:>6.2f}x  "
+                  f"{others}{flag}", flush=True)
+    print(f"auto within {LIMIT}x of the fastest exact backend: {met} of {total} cells "
+          f"({'met' if met == total else 'NOT MET'}); worst {worst[0]:.2f}x ({worst[1]}); "
+          f"{time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
