@@ -522,4 +522,5 @@ def _series(
         box_T = np.add.reduceat(T, first, axis=0) if task_box.size > b1 - b0 else T
         q0, q1 = int(starts[b0]), int(starts[b1])
         run_ranges(_evaluate, (qs, xs, ss, vs, inv_h, centres, rho, kappa, qbox, lo, hi, terms,
-                               box_T, b0, r, unit, ex, q0), q1 - q0, outputs, work=8.0 * (q1 - q0) * pmax * ncol)
+                               box_T, b0, r, unit, ex, q0), q1 - q0, outputs,
+                   work=8.0 * (q1 - q0) * pmax * ncol)
