@@ -68,16 +68,19 @@ def _calls(n: int, seed: int = 0) -> dict[str, Any]:
                                                bandwidth=np.array([0.05, 0.05]), tol=1e-8),
         "local linear": lambda: nadaraya.pool(x, x, v, bandwidth=0.05, degree=1),
         "local quadratic": lambda: nadaraya.pool(x, x, v, bandwidth=0.05, degree=2),
+        "windowed moments": lambda: backends.compute("windowed", x, x, v, kernel=get_kernel("tricube"),
+                                                     bandwidth=np.array([0.05]), moments=1),
     }
 
 
-@pytest.mark.parametrize("name", ["windowed", "taylor", "taylor 2-D", "local linear", "local quadratic"])
+@pytest.mark.parametrize("name", ["windowed", "taylor", "taylor 2-D", "local linear", "local quadratic",
+                                  "windowed moments"])
 def test_a_tiny_call_does_not_enter_the_pool(name: str, spy: _SpyPool, two_threads: Any) -> None:
     _calls(300)[name]()
     assert spy.tasks == 0
 
 
-@pytest.mark.parametrize("name", ["windowed", "taylor"])
+@pytest.mark.parametrize("name", ["windowed", "taylor", "windowed moments"])
 def test_a_large_call_uses_the_pool_and_gives_the_serial_sums(name: str, spy: _SpyPool,
                                                                two_threads: Any) -> None:
     call = _calls(30_000)[name]
@@ -85,5 +88,6 @@ def test_a_large_call_uses_the_pool_and_gives_the_serial_sums(name: str, spy: _S
     assert spy.tasks > 0  # the spy sees the pool's tasks: the tiny calls' zero above means something
     numba.set_num_threads(1)
     one = call()
-    for a, b in zip((wide.weight, wide.value), (one.weight, one.value), strict=True):
+    for a, b in zip((wide.weight, wide.value, *wide.moments), (one.weight, one.value, *one.moments),
+                    strict=True):
         np.testing.assert_array_equal(a, b)

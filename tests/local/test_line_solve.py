@@ -75,3 +75,28 @@ def test_parabola_decides_as_the_general_solve():
     assert {2, -1} <= set(fit.degree.tolist())
     np.testing.assert_allclose(fit.estimate, general.estimate, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(fit.inverse00, general.inverse00, rtol=1e-9, atol=1e-12)
+
+
+def test_line_decides_as_the_general_solve():
+    """Degree 1 in one feature: the closed form takes the same degree as the general solve's
+    eigenvalues on every query, and the same fit to rounding, queries beyond the data's ends
+    included (nearly singular systems)."""
+    from nadaraya.backends import reference
+    from nadaraya.kernels import get
+    from nadaraya.local import solve as solve_module
+
+    rng = np.random.default_rng(2)
+    x = np.sort(rng.uniform(0.0, 1.0, 300))[:, None]
+    y = np.column_stack([np.sin(6 * x[:, 0]), x[:, 0] ** 2]) + rng.normal(0.0, 0.3, (300, 2))
+    q = np.linspace(-0.2, 1.2, 400)[:, None]
+    h = np.array([0.05])
+    for kernel in ("epanechnikov", "tricube", "gaussian"):
+        parts = reference.partials(q, x, y, kernel=get(kernel), bandwidth=h, moments=1)
+        fit = solve(parts, 1, h)
+        m, p = parts.value.shape
+        general = solve_module._general(parts, 1, h, np.full((m, p), np.nan), np.full((m, 1, p), np.nan),
+                                        np.full(m, -1), np.full(m, np.nan))
+        np.testing.assert_array_equal(fit.degree, general.degree)
+        assert 1 in set(fit.degree.tolist())
+        np.testing.assert_allclose(fit.estimate, general.estimate, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(fit.slope, general.slope, rtol=1e-8, atol=1e-10)

@@ -304,7 +304,7 @@ def _choose_tree(kernel: Kernel, queries: NDArray[np.floating], keys: NDArray[np
     m, n, d = queries.shape[0], keys.shape[0], keys.shape[1]
     tree = cost("windowed", kernel, n=n, m=m, d=d, degree=moments)
     loop = cost("fused", kernel, n=n, m=m, d=d, degree=moments)
-    settled = loop <= tree or loop >= tree + m * n * TREE_PAIR_NS
+    settled = loop <= tree or loop >= tree + m * n * TREE_PAIR_NS * (1 + moments)
     if settled or not (math.isfinite(tree) and math.isfinite(loop)):
         return None  # the sizes pick the fused loop already, or the tree wins with every pair in a window
     rng = np.random.default_rng(0)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from numba import njit
@@ -294,15 +293,12 @@ def run(
     hi_s = np.empty(m, dtype=np.int64)
     args = (qsort, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, esort, *middle, res, lo_s,
             hi_s)
-    ntask = tasks.size - 1
-    runs = np.linspace(0, ntask, min(ntask, 4 * threads) + 1).astype(np.int64)
-    if threads == 1 or runs.size <= 2:
-        loop(0, ntask, *args)
-    else:
-        with ThreadPoolExecutor(threads) as pool:
-            list(pool.map(lambda r: loop(runs[r], runs[r + 1], *args), range(runs.size - 1)))
     from nadaraya._support.jit import run_ranges
 
+    # the shared pool, as the plain sweep; a small pass stays on the calling thread (SERIAL_WORK):
+    # the plain sweep's measured work per key, query and column, times the moment columns
+    work = 16.0 * (n + m) * ncol * math.log2(n + 2)
+    run_ranges(lambda t0, t1: loop(t0, t1, *args), (), tasks.size - 1, (), grain=1, work=work)
     out = np.empty((m, ncol))
     flag = np.empty(m, dtype=bool)
     run_ranges(_unbucket_rows, (qidx, res), m, (out, flag), work=4.0 * m * ncol)

@@ -327,7 +327,7 @@ def _evaluate(qs, xs, ss, vs, inv_h, centres, rho, kappa, qbox, lo, hi, terms, T
         if unit:
             S[1] = S[0]
         e = ex[i]
-        if e >= 0 and lo[b] <= e < hi[b]:  # the left-out key's share, as the box summed it
+        if e >= 0 and lo[b] <= e < hi[b]:  # the left-out key's share, its series term by term
             u = (xs[e] - c) * inv_h
             term = ss[e] * exp_flushed(-0.5 * u * u)
             share = 0.0

@@ -10,8 +10,8 @@
 - the polynomial kernels: a polynomial on each piece between the sums of two of the kernel's
   breakpoints (degree at most 19), tabulated as its Chebyshev interpolant of degree 24 on the
   piece (exact: the values at the nodes are Gauss-Legendre sums over the pieces of
-  ``K(s) K(t - s)``, exact for polynomials of degree up to 23); the cosine kernel likewise
-  (analytic on each piece: the interpolant is within rounding);
+  ``K(s) K(t - s)``, 20 nodes, exact for polynomials of degree up to 39); the cosine kernel
+  likewise (analytic on each piece: the interpolant is within rounding);
 - Laplacian: ``(1 + |t|) e^-|t| / 4``; logistic: ``e^-a ((a - 2) + (a + 2) e^-a) / (1 - e^-a)^3``
   with ``a = |t|``, its Taylor series below ``a = 1/2`` (no cancellation);
 - Gaussian: ``phi(t / sqrt 2) / sqrt 2`` (the engine sums it directly: the Gaussian at

@@ -57,7 +57,8 @@ RHO = 1.25
 DIRECT_K = 48
 #: chunks of fewer queries are summed directly (a chunk costs about one window of walking)
 MIN_CHUNK = 6
-#: a fast fit whose rounding bound exceeds this part of ``max|y|`` is summed directly
+#: a fast fit whose rounding bound exceeds this part of ``max|y|`` is taken from the blocks
+#: (:mod:`._lowess_blocks`) where their bound allows, else summed directly
 FIT_TOL = 3e-11
 _EPS = 2.0**-52
 _NR = 12  # powers of t in the r moments (0 .. 11)
