@@ -107,39 +107,11 @@ def unsort_rows(rows, order):  # type: ignore[no-untyped-def]  # pragma: no cove
 
 
 @numba.njit(cache=True, nogil=True)
-def _bucket_argsort(x, lo, scale, nbins, limit):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """The order that sorts ``x`` by a counting sort into ``nbins`` equal bins, then insertion
-    sort within them; ``None`` (an empty array) when a bin holds more than ``limit`` keys."""
-    n = x.size
-    ids = np.empty(n, dtype=np.int64)
-    count = np.zeros(nbins + 1, dtype=np.int64)
-    for i in range(n):
-        b = min(max(int((x[i] - lo) * scale), 0), nbins - 1)
-        ids[i] = b
-        count[b + 1] += 1
-    for b in range(nbins):
-        if count[b + 1] > limit:
-            return np.empty(0, dtype=np.int64)
-        count[b + 1] += count[b]
-    out = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        out[count[ids[i]]] = i
-        count[ids[i]] += 1
-    for i in range(1, n):  # each key is out of place only within its bin: O(n limit) at worst
-        j = i
-        k = out[i]
-        v = x[k]
-        while j > 0 and x[out[j - 1]] > v:
-            out[j] = out[j - 1]
-            j -= 1
-        out[j] = k
-    return out
-
-
-@numba.njit(cache=True, nogil=True)
 def _bucket_pairs(x, lo, scale, nbins, limit):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """:func:`_bucket_argsort` that moves the values with their indices (its insertion sort
-    compares neighbours in memory, not through the order) and returns both."""
+    """The order that sorts ``x`` by a counting sort into ``nbins`` equal bins, then a stable
+    insertion sort within them, and ``x`` in it (the values move with their indices, so the
+    insertion sort compares neighbours in memory); empty arrays when a bin holds more than
+    ``limit`` keys."""
     n = x.size
     ids = np.empty(n, dtype=np.int64)
     count = np.zeros(nbins + 1, dtype=np.int64)
@@ -211,5 +183,5 @@ def argsort_spread(x: NDArray[np.float64]) -> NDArray[np.int64]:
     lo, hi = float(x.min()), float(x.max())
     if not hi > lo:
         return np.arange(x.size)
-    out = _bucket_argsort(x, lo, x.size / (hi - lo), x.size, 32)
+    out = _bucket_pairs(x, lo, x.size / (hi - lo), x.size, 32)[0]
     return out if out.size == x.size else np.argsort(x)
