@@ -61,8 +61,8 @@ def line_rows(
     >>> used, inv00 = np.full(1, -1), np.full(1, np.nan)
     >>> line_rows(np.array([2.0]), np.array([0.0]), np.array([1.0]), np.array([[4.0]]),
     ...           np.array([[1.0]]), 1.0, 1e-10, est, slope, used, inv00)
-    >>> est.tolist(), slope.tolist(), used.tolist()
-    ([[2.0]], [[2.0]], [1])
+    >>> est.tolist(), slope.tolist(), used.tolist()  # level 4 / 2, slope (sum w u y) / (sum w u^2)
+    ([[2.0]], [[1.0]], [1])
     """
     from nadaraya._support.jit import run_ranges
 
