@@ -31,7 +31,7 @@ browser:
 		echo "chromium could not be installed; the browser test will be skipped"
 
 test: $(STAMP) lint browser
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py

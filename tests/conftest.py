@@ -58,6 +58,29 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or "ci")
 
 
+#: test files that each hold a long test (the documentation site with its gallery, the benchmark
+#: scripts' smoke runs, the capability table's every cell): collected first, so that under
+#: ``make test``'s two pytest-xdist workers they start early rather than leave one worker running
+#: alone at the end
+_LONG_FIRST = (
+    "tests/shell/test_docs.py",
+    "tests/shell/test_benchmarks.py",
+    "tests/house/test_house_shell.py",
+    "tests/backends/test_capabilities.py",
+    "tests/backends/test_moments_windowed.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files of :data:`_LONG_FIRST` first, in that order; every other test keeps its place."""
+
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        return _LONG_FIRST.index(path) if path in _LONG_FIRST else len(_LONG_FIRST)
+
+    items.sort(key=rank)  # stable: the order within each file and among the rest is kept
+
+
 @pytest.fixture(autouse=True)
 def _seeded_global_random_state() -> None:
     """The legacy global generators (``random``, ``np.random.*``) start each test from the same
