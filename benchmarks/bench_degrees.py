@@ -12,6 +12,9 @@ Workloads, y = sin 6x + x + N(0, 0.3^2) on x ~ U(0, 1), ``backend="auto"``, exac
   default at most 1.2x one thread, both ways; beside the busy core at most 2x its idle time).
 - D3, 1-D CV selection at n = 2e4: ``select_bandwidth(degree=1)`` over ``degree=0`` (target:
   at most 3x).
+- D4, the neighbours of D1: every kernel of the registry, n = m = 2e5, at one bandwidth each,
+  ``pool`` and ``loo_pool`` at degree 0, 1, 2 (best of two, interleaved): the ratio of each
+  degree to degree 0, held to D1's targets.
 
 The machine this runs on may be shared: the ratios are taken in one run, interleaved.
 
@@ -100,6 +103,41 @@ def d1(n: int, only: set[str] | None = None) -> None:
                 row(name, f"{mode} degree={deg}", times[deg], note)
 
 
+#: D4's bandwidths: about 20 keys per window for the compact kernels at n = 2e5, and the
+#: unbounded ones at a middle bandwidth (D1 has the Gaussian's ends).
+NEIGHBOURS = (("gaussian", 0.05), ("laplacian", 0.05), ("logistic", 0.05), ("epanechnikov", 0.01),
+              ("boxcar", 0.01), ("triangular", 0.01), ("biweight", 0.01), ("triweight", 0.01),
+              ("tricube", 0.002), ("cosine", 0.01), ("parzen", 0.01), ("constant", 0.01))
+
+
+def d4(n: int, only: set[str] | None = None) -> None:
+    x, y = data(n)
+    for kernel, h in NEIGHBOURS:
+        if only is not None and kernel not in only and "D4" not in only:
+            continue
+        for deg in (0, 1, 2):  # compile outside the timing
+            nadaraya.pool(x[:3000], x[:3000], y[:3000], kernel=kernel, bandwidth=h, degree=deg)
+            nadaraya.loo_pool(x[:3000], y[:3000], kernel=kernel, bandwidth=h, degree=deg)
+        for mode in ("pool", "loo_pool"):
+            times = dict.fromkeys((0, 1, 2), np.inf)
+            for _ in range(2):
+                for deg in (0, 1, 2):
+                    kw = {"kernel": kernel, "bandwidth": h, "degree": deg}
+                    if mode == "pool":
+                        call = lambda kw=kw: nadaraya.pool(x, x, y, **kw)  # noqa: E731
+                    else:
+                        call = lambda kw=kw: nadaraya.loo_pool(x, y, **kw)  # noqa: E731
+                    times[deg] = min(times[deg], timed(call, repeat=1)[0])
+            for deg in (0, 1, 2):
+                note = ""
+                if deg:
+                    limit = 1.6 if deg == 1 else 2.5
+                    ratio = times[deg] / times[0]
+                    note = (f"ratio {ratio:.2f}x degree 0 (D1's target <= {limit}x: "
+                            f"{'met' if ratio <= limit else 'NOT MET'})")
+                row(f"D4 {kernel} h={h} n={n}", f"{mode} degree={deg}", times[deg], note)
+
+
 def _mixed_data(n: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(2)
     c = rng.uniform(0, 5, n)
@@ -176,7 +214,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--only", default=None,
-                        help="workloads (D1, D2, D3) or D1 kernels, comma-separated: epanechnikov,tricube")
+                        help="workloads (D1, D2, D3, D4) or D1/D4 kernels, comma-separated: "
+                             "epanechnikov,tricube")
     args = parser.parse_args()
     only = None if args.only is None else {t.strip() for t in args.only.split(",") if t.strip()}
     print(f"{'workload':<28}{'implementation':<30}{'seconds':>10}  note")
@@ -186,6 +225,8 @@ def main() -> None:
         d2(200 if args.quick else 500)
     if only is None or "D3" in only:
         d3(4_000 if args.quick else 20_000)
+    if only is None or "D4" in only or only & {k for k, _ in NEIGHBOURS}:
+        d4(20_000 if args.quick else 200_000, only)
 
 
 if __name__ == "__main__":
