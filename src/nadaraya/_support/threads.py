@@ -22,6 +22,11 @@ tests/core/test_threads.py checks, in a fresh process, which threading layer and
 picked, that the fused loops run on nadaraya's own pool and leave torch's untouched, with one
 coarse 10x guard on time.
 
+:func:`one_blas_thread` holds BLAS to one thread where an optimiser does linear algebra on a
+few numbers (L-BFGS-B's ``setulb`` calls OpenBLAS on vectors of length d): OpenBLAS's threads
+there only wake, spin and fight numba's passes and other processes for the cores (measured on 2
+shared cores: 3-7 ms per ``setulb`` call with two BLAS threads, a few microseconds with one).
+
 Examples
 --------
 >>> from nadaraya._support import threads as _threads
@@ -31,13 +36,17 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+from collections.abc import Iterator
+from typing import Any
 
-__all__ = ["configure", "threading_layer"]
+__all__ = ["configure", "one_blas_thread", "threading_layer"]
 
 _lock = threading.Lock()
 _done = False
+_controller: list[Any] = []  # threadpoolctl's controller, made once (inspecting the libraries costs ms)
 
 
 def _pick_layer() -> str:
@@ -91,3 +100,29 @@ def threading_layer() -> str:
         return str(numba.threading_layer())
     except ValueError:
         return "unstarted"
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """Run the enclosed block with BLAS (OpenBLAS, MKL, BLIS) limited to one thread.
+
+    The libraries are inspected once, at the first call, after SciPy's linear algebra is loaded
+    (it brings its own OpenBLAS); entering the block afterwards costs microseconds, where
+    ``threadpoolctl.threadpool_limits`` inspects them again each time (milliseconds).
+
+    Examples
+    --------
+    >>> from threadpoolctl import threadpool_info
+    >>> with one_blas_thread():
+    ...     all(i["num_threads"] == 1 for i in threadpool_info() if i["user_api"] == "blas")
+    True
+    """
+    if not _controller:
+        import scipy.linalg  # noqa: F401  (loads SciPy's OpenBLAS, which the controller must see)
+        from threadpoolctl import ThreadpoolController
+
+        with _lock:
+            if not _controller:
+                _controller.append(ThreadpoolController())
+    with _controller[0].limit(limits=1, user_api="blas"):
+        yield

@@ -1,13 +1,17 @@
 """The leave-one-out pass of mixed data for the bandwidth search: Gaussian, degree 0 or 1 (numba).
 
-One task per point, in ranges on the shared thread pool (:func:`nadaraya._support.jit.run_ranges`)
-above :data:`nadaraya._support.jit.SERIAL_WORK` (below it, serially: at n = 500 waking threads cost
-more than the pass): the log weights of every other point (the continuous columns'
-Gaussian terms, the log sample weight, and the categorical factor of the pair read from a
-(groups x groups) table of log factors) into a scratch row with their maximum, then one
-sweep of exponentials that sums the weight, the weighted values and, for degree 1, the
-moments ``sum w u``, ``sum w u u^T``, ``sum w u v`` with ``u = x_j - x_i`` exact. The same
-sums as :func:`nadaraya.local.fit.partials` with ``exclude = arange(n)``.
+One task per point, in ranges of the points ordered by category tuple, on the shared thread pool
+(:func:`nadaraya._support.jit.run_ranges`) above :data:`nadaraya._support.jit.SERIAL_WORK`; below
+it (at n = 500, say) the pass runs on the calling thread, with no thread woken. For each group of
+points that share their categories, the log sample weight plus the categorical factor of the pair
+(read from a (groups x groups) table of log factors) of every key, once per group; for each point
+of the group, the log weights of every other point (that row minus the continuous columns'
+Gaussian terms) into a scratch row with their maximum, then one sweep of exponentials that sums
+the weight, the weighted values and, for degree 1, the moments ``sum w u``, ``sum w u u^T``,
+``sum w u v`` with ``u = x_j - x_i`` exact (one continuous column and one value column, the
+common case, in registers). The same sums as :func:`nadaraya.local.fit.partials` with
+``exclude = arange(n)``: each point's own term is masked (its log weight set to ``-inf``), never
+subtracted.
 """
 
 from __future__ import annotations
@@ -16,64 +20,112 @@ import numpy as np
 from numba import njit
 from numpy.typing import NDArray
 
-from nadaraya._support.jit import exp_flushed, run_ranges, threads_for
+from nadaraya._support.jit import exp_flushed, run_ranges
 from nadaraya.partials import Partials
 
 __all__ = ["mixed_loo"]
 
 
 @njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
-def _loo(xt, inv_h, lsw, gid, table, yt, degree, a0, a1, shift, weight, value, s1, s2, t1):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """The points ``a0 .. a1 - 1`` (a range of :func:`nadaraya._support.jit.run_ranges`)."""
+def _sums(xt, i, buf, ua, sh, yt, degree, weight, value, s1, s2, t1):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Point ``i``'s sums from its log weights ``buf`` (its own masked) under the shift ``sh``."""
     dc, n = xt.shape
     p = yt.shape[0]
+    if p == 1 and (degree == 0 or dc == 1):
+        y0 = yt[0]
+        sw = 0.0
+        sv = 0.0
+        if degree == 0:
+            for j in range(n):
+                e = exp_flushed(buf[j] - sh)
+                sw += e
+                sv += e * y0[j]
+        else:
+            xa = xt[0, i]
+            x0 = xt[0]
+            m1 = 0.0
+            m2 = 0.0
+            mv = 0.0
+            for j in range(n):
+                e = exp_flushed(buf[j] - sh)
+                u = x0[j] - xa
+                eu = e * u
+                sw += e
+                sv += e * y0[j]
+                m1 += eu
+                m2 += eu * u
+                mv += eu * y0[j]
+            s1[i, 0] = m1
+            s2[i, 0, 0] = m2
+            t1[i, 0, 0] = mv
+        weight[i] = sw
+        value[i, 0] = sv
+        return
+    sw = 0.0
+    for j in range(n):
+        e = exp_flushed(buf[j] - sh)
+        buf[j] = e
+        sw += e
+    weight[i] = sw
+    for c in range(p):
+        acc = 0.0
+        for j in range(n):
+            acc += buf[j] * yt[c, j]
+        value[i, c] = acc
+    if degree:
+        for a in range(dc):
+            xa = xt[a, i]
+            acc = 0.0
+            for j in range(n):
+                ua[j] = buf[j] * (xt[a, j] - xa)
+                acc += ua[j]
+            s1[i, a] = acc
+            for b in range(dc):
+                xb = xt[b, i]
+                acc = 0.0
+                for j in range(n):
+                    acc += ua[j] * (xt[b, j] - xb)
+                s2[i, a, b] = acc
+            for c in range(p):
+                acc = 0.0
+                for j in range(n):
+                    acc += ua[j] * yt[c, j]
+                t1[i, a, c] = acc
+
+
+@njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
+def _loo(xt, inv_h, lsw, gid, order, table, yt, degree, a0, a1, shift, weight, value, s1, s2, t1):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The points ``order[a0 .. a1 - 1]`` (a range of :func:`nadaraya._support.jit.run_ranges`)."""
+    dc, n = xt.shape
+    base = np.empty(n)  # the log sample weight and categorical factor of each key, for one group
     buf = np.empty(n)
     ua = np.empty(n)
-    for i in range(a0, a1):
-        row = table[gid[i]]
-        for j in range(n):
-            buf[j] = lsw[j] + row[gid[j]]
-        for a in range(dc):
-            xa, ha = xt[a, i], inv_h[a]
+    g_row = -1
+    for r in range(a0, a1):
+        i = order[r]
+        g = gid[i]
+        if g != g_row:
+            row = table[g]
             for j in range(n):
-                u = (xa - xt[a, j]) * ha
+                base[j] = lsw[j] + row[gid[j]]
+            g_row = g
+        xa, ha = xt[0, i], inv_h[0]
+        x0 = xt[0]
+        for j in range(n):
+            u = (xa - x0[j]) * ha
+            buf[j] = base[j] - 0.5 * u * u
+        for a in range(1, dc):
+            xa, ha = xt[a, i], inv_h[a]
+            xr = xt[a]
+            for j in range(n):
+                u = (xa - xr[j]) * ha
                 buf[j] -= 0.5 * u * u
-        buf[i] = -np.inf
+        buf[i] = -np.inf  # the point's own term, masked
         top = -np.inf
         for j in range(n):
             top = max(top, buf[j])
-        sh = top if top > -np.inf else 0.0
         shift[i] = top
-        sw = 0.0
-        for j in range(n):
-            e = exp_flushed(buf[j] - sh)
-            buf[j] = e
-            sw += e
-        weight[i] = sw
-        for c in range(p):
-            acc = 0.0
-            for j in range(n):
-                acc += buf[j] * yt[c, j]
-            value[i, c] = acc
-        if degree:
-            for a in range(dc):
-                xa = xt[a, i]
-                acc = 0.0
-                for j in range(n):
-                    ua[j] = buf[j] * (xt[a, j] - xa)
-                    acc += ua[j]
-                s1[i, a] = acc
-                for b in range(dc):
-                    xb = xt[b, i]
-                    acc = 0.0
-                    for j in range(n):
-                        acc += ua[j] * (xt[b, j] - xb)
-                    s2[i, a, b] = acc
-                for c in range(p):
-                    acc = 0.0
-                    for j in range(n):
-                        acc += ua[j] * yt[c, j]
-                    t1[i, a, c] = acc
+        _sums(xt, i, buf, ua, top if top > -np.inf else 0.0, yt, degree, weight, value, s1, s2, t1)
 
 
 def mixed_loo(
@@ -82,7 +134,7 @@ def mixed_loo(
 ) -> Partials:
     """Leave-one-out partials of every point over the others, Gaussian kernel, degree 0 or 1.
 
-    ``xc`` (n, dc) continuous columns, ``h`` (dc,), ``log_sw`` (n,) log sample weights,
+    ``xc`` (n, dc) continuous columns (dc >= 1), ``h`` (dc,), ``log_sw`` (n,) log sample weights,
     ``group`` (n,) each point's category tuple, ``table`` (G, G) the log categorical factor of
     a (query group, key group) pair, ``Y`` (n, p).
 
@@ -99,7 +151,9 @@ def mixed_loo(
     shift, weight, value = np.empty(n), np.empty(n), np.zeros((n, p))
     s1, s2, t1 = np.zeros((n, dc)), np.zeros((n, dc, dc)), np.zeros((n, dc, p))
     xt, yt = np.ascontiguousarray(xc.T), np.ascontiguousarray(Y.T)
-    args = (xt, 1.0 / h, log_sw, group.astype(np.int64), table, yt, degree)
-    with threads_for(float(n) * n * (dc + 3 + p + degree * (dc + 1) * (dc + p))):
-        run_ranges(_loo, args, n, (shift, weight, value, s1, s2, t1), grain=16)
+    gid = np.ascontiguousarray(group, dtype=np.int64)
+    order = np.argsort(gid, kind="stable")  # a group's key row is made once per range
+    args = (xt, 1.0 / h, log_sw, gid, order, table, yt, degree)
+    work = float(n) * n * (dc + 3 + p + degree * (dc + 1) * (dc + p))
+    run_ranges(_loo, args, n, (shift, weight, value, s1, s2, t1), grain=16, work=work)
     return Partials(shift, weight, value, (s1, s2, t1) if degree else ())

@@ -35,6 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nadaraya._core.call import Call
+from nadaraya._support.threads import one_blas_thread
 from nadaraya.backends.reference import _moment_sums, block_weights
 from nadaraya.bandwidth._multistart import _OUT, Memo, best_of, log_grid, settle, sweep
 from nadaraya.bandwidth._objective import BandwidthSelection, _Objective
@@ -257,7 +258,9 @@ def select_mixed(
     h, s = starts[best], float(scores[best])
     is_cont = np.zeros(obj.d, dtype=bool)
     is_cont[obj.cont] = True
-    h, s, smoothed, res = _polish_and_settle(obj, h, s, lower, upper, is_cont, rot, span, np.std(x, axis=0))
+    # L-BFGS-B's BLAS calls on a few numbers: OpenBLAS's threads only fight for the cores there
+    with one_blas_thread():
+        h, s, smoothed, res = _polish_and_settle(obj, h, s, lower, upper, is_cont, rot, span, np.std(x, axis=0))
     unit = np.where(is_cont, np.ldexp(1.0, x_exp), 1.0)
     rule = np.full(obj.d, np.nan)
     rule[obj.cont] = rot

@@ -493,8 +493,7 @@ def _per_feature(
     log grid per feature, L-BFGS-B from the best points found, each feature tried smoothed
     out, and the features left smoothed out checked against their own profiles
     (:mod:`nadaraya.bandwidth._multistart`)."""
-    from threadpoolctl import threadpool_limits
-
+    from nadaraya._support.threads import one_blas_thread
     from nadaraya.bandwidth._multistart import (
         Memo,
         better,
@@ -537,7 +536,7 @@ def _per_feature(
     h_rot = np.clip(s.rot, lower, upper)
     # L-BFGS-B's BLAS calls on a few numbers: OpenBLAS's thread pool only fights numba's
     # for the cores there
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         f.values[h_grid.tobytes()] = s_best  # scored on the grid
         # loose polishes from distinct starts find a smooth criterion's basins; a compact
         # kernel's kinks stall them, and its search sweeps and polishes tightly from each start
