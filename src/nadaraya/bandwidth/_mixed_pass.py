@@ -130,13 +130,14 @@ def _loo(xt, inv_h, lsw, gid, order, table, yt, degree, a0, a1, shift, weight, v
 
 def mixed_loo(
     xc: NDArray[np.float64], h: NDArray[np.float64], log_sw: NDArray[np.float64], group: NDArray[np.intp],
-    table: NDArray[np.float64], Y: NDArray[np.float64], degree: int,
+    table: NDArray[np.float64], Y: NDArray[np.float64], degree: int, order: NDArray[np.int64] | None = None,
 ) -> Partials:
     """Leave-one-out partials of every point over the others, Gaussian kernel, degree 0 or 1.
 
     ``xc`` (n, dc) continuous columns (dc >= 1), ``h`` (dc,), ``log_sw`` (n,) log sample weights,
     ``group`` (n,) each point's category tuple, ``table`` (G, G) the log categorical factor of
-    a (query group, key group) pair, ``Y`` (n, p).
+    a (query group, key group) pair, ``Y`` (n, p); ``order`` (n,), the points sorted by group
+    (``argsort(group, kind="stable")``, computed when not given: a search passes it once).
 
     Examples
     --------
@@ -152,7 +153,8 @@ def mixed_loo(
     s1, s2, t1 = np.zeros((n, dc)), np.zeros((n, dc, dc)), np.zeros((n, dc, p))
     xt, yt = np.ascontiguousarray(xc.T), np.ascontiguousarray(Y.T)
     gid = np.ascontiguousarray(group, dtype=np.int64)
-    order = np.argsort(gid, kind="stable")  # a group's key row is made once per range
+    if order is None:
+        order = np.argsort(gid, kind="stable")  # a group's key row is made once per range
     args = (xt, 1.0 / h, log_sw, gid, order, table, yt, degree)
     work = float(n) * n * (dc + 3 + p + degree * (dc + 1) * (dc + p))
     run_ranges(_loo, args, n, (shift, weight, value, s1, s2, t1), grain=16, work=work)

@@ -35,7 +35,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nadaraya._core.call import Call
-from nadaraya._support.threads import one_blas_thread
 from nadaraya.backends.reference import _moment_sums, block_weights
 from nadaraya.bandwidth._multistart import _OUT, Memo, best_of, log_grid, settle, sweep
 from nadaraya.bandwidth._objective import BandwidthSelection, _Objective
@@ -133,19 +132,25 @@ class LocalObjective(_Objective):
         if self._pairs is None:
             cats, group = np.unique(self.Xk, axis=0, return_inverse=True)
             group = group.reshape(-1)
-            self._group = group
+            self._group = group.astype(np.int64)
+            self._order = np.argsort(self._group, kind="stable")
             self._pairs = (cats, (group[:, None] * cats.shape[0] + group[None, :]).astype(np.int32))
+            with np.errstate(divide="ignore"):
+                self._log_sw = np.zeros(self.n) if self.sw is None else np.log(self.sw)
+            self._table = (b"", np.zeros(0))
         cats, pairs = self._pairs
         k, n = self.kernel, self.n
         cat = Categorical(self.kinds, self.Xk, self.Xk, h[self.catc], self.levels, self.categorical_kernel)
         if k.name == "gaussian" and self.degree <= 1 and self.cont.size:
             from nadaraya.bandwidth._mixed_pass import mixed_loo
 
-            with np.errstate(divide="ignore"):
-                table = cat.log_factor(cats, cats)
-                log_sw = np.zeros(n) if self.sw is None else np.log(self.sw)
+            lam = h[self.catc].tobytes()  # a gradient's steps in h keep the lambdas: the table too
+            if self._table[0] != lam:
+                with np.errstate(divide="ignore"):
+                    self._table = (lam, cat.log_factor(cats, cats))
             hc = h[self.cont] * self._hx
-            return mixed_loo(self._xs, hc, log_sw, self._group, table, self.Y, self.degree)
+            return mixed_loo(self._xs, hc, self._log_sw, self._group, self._table[1], self.Y, self.degree,
+                             self._order)
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
             log_f = cat.log_factor(cats, cats).ravel()[pairs]
             if self.cont.size:  # the reference backend's weights of every pair, log in the log domain
@@ -258,9 +263,7 @@ def select_mixed(
     h, s = starts[best], float(scores[best])
     is_cont = np.zeros(obj.d, dtype=bool)
     is_cont[obj.cont] = True
-    # L-BFGS-B's BLAS calls on a few numbers: OpenBLAS's threads only fight for the cores there
-    with one_blas_thread():
-        h, s, smoothed, res = _polish_and_settle(obj, h, s, lower, upper, is_cont, rot, span, np.std(x, axis=0))
+    h, s, smoothed, res = _polish_and_settle(obj, h, s, lower, upper, is_cont, rot, span, np.std(x, axis=0))
     unit = np.where(is_cont, np.ldexp(1.0, x_exp), 1.0)
     rule = np.full(obj.d, np.nan)
     rule[obj.cont] = rot

@@ -253,10 +253,15 @@ def _select_bandwidth(
     pointing at the caller of this function."""
     _check_enough(x.shape[0], sw)
     if var_types is not None and set(var_types) - {"c"}:
+        from nadaraya._support.threads import one_blas_thread
         from nadaraya.bandwidth.local import select_mixed
 
-        return _representable(select_mixed(x, Y, sw, k, method, backend, degree, var_types,
-                                           categorical_kernel, _PROGRESS.get()), x)
+        # L-BFGS-B's and the small solves' BLAS calls on a few numbers: OpenBLAS's threads only
+        # fight numba's passes and other processes for the cores there
+        with one_blas_thread():
+            res = select_mixed(x, Y, sw, k, method, backend, degree, var_types, categorical_kernel,
+                               _PROGRESS.get())
+        return _representable(res, x)
     # Exact powers of two bring X, y and the weights to a safe range: the search then runs as
     # at unit scale (no squared residual overflows or underflows, no spread is lost), and the
     # result is scaled back. Data already in range are left as they are.

@@ -1,0 +1,135 @@
+"""Small bandwidth searches: the mixed leave-one-out pass against brute force, and that a small
+search runs serially (one range on the calling thread, BLAS on one thread)."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+from nadaraya.bandwidth import BandwidthWarning, select_bandwidth
+
+
+def _brute(xc, h, lsw, group, table, Y, degree):
+    """Every point's sums over the others, written out: log weights, their maximum, the sums."""
+    n, dc = xc.shape
+    p = Y.shape[1]
+    shift, weight, value = np.empty(n), np.empty(n), np.empty((n, p))
+    s1, s2, t1 = np.zeros((n, dc)), np.zeros((n, dc, dc)), np.zeros((n, dc, p))
+    for i in range(n):
+        others = np.arange(n) != i
+        u = xc[others] - xc[i]
+        lw = lsw[others] + table[group[i], group[others]] - 0.5 * (((u / h) ** 2).sum(axis=1))
+        top = lw.max()
+        shift[i] = top
+        w = np.exp(lw - (top if np.isfinite(top) else 0.0))
+        weight[i] = w.sum()
+        value[i] = w @ Y[others]
+        if degree:
+            s1[i] = w @ u
+            s2[i] = (w[:, None] * u).T @ u
+            t1[i] = (w[:, None] * u).T @ Y[others]
+    return shift, weight, value, s1, s2, t1
+
+
+@pytest.mark.parametrize("dc,p,degree", [(1, 1, 0), (1, 1, 1), (2, 1, 0), (2, 1, 1), (1, 2, 1), (3, 2, 0)])
+def test_mixed_loo_against_brute_force(dc, p, degree):
+    from nadaraya.bandwidth._mixed_pass import mixed_loo
+
+    rng = np.random.default_rng(dc * 10 + p + degree)
+    n, G = 70, 4
+    xc = rng.uniform(0, 1, (n, dc))
+    xc[5] = xc[6]  # a duplicate point: its twin weighs 1 relative to itself, not its own term
+    Y = rng.normal(size=(n, p))
+    group = rng.integers(0, G, n)
+    table = np.log(rng.uniform(0.05, 1, (G, G)))
+    table[1, 2] = -np.inf  # a categorical factor of 0
+    lsw = np.log(rng.uniform(0.2, 3.0, n))
+    h = rng.uniform(0.1, 0.4, dc)
+    got = mixed_loo(xc, h, lsw, group, table, Y, degree)
+    want = _brute(xc, h, lsw, group, table, Y, degree)
+    _check(got, want, degree)
+
+
+def _check(got, want, degree):
+    """Each point's sums within 1e-12 of the largest sum of its kind for that point (under the
+    same shift: the shifts, the largest log weight, agree to rounding)."""
+    n = got.weight.shape[0]
+    np.testing.assert_allclose(got.shift, want[0], rtol=1e-15, atol=1e-14)
+    assert np.all(np.isfinite(got.shift))
+    rescale = np.exp(got.shift - want[0])  # 1 to rounding
+    for a, b in zip((got.weight, got.value, *got.moments), want[1:] if degree else want[1:3], strict=True):
+        a = a * rescale.reshape((n,) + (1,) * (a.ndim - 1))
+        # every entry against the largest sum of its kind for its point
+        scale = np.abs(b).reshape(n, -1).max(axis=1).reshape((n,) + (1,) * (b.ndim - 1))
+        err = np.abs(a - b) / np.maximum(scale, 1e-300)
+        assert np.all(err <= 1e-12), float(err.max())
+
+
+def test_mixed_loo_far_points_and_one_group():
+    """Keys far from 0 with a small bandwidth (every other point's weight flushes under the
+    largest), a point alone in its group, and two points only."""
+    from nadaraya.bandwidth._mixed_pass import mixed_loo
+
+    rng = np.random.default_rng(3)
+    xc = 1e6 + rng.uniform(0, 1, (40, 1))
+    Y = rng.normal(size=(40, 1))
+    group = np.zeros(40, dtype=np.intp)
+    group[7] = 1
+    table = np.log(np.array([[1.0, 0.2], [0.2, 1.0]]))
+    got = mixed_loo(xc, np.array([1e-3]), np.zeros(40), group, table, Y, 1)
+    want = _brute(xc, np.array([1e-3]), np.zeros(40), group, table, Y, 1)
+    _check(got, want, 1)
+    two = mixed_loo(np.array([[0.0], [1.0]]), np.ones(1), np.zeros(2), np.zeros(2, np.intp), np.zeros((1, 1)),
+                    np.array([[1.0], [3.0]]), 1)
+    assert two.finalize()[:, 0].tolist() == [3.0, 1.0]  # each point's only neighbour
+
+
+def test_small_mixed_search_runs_serially(monkeypatch):
+    """Below the work threshold each pass is one range on the calling thread, and the search's
+    BLAS calls (L-BFGS-B, the small solves) see one BLAS thread."""
+    from threadpoolctl import threadpool_info
+
+    import nadaraya.bandwidth._mixed_pass as mp_
+    import nadaraya.bandwidth.local as local
+
+    calls: list[tuple[int, int, int]] = []
+    compiled = mp_._loo
+
+    def spy(*args):
+        calls.append((threading.get_ident(), int(args[8]), int(args[9])))
+        return compiled(*args)
+
+    monkeypatch.setattr(mp_, "_loo", spy)
+    blas: set[tuple[int, ...]] = set()
+    at = local.LocalObjective.at
+
+    def at_spy(self, *a, **k):
+        blas.add(tuple(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"))
+        return at(self, *a, **k)
+
+    monkeypatch.setattr(local.LocalObjective, "at", at_spy)
+    rng = np.random.default_rng(4)
+    n = 60
+    X = np.column_stack([rng.uniform(0, 5, n), rng.integers(0, 3, n), rng.integers(0, 4, n)]).astype(float)
+    y = np.sin(X[:, 0]) + 0.3 * X[:, 2] + rng.normal(0, 0.3, n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BandwidthWarning)
+        res = select_bandwidth(X, y, var_types="cou")
+    assert len(calls) == res.n_passes > 10
+    assert {c[0] for c in calls} == {threading.get_ident()}
+    assert {c[1:] for c in calls} == {(0, n)}
+    assert blas <= {(1,) * len(next(iter(blas)))}
+
+
+def test_one_blas_thread_restores_the_limits():
+    from threadpoolctl import threadpool_info
+
+    from nadaraya._support.threads import one_blas_thread
+
+    before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    with one_blas_thread():
+        assert all(i["num_threads"] == 1 for i in threadpool_info() if i["user_api"] == "blas")
+    assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == before
