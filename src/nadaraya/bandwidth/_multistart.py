@@ -242,15 +242,20 @@ class Memo:
         self,
         f: Criterion,
         value_grad: Callable[[NDArray[np.float64]], tuple[float, NDArray[np.float64]]] | None = None,
+        *,
+        values_by_gradient: bool = True,
     ) -> None:
         self.f, self.value_grad = f, value_grad
+        #: False where the gradient's pass costs more than the value's: :meth:`__call__` then
+        #: takes the value's pass, and only :meth:`with_gradient` the gradient's
+        self.values_by_gradient = values_by_gradient
         self.values: dict[bytes, float] = {}
         self.grads: dict[bytes, NDArray[np.float64]] = {}
 
     def __call__(self, h: NDArray[np.float64]) -> float:
         key = np.asarray(h, dtype=np.float64).tobytes()
         if key not in self.values:
-            if self.value_grad is not None:
+            if self.value_grad is not None and self.values_by_gradient:
                 return self.with_gradient(h)[0]
             self.values[key] = float(self.f(h))
         return self.values[key]

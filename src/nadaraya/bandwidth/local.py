@@ -16,10 +16,11 @@ Categorical columns multiply each weight by their factor (:mod:`nadaraya.local.m
 term's factor included. The search with categorical columns (one bandwidth or lambda per
 column, as statsmodels' and np's ``cv_ls``): a coarse grid of a common factor on the
 continuous rule of thumb times three common levels of lambda; L-BFGS-B on ``(log h, lambda)``
-within bounds (finite differences) from the grid's best point and from the rule of thumb
-(statsmodels' start), the best kept; a coordinate sweep from there (each column in turn to
-the best point of its grid, the others held), and L-BFGS-B again if it moved; then each
-column tried at the end of its range that smooths it out (the upper bound; for Wang-van
+within bounds from the grid's best point and from the rule of thumb (statsmodels' start),
+the best kept (CV of a Gaussian local constant fit: the exact gradient from one pass,
+:meth:`LocalObjective.value_grad`; else finite differences); a coordinate sweep from there
+(each column in turn to the best point of its grid, the others held), and L-BFGS-B again if
+it moved; then each column tried at the end of its range that smooths it out (the upper bound; for Wang-van
 Ryzin's ordered kernel, whose weights vanish as lambda -> 1, the indicator lambda = 0 is tried
 as well), kept where the score is no worse, and L-BFGS-B once more if anything moved. A
 column is reported smoothed out only where its end scores no higher than every finite value
@@ -103,6 +104,12 @@ class LocalObjective(_Objective):
         zero = np.zeros(1)
         log0 = kernel.log_profile(zero) if kernel.log_domain else np.log(kernel.profile(zero))  # type: ignore[misc]
         self._pairs: tuple[NDArray[np.float64], NDArray[np.int32]] | None = None
+        #: each lambda's upper end (an open end: just below it), where a difference steps down
+        self._lam_high = np.array([
+            high if closed else high - _OPEN
+            for _, high, closed in (lambda_bounds(kind, int(c), categorical_kernel)
+                                    for kind, c in zip(self.kinds, self.levels))
+        ])
         self.own_cont = self.cont.size * float(log0[0]) + np.log(self.s)
 
     def job(self, h: NDArray[np.float64]) -> _job.Job:
@@ -171,6 +178,61 @@ class LocalObjective(_Objective):
         extra = _moment_sums(w, self._xs, self._xs, self.Y, self.degree) if self.degree else ()
         return Partials(shift, w.sum(axis=1), w @ self.Y, extra)
 
+    @property
+    def has_gradient(self) -> bool:
+        """Whether :meth:`value_grad` serves: CV of a Gaussian local constant fit with
+        continuous and categorical columns, one dense pass (few enough points and groups)."""
+        return (self.method == "cv" and self.kernel.name == "gaussian" and self.degree == 0
+                and self.cont.size > 0 and self.catc.size > 0 and self.n <= DENSE_MAX
+                and np.unique(self.Xk, axis=0).shape[0] <= _GRAD_GROUPS)
+
+    def value_grad(
+        self, h: NDArray[np.float64], stage: str = "per_feature"
+    ) -> tuple[float, NDArray[np.float64]]:
+        """CV at ``h`` and its gradient along ``log h`` (continuous columns) and ``lambda``
+        (categorical ones), from one leave-one-out pass
+        (:func:`nadaraya.bandwidth._mixed_pass.mixed_loo_grad`); a lambda whose factor's
+        derivative is not finite there (0 where a factor is ``lambda / (c - 1)``) takes a
+        forward difference of one more pass instead."""
+        from nadaraya.bandwidth._mixed_pass import mixed_loo_grad
+
+        h = np.asarray(h, dtype=np.float64)
+        if self._pairs is None:
+            self._dense(h)  # the groups, kept (no pass counted: its result is not used)
+        if getattr(self, "_by_group", None) is None:
+            o = self._order
+            cats = self._pairs[0]
+            self._by_group = (self._xs[o], self._log_sw[o], self._group[o], self.Y[o], self.s[o], cats)
+        xs, lsw, gs, ys, ss, cats = self._by_group
+        cat = Categorical(self.kinds, self.Xk, self.Xk, h[self.catc], self.levels, self.categorical_kernel)
+        with np.errstate(divide="ignore"):
+            table = cat.log_factor(cats, cats)
+        parts, A, B, T, TY = mixed_loo_grad(xs, h[self.cont] * self._hx, lsw, gs, table, ys)
+        self.n_passes += 1
+        ok = parts.weight > 0
+        f = np.full(ys.shape, np.nan)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            f[ok] = parts.value[ok] / parts.weight[ok, None]
+        pred = np.empty_like(f)
+        pred[self._order] = f
+        score = self._record(h, self.criterion(pred, np.zeros(self.n)), stage)
+        grad = np.zeros(self.d)
+        if not np.isfinite(score):
+            return score, grad
+        p = ys.shape[1]
+        coef = (2.0 / p) * ss[:, None] * (f - ys) / (self.total * parts.weight[:, None])  # (n, p)
+        grad[self.cont] = np.einsum("ic,iac->a", coef, B) - np.einsum("ic,ic,ia->a", coef, f, A)
+        M = np.einsum("ic,ikc->ik", coef, TY) - np.einsum("ic,ic,ik->ik", coef, f, T)  # (n, G)
+        for c, (j, D) in enumerate(zip(self.catc, _dlog_factor(cat, cats))):
+            if np.isfinite(D).all():
+                grad[j] = float((D[gs] * M).sum())
+                continue
+            step = 1.4901161193847656e-08 * max(1.0, abs(float(h[j])))
+            trial = h.copy()
+            trial[j] = h[j] + step if h[j] + step <= self._lam_high[c] else h[j] - step
+            grad[j] = (self.at(trial, stage) - score) / (trial[j] - h[j])
+        return score, grad
+
     def at(self, h: NDArray[np.float64], stage: str = "refine") -> float:
         """The criterion at one bandwidth, from one leave-one-out pass of the moment sums."""
         from nadaraya._support.jit import threads_for
@@ -194,6 +256,33 @@ class LocalObjective(_Objective):
             h_ii, fits = hat_diagonal(parts, fit, self._own(h), values, job.degree, job.call.bandwidth)
             hat = (h_ii, np.ldexp(fits, job.call.value_exp))
         return self._record(h, self.criterion(fit.estimate, rho, hat), stage)
+
+
+#: the gradient's pass keeps a sum per point and key group: at most this many groups
+_GRAD_GROUPS = 256
+
+
+def _dlog_factor(cat: Categorical, cats: NDArray[np.float64]) -> list[NDArray[np.float64]]:
+    """Per categorical column, the derivative along its lambda of the log factor of each
+    (query group, key group) pair (G, G): the derivatives of :meth:`Categorical.log_factor`'s
+    terms, ``inf`` where a factor ``lambda`` or ``lambda / (c - 1)`` is at ``lambda = 0``."""
+    out = []
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for j, kind in enumerate(cat.kinds):
+            lam = np.float64(cat.lambdas[j])  # 1 / 0 = inf, as NumPy divides
+            diff = np.abs(cats[:, j, None] - cats[None, :, j])
+            equal = diff == 0
+            if cat.kernel == "li-racine":
+                same, other = 0.0, (diff / lam if kind == "o" else np.full(diff.shape, 1.0 / lam))
+            elif kind == "o":
+                same = -1.0 / (1.0 - lam)
+                other = -1.0 / (1.0 - lam) + np.where(equal, 0.0, diff) / lam
+            else:
+                same = -1.0 / (1.0 - lam)
+                other = np.full(diff.shape, 1.0 / lam if int(cat.levels[j]) > 1 else 0.0)
+            D = np.where(equal, same, other)
+            out.append(np.where(np.isnan(D), np.inf, D))
+    return out
 
 
 def _starts(
@@ -311,7 +400,10 @@ def _polish_and_settle(
 
     # every (h, lambda) scored once: a polish's start, a grid point a sweep or a profile has
     # visited cost no pass again
-    f = Memo(lambda h: obj.at(h, "per_feature"))
+    # the gradient's pass (where the objective has one) serves L-BFGS-B; the sweeps and
+    # profiles take the value's pass, which costs less
+    f = Memo(lambda h: obj.at(h, "per_feature"), obj.value_grad if obj.has_gradient else None,
+             values_by_gradient=False)
     f.values[np.asarray(h, dtype=np.float64).tobytes()] = s  # the grid's best point
 
     def run(h0: NDArray[np.float64]) -> tuple[NDArray[np.float64], float, Any]:
@@ -321,10 +413,17 @@ def _polish_and_settle(
         def at(v: NDArray[np.float64]) -> NDArray[np.float64]:
             return h0 if np.array_equal(v, v0) else from_v(v)
 
+        def with_grad(v: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+            h = at(v)
+            value, grad = f.with_gradient(h)
+            # d/dv: along log h for the continuous columns (as computed), lambda for the others
+            return value / norm, grad / norm
+
         with np.errstate(invalid="ignore"):
             res = minimize(
-                lambda v: f(at(v)) / norm,
+                with_grad if f.value_grad is not None else (lambda v: f(at(v)) / norm),
                 v0,
+                jac=f.value_grad is not None,
                 method="L-BFGS-B",
                 bounds=bounds,
                 options={"ftol": 1e-10, "gtol": 1e-7, "maxiter": 200},
