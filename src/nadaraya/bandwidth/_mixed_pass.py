@@ -13,7 +13,7 @@ common case, in registers). The same sums as :func:`nadaraya.local.fit.partials`
 ``exclude = arange(n)``: each point's own term is masked (its log weight set to ``-inf``), never
 subtracted.
 
-:func:`mixed_loo_grad` (degree 0, the points sorted by group) adds the sums of the CV's exact
+:func:`mixed_loo_grad` (degree 0) adds the sums of the CV's exact
 gradient along each ``log h`` and each lambda, so that L-BFGS-B takes one pass per step where
 finite differences take one per column more.
 """
@@ -166,24 +166,31 @@ def mixed_loo(
 
 
 @njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
-def _loo_grad(xt, inv_h, lsw, gid, seg, table, yt, a0, a1, shift, weight, value, A, B, T, TY):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """Degree 0 with the sums of the criterion's gradient, for points sorted by group (the keys
-    of group ``k`` are ``seg[k] .. seg[k + 1] - 1``): besides the weight and the values, per
-    continuous column ``a`` the sums ``sum w u_a^2`` and ``sum w u_a^2 y`` (``u_a`` in
-    bandwidths: the derivatives along ``log h_a``), and per key group the sums ``sum w`` and
-    ``sum w y`` (whose categorical factor's derivatives are read from a table afterwards)."""
+def _loo_grad(xt, inv_h, lsw, gid, order, table, dtab, yt, a0, a1, shift, weight, value, A, B, E, EY):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Degree 0 with the sums of the criterion's gradient, for the points ``order[a0 .. a1 - 1]``:
+    besides the weight and the values, per continuous column ``a`` the sums ``sum w u_a^2`` and
+    ``sum w u_a^2 y`` (``u_a`` in bandwidths: the derivatives along ``log h_a``), and per
+    categorical column ``c`` the sums ``sum w D_c`` and ``sum w D_c y``, ``D_c`` the derivative
+    of the pair's log factor along its lambda (``dtab[c]``, by (query group, key group))."""
     dc, n = xt.shape
     p = yt.shape[0]
-    G = seg.size - 1
+    C = dtab.shape[0]
     base = np.empty(n)
+    drow = np.empty((C, n))
     buf = np.empty(n)
+    wu = np.empty(n)
     g_row = -1
-    for i in range(a0, a1):
+    for r in range(a0, a1):
+        i = order[r]
         g = gid[i]
         if g != g_row:
             row = table[g]
             for j in range(n):
                 base[j] = lsw[j] + row[gid[j]]
+            for c in range(C):
+                dr = dtab[c, g]
+                for j in range(n):
+                    drow[c, j] = dr[gid[j]]
             g_row = g
         for j in range(n):
             buf[j] = base[j]
@@ -200,71 +207,76 @@ def _loo_grad(xt, inv_h, lsw, gid, seg, table, yt, a0, a1, shift, weight, value,
         shift[i] = top
         sh = top if top > -np.inf else 0.0
         sw = 0.0
-        for k in range(G):
-            acc = 0.0
-            for j in range(seg[k], seg[k + 1]):
-                e = exp_flushed(buf[j] - sh)
-                buf[j] = e
-                acc += e
-            T[i, k] = acc
-            sw += acc
-            for c in range(p):
-                yc = yt[c]
-                acc = 0.0
-                for j in range(seg[k], seg[k + 1]):
-                    acc += buf[j] * yc[j]
-                TY[i, k, c] = acc
+        for j in range(n):
+            e = exp_flushed(buf[j] - sh)
+            buf[j] = e
+            sw += e
         weight[i] = sw
         for c in range(p):
-            acc = 0.0
-            for k in range(G):
-                acc += TY[i, k, c]
-            value[i, c] = acc
-        for a in range(dc):
-            xa, ha = xt[a, i], inv_h[a]
-            xr = xt[a]
+            yc = yt[c]
             acc = 0.0
             for j in range(n):
-                u = (xa - xr[j]) * ha
-                acc += buf[j] * u * u
-            A[i, a] = acc
+                acc += buf[j] * yc[j]
+            value[i, c] = acc
+        for a in range(dc + C):
+            acc = 0.0
+            if a < dc:
+                xa, ha = xt[a, i], inv_h[a]
+                xr = xt[a]
+                for j in range(n):
+                    u = (xa - xr[j]) * ha
+                    q = buf[j] * u * u
+                    wu[j] = q
+                    acc += q
+                A[i, a] = acc
+            else:
+                dr = drow[a - dc]
+                for j in range(n):
+                    q = buf[j] * dr[j]
+                    wu[j] = q
+                    acc += q
+                E[i, a - dc] = acc
             for c in range(p):
                 yc = yt[c]
                 acc = 0.0
                 for j in range(n):
-                    u = (xa - xr[j]) * ha
-                    acc += buf[j] * u * u * yc[j]
-                B[i, a, c] = acc
+                    acc += wu[j] * yc[j]
+                if a < dc:
+                    B[i, a, c] = acc
+                else:
+                    EY[i, a - dc, c] = acc
 
 
 def mixed_loo_grad(
-    xc: NDArray[np.float64], h: NDArray[np.float64], log_sw: NDArray[np.float64], group: NDArray[np.int64],
-    table: NDArray[np.float64], Y: NDArray[np.float64],
+    xc: NDArray[np.float64], h: NDArray[np.float64], log_sw: NDArray[np.float64], group: NDArray[np.intp],
+    table: NDArray[np.float64], dtab: NDArray[np.float64], Y: NDArray[np.float64],
+    order: NDArray[np.int64] | None = None,
 ) -> tuple[Partials, NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
-    """:func:`mixed_loo` of degree 0 for points sorted by ``group`` (nondecreasing), with the
-    sums of the leave-one-out fit's derivatives: ``(partials, A, B, T, TY)``, all relative to
-    each point's shift, ``A`` (n, dc) ``sum_j w_ij u_ija^2`` and ``B`` (n, dc, p) the same
-    times ``y_j`` (``u = (x_i - x_j) / h``), ``T`` (n, G) and ``TY`` (n, G, p) the weight and
-    the weighted values of each key group ``0 .. G - 1``.
+    """:func:`mixed_loo` of degree 0 with the sums of the leave-one-out fit's derivatives:
+    ``(partials, A, B, E, EY)``, all relative to each point's shift: ``A`` (n, dc)
+    ``sum_j w_ij u_ija^2`` and ``B`` (n, dc, p) the same times ``y_j`` (``u = (x_i - x_j) / h``),
+    ``E`` (n, C) ``sum_j w_ij D_c[g_i, g_j]`` and ``EY`` (n, C, p) the same times ``y_j``, for
+    the (C, G, G) finite derivatives ``dtab`` of the categorical columns' log factors.
 
     Examples
     --------
     >>> import numpy as np
     >>> x = np.array([[0.0], [1.0], [2.0]]); y = np.array([[1.0], [2.0], [4.0]])
-    >>> p, A, B, T, TY = mixed_loo_grad(x, np.ones(1), np.zeros(3), np.zeros(3, np.int64),
-    ...                                 np.zeros((1, 1)), y)
-    >>> p.finalize()[:, 0].round(4).tolist(), T.shape
-    ([2.3649, 2.5, 1.8176], (3, 1))
+    >>> p, A, B, E, EY = mixed_loo_grad(x, np.ones(1), np.zeros(3), np.zeros(3, np.intp),
+    ...                                 np.zeros((1, 1)), np.ones((1, 1, 1)), y)
+    >>> p.finalize()[:, 0].round(4).tolist(), bool(np.allclose(E[:, 0], p.weight))
+    ([2.3649, 2.5, 1.8176], True)
     """
     n, dc = xc.shape
     p = Y.shape[1]
-    G = table.shape[0]
+    C = dtab.shape[0]
     gid = np.ascontiguousarray(group, dtype=np.int64)
-    seg = np.searchsorted(gid, np.arange(G + 1)).astype(np.int64)
+    if order is None:
+        order = np.argsort(gid, kind="stable")
     shift, weight, value = np.empty(n), np.empty(n), np.zeros((n, p))
-    A, B, T, TY = np.zeros((n, dc)), np.zeros((n, dc, p)), np.zeros((n, G)), np.zeros((n, G, p))
+    A, B, E, EY = np.zeros((n, dc)), np.zeros((n, dc, p)), np.zeros((n, C)), np.zeros((n, C, p))
     xt, yt = np.ascontiguousarray(xc.T), np.ascontiguousarray(Y.T)
-    args = (xt, 1.0 / h, log_sw, gid, seg, table, yt)
-    work = float(n) * n * (3 * dc + 3 + 2 * p)
-    run_ranges(_loo_grad, args, n, (shift, weight, value, A, B, T, TY), grain=16, work=work)
-    return Partials(shift, weight, value), A, B, T, TY
+    args = (xt, 1.0 / h, log_sw, gid, order, table, np.ascontiguousarray(dtab, dtype=np.float64), yt)
+    work = float(n) * n * (3 * dc + 3 + p + (dc + C) * (1 + p))
+    run_ranges(_loo_grad, args, n, (shift, weight, value, A, B, E, EY), grain=16, work=work)
+    return Partials(shift, weight, value), A, B, E, EY

@@ -181,10 +181,9 @@ class LocalObjective(_Objective):
     @property
     def has_gradient(self) -> bool:
         """Whether :meth:`value_grad` serves: CV of a Gaussian local constant fit with
-        continuous and categorical columns, one dense pass (few enough points and groups)."""
+        continuous and categorical columns, one dense pass."""
         return (self.method == "cv" and self.kernel.name == "gaussian" and self.degree == 0
-                and self.cont.size > 0 and self.catc.size > 0 and self.n <= DENSE_MAX
-                and np.unique(self.Xk, axis=0).shape[0] <= _GRAD_GROUPS)
+                and self.cont.size > 0 and self.catc.size > 0 and self.n <= DENSE_MAX)
 
     def value_grad(
         self, h: NDArray[np.float64], stage: str = "per_feature"
@@ -199,34 +198,30 @@ class LocalObjective(_Objective):
         h = np.asarray(h, dtype=np.float64)
         if self._pairs is None:
             self._dense(h)  # the groups, kept (no pass counted: its result is not used)
-        if getattr(self, "_by_group", None) is None:
-            o = self._order
-            cats = self._pairs[0]
-            self._by_group = (self._xs[o], self._log_sw[o], self._group[o], self.Y[o], self.s[o], cats)
-        xs, lsw, gs, ys, ss, cats = self._by_group
+        cats = self._pairs[0]
         cat = Categorical(self.kinds, self.Xk, self.Xk, h[self.catc], self.levels, self.categorical_kernel)
         with np.errstate(divide="ignore"):
             table = cat.log_factor(cats, cats)
-        parts, A, B, T, TY = mixed_loo_grad(xs, h[self.cont] * self._hx, lsw, gs, table, ys)
+        D = np.stack(_dlog_factor(cat, cats))
+        finite = np.isfinite(D).all(axis=(1, 2))
+        parts, A, B, E, EY = mixed_loo_grad(self._xs, h[self.cont] * self._hx, self._log_sw, self._group,
+                                            table, np.where(np.isfinite(D), D, 0.0), self.Y, self._order)
         self.n_passes += 1
         ok = parts.weight > 0
-        f = np.full(ys.shape, np.nan)
+        f = np.full(self.Y.shape, np.nan)
         with np.errstate(invalid="ignore", divide="ignore"):
             f[ok] = parts.value[ok] / parts.weight[ok, None]
-        pred = np.empty_like(f)
-        pred[self._order] = f
-        score = self._record(h, self.criterion(pred, np.zeros(self.n)), stage)
+        score = self._record(h, self.criterion(f, np.zeros(self.n)), stage)
         grad = np.zeros(self.d)
         if not np.isfinite(score):
             return score, grad
-        p = ys.shape[1]
-        coef = (2.0 / p) * ss[:, None] * (f - ys) / (self.total * parts.weight[:, None])  # (n, p)
+        p = self.Y.shape[1]
+        # d f_i = sum_j w_ij dl_ij (y_j - f_i) / W_i; CV = sum_i s_i mean_c (y_ic - f_ic)^2 / total
+        coef = (2.0 / p) * self.s[:, None] * (f - self.Y) / (self.total * parts.weight[:, None])  # (n, p)
         grad[self.cont] = np.einsum("ic,iac->a", coef, B) - np.einsum("ic,ic,ia->a", coef, f, A)
-        M = np.einsum("ic,ikc->ik", coef, TY) - np.einsum("ic,ic,ik->ik", coef, f, T)  # (n, G)
-        for c, (j, D) in enumerate(zip(self.catc, _dlog_factor(cat, cats))):
-            if np.isfinite(D).all():
-                grad[j] = float((D[gs] * M).sum())
-                continue
+        grad[self.catc] = np.einsum("ic,iac->a", coef, EY) - np.einsum("ic,ic,ia->a", coef, f, E)
+        for c in np.flatnonzero(~finite):
+            j = int(self.catc[c])
             step = 1.4901161193847656e-08 * max(1.0, abs(float(h[j])))
             trial = h.copy()
             trial[j] = h[j] + step if h[j] + step <= self._lam_high[c] else h[j] - step
@@ -256,10 +251,6 @@ class LocalObjective(_Objective):
             h_ii, fits = hat_diagonal(parts, fit, self._own(h), values, job.degree, job.call.bandwidth)
             hat = (h_ii, np.ldexp(fits, job.call.value_exp))
         return self._record(h, self.criterion(fit.estimate, rho, hat), stage)
-
-
-#: the gradient's pass keeps a sum per point and key group: at most this many groups
-_GRAD_GROUPS = 256
 
 
 def _dlog_factor(cat: Categorical, cats: NDArray[np.float64]) -> list[NDArray[np.float64]]:
