@@ -41,6 +41,7 @@ from nadaraya.backends import fused as _fused
 from nadaraya.backends._windowed_jit import _first
 from nadaraya.backends._windowed_msplit import split_moments
 from nadaraya.backends._windowed_msweep import prefix_moments
+from nadaraya.backends._windowed_mtrig import trig_moments
 from nadaraya.backends.reference import moment_shapes
 from nadaraya.kernels import REGISTRY, Kernel
 from nadaraya.partials import Partials
@@ -296,6 +297,8 @@ def moment_partials(
             found = split_moments(qs, xs, inv_h[0], v64, sw1, ex, kernel, float(bandwidth[0]), degree)
             if found is None:
                 found = prefix_moments(qs, xs, inv_h[0], v64, sw1, ex, kernel, float(bandwidth[0]), degree)
+            if found is None:
+                found = trig_moments(qs, xs, inv_h[0], v64, sw1, ex, kernel, float(bandwidth[0]), degree)
             if found is None:
                 out = np.zeros((m, _columns(degree, d, p)))
                 run_ranges(_one_d_loop, (*head, qs, xs, inv_h[0], sw1, v64, ex), m, (out,))
