@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 
 from nadaraya.backends._windowed_jit import _bounds, _csx, _first_at, _triage
 from nadaraya.backends._windowed_msplit import _combine, _loss_ok, _part, _past, _pivot_table, _shift
-from nadaraya.backends._windowed_msweep import run
+from nadaraya.backends._windowed_msweep import _LOSS, run
 from nadaraya.backends._windowed_sweep import _sort_bucket, _walk
 from nadaraya.kernels import Kernel
 
@@ -44,11 +44,12 @@ __all__ = ["trig_coefficients", "trig_moments"]
 
 #: parzen's pieces in powers of ``|u|``: ``|u| <= 1/2``, then ``1/2 <= |u| <= 1``
 _PARZEN = ((4.0 / 3.0, 0.0, -8.0, 8.0), (8.0 / 3.0, -8.0, 8.0, -8.0 / 3.0))
-#: the buckets per bandwidth, ``div``, for parzen then the cosine, by degree (1, 2): the
-#: smallest that lets the loss test serve nearly every query of evenly spread keys (|Q| and
-#: |t| shrink with it, and so do the expansion's cancellations; the tables grow, ``2 + 1 / div``
-#: bandwidths of keys per bucket)
-_DIV = ((2, 8), (1, 1))
+#: the buckets per bandwidth, ``div``, for parzen then the cosine, by degree (1, 2): small
+#: enough that the loss test serves nearly every query of evenly spread keys with a margin
+#: (|Q| and |t| shrink with it, and so do the expansion's cancellations: parzen's worst error
+#: is about 3x smaller than at half the ``div``), the tables growing as ``2 + 1 / div``
+#: bandwidths of keys per bucket
+_DIV = ((2, 4), (1, 1))
 
 
 def trig_coefficients(kernel: Kernel) -> NDArray[np.float64] | None:
@@ -109,12 +110,47 @@ def _emit(res, jq, S, h, p, r):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always")
-def _parzen_sums(S, Sa, Sb, M, T, edges, e, k0, c, binom, nq, aq, mu, B, E, rows, nf, nc, nv, p, r):
+def _parzen_loss(Sa, Sb, cc, T, edges, piv, k0, B, E, bound, binom, aq, c, nd, top, na):
+    # pragma: no cover - compiled
+    """Whether every moment ``a < na`` of column ``cc`` has a natural size (the four parts'
+    ``|S|``, ``Sa`` the inner piece's, ``Sb`` the outer's, by side) of at least
+    :data:`_LOSS` of its rounding bound: per part, ``B_j`` from the table's even powers over
+    the rows from the pivot to the part's farther end (the odd ones by the mean of their
+    neighbours), shifted to the query with ``|Q|`` (``aq[i] = |Q|^i``) and weighted by the
+    part's ``|c_d|``."""
+    for aa in range(na):
+        bound[aa] = 0.0
+    for part in range(4):
+        lo_row = min(edges[part], piv) - k0
+        hi_row = max(edges[part + 1], piv) - k0
+        for j in range(0, top, 2):
+            B[j] = T[hi_row, j, cc] - T[lo_row, j, cc]
+        for j in range(1, top, 2):
+            B[j] = 0.5 * (B[j - 1] + B[j + 1]) if j + 1 < top else 1.5 * B[j - 1]
+        for k in range(top):
+            s = 0.0
+            for j in range(k + 1):
+                s += binom[k, j] * aq[k - j] * B[j]
+            E[k] = s
+        piece = 0 if part == 1 or part == 2 else 1
+        for aa in range(na):
+            s = 0.0
+            for d in range(nd):
+                s += abs(c[piece, d]) * E[d + aa]
+            bound[aa] += s
+    for aa in range(na):
+        size = abs(Sa[0, cc, aa]) + abs(Sa[1, cc, aa]) + abs(Sb[0, cc, aa]) + abs(Sb[1, cc, aa])
+        if not size >= _LOSS * bound[aa]:
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def _parzen_sums(S, Sa, Sb, M, T, edges, piv, e, k0, c, binom, nq, aq, mu, B, E, bound, nf, nc, nv, p, r):
     # pragma: no cover - compiled
     """``S[side, cc, a]``: parzen's sums over the four parts ``edges[i]:edges[i + 1]`` (left
     outer, left inner, right inner, right outer; ``M`` (4, nf, nc) scratch), ``Sa``, ``Sb`` the
-    inner and outer pieces'; whether every moment passes the loss test (``Sa`` then holds the
-    natural sizes per side)."""
+    inner and outer pieces'; whether every moment passes the loss test."""
     nd = nf - 2 * r
     for part in range(4):
         _part(M[part], T, edges[part], edges[part + 1], e, k0, nf, nc)
@@ -129,9 +165,8 @@ def _parzen_sums(S, Sa, Sb, M, T, edges, e, k0, c, binom, nq, aq, mu, B, E, rows
             _combine(Sb, side, cc, mu, c[1], nd, na)
             for aa in range(na):
                 S[side, cc, aa] = Sa[side, cc, aa] + Sb[side, cc, aa]
-                Sa[side, cc, aa] = abs(Sa[side, cc, aa]) + abs(Sb[side, cc, aa])
         if cc == 0 or cc > p:
-            ok = ok and _loss_ok(Sa, cc, T, rows[1], rows[0], B, E, binom, aq, c[2], nd, top, na)
+            ok = ok and _parzen_loss(Sa, Sb, cc, T, edges, piv, k0, B, E, bound, binom, aq, c, nd, top, na)
     return ok
 
 
@@ -200,6 +235,7 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
         B = np.empty(NF)
         E = np.empty(NF)
         cb = np.empty(1)
+        bound = np.empty(2 * R + 1)
         S = np.empty((2, NC, 2 * R + 1))  # side, column, moment
         Sa = np.empty((2, NC, 2 * R + 1))
         Sb = np.empty((2, NC, 2 * R + 1))
@@ -268,8 +304,8 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
                     edges[2] = gm
                     edges[3] = min(max(mr, gm), ghi)
                     edges[4] = ghi
-                    ok = _parzen_sums(S, Sa, Sb, M, T, edges, e, k0, c, binom, nq, aq, mu, B, E, rows, NF, NC,
-                                      NV, P, R)
+                    ok = _parzen_sums(S, Sa, Sb, M, T, edges, piv, e, k0, c, binom, nq, aq, mu, B, E, bound, NF,
+                                      NC, NV, P, R)
                 if not (ok and S[0, 0, 0] + S[1, 0, 0] > 0.0):
                     res[jq, 0] = np.nan
                     lo_out[jq] = glo
