@@ -69,9 +69,10 @@ def _data(rng, n, origin=0.0, p=2):
 
 def _flags(q, k, v, kernel, h, degree, sw=None, exclude=None):
     """Which queries the route leaves to the pairs (called directly, keys sorted)."""
-    return trig_moments(np.ascontiguousarray(q[:, 0]), np.ascontiguousarray(k[:, 0]), 1.0 / h, v,
-                        np.empty(0) if sw is None else sw,
-                        np.empty(0, dtype=np.int64) if exclude is None else exclude, get(kernel), h, degree)[1]
+    sw = np.empty(0) if sw is None else sw
+    exclude = np.empty(0, dtype=np.int64) if exclude is None else exclude
+    q, k = np.ascontiguousarray(q[:, 0]), np.ascontiguousarray(k[:, 0])
+    return trig_moments(q, k, 1.0 / h, v, sw, exclude, get(kernel), h, degree)[1]
 
 
 @pytest.mark.parametrize("kernel", TRIG)
@@ -142,7 +143,8 @@ def test_small_moments_go_pair_by_pair(kernel):
 def test_coefficients_match_the_profiles():
     u = np.linspace(0.0, 1.0, 101)
     c = trig_coefficients(get("parzen"))
-    pieces = np.where(u <= 0.5, np.polynomial.polynomial.polyval(u, c[0]), np.polynomial.polynomial.polyval(u, c[1]))
+    polyval = np.polynomial.polynomial.polyval
+    pieces = np.where(u <= 0.5, polyval(u, c[0]), polyval(u, c[1]))
     np.testing.assert_allclose(pieces, get("parzen").profile(u), rtol=0, atol=1e-14)
     assert trig_coefficients(get("cosine"))[0, 0] == pytest.approx(np.pi / 4)
     assert trig_coefficients(get("epanechnikov")) is None
@@ -175,6 +177,7 @@ def test_local_fits_match_weighted_least_squares(kernel, degree, pair_rows):
     kw = dict(kernel=kernel, bandwidth=0.04, degree=degree, sample_weight=sw)
     fit = nadaraya.pool(x, x, y, **kw)
     loo = nadaraya.loo_pool(x, y, **kw)
-    np.testing.assert_allclose(fit[at], _plain_wls(at, x, y, sw, kernel, 0.04, degree, False), rtol=0, atol=1e-9)
-    np.testing.assert_allclose(loo[at], _plain_wls(at, x, y, sw, kernel, 0.04, degree, True), rtol=0, atol=1e-9)
+    for got, loo_ in ((fit, False), (loo, True)):
+        want = _plain_wls(at, x, y, sw, kernel, 0.04, degree, loo_)
+        np.testing.assert_allclose(got[at], want, rtol=0, atol=1e-9)
     assert sum(pair_rows) <= 0.02 * 2 * n

@@ -3,8 +3,8 @@
 Used by :func:`nadaraya.backends.windowed.partials` for ``moments > 0`` only (``moments = 0``
 keeps the plain routes untouched). In 1-D the sorted keys' prefix moments serve the kernels
 polynomial in ``|u|`` first (:mod:`._windowed_msplit` for tricube, triangular and the even
-kernels of long expansions, :mod:`._windowed_msweep` for the other even ones); the queries they
-cannot serve, and every query of
+kernels of long expansions, :mod:`._windowed_msweep` for the other even ones), then the cosine
+and parzen (:mod:`._windowed_mtrig`); the queries they cannot serve, and every query of
 the other kernels, are summed here pair by pair over their windows -- in 1-D the reference's
 test ``|(q - x) * inv| <= 1`` by a binary search over the sorted keys (one compiled loop per
 registered kernel, degree and outputs), above 1-D the k-d tree's candidate pairs. The weight

@@ -1,4 +1,4 @@
-"""Windowed moment sums in 1-D for the cosine and parzen kernels: the split sweep with trigonometric tables or pieces.
+"""Windowed moment sums in 1-D for the cosine and parzen kernels: the split sweep, cos/sin tables or pieces.
 
 Both ride the sweep of :mod:`._windowed_msplit` (query buckets of width ``h / div``, each
 tabulating the keys within ``h`` of it outwards from a pivot at its centre, compensated, with
@@ -256,8 +256,9 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
             if COS:
                 nk = k1 - k0
                 _trig_weights(sc, ss, xs, k0, k1, centre, inv_h, sw)
-                _pivot_table(Tc, comp, xs[k0:k1], 0, nk, piv - k0, centre, inv_h, sc[:nk], values[k0:k1], NF, P)
-                _pivot_table(Ts, comp, xs[k0:k1], 0, nk, piv - k0, centre, inv_h, ss[:nk], values[k0:k1], NF, P)
+                xk, vk = xs[k0:k1], values[k0:k1]
+                _pivot_table(Tc, comp, xk, 0, nk, piv - k0, centre, inv_h, sc[:nk], vk, NF, P)
+                _pivot_table(Ts, comp, xk, 0, nk, piv - k0, centre, inv_h, ss[:nk], vk, NF, P)
             lo = hi = mid = ml = mr = k0
             prev = lq[0]
             for rr in range(j1 - j0):
@@ -304,8 +305,8 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
                     edges[2] = gm
                     edges[3] = min(max(mr, gm), ghi)
                     edges[4] = ghi
-                    ok = _parzen_sums(S, Sa, Sb, M, T, edges, piv, e, k0, c, binom, nq, aq, mu, B, E, bound, NF,
-                                      NC, NV, P, R)
+                    ok = _parzen_sums(S, Sa, Sb, M, T, edges, piv, e, k0, c, binom, nq, aq, mu, B, E, bound,
+                                      NF, NC, NV, P, R)
                 if not (ok and S[0, 0, 0] + S[1, 0, 0] > 0.0):
                     res[jq, 0] = np.nan
                     lo_out[jq] = glo
