@@ -171,7 +171,7 @@ def _parzen_sums(S, Sa, Sb, M, T, edges, piv, e, k0, c, binom, nq, aq, mu, B, E,
 
 
 @njit(cache=True, inline="always")
-def _cosine_sums(S, M, Tb, Tc, Ts, edges, e, k0, cq, sq, cb, binom, nq, aq, mu, mv, B, E, rows, nf, nc, nv, p,
+def _cosine_sums(S, M, Tb, Tc, Ts, edges, piv, e, k0, cq, sq, cb, binom, nq, aq, mu, mv, B, E, nf, nc, nv, p,
                  r):  # pragma: no cover - compiled
     """``S[side, cc, a]``: the cosine's sums on each side of the query, ``cq``, ``sq`` the
     kernel's amplitude times ``cos``, ``sin`` of ``pi Q / 2``; whether every moment passes the
@@ -188,7 +188,8 @@ def _cosine_sums(S, M, Tb, Tc, Ts, edges, e, k0, cq, sq, cb, binom, nq, aq, mu, 
             for aa in range(top):
                 S[side, cc, aa] = cq * mu[aa] + sq * mv[aa]
         if cc == 0 or cc > p:
-            ok = ok and _loss_ok(S, cc, Tb, rows[1], rows[0], B, E, binom, aq, cb, 1, top, top)
+            hi_row, lo_row = max(edges[2], piv) - k0, min(edges[0], piv) - k0
+            ok = ok and _loss_ok(S, cc, Tb, hi_row, lo_row, B, E, binom, aq, cb, 1, top, top)
     return ok
 
 
@@ -240,7 +241,6 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
         Sa = np.empty((2, NC, 2 * R + 1))
         Sb = np.empty((2, NC, 2 * R + 1))
         edges = np.empty(5, np.int64)
-        rows = np.empty(2, np.int64)
         for b in range(tasks[t0], tasks[t1]):
             j0 = start[b]
             j1 = start[b + 1]
@@ -285,22 +285,19 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
                 for k in range(1, NF):
                     nq[k] = -nq[k - 1] * Q
                     aq[k] = aq[k - 1] * abs(Q)
-                rows[0] = min(glo, piv) - k0
-                rows[1] = max(ghi, piv) - k0
                 gm = min(max(mid, glo), ghi)
+                edges[0] = glo
                 if COS:
-                    edges[0] = glo
                     edges[1] = gm
                     edges[2] = ghi
                     cq = c[0, 0] * np.cos(0.5 * np.pi * Q)
                     sq = c[0, 0] * np.sin(0.5 * np.pi * Q)
                     cb[0] = abs(cq) + abs(sq)
-                    ok = _cosine_sums(S, M, T, Tc, Ts, edges, e, k0, cq, sq, cb, binom, nq, aq, mu, mv, B, E,
-                                      rows, NF, NC, NV, P, R)
+                    ok = _cosine_sums(S, M, T, Tc, Ts, edges, piv, e, k0, cq, sq, cb, binom, nq, aq, mu, mv,
+                                      B, E, NF, NC, NV, P, R)
                 else:
                     ml = _past(q64 - 0.5 * h, xs, ml)
                     mr = _past(q64 + 0.5 * h, xs, mr)
-                    edges[0] = glo
                     edges[1] = min(max(ml, glo), gm)
                     edges[2] = gm
                     edges[3] = min(max(mr, gm), ghi)
