@@ -3,8 +3,8 @@
 Used by :func:`nadaraya.backends.windowed.partials` for ``moments > 0`` only (``moments = 0``
 keeps the plain routes untouched). In 1-D the sorted keys' prefix moments serve the kernels
 polynomial in ``|u|`` first (:mod:`._windowed_msplit` for tricube, triangular and the even
-kernels of long expansions, :mod:`._windowed_msweep` for the other even ones); the queries they
-cannot serve, and every query of
+kernels of long expansions, :mod:`._windowed_msweep` for the other even ones), then the cosine
+and parzen (:mod:`._windowed_mtrig`); the queries they cannot serve, and every query of
 the other kernels, are summed here pair by pair over their windows -- in 1-D the reference's
 test ``|(q - x) * inv| <= 1`` by a binary search over the sorted keys (one compiled loop per
 registered kernel, degree and outputs), above 1-D the k-d tree's candidate pairs. The weight
@@ -41,6 +41,7 @@ from nadaraya.backends import fused as _fused
 from nadaraya.backends._windowed_jit import _first
 from nadaraya.backends._windowed_msplit import split_moments
 from nadaraya.backends._windowed_msweep import prefix_moments
+from nadaraya.backends._windowed_mtrig import trig_moments
 from nadaraya.backends.reference import moment_shapes
 from nadaraya.kernels import REGISTRY, Kernel
 from nadaraya.partials import Partials
@@ -296,6 +297,8 @@ def moment_partials(
             found = split_moments(qs, xs, inv_h[0], v64, sw1, ex, kernel, float(bandwidth[0]), degree)
             if found is None:
                 found = prefix_moments(qs, xs, inv_h[0], v64, sw1, ex, kernel, float(bandwidth[0]), degree)
+            if found is None:
+                found = trig_moments(qs, xs, inv_h[0], v64, sw1, ex, kernel, float(bandwidth[0]), degree)
             if found is None:
                 out = np.zeros((m, _columns(degree, d, p)))
                 run_ranges(_one_d_loop, (*head, qs, xs, inv_h[0], sw1, v64, ex), m, (out,))
