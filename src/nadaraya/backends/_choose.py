@@ -375,7 +375,7 @@ def all_near(queries: NDArray[np.floating], keys: NDArray[np.floating],
     for j in range(keys.shape[1]):  # column by column: min(axis=0) of a narrow array is 30x slower
         q, k = queries[:, j], keys[:, j]
         square += ((max(float(q.max()), float(k.max())) - min(float(q.min()), float(k.min()))) / h[j]) ** 2
-    return square <= 2.0 * log_ratio(keys.shape[0])
+    return bool(square <= 2.0 * log_ratio(keys.shape[0]))
 
 
 def _cells_pairs(queries: NDArray[np.floating], keys: NDArray[np.floating],
