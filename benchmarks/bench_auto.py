@@ -85,11 +85,13 @@ def cell(kernel: str, degree: int, d: int, loo: bool, weighted: bool, n: int,
         compute_partials(warm, exclude=np.arange(part) if loo else None, backend=name, moments=degree)
         times[name] = once(name)[0]
         names.append(name)
-    for _ in range(2 * repeat - 1):
+    for turn in range(1, 2 * repeat):
         best = min(times[name] for name in names)
         # a backend over HOPELESS times the best, or over a second, is not repeated
         names = [name for name in names if name == "auto" or times[name] <= min(HOPELESS * best, 1.0)]
-        for name in names:
+        # each round in another order: a call right after a multi-core one shares the cores with
+        # its threads still spinning (OpenMP), and that must not fall on one backend every time
+        for name in names[turn % len(names):] + names[:turn % len(names)]:
             times[name] = min(times[name], once(name)[0])
     return times
 
