@@ -241,6 +241,11 @@ def choose_for_data(
     fused loop where the windows hold too many keys for the k-d tree (:func:`_choose_tree`);
     ``None`` where none pays (then :func:`choose` decides from the sizes alone).
 
+    The estimate of the truncated sums' pairs is not taken where it would cost more than those
+    sums could save (:func:`worth_estimating`), nor where every key lies within every query's
+    window (:func:`all_near`: all ``m n`` pairs, which the cells of 1-D may still serve); in 2-3
+    features it samples fewer queries in a small call (:func:`sample_queries`).
+
     Examples
     --------
     >>> import numpy as np
@@ -274,18 +279,156 @@ def choose_for_data(
         return _choose_binned_2d(queries, keys, bandwidth, tol)
     if kernel.name != "gaussian" or (d > 1 and moments and (tol is None or moments > 2)):
         return None  # in 2-3 features the exact truncated sums carry no moments (nor, without tol, a series)
-    if d == 1:
+    if not worth_estimating(kernel, n=n, m=m, d=d, moments=moments):
+        return None  # the estimate would cost more than the truncated sums could save: the sizes decide
+    # the dense cells (1-D) take no sample weights: weighted calls sum every window key by key
+    cells_serve = d == 1 and moments <= truncated.MAX_DEGREE and not weighted
+    if all_near(queries, keys, bandwidth):  # the windows hold all pairs: no need to count them
+        windows = float(m) * n
+        pairs = _cells_pairs(queries, keys, bandwidth) if cells_serve else windows
+    elif d == 1:
         windows, with_cells = truncated.pairs_1d(queries, keys, bandwidth)
-        # the dense cells take no sample weights: weighted calls sum every window key by key
-        pairs = with_cells if moments <= truncated.MAX_DEGREE and not weighted else windows
+        pairs = with_cells if cells_serve else windows
     else:
-        pairs = truncated.pairs(queries, keys, bandwidth)
+        pairs = _sampled_pairs(queries, keys, bandwidth)
     if tol is not None and d > 1:
         series = _choose_series(queries, keys, bandwidth, tol, pairs, moments)
         if series is not None:
             return series
     cells = d == 1 and pairs < 0.9 * windows
     return choose_window(kernel, n=n, m=m, d=d, moments=moments, pairs=pairs, cells=cells)
+
+
+#: the data-aware estimate's own cost, nanoseconds (measured 2026-12 on a shared 2-core machine:
+#: 0.2-0.3 ms at n = 2e3 and 0.6 ms from 1e4 on in 1-D; 0.35-0.7 ms at n = 2e3 and 1.5-1.7 ms from
+#: 4e3 on in 2-3 features): in 1-D (``truncated.pairs_1d``) per key sorted, of at most 8192 sampled,
+#: and a part for its 512 sampled queries; in 2-3 features per key put in a k-d tree, of at most
+#: 4096 sampled, and per sampled query (:func:`sample_queries`)
+ESTIMATE_NS = {"key_1d": 60.0, "queries_1d": 1e5, "key_tree": 200.0, "query_tree": 1000.0}
+
+
+def sample_queries(m: int) -> int:
+    """The queries the estimates in 2-3 features sample for a call of ``m`` queries: a sixteenth
+    of them, at least 64 and at most 512 (all 512 from ``m = 8192`` on), so that a small call's
+    estimate costs a small part of the call.
+
+    Examples
+    --------
+    >>> sample_queries(2000), sample_queries(10**4), sample_queries(100)
+    (125, 512, 64)
+    """
+    return min(512, max(64, m // 16))
+
+
+def estimate_ns(n: int, m: int, d: int) -> float:
+    """The modelled cost of the sampled estimate of the truncated sums' pairs, in nanoseconds
+    (:data:`ESTIMATE_NS`).
+
+    Examples
+    --------
+    >>> estimate_ns(2000, 2000, 1) / 1e6  # milliseconds
+    0.22
+    """
+    if d == 1:
+        return min(n, 8192) * ESTIMATE_NS["key_1d"] + ESTIMATE_NS["queries_1d"]
+    return min(n, 4096) * ESTIMATE_NS["key_tree"] + min(m, sample_queries(m)) * ESTIMATE_NS["query_tree"]
+
+
+def worth_estimating(kernel: Kernel, *, n: int, m: int, d: int, moments: int = 0) -> bool:
+    """Whether the data-aware estimate can pay for itself: the most the truncated sums can save on
+    the fused loop (its modelled cost, less the truncated sums' sort of the keys and queries,
+    :data:`TRUNCATED_NS`) is more than the estimate costs (:func:`estimate_ns`). Where not, the
+    sizes alone decide (:func:`choose`).
+
+    Examples
+    --------
+    >>> from nadaraya.kernels import get as kernel
+    >>> worth_estimating(kernel("gaussian"), n=600, m=600, d=1)
+    False
+    >>> worth_estimating(kernel("gaussian"), n=2000, m=2000, d=1)
+    True
+    """
+    exact = cost("fused", kernel, n=n, m=m, d=d, degree=moments)
+    return estimate_ns(n, m, d) < exact - (n + m) * TRUNCATED_NS["point"]
+
+
+def all_near(queries: NDArray[np.floating], keys: NDArray[np.floating],
+             bandwidth: NDArray[np.floating]) -> bool:
+    """Whether every key lies within ``sqrt(2 L)`` bandwidths of every query (``L``:
+    :func:`nadaraya.backends.truncated.log_ratio` of the keys): the box holding both is no wider
+    on its diagonal. The truncated sums' windows, each at least that wide, then hold every pair,
+    and their sampled estimate counts all ``m n`` (O(n + m), without sampling).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.linspace(0.0, 1.0, 2000)[:, None]
+    >>> all_near(x, x, np.array([0.15])), all_near(x, x, np.array([0.05]))
+    (True, False)
+    """
+    from nadaraya.backends.truncated import log_ratio
+
+    if queries.shape[0] == 0 or keys.shape[0] == 0:
+        return True
+    h = np.broadcast_to(np.asarray(bandwidth, dtype=np.float64), (keys.shape[1],))
+    square = 0.0
+    for j in range(keys.shape[1]):  # column by column: min(axis=0) of a narrow array is 30x slower
+        q, k = queries[:, j], keys[:, j]
+        square += ((max(float(q.max()), float(k.max())) - min(float(q.min()), float(k.min()))) / h[j]) ** 2
+    return bool(square <= 2.0 * log_ratio(keys.shape[0]))
+
+
+def _cells_pairs(queries: NDArray[np.floating], keys: NDArray[np.floating],
+                 bandwidth: NDArray[np.floating]) -> float:
+    """In 1-D where every window holds every key (:func:`all_near`): the second count of
+    :func:`nadaraya.backends.truncated.pairs_1d` (the pairs the dense cells' work is worth, from the
+    same 512 sampled queries) without counting the windows, which hold ``n`` keys each."""
+    import nadaraya.backends._truncated_cells as cells
+    from nadaraya.backends.truncated import log_ratio
+
+    q = np.asarray(queries, dtype=np.float64).reshape(-1)
+    k = np.asarray(keys, dtype=np.float64).reshape(-1)
+    m, n = q.size, k.size
+    sampled = q if m <= 512 else q[np.random.default_rng(0).integers(0, m, 512)]
+    per = np.full(sampled.size, float(n))
+    worth = np.minimum(per, cells.worth(sampled, q, k, float(np.asarray(bandwidth).reshape(-1)[0]), per,
+                                        log_ratio(n)))
+    return min(m * float(worth.mean()), float(m) * n)
+
+
+def _sampled_pairs(queries: NDArray[np.floating], keys: NDArray[np.floating],
+                   bandwidth: NDArray[np.floating]) -> float:
+    """In 2-3 features, :func:`nadaraya.backends.truncated.pairs` from :func:`sample_queries`
+    queries (the same sample as its own where that is 512), scaled to all ``m``. In a smaller
+    call, a coarse count first: the share of (query, key) pairs within ``sqrt(2 L)`` bandwidths
+    among :data:`COARSE` sampled queries and keys, all pairs compared (no grid overhead counted: a
+    low count); where it finds over :data:`COARSE_MARGIN` times the pairs at which the truncated
+    sums stop paying (:func:`choose_window`), that count is the estimate."""
+    import nadaraya.backends.truncated as truncated
+
+    m, n = queries.shape[0], keys.shape[0]
+    s = sample_queries(m)
+    if s >= min(m, 512):
+        return truncated.pairs(queries, keys, bandwidth)
+    rng = np.random.default_rng(0)
+    few_q, few_k = COARSE
+    inv_h = 1.0 / np.asarray(bandwidth, dtype=np.float64)
+    qs = np.asarray(queries[rng.integers(0, m, few_q)], dtype=np.float64) * inv_h
+    ks = np.asarray(keys[rng.integers(0, n, few_k)], dtype=np.float64) * inv_h
+    square = np.zeros((few_q, few_k))
+    for j in range(qs.shape[1]):
+        square += np.subtract.outer(qs[:, j], ks[:, j]) ** 2
+    coarse = float(np.count_nonzero(square <= 2.0 * truncated.log_ratio(n))) * (m / few_q) * (n / few_k)
+    stops = (EXACT_NS_PER_PAIR * m * n / 2 - (n + m) * TRUNCATED_NS["point"]) / TRUNCATED_NS["pair"]
+    if coarse > COARSE_MARGIN * stops:
+        return coarse
+    return truncated.pairs(queries[rng.integers(0, m, s)], keys, bandwidth) * (m / s)
+
+
+#: the queries and keys the coarse count of :func:`_sampled_pairs` samples, and how far over the
+#: pairs where the truncated sums stop paying its count must be to stand
+COARSE = (32, 512)
+COARSE_MARGIN = 2.0
 
 
 #: nanoseconds per (query, key) pair inside the windows of the windowed backend's k-d tree (2-3
@@ -297,8 +440,8 @@ TREE_PAIR_NS = 400.0
 def _choose_tree(kernel: Kernel, queries: NDArray[np.floating], keys: NDArray[np.floating],
                  bandwidth: NDArray[np.floating], moments: int) -> Choice | None:
     """A compact kernel in 2-3 features: the fused loop where the windows hold so many keys that the
-    k-d tree's pairs (:data:`TREE_PAIR_NS`, counted for 512 sampled queries in at most 4096 sampled
-    keys) cost more than all pairs; ``None`` otherwise (the sizes' choice stands)."""
+    k-d tree's pairs (:data:`TREE_PAIR_NS`, counted for :func:`sample_queries` sampled queries in
+    at most 4096 sampled keys) cost more than all pairs; ``None`` otherwise (the sizes' choice stands)."""
     from scipy.spatial import cKDTree
 
     m, n, d = queries.shape[0], keys.shape[0], keys.shape[1]
@@ -309,7 +452,8 @@ def _choose_tree(kernel: Kernel, queries: NDArray[np.floating], keys: NDArray[np
         return None  # the sizes pick the fused loop already, or the tree wins with every pair in a window
     rng = np.random.default_rng(0)
     inv_h = 1.0 / np.asarray(bandwidth, dtype=np.float64)
-    qs = np.asarray(queries if m <= 512 else queries[rng.integers(0, m, 512)], dtype=np.float64) * inv_h
+    s = sample_queries(m)
+    qs = np.asarray(queries if m <= s else queries[rng.integers(0, m, s)], dtype=np.float64) * inv_h
     ks = np.asarray(keys if n <= 4096 else keys[rng.integers(0, n, 4096)], dtype=np.float64) * inv_h
     near = cKDTree(ks).query_ball_point(qs, 1.0 + 1e-9, p=np.inf, return_length=True)
     pairs = m * float(np.mean(near)) * n / ks.shape[0]
