@@ -17,7 +17,7 @@ from nadaraya.backends import _windowed_moments, _windowed_msplit, reference, wi
 from nadaraya.backends._windowed_msplit import split_moments
 from nadaraya.kernels import get
 
-#: (kernel, degree) that take the even pivot sweep: cells of h (9 powers) and of h / 2 (11)
+#: (kernel, degree) that take the even pivot sweep (cells of h / 2)
 EVEN = [("biweight", 2), ("triweight", 1), ("triweight", 2)]
 
 
@@ -88,7 +88,7 @@ def test_the_even_sweep_serves_them(monkeypatch):
     for kernel, degree in EVEN:
         split_moments(x, x, 10.0, x[:, None], np.empty(0), none, get(kernel), 0.1, degree)
     split_moments(x, x, 10.0, x[:, None], np.empty(0), none, get("tricube"), 0.1, 1)
-    assert [a[2:] for a in called] == [(2, 1), (1, 1), (2, 2)]  # (degree, cells per h) each
+    assert [a[2:] for a in called] == [(2, 2), (1, 2), (2, 2)]  # (degree, cells per h) each
 
 
 @pytest.mark.parametrize("kernel, degree", EVEN)
