@@ -279,7 +279,9 @@ def moment_partials(
     if d == 1:
         x = keys[:, 0]
         if keys.shape[0] > 1 and not bool(np.all(x[1:] >= x[:-1])):
-            order = np.argsort(x)
+            from nadaraya.backends._sorted import argsort_spread  # O(n) where the keys are spread
+
+            order = argsort_spread(x)
             keys, values = keys[order], values[order]
             sw = None if sw is None else sw[order]
             if excl is not None:

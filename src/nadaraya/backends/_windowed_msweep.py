@@ -15,7 +15,8 @@ The tables are compensated (Kahan) running sums, so their rounding does not grow
 number of keys in a cell: measured against the reference, 2e4 to 2e5 keys, up to 2000 keys a
 cell, keys near 0 and near 1e6, every served moment is within 5e-14 of its natural size.
 (Biweight and triweight moments of degree 2, and about 60% of triweight's of degree 1, fail
-the test: :mod:`._windowed_moments` sends those kernels and degrees to :mod:`._windowed_msplit`.)
+the test: those kernels and degrees go to :mod:`._windowed_msplit`'s even sweep, whose tables
+are summed outwards from the cell's centre and whose bound is the query's own.)
 """
 
 from __future__ import annotations

@@ -41,15 +41,16 @@ bandwidth of it. This backend never looks at the others:
   for the sweep's kernels, the sweep with ``2 r`` more powers of ``t`` read from compensated
   prefix tables (:mod:`._windowed_msweep`), each moment checked against a lower bound of its
   natural size ``sum w |k - q|^a [|v|]``; for the kernels with odd powers of ``|u|`` (tricube,
-  triangular; also biweight at degree 2 and triweight, whose expansions fail those fixed checks)
-  the same sweep with a third edge at the query, each side's sums read apart from
+  triangular) the same sweep with a third edge at the query, each side's sums read apart from
   tables summed outwards from the cell's centre and each moment checked against its exact
-  natural size and a per-query rounding bound (:mod:`._windowed_msplit`); for ``cosine`` and
-  ``parzen`` the same split sweep (:mod:`._windowed_mtrig`), the cosine's tables of ``t^j
-  cos(pi t / 2)`` and ``t^j sin(pi t / 2)`` combined by the addition formula, parzen's window
-  cut at ``q -+ h/2`` as well, each part weighted by its piece; every other window (``d > 1``,
-  queries that fail the check) is summed pair by pair with the exact differences ``k - q`` in
-  float64: O(pairs in windows). ``moments = 0`` takes none of this.
+  natural size and a per-query rounding bound (:mod:`._windowed_msplit`); biweight at degree 2
+  and triweight, whose expansions fail the even sweep's fixed checks, take those tables and
+  that bound without the split (the even moment at or above each one its lower bound of
+  natural size); for ``cosine`` and ``parzen`` the split sweep (:mod:`._windowed_mtrig`), the
+  cosine's tables of ``t^j cos(pi t / 2)`` and ``t^j sin(pi t / 2)`` combined by the addition
+  formula, parzen's window cut at ``q -+ h/2`` as well, each part weighted by its piece; every
+  other window (``d > 1``, queries that fail the check) is summed pair by pair with the exact
+  differences ``k - q`` in float64: O(pairs in windows). ``moments = 0`` takes none of this.
 
 Complexity: 1-D O(n) to check that the keys are sorted (O(n log n) when they are not) +
 O(n + m) for the buckets + O((n + m) J (1 + p)) for the tables and the sums, whatever the
