@@ -38,6 +38,7 @@ from numpy.typing import NDArray
 
 from nadaraya.backends import _windowed_common as _w
 from nadaraya.backends import fused as _fused
+from nadaraya.backends._sorted import argsort_spread
 from nadaraya.backends._windowed_jit import _first
 from nadaraya.backends._windowed_msplit import split_moments
 from nadaraya.backends._windowed_msweep import prefix_moments
@@ -279,9 +280,7 @@ def moment_partials(
     if d == 1:
         x = keys[:, 0]
         if keys.shape[0] > 1 and not bool(np.all(x[1:] >= x[:-1])):
-            from nadaraya.backends._sorted import argsort_spread  # O(n) where the keys are spread
-
-            order = argsort_spread(x)
+            order = argsort_spread(x)  # O(n) where the keys are spread
             keys, values = keys[order], values[order]
             sw = None if sw is None else sw[order]
             if excl is not None:

@@ -3,13 +3,14 @@
 A compact kernel vanishes for ``|u| > 1``, so a query only needs the keys within one
 bandwidth of it. This backend never looks at the others:
 
-* **1-D, prefix moments.** Keys are sorted (checked in O(n); sorted with ``argsort`` only
-  when they are not) and cut into *cells* of width ``h``, each with its own anchor, its
-  centre. Every kernel with a route -- the polynomial ones of :attr:`Kernel.polynomial`
-  (boxcar, epanechnikov, triangular, biweight, triweight, tricube), ``parzen`` piece by
-  piece (split at ``|u| = 1/2``) and ``cosine`` through ``cos(a - b) = cos a cos b + sin a
-  sin b`` -- is a sum of products of a function of the query and a function of the key
-  offset ``t = (x - centre) / h``, so the sum over a window is a handful of moment sums
+* **1-D, prefix moments.** Keys are sorted (checked in O(n); sorted only when they are
+  not, by buckets in O(n) where they are spread) and cut into *cells* of width ``h``, each
+  with its own anchor, its centre. Every kernel with a route -- the polynomial ones of
+  :attr:`Kernel.polynomial` (boxcar, epanechnikov, triangular, biweight, triweight,
+  tricube), ``parzen`` piece by piece (split at ``|u| = 1/2``) and ``cosine`` through
+  ``cos(a - b) = cos a cos b + sin a sin b`` -- is a sum of products of a function of the
+  query and a function of the key offset ``t = (x - centre) / h``, so the sum over a
+  window is a handful of moment sums
   ``sum s_i v_i t_i^j``. These are kept as prefix and suffix sums *restarted at every cell*:
   ``|t| <= 1/2`` and ``|q - centre| <= 3h/2`` wherever they are used, so nothing cancels when
   ``|x| >> h``. The queries are never sorted: a counting sort puts them into buckets of
@@ -89,6 +90,7 @@ from types import ModuleType
 import numpy as np
 from numpy.typing import NDArray
 
+from nadaraya.backends._sorted import argsort_spread
 from nadaraya.backends._windowed_common import (
     _LOSS,
     _PAIR_BYTES,
@@ -328,7 +330,7 @@ def _one_d(
     sw = np.empty(0) if sample_weight is None else np.ascontiguousarray(sample_weight, dtype=np.float64)
     excl = np.empty(0, dtype=np.int64) if exclude is None else np.asarray(exclude, dtype=np.int64)
     if n > 1 and not bool(np.all(x[1:] >= x[:-1])):
-        order = np.argsort(x)
+        order = argsort_spread(x)
         x, values = x[order], values[order]
         if sample_weight is not None:
             sw = sw[order]
