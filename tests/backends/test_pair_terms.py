@@ -1,4 +1,4 @@
-"""The dense cells' terms per pair of cells: each pair's cut series errs by under 2^-60 / n of the largest weight."""
+"""The dense cells' terms per pair of cells: each cut series errs by under 2^-60 / n of the largest weight."""
 
 import math
 
