@@ -28,7 +28,11 @@ there are no cells.
 **Which keys.** A query whose nearest key is within one bandwidth has a shift ``-u_near^2 / 2``
 of at least ``-1/2`` and a window of radius ``R = sqrt(1 + 2 L)`` bandwidths at most (``L`` of
 :func:`nadaraya.backends._truncated_grid.log_ratio`); the cells within ``ceil(R / RHO)`` of its own
-hold every key of its window, and a few more (which only makes the sum more exact).
+hold every key of its window, and a few more (which only makes the sum more exact). Far pairs
+of cells take fewer terms: where every weight of the pair is far below the query's largest,
+an error under ``2^-60 / n`` of that largest per key suffices, as the windows' own cut
+(:func:`nadaraya.backends._truncated_sums.pair_terms`); a pair whose terms are all below it
+is left out, as the windows leave out such keys.
 
 **Which pairs.** Per pair of cells, the series when its estimated cost is lower than the pair's
 ``|Q| |B|`` exponentials, the key-by-key sums otherwise. A query of ``Q`` that leaves out a key
@@ -59,14 +63,12 @@ from numpy.typing import NDArray
 
 from nadaraya._support.jit import exp_flushed, run_ranges, threads_for
 from nadaraya.backends._sorted import counting_order
-from nadaraya.backends._truncated_sums import BLOCK, FASTMATH, part
+from nadaraya.backends._truncated_sums import BITS, BLOCK, FASTMATH, pair_terms, part, terms
 
 __all__ = ["BITS", "NEAR", "RHO", "SPARSE", "sums", "terms", "worth"]
 
 #: cell width in bandwidths
 RHO = 1.5
-#: the series' remainder is at most ``2^-BITS`` of each cross term
-BITS = 60
 #: queries whose nearest key is within this many bandwidths ride on cells
 NEAR = 1.0
 #: below this many keys per cell on average, no cells (with as many queries, the cells pay from about 25)
@@ -82,23 +84,6 @@ _POINT = (3.5, 0.12)
 _CHUNK = 256
 #: leave-one-out's walks over a cell's keys and its queries, per term and column (both sides)
 _WALK = 2.0
-
-
-def terms(t: float) -> int:
-    """The number of terms ``K`` of the series of ``exp(z)``, ``|z| <= t``, whose remainder is at
-    most ``2^-BITS exp(-t)`` (so at most ``2^-BITS`` of ``exp(z)``): the bound ``t^K / K! / (1 -
-    t / (K + 1))`` of the remainder.
-
-    Examples
-    --------
-    >>> terms(RHO**2 / 4), terms(1.0)
-    (17, 21)
-    """
-    k = 1
-    while True:
-        if t < k + 1 and t**k / math.factorial(k) / (1.0 - t / (k + 1)) * math.exp(t) <= 2.0**-BITS:
-            return k
-        k += 1
 
 
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
@@ -386,7 +371,7 @@ def _costs(nq, nb, split, p, nt, r):  # type: ignore[no-untyped-def]  # pragma: 
 
 
 @numba.njit(cache=True, nogil=True)
-def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_h, reach, nt, r, edges,
+def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_h, nts, r, edges,
            a, b, out, done):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Rows of ``out`` for the query cells of the ranges ``a .. b - 1`` (range ``r`` holds the
     cells ``edges[r] .. edges[r + 1] - 1``) that the cells serve; ``done`` marks them.
@@ -395,6 +380,8 @@ def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, widt
     ncol = p + 1
     width_out = out.shape[1]
     pair = (_PAIR[0] + _PAIR[1] * p) * (1 + r)
+    reach = nts.size - 1
+    most = nts.max()
     h = 1.0 / inv_h
     hfact = np.empty(2 * r + 1)
     inv_fact = np.empty(2 * r + 1)
@@ -414,7 +401,7 @@ def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, widt
     tb = np.empty(big_b)
     t0 = np.empty(big_b)
     bb = np.empty(big_b)
-    mom = np.empty((nt, ncol))
+    mom = np.empty((most, ncol))
     aq = np.empty(big_q)
     fq = np.empty(big_q)
     fm = np.empty(big_q)
@@ -444,7 +431,7 @@ def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, widt
             for i in range(nq):
                 if s0 <= ex[cm[i]] < s1:
                     split += 1
-            keyed, series = _costs(nq, s1 - s0, split, p, nt, r)
+            keyed, series = _costs(nq, s1 - s0, split, p, nts[abs(kid[j] - jq)], r)
             direct[j - b0] = keyed <= series
             cost += min(keyed, series)
         if not cost < window:
@@ -457,6 +444,7 @@ def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, widt
             s0, s1 = kst[j], kst[j + 1]
             if not direct[j - b0]:
                 cb = g0 + (kid[j] + 0.5) * width
+                nt = nts[abs(kid[j] - jq)]
                 _series(ks, vt, s0, s1, qs, ex, top, cm, cq, cb, inv_h, nt, r, consts, scratch, acc)
                 continue
             for i in range(nq):
@@ -473,18 +461,6 @@ def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, widt
         for i in range(nq):
             for s in range(width_out):
                 out[cm[i], s] = acc[s, i]
-
-
-def _radius2(slack: float, jp: int) -> float:
-    """The window's ``R^2`` of a query whose log weights reach ``slack`` below its shift, with
-    moments up to ``|u|^jp`` (as :mod:`nadaraya.backends.truncated` computes it)."""
-    x = 2.0 * slack
-    if jp == 0:
-        return x
-    x += 2.0 * jp * math.log(x)
-    while 0.5 * x - 0.5 * jp * math.log(x) < slack:
-        x *= 1.0625
-    return x
 
 
 def _gridded(n: int, spread: float, width: float) -> bool:
@@ -538,20 +514,19 @@ def sums(ks: NDArray[np.float64], vt: NDArray[np.float64], qs: NDArray[np.float6
     order = counting_order(qc - low, span) if span <= 4 * (m + n) else np.argsort(qc, kind="stable")
     mem = np.ascontiguousarray(near[order])
     qid, qst = _runs(qc[order])
-    reach = math.ceil(math.sqrt(_radius2(0.5 + big_l, 2 * r)) * (1.0 + 1e-9) / RHO + 1e-9)
     # |a| and |b| are at most RHO / 2, plus the rounding of a cell's centre and of the offsets from
     # it (far from the origin a centre's ulp may be a sizeable part of h); too many terms: no cells
     scale = max(abs(float(ks[0])), abs(float(ks[-1])), float(np.abs(qs[near]).max()))
     half = RHO / 2.0 * (1.0 + 1e-9) + 8.0 * scale * 2.0**-52 / h
     if half > RHO:
         return done
-    nt = terms(half * half) + 2 * r  # the 2 r-th derivative's remainder stays under 2^-BITS too
+    nts = pair_terms(half, big_l, r, RHO, NEAR)
     served = np.zeros(qid.size, dtype=bool)
     cells = qid.size
     chunks = np.linspace(0, cells, min(cells, 64 * numba.get_num_threads()) + 1).astype(np.int64)
     with threads_for(float((hi - lo).sum()) * 4.0 * (1 + r)):
         args = (ks, vt, kid, kst, int(np.diff(kst).max()), qs, ex, lo, hi, top, mem, qid, qst, g0, width,
-                1.0 / h, reach, nt, r, chunks)
+                1.0 / h, nts, r, chunks)
         run_ranges(_cells, args, chunks.size - 1, (out, served), grain=1)
     done[mem[np.repeat(served, np.diff(qst))]] = True
     return done

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
+from numpy.typing import NDArray
 
 from nadaraya._support.jit import exp_flushed
 
-__all__ = ["BLOCK", "FASTMATH", "part", "sums"]
+__all__ = ["BITS", "BLOCK", "FASTMATH", "pair_terms", "part", "sums", "terms"]
+
+#: the dense cells' series: the remainder is at most ``2^-BITS`` of each cross term
+BITS = 60
 
 #: keys per block of the inner loop (its scratch rows stay in L1)
 BLOCK = 512
@@ -116,3 +122,58 @@ def sums(ks, ls, vt, qs, ex, inv_h, lo, hi, top, r, edges, a, b, out):  # type: 
                     part(ks, ls, vt, qs[i], inv_h, t, lo[i], hi[i], r, buf, du, pw, acc)
             for s in range(width):
                 out[i, s] = acc[s]
+
+
+def terms(t: float) -> int:
+    """The number of terms ``K`` of the series of ``exp(z)``, ``|z| <= t``, whose remainder is at
+    most ``2^-BITS exp(-t)`` (so at most ``2^-BITS`` of ``exp(z)``): the bound ``t^K / K! / (1 -
+    t / (K + 1))`` of the remainder.
+
+    Examples
+    --------
+    >>> terms(1.5**2 / 4), terms(1.0)
+    (17, 21)
+    """
+    k = 1
+    while True:
+        if t < k + 1 and t**k / math.factorial(k) / (1.0 - t / (k + 1)) * math.exp(t) <= 2.0**-BITS:
+            return k
+        k += 1
+
+
+def pair_terms(half: float, big_l: float, r: int, rho: float, near: float) -> NDArray[np.int64]:
+    """The terms of the series (:func:`terms`, plus ``2 r`` for the derivatives) of each pair of
+    dense cells (``nadaraya.backends._truncated_cells``, ``rho`` bandwidths wide) ``o = 0, 1, ...``
+    cells apart, up to the last pair whose terms can change a sum.
+
+    ``|a|, |b| <= half``, so a query and a key of cells ``o`` apart are at least ``dmin = o rho - 2
+    half`` bandwidths apart and at most ``umax = o rho + 2 half``; the query's shift is at least
+    ``-near^2 / 2`` (the cells' queries), so each weight is at most ``exp(-dmin^2 / 2 + near^2 /
+    2)`` of the largest, and its moment terms ``umax^j`` (``j <= 2 r``) times that, in units of
+    ``h^j``. Where that is under ``2^-BITS / n`` (``exp(-big_l)``) the pair is left out, as the
+    windows leave out such keys; otherwise its series is cut after ``K`` terms where either bound holds: the
+    remainder under ``2^-BITS`` of each term (:func:`terms`), or the error of each term (its
+    ``exp(-a b) <= exp(t)`` times the remainder) under ``2^-BITS / n`` of the largest. The
+    skipped terms then weigh at most ``2^-BITS`` of the largest together, as the windows'.
+
+    Examples
+    --------
+    >>> pair_terms(0.75, 53.8, 0, 1.5, 1.0).tolist()
+    [17, 17, 17, 17, 17, 16, 12, 8]
+    """
+    t = half * half
+    k0 = terms(t)
+    out = []
+    o = 0
+    while True:
+        dmin = max(0.0, o * rho - 2.0 * half)
+        umax = o * rho + 2.0 * half
+        lead = -0.5 * dmin * dmin + 0.5 * near**2 + 2 * r * math.log(max(umax, 1.0))
+        if lead <= -big_l:
+            return np.array(out, dtype=np.int64)
+        k = 2
+        while k < k0 and (lead + t + k * math.log(t) - math.lgamma(k + 1.0) - math.log1p(-t / (k + 1))
+                          > -big_l):
+            k += 1
+        out.append(k + 2 * r)  # the 2 r-th derivative's remainder stays under either bound too
+        o += 1

@@ -146,6 +146,37 @@ def _carry(row, g, x, fac, r, p, binom):  # type: ignore[no-untyped-def]  # prag
             row[nm + j * p + c] = _scaled(acc, x, fac)
 
 
+@numba.njit(cache=True, inline="always")
+def _carry_small(src, i, dst, k, g, x, fac, r, p):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``dst[k]`` = :func:`_carry` of ``src[i]`` for ``r`` 1 or 2 (``dst[k]`` may be ``src[i]``):
+    each ``M'_j = M_j + C(j, j-1) g M_(j-1) + ... + g^j M_0`` summed in the order of the general
+    loop, then scaled; index arithmetic only (no views, no calls: this is the running sums' step)."""
+    g2 = g * g
+    m0, m1, m2 = src[i, 0], src[i, 1], src[i, 2]
+    if r == 1:
+        dst[k, 2] = _scaled(m2 + 2.0 * g * m1 + g2 * m0, x, fac)
+        dst[k, 1] = _scaled(m1 + g * m0, x, fac)
+        dst[k, 0] = _scaled(m0, x, fac)
+        for c in range(p):
+            v0, v1 = src[i, 3 + c], src[i, 3 + p + c]
+            dst[k, 3 + p + c] = _scaled(v1 + g * v0, x, fac)
+            dst[k, 3 + c] = _scaled(v0, x, fac)
+        return
+    g3 = g2 * g
+    g4 = g3 * g
+    m3, m4 = src[i, 3], src[i, 4]
+    dst[k, 4] = _scaled(m4 + 4.0 * g * m3 + 6.0 * g2 * m2 + 4.0 * g3 * m1 + g4 * m0, x, fac)
+    dst[k, 3] = _scaled(m3 + 3.0 * g * m2 + 3.0 * g2 * m1 + g3 * m0, x, fac)
+    dst[k, 2] = _scaled(m2 + 2.0 * g * m1 + g2 * m0, x, fac)
+    dst[k, 1] = _scaled(m1 + g * m0, x, fac)
+    dst[k, 0] = _scaled(m0, x, fac)
+    for c in range(p):
+        v0, v1, v2 = src[i, 5 + c], src[i, 5 + p + c], src[i, 5 + 2 * p + c]
+        dst[k, 5 + 2 * p + c] = _scaled(v2 + 2.0 * g * v1 + g2 * v0, x, fac)
+        dst[k, 5 + p + c] = _scaled(v1 + g * v0, x, fac)
+        dst[k, 5 + c] = _scaled(v0, x, fac)
+
+
 @numba.njit(cache=True, nogil=True)
 def _gaps(ks, inv_h):  # type: ignore[no-untyped-def]  # pragma: no cover
     """The scaled gaps ``x_j = (k_j - k_{j-1}) / h`` of sorted keys and their factors (index 0 unused)."""
@@ -167,6 +198,9 @@ def _prefix(ks, terms, x, fac, r, p, binom):  # type: ignore[no-untyped-def]  # 
         return pre
     for t in range(c):
         pre[0, t] = terms[0, t]
+    if 0 < r <= 2:
+        _prefix_small(ks, terms, x, fac, r, p, pre)
+        return pre
     for j in range(1, n):
         xj, fj = x[j], fac[j]
         if r == 0:
@@ -185,6 +219,43 @@ def _prefix(ks, terms, x, fac, r, p, binom):  # type: ignore[no-untyped-def]  # 
             for t in range(c):
                 row[t] += terms[j, t]
     return pre
+
+
+@numba.njit(cache=True, nogil=True)
+def _prefix_small(ks, terms, x, fac, r, p, pre):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`_prefix`'s rows ``1 ..`` for ``r`` 1 or 2 (row 0 set): the same sums in the same
+    order as :func:`_carry`, the weight's moments carried in registers from row to row."""
+    n = terms.shape[0]
+    m0, m1, m2 = pre[0, 0], pre[0, 1], pre[0, 2]
+    m3 = pre[0, 3] if r == 2 else 0.0
+    m4 = pre[0, 4] if r == 2 else 0.0
+    nm = 2 * r + 1
+    for j in range(1, n):
+        xj, fj = x[j], fac[j]
+        g = ks[j - 1] - ks[j]
+        g2 = g * g
+        if r == 2:
+            g3 = g2 * g
+            g4 = g3 * g
+            m4 = _scaled(m4 + 4.0 * g * m3 + 6.0 * g2 * m2 + 4.0 * g3 * m1 + g4 * m0, xj, fj) + terms[j, 4]
+            m3 = _scaled(m3 + 3.0 * g * m2 + 3.0 * g2 * m1 + g3 * m0, xj, fj) + terms[j, 3]
+            pre[j, 4] = m4
+            pre[j, 3] = m3
+        m2 = _scaled(m2 + 2.0 * g * m1 + g2 * m0, xj, fj) + terms[j, 2]
+        m1 = _scaled(m1 + g * m0, xj, fj) + terms[j, 1]
+        m0 = _scaled(m0, xj, fj) + terms[j, 0]
+        pre[j, 2] = m2
+        pre[j, 1] = m1
+        pre[j, 0] = m0
+        for cc in range(p):
+            v0 = pre[j - 1, nm + cc]
+            v1 = pre[j - 1, nm + p + cc]
+            if r == 2:
+                v2 = pre[j - 1, nm + 2 * p + cc]
+                v2 = _scaled(v2 + 2.0 * g * v1 + g2 * v0, xj, fj)
+                pre[j, nm + 2 * p + cc] = v2 + terms[j, nm + 2 * p + cc]
+            pre[j, nm + p + cc] = _scaled(v1 + g * v0, xj, fj) + terms[j, nm + p + cc]
+            pre[j, nm + cc] = _scaled(v0, xj, fj) + terms[j, nm + cc]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -267,6 +338,10 @@ def _side(ks, pre, node, anchor, size, qs, last, ex, inv_h, r, p, binom, dist, o
             dist[i] = np.inf
             for t in range(c):
                 row[t] = 0.0
+            continue
+        if (e < 0 or e > a) and 0 < r <= 2:  # read and moved to the query in one step
+            _carry_small(pre, a, out, i, ks[a] - qs[i], 0.0, 0.0, r, p)
+            dist[i] = (qs[i] - ks[a]) * inv_h
             continue
         if e < 0 or e > a:
             for t in range(c):
