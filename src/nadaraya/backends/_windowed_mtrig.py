@@ -84,14 +84,56 @@ def trig_coefficients(kernel: Kernel) -> NDArray[np.float64] | None:
 
 
 @njit(cache=True, inline="always")
-def _trig_weights(sc, ss, xs, k0, k1, centre, inv_h, sw):  # pragma: no cover - compiled
-    """``sc[i]``, ``ss[i]``: ``sw cos(pi t / 2)`` and ``sw sin(pi t / 2)`` of the key ``k0 + i``."""
+def _cos_tables(Tc, Ts, Tb, cc_, cs_, xs, k0, k1, piv, centre, inv_h, sw, values, nf, p):
+    # pragma: no cover - compiled
+    """The cosine's tables in one pass over the keys from the pivot outwards (rows as
+    :func:`._windowed_msplit._pivot_table`'s): ``Tc``, ``Ts`` the sums of ``sw t^j cos(pi t / 2)
+    (1, v, |v|)`` and the same with the sine (those of ``1`` and ``v`` compensated), ``Tb``
+    only what the loss test reads, plain: the even powers of ``sw t^j (1, |v|)``. ``cc_``,
+    ``cs_`` (nf, 1 + p): scratch for the compensations."""
     has_sw = sw.shape[0] > 0
-    for i in range(k1 - k0):
-        t = (np.float64(xs[k0 + i]) - centre) * inv_h
-        w = sw[k0 + i] if has_sw else 1.0
-        sc[i] = w * np.cos(0.5 * np.pi * t)
-        ss[i] = w * np.sin(0.5 * np.pi * t)
+    for j in range(nf):
+        for cc in range(1 + 2 * p):
+            Tc[piv - k0, j, cc] = 0.0
+            Ts[piv - k0, j, cc] = 0.0
+            Tb[piv - k0, j, cc] = 0.0
+    for step in range(2):
+        for j in range(nf):
+            for cc in range(1 + p):
+                cc_[j, cc] = 0.0
+                cs_[j, cc] = 0.0
+        sign = 1.0 if step == 0 else -1.0
+        count = k1 - piv if step == 0 else piv - k0
+        for s in range(count):
+            i = piv + s if step == 0 else piv - 1 - s  # the key added
+            row = i + 1 - k0 if step == 0 else i - k0  # the row it completes
+            was = row - 1 if step == 0 else row + 1
+            t = (np.float64(xs[i]) - centre) * inv_h
+            gj = sign * (sw[i] if has_sw else 1.0)
+            gc = gj * np.cos(0.5 * np.pi * t)
+            gs = gj * np.sin(0.5 * np.pi * t)
+            for j in range(nf):
+                for cc in range(1 + p):
+                    v = 1.0 if cc == 0 else values[i, cc - 1]
+                    y = gc * v - cc_[j, cc]
+                    tot = Tc[was, j, cc] + y
+                    cc_[j, cc] = (tot - Tc[was, j, cc]) - y
+                    Tc[row, j, cc] = tot
+                    y = gs * v - cs_[j, cc]
+                    tot = Ts[was, j, cc] + y
+                    cs_[j, cc] = (tot - Ts[was, j, cc]) - y
+                    Ts[row, j, cc] = tot
+                for cc in range(p):  # |v|: only the loss test reads these, plain sums serve
+                    av = abs(values[i, cc])
+                    Tc[row, j, 1 + p + cc] = Tc[was, j, 1 + p + cc] + gc * av
+                    Ts[row, j, 1 + p + cc] = Ts[was, j, 1 + p + cc] + gs * av
+                if j % 2 == 0:
+                    Tb[row, j, 0] = Tb[was, j, 0] + gj
+                    for cc in range(p):
+                        Tb[row, j, 1 + p + cc] = Tb[was, j, 1 + p + cc] + gj * abs(values[i, cc])
+                gj *= t
+                gc *= t
+                gs *= t
 
 
 @njit(cache=True, inline="always")
@@ -225,8 +267,6 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
         nt = nkmax + 1 if COS else 1
         Tc = np.empty((nt, NF, NC))
         Ts = np.empty((nt, NF, NC))
-        sc = np.empty(nt)
-        ss = np.empty(nt)
         comp = np.empty((NF, NC))
         M = np.empty((4, NF, NC))
         mu = np.empty(NF)
@@ -252,13 +292,10 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
             k1 = _csx(cs, cbk + 1 + DIV, ncell)
             centre = x0 + (cbk + 0.5) * g
             piv = _first_at(centre, xs, k0, k1, False)
-            _pivot_table(T, comp, xs, k0, k1, piv, centre, inv_h, sw, values, NF, P)
             if COS:
-                nk = k1 - k0
-                _trig_weights(sc, ss, xs, k0, k1, centre, inv_h, sw)
-                xk, vk = xs[k0:k1], values[k0:k1]
-                _pivot_table(Tc, comp, xk, 0, nk, piv - k0, centre, inv_h, sc[:nk], vk, NF, P)
-                _pivot_table(Ts, comp, xk, 0, nk, piv - k0, centre, inv_h, ss[:nk], vk, NF, P)
+                _cos_tables(Tc, Ts, T, comp, M[0], xs, k0, k1, piv, centre, inv_h, sw, values, NF, P)
+            else:
+                _pivot_table(T, comp, xs, k0, k1, piv, centre, inv_h, sw, values, NF, P)
             lo = hi = mid = ml = mr = k0
             prev = lq[0]
             for rr in range(j1 - j0):
