@@ -84,13 +84,56 @@ def trig_coefficients(kernel: Kernel) -> NDArray[np.float64] | None:
 
 
 @njit(cache=True, inline="always")
-def _cos_tables(Tc, Ts, Tb, cc_, cs_, xs, k0, k1, piv, centre, inv_h, sw, values, nf, p):
+def _own_phases(kt, kc, ks, done, xs, cbk, kbase, x0, g, inv_h, cs, ncell):  # pragma: no cover - compiled
+    """Each key of the cells ``cbk - 1 .. cbk + 1`` past ``done`` (the keys filled so far, the
+    cells rising bucket by bucket): ``kt[i - kbase]`` its ``t`` about its own cell's centre,
+    ``kc``, ``ks`` the cos and sin of ``pi t / 2``; the new ``done``."""
+    for cell in range(cbk - 1, cbk + 2):
+        z = _csx(cs, cell + 1, ncell)
+        if z <= done:
+            continue
+        own = x0 + (cell + 0.5) * g
+        for i in range(max(_csx(cs, cell, ncell), done), z):
+            t = (np.float64(xs[i]) - own) * inv_h
+            kt[i - kbase] = t
+            kc[i - kbase] = np.cos(0.5 * np.pi * t)
+            ks[i - kbase] = np.sin(0.5 * np.pi * t)
+        done = z
+    return done
+
+
+@njit(cache=True, inline="always")
+def _phase(t, m, i, kt, kc, ks):  # pragma: no cover - compiled
+    """``cos``, ``sin`` of ``pi t / 2`` for the key ``i`` (``kbase`` off) of the cell ``m``
+    (-1, 0, 1) off the table's: its own cell's phase turned by ``m`` exact quarter turns
+    (``cos(a + pi / 2) = -sin a``) and by the tiny ``d = (t - m) - t_own`` (the centres'
+    rounding) to second order, within an ulp or two of the plain ``cos`` for ``|d| <= 2^-20``;
+    past it (a key whose cell is not where its ``t`` says) the plain ``cos`` and ``sin``."""
+    d = (t - m) - kt[i]
+    if not abs(d) <= 2.0**-20:
+        return np.cos(0.5 * np.pi * t), np.sin(0.5 * np.pi * t)
+    a = 0.5 * np.pi * d
+    r = 1.0 - 0.5 * a * a
+    c0 = kc[i] * r - ks[i] * a
+    s0 = ks[i] * r + kc[i] * a
+    if m == 0:
+        return c0, s0
+    if m > 0:
+        return -s0, c0
+    return s0, -c0
+
+
+@njit(cache=True, inline="always")
+def _cos_tables(Tc, Ts, Tb, cc_, cs_, xs, k0, k1, piv, centre, inv_h, sw, values, ph, nf, p):
     # pragma: no cover - compiled
     """The cosine's tables in one pass over the keys from the pivot outwards (rows as
     :func:`._windowed_msplit._pivot_table`'s): ``Tc``, ``Ts`` the sums of ``sw t^j cos(pi t / 2)
     (1, v, |v|)`` and the same with the sine (those of ``1`` and ``v`` compensated), ``Tb``
     only what the loss test reads, plain: the even powers of ``sw t^j (1, |v|)``. ``cc_``,
-    ``cs_`` (nf, 1 + p): scratch for the compensations."""
+    ``cs_`` (nf, 1 + p): scratch for the compensations; ``ph``: the keys' own phases
+    (:func:`_own_phases`: ``kt``, ``kc``, ``ks``, ``kbase``) and the first keys of the table's
+    middle cell and of the one after it."""
+    kt, kc, ks, kbase, kb0, kb1 = ph
     has_sw = sw.shape[0] > 0
     for j in range(nf):
         for cc in range(1 + 2 * p):
@@ -110,8 +153,9 @@ def _cos_tables(Tc, Ts, Tb, cc_, cs_, xs, k0, k1, piv, centre, inv_h, sw, values
             was = row - 1 if step == 0 else row + 1
             t = (np.float64(xs[i]) - centre) * inv_h
             gj = sign * (sw[i] if has_sw else 1.0)
-            gc = gj * np.cos(0.5 * np.pi * t)
-            gs = gj * np.sin(0.5 * np.pi * t)
+            co, si = _phase(t, -1 if i < kb0 else (1 if i >= kb1 else 0), i - kbase, kt, kc, ks)
+            gc = gj * co
+            gs = gj * si
             for j in range(nf):
                 for cc in range(1 + p):
                     v = 1.0 if cc == 0 else values[i, cc - 1]
@@ -241,6 +285,8 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
     degree + 1``, or the pieces' 4 + ``2 degree``), ``p`` outputs and a polynomial ``degree``
     (closure constants); arguments and results as :func:`._windowed_msplit.split_sweep`'s, with
     :func:`trig_coefficients` for ``c``."""
+    if cosine and div != 1:  # the keys' phases turn by quarter turns only between cells of h
+        raise ValueError(f"div: the cosine's sweep takes cells of one bandwidth, not {div}")
     COS = cosine
     NF = nf
     DIV = div
@@ -265,6 +311,10 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
         cnt = np.empty(nqmax + 1, np.int64)
         T = np.empty((nkmax + 1, NF, NC))
         nt = nkmax + 1 if COS else 1
+        kbase = _csx(cs, tasks[t0] - 2, ncell)
+        nown = _csx(cs, tasks[t1], ncell) - kbase if COS else 0
+        kt, kc, ks = np.empty(nown), np.empty(nown), np.empty(nown)
+        done = kbase
         Tc = np.empty((nt, NF, NC))
         Ts = np.empty((nt, NF, NC))
         comp = np.empty((NF, NC))
@@ -293,7 +343,9 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
             centre = x0 + (cbk + 0.5) * g
             piv = _first_at(centre, xs, k0, k1, False)
             if COS:
-                _cos_tables(Tc, Ts, T, comp, M[0], xs, k0, k1, piv, centre, inv_h, sw, values, NF, P)
+                done = _own_phases(kt, kc, ks, done, xs, cbk, kbase, x0, g, inv_h, cs, ncell)
+                ph = (kt, kc, ks, kbase, _csx(cs, cbk, ncell), _csx(cs, cbk + 1, ncell))
+                _cos_tables(Tc, Ts, T, comp, M[0], xs, k0, k1, piv, centre, inv_h, sw, values, ph, NF, P)
             else:
                 _pivot_table(T, comp, xs, k0, k1, piv, centre, inv_h, sw, values, NF, P)
             lo = hi = mid = ml = mr = k0
