@@ -262,17 +262,29 @@ def _cosine_sums(S, M, Tb, Tc, Ts, edges, piv, e, k0, cq, sq, cb, binom, nq, aq,
     """``S[side, cc, a]``: the cosine's sums on each side of the query, ``cq``, ``sq`` the
     kernel's amplitude times ``cos``, ``sin`` of ``pi Q / 2``; whether every moment passes the
     loss test (bounds from the power table ``Tb``, weighted by ``cb[0]``)."""
-    for side in range(2):
-        _part(M[2 * side], Tc, edges[side], edges[side + 1], e, k0, nf, nc)
-        _part(M[2 * side + 1], Ts, edges[side], edges[side + 1], e, k0, nf, nc)
+    for side in range(2):  # the two tables read apart and weighted at once: M[side] = cq Tc + sq Ts
+        a = edges[side] - k0
+        z = edges[side + 1] - k0
+        ie = e - k0
+        inside = a <= ie < z
+        for j in range(nf):
+            for cc in range(nc):
+                if inside:
+                    dc = (Tc[ie, j, cc] - Tc[a, j, cc]) + (Tc[z, j, cc] - Tc[ie + 1, j, cc])
+                    ds = (Ts[ie, j, cc] - Ts[a, j, cc]) + (Ts[z, j, cc] - Ts[ie + 1, j, cc])
+                else:
+                    dc = Tc[z, j, cc] - Tc[a, j, cc]
+                    ds = Ts[z, j, cc] - Ts[a, j, cc]
+                M[side, j, cc] = cq * dc + sq * ds
     ok = True
     for cc in range(nc):
         top = nf if cc == 0 else nv
         for side in range(2):
-            _shift(mu, M[2 * side], binom, nq, top, cc)
-            _shift(mv, M[2 * side + 1], binom, nq, top, cc)
-            for aa in range(top):
-                S[side, cc, aa] = cq * mu[aa] + sq * mv[aa]
+            for k in range(top):  # the binomial shift to the query, as _shift
+                s = 0.0
+                for j in range(k + 1):
+                    s += binom[k, j] * nq[k - j] * M[side, j, cc]
+                S[side, cc, k] = s
         if cc == 0 or cc > p:
             hi_row, lo_row = max(edges[2], piv) - k0, min(edges[0], piv) - k0
             ok = ok and _loss_ok(S, cc, Tb, hi_row, lo_row, B, E, binom, aq, cb, 1, top, top)
