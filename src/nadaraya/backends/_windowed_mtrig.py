@@ -257,18 +257,22 @@ def _parzen_sums(S, Sa, Sb, M, T, edges, piv, e, k0, c, binom, nq, aq, mu, B, E,
 
 
 @njit(cache=True, inline="always")
-def _cosine_sums(S, M, Tb, Tc, Ts, edges, piv, e, k0, cq, sq, cb, binom, nq, aq, mu, mv, B, E, nf, nc, nv, p,
-                 r):  # pragma: no cover - compiled
-    """``S[side, cc, a]``: the cosine's sums on each side of the query, ``cq``, ``sq`` the
+def _cosine_sums(S, M, Tb, Tc, Ts, edges, piv, e, k0, cq, sq, cb, binom, nq, aq, B, E, nf, nc, nv, p):
+    # pragma: no cover - compiled
+    """``S[side, cc, a]``: the cosine's sums on each side of the query (a value column's whole
+    window on side 0, side 1 zero: only the |v| columns size it), ``cq``, ``sq`` the
     kernel's amplitude times ``cos``, ``sin`` of ``pi Q / 2``; whether every moment passes the
     loss test (bounds from the power table ``Tb``, weighted by ``cb[0]``)."""
+    ie = e - k0
     for side in range(2):  # the two tables read apart and weighted at once: M[side] = cq Tc + sq Ts
-        a = edges[side] - k0
-        z = edges[side + 1] - k0
-        ie = e - k0
-        inside = a <= ie < z
-        for j in range(nf):
-            for cc in range(nc):
+        for cc in range(nc):
+            whole = 1 <= cc <= p  # a value column: only the window's sum is emitted, on side 0
+            if whole and side == 1:
+                continue
+            a = edges[side] - k0
+            z = (edges[2] if whole else edges[side + 1]) - k0
+            inside = a <= ie < z
+            for j in range(nf):
                 if inside:
                     dc = (Tc[ie, j, cc] - Tc[a, j, cc]) + (Tc[z, j, cc] - Tc[ie + 1, j, cc])
                     ds = (Ts[ie, j, cc] - Ts[a, j, cc]) + (Ts[z, j, cc] - Ts[ie + 1, j, cc])
@@ -280,6 +284,10 @@ def _cosine_sums(S, M, Tb, Tc, Ts, edges, piv, e, k0, cq, sq, cb, binom, nq, aq,
     for cc in range(nc):
         top = nf if cc == 0 else nv
         for side in range(2):
+            if 1 <= cc <= p and side == 1:
+                for k in range(top):
+                    S[1, cc, k] = 0.0
+                continue
             for k in range(top):  # the binomial shift to the query, as _shift
                 s = 0.0
                 for j in range(k + 1):
@@ -332,7 +340,6 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
         comp = np.empty((NF, NC))
         M = np.empty((4, NF, NC))
         mu = np.empty(NF)
-        mv = np.empty(NF)
         nq = np.empty(NF)
         aq = np.empty(NF)
         B = np.empty(NF)
@@ -394,8 +401,8 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
                     cq = c[0, 0] * np.cos(0.5 * np.pi * Q)
                     sq = c[0, 0] * np.sin(0.5 * np.pi * Q)
                     cb[0] = abs(cq) + abs(sq)
-                    ok = _cosine_sums(S, M, T, Tc, Ts, edges, piv, e, k0, cq, sq, cb, binom, nq, aq, mu, mv,
-                                      B, E, NF, NC, NV, P, R)
+                    ok = _cosine_sums(S, M, T, Tc, Ts, edges, piv, e, k0, cq, sq, cb, binom, nq, aq, B, E, NF,
+                                      NC, NV, P)
                 else:
                     ml = _past(q64 - 0.5 * h, xs, ml)
                     mr = _past(q64 + 0.5 * h, xs, mr)
