@@ -12,7 +12,11 @@ tabulating the keys within ``h`` of it outwards from a pivot at its centre, comp
 * **cosine**: ``cos(pi (t - Q) / 2) = cos(pi t / 2) cos(pi Q / 2) + sin(pi t / 2) sin(pi Q /
   2)``, and ``(t - Q)^a`` by the binomial shift, so the tables are ``sum sw t^j cos(pi t / 2)
   (1, v, |v|)`` and the same with the sine (``j <= 2 degree``), read apart on each side of the
-  query (one more edge) so that each side's sums have one sign.
+  query (one more edge) so that each side's sums have one sign; a value column's sums span the
+  window at once. Its cells are ``h`` wide, so a key's ``t`` in a neighbouring cell's table is
+  its own cell's plus or minus 1 (and the centres' rounding): its cos and sin are computed once,
+  about its own cell, and turned by exact quarter turns for the neighbours' tables. The power
+  table feeds only the loss test: its even powers of ``1`` and ``|v|``, plain sums.
 
 **The loss test, per query**, as the split sweep's: each part's natural size ``sum w |u|^a
 [|v|]`` is the absolute value of its sum (``u`` and the kernel have one sign on a part), and
@@ -319,8 +323,7 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
     def sweep(t0, t1, qs, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, excl, c, binom,
               direct_max, res, lo_out, hi_out):  # type: ignore[no-untyped-def]  # pragma: no cover
         has_excl = excl.shape[0] > 0
-        nqmax = 1
-        nkmax = 1
+        nqmax = nkmax = 1
         for b in range(tasks[t0], tasks[t1]):
             nqmax = max(nqmax, start[b + 1] - start[b])
             nkmax = max(nkmax, _csx(cs, b + DIV, ncell) - _csx(cs, b - 1 - DIV, ncell))
@@ -335,8 +338,7 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
         nown = _csx(cs, tasks[t1], ncell) - kbase if COS else 0
         kt, kc, ks = np.empty(nown), np.empty(nown), np.empty(nown)
         done = kbase
-        Tc = np.empty((nt, NF, NC))
-        Ts = np.empty((nt, NF, NC))
+        Tc, Ts = np.empty((nt, NF, NC)), np.empty((nt, NF, NC))
         comp = np.empty((NF, NC))
         M = np.empty((4, NF, NC))
         mu = np.empty(NF)
