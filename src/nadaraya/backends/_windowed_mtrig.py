@@ -12,7 +12,11 @@ tabulating the keys within ``h`` of it outwards from a pivot at its centre, comp
 * **cosine**: ``cos(pi (t - Q) / 2) = cos(pi t / 2) cos(pi Q / 2) + sin(pi t / 2) sin(pi Q /
   2)``, and ``(t - Q)^a`` by the binomial shift, so the tables are ``sum sw t^j cos(pi t / 2)
   (1, v, |v|)`` and the same with the sine (``j <= 2 degree``), read apart on each side of the
-  query (one more edge) so that each side's sums have one sign.
+  query (one more edge) so that each side's sums have one sign; a value column's sums span the
+  window at once. Its cells are ``h`` wide, so a key's ``t`` in a neighbouring cell's table is
+  its own cell's plus or minus 1 (and the centres' rounding): its cos and sin are computed once,
+  about its own cell, and turned by exact quarter turns for the neighbours' tables. The power
+  table feeds only the loss test: its even powers of ``1`` and ``|v|``, plain sums.
 
 **The loss test, per query**, as the split sweep's: each part's natural size ``sum w |u|^a
 [|v|]`` is the absolute value of its sum (``u`` and the kernel have one sign on a part), and
@@ -84,14 +88,100 @@ def trig_coefficients(kernel: Kernel) -> NDArray[np.float64] | None:
 
 
 @njit(cache=True, inline="always")
-def _trig_weights(sc, ss, xs, k0, k1, centre, inv_h, sw):  # pragma: no cover - compiled
-    """``sc[i]``, ``ss[i]``: ``sw cos(pi t / 2)`` and ``sw sin(pi t / 2)`` of the key ``k0 + i``."""
+def _own_phases(kt, kc, ks, done, xs, cbk, kbase, x0, g, inv_h, cs, ncell):  # pragma: no cover - compiled
+    """Each key of the cells ``cbk - 1 .. cbk + 1`` past ``done`` (the keys filled so far, the
+    cells rising bucket by bucket): ``kt[i - kbase]`` its ``t`` about its own cell's centre,
+    ``kc``, ``ks`` the cos and sin of ``pi t / 2``; the new ``done``."""
+    for cell in range(cbk - 1, cbk + 2):
+        z = _csx(cs, cell + 1, ncell)
+        if z <= done:
+            continue
+        own = x0 + (cell + 0.5) * g
+        for i in range(max(_csx(cs, cell, ncell), done), z):
+            t = (np.float64(xs[i]) - own) * inv_h
+            kt[i - kbase] = t
+            kc[i - kbase] = np.cos(0.5 * np.pi * t)
+            ks[i - kbase] = np.sin(0.5 * np.pi * t)
+        done = z
+    return done
+
+
+@njit(cache=True, inline="always")
+def _phase(t, m, i, kt, kc, ks):  # pragma: no cover - compiled
+    """``cos``, ``sin`` of ``pi t / 2`` for the key ``i`` (``kbase`` off) of the cell ``m``
+    (-1, 0, 1) off the table's: its own cell's phase turned by ``m`` exact quarter turns
+    (``cos(a + pi / 2) = -sin a``) and by the tiny ``d = (t - m) - t_own`` (the centres'
+    rounding) to second order, within an ulp or two of the plain ``cos`` for ``|d| <= 2^-20``;
+    past it (a key whose cell is not where its ``t`` says) the plain ``cos`` and ``sin``."""
+    d = (t - m) - kt[i]
+    if not abs(d) <= 2.0**-20:
+        return np.cos(0.5 * np.pi * t), np.sin(0.5 * np.pi * t)
+    a = 0.5 * np.pi * d
+    r = 1.0 - 0.5 * a * a
+    c0 = kc[i] * r - ks[i] * a
+    s0 = ks[i] * r + kc[i] * a
+    if m == 0:
+        return c0, s0
+    if m > 0:
+        return -s0, c0
+    return s0, -c0
+
+
+@njit(cache=True, inline="always")
+def _cos_tables(Tc, Ts, Tb, cc_, cs_, xs, k0, k1, piv, centre, inv_h, sw, values, ph, nf, p):
+    # pragma: no cover - compiled
+    """The cosine's tables in one pass over the keys from the pivot outwards (rows as
+    :func:`._windowed_msplit._pivot_table`'s): ``Tc``, ``Ts`` the sums of ``sw t^j cos(pi t / 2)
+    (1, v, |v|)`` and the same with the sine (those of ``1`` and ``v`` compensated), ``Tb``
+    only what the loss test reads, plain: the even powers of ``sw t^j (1, |v|)``. ``cc_``,
+    ``cs_`` (nf, 1 + p): scratch for the compensations; ``ph``: the keys' own phases
+    (:func:`_own_phases`: ``kt``, ``kc``, ``ks``, ``kbase``) and the first keys of the table's
+    middle cell and of the one after it."""
+    kt, kc, ks, kbase, kb0, kb1 = ph
     has_sw = sw.shape[0] > 0
-    for i in range(k1 - k0):
-        t = (np.float64(xs[k0 + i]) - centre) * inv_h
-        w = sw[k0 + i] if has_sw else 1.0
-        sc[i] = w * np.cos(0.5 * np.pi * t)
-        ss[i] = w * np.sin(0.5 * np.pi * t)
+    for j in range(nf):
+        for cc in range(1 + 2 * p):
+            Tc[piv - k0, j, cc] = 0.0
+            Ts[piv - k0, j, cc] = 0.0
+            Tb[piv - k0, j, cc] = 0.0
+    for step in range(2):
+        for j in range(nf):
+            for cc in range(1 + p):
+                cc_[j, cc] = 0.0
+                cs_[j, cc] = 0.0
+        sign = 1.0 if step == 0 else -1.0
+        count = k1 - piv if step == 0 else piv - k0
+        for s in range(count):
+            i = piv + s if step == 0 else piv - 1 - s  # the key added
+            row = i + 1 - k0 if step == 0 else i - k0  # the row it completes
+            was = row - 1 if step == 0 else row + 1
+            t = (np.float64(xs[i]) - centre) * inv_h
+            gj = sign * (sw[i] if has_sw else 1.0)
+            co, si = _phase(t, -1 if i < kb0 else (1 if i >= kb1 else 0), i - kbase, kt, kc, ks)
+            gc = gj * co
+            gs = gj * si
+            for j in range(nf):
+                for cc in range(1 + p):
+                    v = 1.0 if cc == 0 else values[i, cc - 1]
+                    y = gc * v - cc_[j, cc]
+                    tot = Tc[was, j, cc] + y
+                    cc_[j, cc] = (tot - Tc[was, j, cc]) - y
+                    Tc[row, j, cc] = tot
+                    y = gs * v - cs_[j, cc]
+                    tot = Ts[was, j, cc] + y
+                    cs_[j, cc] = (tot - Ts[was, j, cc]) - y
+                    Ts[row, j, cc] = tot
+                for cc in range(p):  # |v|: only the loss test reads these, plain sums serve
+                    av = abs(values[i, cc])
+                    Tc[row, j, 1 + p + cc] = Tc[was, j, 1 + p + cc] + gc * av
+                    Ts[row, j, 1 + p + cc] = Ts[was, j, 1 + p + cc] + gs * av
+                if j % 2 == 0:
+                    Tb[row, j, 0] = Tb[was, j, 0] + gj
+                    for cc in range(p):
+                        Tb[row, j, 1 + p + cc] = Tb[was, j, 1 + p + cc] + gj * abs(values[i, cc])
+                gj *= t
+                gc *= t
+                gs *= t
 
 
 @njit(cache=True, inline="always")
@@ -171,22 +261,42 @@ def _parzen_sums(S, Sa, Sb, M, T, edges, piv, e, k0, c, binom, nq, aq, mu, B, E,
 
 
 @njit(cache=True, inline="always")
-def _cosine_sums(S, M, Tb, Tc, Ts, edges, piv, e, k0, cq, sq, cb, binom, nq, aq, mu, mv, B, E, nf, nc, nv, p,
-                 r):  # pragma: no cover - compiled
-    """``S[side, cc, a]``: the cosine's sums on each side of the query, ``cq``, ``sq`` the
+def _cosine_sums(S, M, Tb, Tc, Ts, edges, piv, e, k0, cq, sq, cb, binom, nq, aq, B, E, nf, nc, nv, p):
+    # pragma: no cover - compiled
+    """``S[side, cc, a]``: the cosine's sums on each side of the query (a value column's whole
+    window on side 0, side 1 zero: only the |v| columns size it), ``cq``, ``sq`` the
     kernel's amplitude times ``cos``, ``sin`` of ``pi Q / 2``; whether every moment passes the
     loss test (bounds from the power table ``Tb``, weighted by ``cb[0]``)."""
-    for side in range(2):
-        _part(M[2 * side], Tc, edges[side], edges[side + 1], e, k0, nf, nc)
-        _part(M[2 * side + 1], Ts, edges[side], edges[side + 1], e, k0, nf, nc)
+    ie = e - k0
+    for side in range(2):  # the two tables read apart and weighted at once: M[side] = cq Tc + sq Ts
+        for cc in range(nc):
+            whole = 1 <= cc <= p  # a value column: only the window's sum is emitted, on side 0
+            if whole and side == 1:
+                continue
+            a = edges[side] - k0
+            z = (edges[2] if whole else edges[side + 1]) - k0
+            inside = a <= ie < z
+            for j in range(nf):
+                if inside:
+                    dc = (Tc[ie, j, cc] - Tc[a, j, cc]) + (Tc[z, j, cc] - Tc[ie + 1, j, cc])
+                    ds = (Ts[ie, j, cc] - Ts[a, j, cc]) + (Ts[z, j, cc] - Ts[ie + 1, j, cc])
+                else:
+                    dc = Tc[z, j, cc] - Tc[a, j, cc]
+                    ds = Ts[z, j, cc] - Ts[a, j, cc]
+                M[side, j, cc] = cq * dc + sq * ds
     ok = True
     for cc in range(nc):
         top = nf if cc == 0 else nv
         for side in range(2):
-            _shift(mu, M[2 * side], binom, nq, top, cc)
-            _shift(mv, M[2 * side + 1], binom, nq, top, cc)
-            for aa in range(top):
-                S[side, cc, aa] = cq * mu[aa] + sq * mv[aa]
+            if 1 <= cc <= p and side == 1:
+                for k in range(top):
+                    S[1, cc, k] = 0.0
+                continue
+            for k in range(top):  # the binomial shift to the query, as _shift
+                s = 0.0
+                for j in range(k + 1):
+                    s += binom[k, j] * nq[k - j] * M[side, j, cc]
+                S[side, cc, k] = s
         if cc == 0 or cc > p:
             hi_row, lo_row = max(edges[2], piv) - k0, min(edges[0], piv) - k0
             ok = ok and _loss_ok(S, cc, Tb, hi_row, lo_row, B, E, binom, aq, cb, 1, top, top)
@@ -199,6 +309,8 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
     degree + 1``, or the pieces' 4 + ``2 degree``), ``p`` outputs and a polynomial ``degree``
     (closure constants); arguments and results as :func:`._windowed_msplit.split_sweep`'s, with
     :func:`trig_coefficients` for ``c``."""
+    if cosine and div != 1:  # the keys' phases turn by quarter turns only between cells of h
+        raise ValueError(f"div: the cosine's sweep takes cells of one bandwidth, not {div}")
     COS = cosine
     NF = nf
     DIV = div
@@ -211,8 +323,7 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
     def sweep(t0, t1, qs, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, excl, c, binom,
               direct_max, res, lo_out, hi_out):  # type: ignore[no-untyped-def]  # pragma: no cover
         has_excl = excl.shape[0] > 0
-        nqmax = 1
-        nkmax = 1
+        nqmax = nkmax = 1
         for b in range(tasks[t0], tasks[t1]):
             nqmax = max(nqmax, start[b + 1] - start[b])
             nkmax = max(nkmax, _csx(cs, b + DIV, ncell) - _csx(cs, b - 1 - DIV, ncell))
@@ -223,14 +334,14 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
         cnt = np.empty(nqmax + 1, np.int64)
         T = np.empty((nkmax + 1, NF, NC))
         nt = nkmax + 1 if COS else 1
-        Tc = np.empty((nt, NF, NC))
-        Ts = np.empty((nt, NF, NC))
-        sc = np.empty(nt)
-        ss = np.empty(nt)
+        kbase = _csx(cs, tasks[t0] - 2, ncell)
+        nown = _csx(cs, tasks[t1], ncell) - kbase if COS else 0
+        kt, kc, ks = np.empty(nown), np.empty(nown), np.empty(nown)
+        done = kbase
+        Tc, Ts = np.empty((nt, NF, NC)), np.empty((nt, NF, NC))
         comp = np.empty((NF, NC))
         M = np.empty((4, NF, NC))
         mu = np.empty(NF)
-        mv = np.empty(NF)
         nq = np.empty(NF)
         aq = np.empty(NF)
         B = np.empty(NF)
@@ -252,13 +363,12 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
             k1 = _csx(cs, cbk + 1 + DIV, ncell)
             centre = x0 + (cbk + 0.5) * g
             piv = _first_at(centre, xs, k0, k1, False)
-            _pivot_table(T, comp, xs, k0, k1, piv, centre, inv_h, sw, values, NF, P)
             if COS:
-                nk = k1 - k0
-                _trig_weights(sc, ss, xs, k0, k1, centre, inv_h, sw)
-                xk, vk = xs[k0:k1], values[k0:k1]
-                _pivot_table(Tc, comp, xk, 0, nk, piv - k0, centre, inv_h, sc[:nk], vk, NF, P)
-                _pivot_table(Ts, comp, xk, 0, nk, piv - k0, centre, inv_h, ss[:nk], vk, NF, P)
+                done = _own_phases(kt, kc, ks, done, xs, cbk, kbase, x0, g, inv_h, cs, ncell)
+                ph = (kt, kc, ks, kbase, _csx(cs, cbk, ncell), _csx(cs, cbk + 1, ncell))
+                _cos_tables(Tc, Ts, T, comp, M[0], xs, k0, k1, piv, centre, inv_h, sw, values, ph, NF, P)
+            else:
+                _pivot_table(T, comp, xs, k0, k1, piv, centre, inv_h, sw, values, NF, P)
             lo = hi = mid = ml = mr = k0
             prev = lq[0]
             for rr in range(j1 - j0):
@@ -293,8 +403,8 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
                     cq = c[0, 0] * np.cos(0.5 * np.pi * Q)
                     sq = c[0, 0] * np.sin(0.5 * np.pi * Q)
                     cb[0] = abs(cq) + abs(sq)
-                    ok = _cosine_sums(S, M, T, Tc, Ts, edges, piv, e, k0, cq, sq, cb, binom, nq, aq, mu, mv,
-                                      B, E, NF, NC, NV, P, R)
+                    ok = _cosine_sums(S, M, T, Tc, Ts, edges, piv, e, k0, cq, sq, cb, binom, nq, aq, B, E, NF,
+                                      NC, NV, P)
                 else:
                     ml = _past(q64 - 0.5 * h, xs, ml)
                     mr = _past(q64 + 0.5 * h, xs, mr)
