@@ -129,15 +129,58 @@ def test_small_mixed_search_runs_serially(monkeypatch):
     assert blas <= {(1,) * len(next(iter(blas)))}
 
 
-def test_one_blas_thread_restores_the_limits():
+def _blas_threads():
+    import scipy.linalg  # noqa: F401  (its OpenBLAS, which one_blas_thread loads, counts from the start)
     from threadpoolctl import threadpool_info
+
+    return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+
+def test_one_blas_thread_restores_the_limits():
+    from threadpoolctl import threadpool_limits
 
     from nadaraya._support.threads import one_blas_thread
 
-    before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
-    with one_blas_thread():
-        assert all(i["num_threads"] == 1 for i in threadpool_info() if i["user_api"] == "blas")
-    assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == before
+    with threadpool_limits(2, user_api="blas"):  # so that the limit shows, whatever the environment
+        before = _blas_threads()
+        assert before and all(t == 2 for t in before)
+        with one_blas_thread():
+            assert all(t == 1 for t in _blas_threads())
+        assert _blas_threads() == before
+
+
+def test_one_blas_thread_nests_and_leaves_other_threads_alone():
+    """Nested blocks restore the count once, at the outermost; a worker thread's block (where
+    OpenBLAS would not take a new count) changes nothing, even while it outlives the main
+    thread's block."""
+    from threadpoolctl import threadpool_limits
+
+    from nadaraya._support.threads import one_blas_thread
+
+    inside, main_left = threading.Event(), threading.Event()
+    seen = {}
+
+    def worker():
+        with one_blas_thread():
+            seen["worker inside"] = _blas_threads()
+            inside.set()
+            main_left.wait(10)
+            seen["after the main thread left"] = _blas_threads()
+
+    with threadpool_limits(2, user_api="blas"):
+        before = _blas_threads()
+        thread = threading.Thread(target=worker)
+        with one_blas_thread():
+            with one_blas_thread():
+                assert all(t == 1 for t in _blas_threads())
+            assert all(t == 1 for t in _blas_threads())
+            thread.start()
+            assert inside.wait(10)
+        main_left.set()
+        thread.join(20)
+        assert seen["worker inside"] == [1] * len(before)
+        assert seen["after the main thread left"] == before
+        assert _blas_threads() == before
 
 
 # --- the gradient's pass of the mixed CV (local constant, Gaussian) ------------------------------

@@ -47,6 +47,8 @@ __all__ = ["configure", "one_blas_thread", "threading_layer"]
 _lock = threading.Lock()
 _done = False
 _controller: list[Any] = []  # threadpoolctl's controller, made once (inspecting the libraries costs ms)
+_blas_limit: list[Any] = []  # the limiter of the main thread's open blocks of one_blas_thread
+_blas_depth = [0]  # how many of them are open (nested)
 
 
 def _pick_layer() -> str:
@@ -106,6 +108,9 @@ def threading_layer() -> str:
 def one_blas_thread() -> Iterator[None]:
     """Run the enclosed block with BLAS (OpenBLAS, MKL, BLIS) limited to one thread.
 
+    In the main thread only: OpenBLAS ignores a new thread count set from another thread, so
+    there the block runs as it would without it (and can never leave the process limited).
+
     The libraries are inspected once, at the first call, after SciPy's linear algebra is loaded
     (it brings its own OpenBLAS); entering the block afterwards costs microseconds, where
     ``threadpoolctl.threadpool_limits`` inspects them again each time (milliseconds).
@@ -124,5 +129,15 @@ def one_blas_thread() -> Iterator[None]:
         with _lock:
             if not _controller:
                 _controller.append(ThreadpoolController())
-    with _controller[0].limit(limits=1, user_api="blas"):
+    if threading.current_thread() is not threading.main_thread():
+        yield  # OpenBLAS takes a new thread count from the main thread only: nothing to set here
+        return
+    if not _blas_depth[0]:  # nested blocks: the outermost one sets the limit and restores it
+        _blas_limit.append(_controller[0].limit(limits=1, user_api="blas"))
+    _blas_depth[0] += 1
+    try:
         yield
+    finally:
+        _blas_depth[0] -= 1
+        if not _blas_depth[0]:
+            _blas_limit.pop().restore_original_limits()
