@@ -1,4 +1,4 @@
-"""Windowed moment sums in 1-D for kernels odd in ``|u|`` (tricube, triangular): the sweep split at the query.
+"""Windowed moment sums in 1-D: the sweep split at the query (tricube, triangular), and one without.
 
 Also serves the kernels even in ``u`` whose expansions the even sweep's fixed guards fail
 (biweight at degree 2, triweight; see :data:`EVEN_SWEEP_MAX_POWERS`), without the split
@@ -524,7 +524,8 @@ def split_moments(
         return None
     nf = c.size + 2 * degree
     binom = np.array([[math.comb(k, j) for j in range(nf)] for k in range(nf)], dtype=float)
-    if not np.any(c[1::2] != 0.0):  # even: no split; cells of h / 2 (|Q| <= 1/4)
+    if not np.any(c[1::2] != 0.0) and nf % 2:  # even: no split; cells of h / 2 (|Q| <= 1/4)
+        # (nf odd: each odd power's bound reads the even powers on both sides of it)
         div = 2
         loop = even_sweep(nf, values.shape[1], degree, div)
         return run(q, xs, inv, values, sw, excl, h, degree, nf, loop,

@@ -22,10 +22,10 @@ tabulating the keys within ``h`` of it outwards from a pivot at its centre, comp
 [|v|]`` is the absolute value of its sum (``u`` and the kernel have one sign on a part), and
 its rounding is a few ulps of ``E_a = sum_j C(a, j) |Q|^(a - j) B_j`` times the largest
 weight of the expansion (``B_j = sum sw |t|^j`` over the table's keys up to the window's end;
-``|cos| + |sin|`` of ``pi Q / 2`` times ``pi / 4`` for the cosine, the larger coefficient of
-the two pieces, doubled for four parts, for parzen). A query whose natural size of any moment
-is below :data:`._windowed_msweep._LOSS` of that bound is left for the exact pair sums, as are
-windows of at most :data:`~._windowed_common.DIRECT_MAX_KEYS` keys.
+``|cos| + |sin|`` of ``pi Q / 2`` times ``pi / 4`` for the cosine; for parzen each of the four
+parts bounded apart, by its own table rows and its own piece's coefficients). A query whose
+natural size of any moment is below :data:`._windowed_msweep._LOSS` of that bound is left for
+the exact pair sums, as are windows of at most :data:`~._windowed_common.DIRECT_MAX_KEYS` keys.
 """
 
 from __future__ import annotations
@@ -58,8 +58,8 @@ _DIV = ((2, 4), (1, 1))
 
 def trig_coefficients(kernel: Kernel) -> NDArray[np.float64] | None:
     """The coefficients this route weights its tables with, or None where it does not serve the
-    kernel: for parzen ``c[0]``, ``c[1]`` the pieces in powers of ``|u|`` (inner, outer) and
-    ``c[2]`` twice their larger absolute values (the loss test's); for the cosine ``[[K(0)]]``.
+    kernel: for parzen ``c[0]``, ``c[1]`` the pieces in powers of ``|u|`` (inner, outer); for
+    the cosine ``[[K(0)]]``.
     Each is checked against the kernel's profile.
 
     Examples
@@ -79,7 +79,7 @@ def trig_coefficients(kernel: Kernel) -> NDArray[np.float64] | None:
         inner, outer = (np.array(p) for p in _PARZEN)
         got = np.where(u <= 0.5, np.polynomial.polynomial.polyval(u, inner),
                        np.polynomial.polynomial.polyval(u, outer))
-        c = np.stack([inner, outer, 2.0 * np.maximum(np.abs(inner), np.abs(outer))])
+        c = np.stack([inner, outer])
     else:
         return None
     if not np.max(np.abs(got - ref)) <= 1e-13 * max(1.0, float(np.max(np.abs(ref)))):

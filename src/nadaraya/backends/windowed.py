@@ -53,7 +53,8 @@ bandwidth of it. This backend never looks at the others:
   other window (``d > 1``, queries that fail the check) is summed pair by pair with the exact
   differences ``k - q`` in float64: O(pairs in windows). ``moments = 0`` takes none of this.
 
-Complexity: 1-D O(n) to check that the keys are sorted (O(n log n) when they are not) +
+Complexity: 1-D O(n) to check that the keys are sorted (when they are not, O(n) where spread,
+O(n log n) at worst) +
 O(n + m) for the buckets + O((n + m) J (1 + p)) for the tables and the sums, whatever the
 bandwidth, with J the number of moments (the kernel's degree + 1; 2 for the cosine); scratch
 memory: O(m) for the buckets and the results in bucket order, plus tables of about
