@@ -247,9 +247,9 @@ def choose_for_data(
     ``None`` where none pays (then :func:`choose` decides from the sizes alone).
 
     The estimate of the truncated sums' pairs is not taken where it would cost more than those
-    sums could save (:func:`worth_estimating`), nor where every key lies within every query's
-    window (:func:`all_near`: all ``m n`` pairs, which the cells of 1-D may still serve); in 2-3
-    features it samples fewer queries in a small call (:func:`sample_queries`).
+    sums could save (``worth_estimating``), nor where every key lies within every query's
+    window (``all_near``: all ``m n`` pairs, which the cells of 1-D may still serve); in 2-3
+    features it samples fewer queries in a small call (``sample_queries``).
 
     Examples
     --------
@@ -308,7 +308,7 @@ def choose_for_data(
 #: 0.2-0.3 ms at n = 2e3 and 0.6 ms from 1e4 on in 1-D; 0.35-0.7 ms at n = 2e3 and 1.5-1.7 ms from
 #: 4e3 on in 2-3 features): in 1-D (``truncated.pairs_1d``) per key sorted, of at most 8192 sampled,
 #: and a part for its 512 sampled queries; in 2-3 features per key put in a k-d tree, of at most
-#: 4096 sampled, and per sampled query (:func:`sample_queries`)
+#: 4096 sampled, and per sampled query (``sample_queries``)
 ESTIMATE_NS = {"key_1d": 60.0, "queries_1d": 1e5, "key_tree": 200.0, "query_tree": 1000.0}
 
 
