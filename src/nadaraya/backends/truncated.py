@@ -97,7 +97,7 @@ from nadaraya._support.jit import run_ranges, threads_for
 from nadaraya.backends import _truncated_cells as _cells
 from nadaraya.backends import _truncated_grid as _grid
 from nadaraya.backends._rows import assemble
-from nadaraya.backends._sorted import scatter_rows, sorted_exclude, sorted_order, unsort_rows
+from nadaraya.backends._sorted import scatter_rows, sorted_exclude, sorted_order
 from nadaraya.backends._truncated_grid import BITS, log_ratio
 from nadaraya.backends._truncated_sums import sums as _sums
 from nadaraya.backends.laplace import SORT_QUERIES_ABOVE
@@ -414,7 +414,8 @@ def partials(
     inv_h = 1.0 / h
     lo, hi, top = _windows_of(st, h, 2 * r)
     width = 1 + p + 2 * r + r * p
-    out = np.empty((m, width))
+    # column-major rows: assemble takes each column as it stands (no copy per column)
+    out = np.empty((width, m)).T
     rest: slice | NDArray[np.intp] = slice(None)
     if st.ls.size == 0:  # dense cells share series (exact): _truncated_cells, their rows in query order
         served = _cells.sums(st.ks, st.vt, st.qs, st.ex, lo, hi, top, h, log_ratio(st.ks.size), out, r,
@@ -437,7 +438,9 @@ def partials(
     shift = top
     if st.order is not None:
         if whole:
-            out = unsort_rows(out, st.order)
+            final = np.empty((width, m)).T
+            scatter_rows(final, out, st.order)
+            out = final
         shift = np.empty_like(top)
         shift[st.order] = top
     return assemble(shift, out, dtype, m, p, r)
