@@ -6,8 +6,8 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["argsort_spread", "counting_order", "counting_pairs", "sorted_exclude", "sorted_order",
-           "scatter_rows", "sorted_pairs", "unsort_rows"]
+__all__ = ["argsort_spread", "counting_order", "counting_pairs", "scatter_rows", "sorted_exclude",
+           "sorted_order", "sorted_pairs", "unsort_rows"]
 
 
 def sorted_order(x: NDArray[np.float64]) -> NDArray[np.intp]:
