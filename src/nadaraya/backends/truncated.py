@@ -279,8 +279,9 @@ def _windows(ks, ls, ls_max, block_max, qs, ex, h, inv_h, big_l, jp, a, b, lo, h
                     grid, x_grid = up, _radius2(up, jp)
                 r2 = x_grid
             dist = math.sqrt(r2) * h * (1.0 + 2.0**-40)
-            lo[i] = _gallop(ks, q - dist, pos, False)
-            hi[i] = _gallop(ks, q + dist, pos, True)
+            # a window past either end of the keys takes that end without a search (wide bandwidths)
+            lo[i] = 0 if q - dist < ks[0] else _gallop(ks, q - dist, pos, False)
+            hi[i] = ks.size if q + dist >= ks[-1] else _gallop(ks, q + dist, pos, True)
             if weighted and again == 0:
                 # every key left out already has l < b - L; the largest sample weight inside the
                 # window bounds the others, so the radius may shrink to it
