@@ -6,8 +6,8 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["argsort_spread", "counting_order", "counting_pairs", "sorted_exclude", "sorted_order",
-           "sorted_pairs", "unsort_rows"]
+__all__ = ["argsort_spread", "counting_order", "counting_pairs", "scatter_rows", "sorted_exclude",
+           "sorted_order", "sorted_pairs", "unsort_rows"]
 
 
 def sorted_order(x: NDArray[np.float64]) -> NDArray[np.intp]:
@@ -104,6 +104,21 @@ def unsort_rows(rows, order):  # type: ignore[no-untyped-def]  # pragma: no cove
     for i in range(order.size):
         out[order[i]] = rows[i]
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def scatter_rows(out, rows, at):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``out[at[i]] = rows[i]`` in place.
+
+    Examples
+    --------
+    >>> out = np.zeros((3, 1))
+    >>> scatter_rows(out, np.array([[1.0], [2.0]]), np.array([2, 0]))
+    >>> out[:, 0].tolist()
+    [2.0, 0.0, 1.0]
+    """
+    for i in range(at.size):
+        out[at[i]] = rows[i]
 
 
 @numba.njit(cache=True, nogil=True)

@@ -372,10 +372,11 @@ def _costs(nq, nb, split, p, nt, r):  # type: ignore[no-untyped-def]  # pragma: 
 
 @numba.njit(cache=True, nogil=True)
 def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_h, nts, r, edges,
-           a, b, out, done):  # type: ignore[no-untyped-def]  # pragma: no cover
+           dest, a, b, out, done):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Rows of ``out`` for the query cells of the ranges ``a .. b - 1`` (range ``r`` holds the
     cells ``edges[r] .. edges[r + 1] - 1``) that the cells serve; ``done`` marks them.
-    ``big_b``: the most keys a cell holds; ``r`` the moments' degree."""
+    ``big_b``: the most keys a cell holds; ``r`` the moments' degree; query ``i``'s row is
+    ``dest[i]`` (``i`` where ``dest`` is empty)."""
     p = vt.shape[0]
     ncol = p + 1
     width_out = out.shape[1]
@@ -458,9 +459,11 @@ def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, widt
                     part(ks, none, vt, qs[cm[i]], inv_h, t, s0, s1, r, buf, du, pw, row)
                 for s in range(width_out):
                     acc[s, i] += row[s]
+        moved = dest.size > 0
         for i in range(nq):
+            o = dest[cm[i]] if moved else cm[i]
             for s in range(width_out):
-                out[cm[i], s] = acc[s, i]
+                out[o, s] = acc[s, i]
 
 
 def _gridded(n: int, spread: float, width: float) -> bool:
@@ -477,7 +480,7 @@ def _runs(ids: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]
 
 def sums(ks: NDArray[np.float64], vt: NDArray[np.float64], qs: NDArray[np.float64], ex: NDArray[np.int64],
          lo: NDArray[np.int64], hi: NDArray[np.int64], top: NDArray[np.float64], h: float, big_l: float,
-         out: NDArray[np.float64], r: int = 0) -> NDArray[np.bool_]:
+         out: NDArray[np.float64], r: int = 0, dest: NDArray[np.int64] | None = None) -> NDArray[np.bool_]:
     """Write the rows of ``out`` (weight, then the ``p`` values, then the ``2 r + r p`` moments
     of a local fit of degree ``r``, as :func:`nadaraya.backends._rows.assemble` reads them) of
     the queries that the cells serve, and return which they are.
@@ -485,7 +488,8 @@ def sums(ks: NDArray[np.float64], vt: NDArray[np.float64], qs: NDArray[np.float6
     ``ks`` the sorted keys, ``vt`` their values (``p >= 1`` rows), ``qs`` the queries, ``ex``
     each one's left-out key among the sorted keys (-1 for none), ``lo``, ``hi`` and ``top`` their
     windows and shifts (:mod:`nadaraya.backends.truncated`), ``big_l`` its ``L``. Rows of the
-    queries not served are left as they are.
+    queries not served are left as they are. With ``dest``, query ``i``'s row is ``dest[i]``
+    (the rows straight in another order).
 
     Examples
     --------
@@ -526,7 +530,7 @@ def sums(ks: NDArray[np.float64], vt: NDArray[np.float64], qs: NDArray[np.float6
     chunks = np.linspace(0, cells, min(cells, 64 * numba.get_num_threads()) + 1).astype(np.int64)
     with threads_for(float((hi - lo).sum()) * 4.0 * (1 + r)):
         args = (ks, vt, kid, kst, int(np.diff(kst).max()), qs, ex, lo, hi, top, mem, qid, qst, g0, width,
-                1.0 / h, nts, r, chunks)
+                1.0 / h, nts, r, chunks, np.empty(0, dtype=np.int64) if dest is None else dest)
         run_ranges(_cells, args, chunks.size - 1, (out, served), grain=1)
     done[mem[np.repeat(served, np.diff(qst))]] = True
     return done

@@ -28,7 +28,8 @@ the window still holds, and the radius shrinks to it: one heavy key does not wid
 With the moments of local polynomial fits (``moments = r``) a skipped key's term
 ``w |k - q|^j`` (``j <= 2 r``) carries ``|u|^j`` too, and ``R`` grows until
 ``R^2 / 2 - j ln R >= log s_max - b + L``: every skipped moment term is then below
-``2^-60 / n`` of ``w_max h^j``.
+``2^-60 / n`` of ``w_max h^j`` (the slack is first rounded up to a multiple of 1/64, so that
+neighbouring queries share one radius and its logarithms).
 
 **The shift.** The partials' ``shift`` must be at or above the largest log weight. Without sample
 weights the nearest key's log weight is that maximum, computed exactly as the reference computes
@@ -96,7 +97,7 @@ from nadaraya._support.jit import run_ranges, threads_for
 from nadaraya.backends import _truncated_cells as _cells
 from nadaraya.backends import _truncated_grid as _grid
 from nadaraya.backends._rows import assemble
-from nadaraya.backends._sorted import sorted_exclude, sorted_order, unsort_rows
+from nadaraya.backends._sorted import scatter_rows, sorted_exclude, sorted_order
 from nadaraya.backends._truncated_grid import BITS, log_ratio
 from nadaraya.backends._truncated_sums import sums as _sums
 from nadaraya.backends.laplace import SORT_QUERIES_ABOVE
@@ -254,6 +255,7 @@ def _windows(ks, ls, ls_max, block_max, qs, ex, h, inv_h, big_l, jp, a, b, lo, h
     ``top`` (``-inf`` and an empty window where no key has a finite log weight)."""
     weighted = ls.size > 0
     pos = 0
+    grid, x_grid = -1.0, 0.0  # the last slack rounded up to 1/64 and its radius (logs once per step)
     for i in range(a, b):
         q = qs[i]
         e = ex[i]
@@ -266,10 +268,20 @@ def _windows(ks, ls, ls_max, block_max, qs, ex, h, inv_h, big_l, jp, a, b, lo, h
             continue
         lead = ls_max if weighted else 0.0
         for again in range(2 if weighted else 1):
-            r2 = _radius2(lead - best + big_l, jp)
+            slack = lead - best + big_l
+            if jp == 0:
+                r2 = 2.0 * slack
+            else:
+                # the radius of the slack rounded up holds for the slack (x / 2 - (jp / 2) ln x grows
+                # with x past jp): one radius for the queries of one step, whatever their order
+                up = np.ceil(slack * 64.0) / 64.0
+                if up != grid:
+                    grid, x_grid = up, _radius2(up, jp)
+                r2 = x_grid
             dist = math.sqrt(r2) * h * (1.0 + 2.0**-40)
-            lo[i] = _gallop(ks, q - dist, pos, False)
-            hi[i] = _gallop(ks, q + dist, pos, True)
+            # a window past either end of the keys takes that end without a search (wide bandwidths)
+            lo[i] = 0 if q - dist < ks[0] else _gallop(ks, q - dist, pos, False)
+            hi[i] = ks.size if q + dist >= ks[-1] else _gallop(ks, q + dist, pos, True)
             if weighted and again == 0:
                 # every key left out already has l < b - L; the largest sample weight inside the
                 # window bounds the others, so the radius may shrink to it
@@ -403,10 +415,12 @@ def partials(
     inv_h = 1.0 / h
     lo, hi, top = _windows_of(st, h, 2 * r)
     width = 1 + p + 2 * r + r * p
-    out = np.empty((m, width))
+    # column-major rows: assemble takes each column as it stands (no copy per column)
+    out = np.empty((width, m)).T
     rest: slice | NDArray[np.intp] = slice(None)
-    if st.ls.size == 0:  # dense cells share series (exact): _truncated_cells
-        served = _cells.sums(st.ks, st.vt, st.qs, st.ex, lo, hi, top, h, log_ratio(st.ks.size), out, r)
+    if st.ls.size == 0:  # dense cells share series (exact): _truncated_cells, their rows in query order
+        served = _cells.sums(st.ks, st.vt, st.qs, st.ex, lo, hi, top, h, log_ratio(st.ks.size), out, r,
+                             dest=st.order)
         if served.any():
             rest = np.flatnonzero(~served)
     cost = hi[rest] - lo[rest] + 8
@@ -417,11 +431,17 @@ def partials(
         edges = _equal_work(cost, 16 * 64 * numba.get_num_threads())
         args = (st.ks, st.ls, st.vt, st.qs[rest], st.ex[rest], inv_h, lo[rest], hi[rest], top[rest], r, edges)
         run_ranges(_sums, args, edges.size - 1, (rows,))
-    if not whole:
-        out[rest] = rows
+    if not whole:  # out holds the cells' rows, in query order where the queries were sorted
+        if st.order is None:
+            out[rest] = rows
+        else:
+            scatter_rows(out, rows, st.order[rest])
     shift = top
     if st.order is not None:
-        out = unsort_rows(out, st.order)
+        if whole:
+            final = np.empty((width, m)).T
+            scatter_rows(final, out, st.order)
+            out = final
         shift = np.empty_like(top)
         shift[st.order] = top
     return assemble(shift, out, dtype, m, p, r)

@@ -170,11 +170,17 @@ def finish_local(
     their ``empty=`` fills) where a system of degree >= 1 is regular and the query is not far;
     one :class:`SingularFitWarning` counts the others (``where`` says which chunk, if any)."""
     fit = solve(parts, degree, bandwidth)
-    local = (fit.degree >= 1) & ~far
-    out[local] = fit.estimate[local].astype(out.dtype)
-    fit.slope[far] = np.nan
+    any_far = bool(far.any())
+    local = fit.degree >= 1
+    if any_far:
+        local &= ~far
+        fit.slope[far] = np.nan
+    # one pass, no gathered copies (the cast rounds as astype does)
+    np.copyto(out, fit.estimate, casting="same_kind", where=local[:, None])
     if degree >= 1:
-        low = ((fit.degree >= 0) & (fit.degree < degree)) | (far & (parts.weight > 0))
+        low = (fit.degree >= 0) & (fit.degree < degree)
+        if any_far:
+            low |= far & (parts.weight > 0)
         if low.any():
             warn_at_caller(
                 f"{int(low.sum())} of {low.size} queries{where} have a singular local system of degree "
