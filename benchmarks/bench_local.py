@@ -82,8 +82,8 @@ def _statsmodels(x: np.ndarray, y: np.ndarray, var_type: str, reg_type: str) -> 
 def _compare(
     name: str, x: np.ndarray, y: np.ndarray, kw: dict[str, Any], var_type: str, reg_type: str
 ) -> None:
-    _ours(x[:60], y[:60], **kw)  # compile outside the timing
-    t_ours, res = timed(lambda: _ours(x, y, **kw))
+    _ours(x, y, **kw)  # compile outside the timing (at this size: auto's backends depend on it)
+    t_ours, res = timed(lambda: _ours(x, y, **kw), repeat=7)
     row(name, f"nadaraya {kw}", t_ours, f"h={np.round(res.bandwidth, 4).tolist()} CV={res.score:.10f}")
     try:
         t_sm, h_sm = timed(lambda: _statsmodels(x, y, var_type, reg_type), repeat=1)
