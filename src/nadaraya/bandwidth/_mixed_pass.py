@@ -30,6 +30,24 @@ from nadaraya.partials import Partials
 __all__ = ["mixed_loo"]
 
 
+@njit(cache=True, nogil=True, inline="always", fastmath={"contract", "reassoc"})
+def _weigh(buf, sh, yt, i, weight, value):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The log weights ``buf`` to weights under the shift ``sh`` (in place), and point ``i``'s
+    weight and weighted values from them."""
+    sw = 0.0
+    for j in range(buf.size):
+        e = exp_flushed(buf[j] - sh)
+        buf[j] = e
+        sw += e
+    weight[i] = sw
+    for c in range(yt.shape[0]):
+        yc = yt[c]
+        acc = 0.0
+        for j in range(buf.size):
+            acc += buf[j] * yc[j]
+        value[i, c] = acc
+
+
 @njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
 def _sums(xt, i, buf, ua, sh, yt, degree, weight, value, s1, s2, t1):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Point ``i``'s sums from its log weights ``buf`` (its own masked) under the shift ``sh``."""
@@ -65,17 +83,7 @@ def _sums(xt, i, buf, ua, sh, yt, degree, weight, value, s1, s2, t1):  # type: i
         weight[i] = sw
         value[i, 0] = sv
         return
-    sw = 0.0
-    for j in range(n):
-        e = exp_flushed(buf[j] - sh)
-        buf[j] = e
-        sw += e
-    weight[i] = sw
-    for c in range(p):
-        acc = 0.0
-        for j in range(n):
-            acc += buf[j] * yt[c, j]
-        value[i, c] = acc
+    _weigh(buf, sh, yt, i, weight, value)
     if degree:
         for a in range(dc):
             xa = xt[a, i]
@@ -97,37 +105,47 @@ def _sums(xt, i, buf, ua, sh, yt, degree, weight, value, s1, s2, t1):  # type: i
                 t1[i, a, c] = acc
 
 
+@njit(cache=True, nogil=True, inline="always", fastmath={"contract", "reassoc"})
+def _log_row(xt, inv_h, lsw, gid, table, i, g, g_row, base, buf):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Point ``i``'s log weights into ``buf``: its group's row ``base`` (each key's log sample
+    weight plus the pair's log categorical factor, made again only where the group differs from
+    ``g_row``) less the continuous columns' Gaussian terms, its own term masked (``-inf``).
+    Returns the row's maximum."""
+    dc, n = xt.shape
+    if g != g_row:
+        row = table[g]
+        for j in range(n):
+            base[j] = lsw[j] + row[gid[j]]
+    xa, ha = xt[0, i], inv_h[0]
+    x0 = xt[0]
+    for j in range(n):
+        u = (xa - x0[j]) * ha
+        buf[j] = base[j] - 0.5 * u * u
+    for a in range(1, dc):
+        xa, ha = xt[a, i], inv_h[a]
+        xr = xt[a]
+        for j in range(n):
+            u = (xa - xr[j]) * ha
+            buf[j] -= 0.5 * u * u
+    buf[i] = -np.inf  # the point's own term, masked
+    top = -np.inf
+    for j in range(n):
+        top = max(top, buf[j])
+    return top
+
+
 @njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
 def _loo(xt, inv_h, lsw, gid, order, table, yt, degree, a0, a1, shift, weight, value, s1, s2, t1):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """The points ``order[a0 .. a1 - 1]`` (a range of :func:`nadaraya._support.jit.run_ranges`)."""
-    dc, n = xt.shape
+    n = xt.shape[1]
     base = np.empty(n)  # the log sample weight and categorical factor of each key, for one group
     buf = np.empty(n)
     ua = np.empty(n)
     g_row = -1
     for r in range(a0, a1):
         i = order[r]
-        g = gid[i]
-        if g != g_row:
-            row = table[g]
-            for j in range(n):
-                base[j] = lsw[j] + row[gid[j]]
-            g_row = g
-        xa, ha = xt[0, i], inv_h[0]
-        x0 = xt[0]
-        for j in range(n):
-            u = (xa - x0[j]) * ha
-            buf[j] = base[j] - 0.5 * u * u
-        for a in range(1, dc):
-            xa, ha = xt[a, i], inv_h[a]
-            xr = xt[a]
-            for j in range(n):
-                u = (xa - xr[j]) * ha
-                buf[j] -= 0.5 * u * u
-        buf[i] = -np.inf  # the point's own term, masked
-        top = -np.inf
-        for j in range(n):
-            top = max(top, buf[j])
+        top = _log_row(xt, inv_h, lsw, gid, table, i, gid[i], g_row, base, buf)
+        g_row = gid[i]
         shift[i] = top
         _sums(xt, i, buf, ua, top if top > -np.inf else 0.0, yt, degree, weight, value, s1, s2, t1)
 
@@ -184,40 +202,14 @@ def _loo_grad(xt, inv_h, lsw, gid, order, table, dtab, yt, a0, a1, shift, weight
         i = order[r]
         g = gid[i]
         if g != g_row:
-            row = table[g]
-            for j in range(n):
-                base[j] = lsw[j] + row[gid[j]]
             for c in range(C):
                 dr = dtab[c, g]
                 for j in range(n):
                     drow[c, j] = dr[gid[j]]
-            g_row = g
-        for j in range(n):
-            buf[j] = base[j]
-        for a in range(dc):
-            xa, ha = xt[a, i], inv_h[a]
-            xr = xt[a]
-            for j in range(n):
-                u = (xa - xr[j]) * ha
-                buf[j] -= 0.5 * u * u
-        buf[i] = -np.inf  # the point's own term, masked
-        top = -np.inf
-        for j in range(n):
-            top = max(top, buf[j])
+        top = _log_row(xt, inv_h, lsw, gid, table, i, g, g_row, base, buf)
+        g_row = g
         shift[i] = top
-        sh = top if top > -np.inf else 0.0
-        sw = 0.0
-        for j in range(n):
-            e = exp_flushed(buf[j] - sh)
-            buf[j] = e
-            sw += e
-        weight[i] = sw
-        for c in range(p):
-            yc = yt[c]
-            acc = 0.0
-            for j in range(n):
-                acc += buf[j] * yc[j]
-            value[i, c] = acc
+        _weigh(buf, top if top > -np.inf else 0.0, yt, i, weight, value)
         for a in range(dc + C):
             acc = 0.0
             if a < dc:
