@@ -132,10 +132,9 @@ class LocalObjective(_Objective):
                 out = out + math.log1p(-lam) if lam < 1 else out - math.inf
         return out
 
-    def _dense(self, h: NDArray[np.float64]) -> Partials:
-        """The leave-one-out partials of mixed data in one dense (n, n) pass: the categorical
-        factors of every pair read from a (groups x groups) table, no pass per group. The
-        same sums as :func:`nadaraya.local.fit.partials` (the reference backend's arithmetic)."""
+    def _groups(self) -> tuple[NDArray[np.float64], NDArray[np.int32]]:
+        """The distinct category tuples and each pair's (query group, key group) index, with
+        each point's group and the points ordered by it, made once (no pass)."""
         if self._pairs is None:
             cats, group = np.unique(self.Xk, axis=0, return_inverse=True)
             group = group.reshape(-1)
@@ -145,7 +144,13 @@ class LocalObjective(_Objective):
             with np.errstate(divide="ignore"):
                 self._log_sw = np.zeros(self.n) if self.sw is None else np.log(self.sw)
             self._table = (b"", np.zeros(0))
-        cats, pairs = self._pairs
+        return self._pairs
+
+    def _dense(self, h: NDArray[np.float64]) -> Partials:
+        """The leave-one-out partials of mixed data in one dense (n, n) pass: the categorical
+        factors of every pair read from a (groups x groups) table, no pass per group. The
+        same sums as :func:`nadaraya.local.fit.partials` (the reference backend's arithmetic)."""
+        cats, pairs = self._groups()
         k, n = self.kernel, self.n
         cat = Categorical(self.kinds, self.Xk, self.Xk, h[self.catc], self.levels, self.categorical_kernel)
         if k.name == "gaussian" and self.degree <= 1 and self.cont.size:
@@ -196,9 +201,7 @@ class LocalObjective(_Objective):
         from nadaraya.bandwidth._mixed_pass import mixed_loo_grad
 
         h = np.asarray(h, dtype=np.float64)
-        if self._pairs is None:
-            self._dense(h)  # the groups, kept (no pass counted: its result is not used)
-        cats = self._pairs[0]
+        cats = self._groups()[0]
         cat = Categorical(self.kinds, self.Xk, self.Xk, h[self.catc], self.levels, self.categorical_kernel)
         with np.errstate(divide="ignore"):
             table = cat.log_factor(cats, cats)
