@@ -267,8 +267,12 @@ def test_gradient_pass_sums_against_brute_force():
 
 
 def test_mixed_search_with_the_gradient_no_worse_than_with_differences(monkeypatch):
-    """The search on the gradient's pass ends no higher than the same search on finite
-    differences (and takes fewer passes)."""
+    """The search on the gradient's pass ends where the same search on finite differences ends,
+    to a relative 1e-5 of the CV or lower (the two optimiser paths differ with the platform's
+    rounding; near the minimum the CV is flat, so both paths' ends agree far closer than that:
+    to 1e-14 here), below the coarse grid's best, and within a stated number of passes: the
+    grid's 27 and at most 69 more (37 here; finite differences take 98 more). A gradient
+    set to zero or of the wrong sign ends 0.7-2 % higher on these data."""
     import nadaraya.bandwidth.local as local
 
     rng = np.random.default_rng(9)
@@ -280,5 +284,8 @@ def test_mixed_search_with_the_gradient_no_worse_than_with_differences(monkeypat
         fast = select_bandwidth(X, y, var_types="cuo")
         monkeypatch.setattr(local.LocalObjective, "has_gradient", property(lambda self: False))
         slow = select_bandwidth(X, y, var_types="cuo")
-    assert fast.score <= slow.score * (1 + 1e-9)
-    assert fast.n_passes < slow.n_passes
+    assert fast.score <= slow.score * (1 + 1e-5)
+    stages, scores = fast.search["stages"], fast.search["scores"]
+    assert (stages == "grid").sum() == 27
+    assert fast.score < scores[stages == "grid"].min() * (1 - 1e-3)
+    assert fast.n_passes <= 27 + 69
