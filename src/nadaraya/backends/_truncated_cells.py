@@ -55,6 +55,7 @@ and 1.9-2.3x degree 0 (measured, one thread, n = m = 2e5).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numba
@@ -65,7 +66,7 @@ from nadaraya._support.jit import exp_flushed, run_ranges, threads_for
 from nadaraya.backends._sorted import counting_order
 from nadaraya.backends._truncated_sums import BITS, BLOCK, FASTMATH, pair_terms, part, terms
 
-__all__ = ["BITS", "NEAR", "RHO", "SPARSE", "sums", "terms", "worth"]
+__all__ = ["BITS", "NEAR", "RHO", "SPARSE", "priced_terms", "sums", "terms", "worth"]
 
 #: cell width in bandwidths
 RHO = 1.5
@@ -466,6 +467,11 @@ def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, widt
                 out[o, s] = acc[s, i]
 
 
+def _half(scale: float, h: float) -> float:
+    """The most ``|a|`` and ``|b|`` of the cells, in bandwidths, for data within ``scale`` of 0."""
+    return RHO / 2.0 * (1.0 + 1e-9) + 8.0 * scale * 2.0**-52 / h
+
+
 def _gridded(n: int, spread: float, width: float) -> bool:
     """Whether cells ``width`` wide over keys ``spread`` wide hold :data:`SPARSE` keys or more
     on average, and are not too many to index."""
@@ -520,8 +526,7 @@ def sums(ks: NDArray[np.float64], vt: NDArray[np.float64], qs: NDArray[np.float6
     qid, qst = _runs(qc[order])
     # |a| and |b| are at most RHO / 2, plus the rounding of a cell's centre and of the offsets from
     # it (far from the origin a centre's ulp may be a sizeable part of h); too many terms: no cells
-    scale = max(abs(float(ks[0])), abs(float(ks[-1])), float(np.abs(qs[near]).max()))
-    half = RHO / 2.0 * (1.0 + 1e-9) + 8.0 * scale * 2.0**-52 / h
+    half = _half(max(abs(float(ks[0])), abs(float(ks[-1])), float(np.abs(qs[near]).max())), h)
     if half > RHO:
         return done
     nts = pair_terms(half, big_l, r, RHO, NEAR)
@@ -538,13 +543,34 @@ def sums(ks: NDArray[np.float64], vt: NDArray[np.float64], qs: NDArray[np.float6
 
 #: queries sampled by :func:`worth` for their density
 _SAMPLE = 8192
+@functools.lru_cache(maxsize=64)
+def _offset_terms(half: float, big_l: float) -> tuple[tuple[int, float], ...]:
+    """:func:`pair_terms` of degree 0: ``((terms, pairs of a query cell, offsets -reach .. reach), ...)``."""
+    count: dict[int, float] = {}
+    for o, nt in enumerate(pair_terms(half, big_l, 0, RHO, NEAR).tolist()):
+        count[nt] = count.get(nt, 0.0) + (1.0 if o == 0 else 2.0)
+    return tuple(sorted(count.items()))
+
+
+def priced_terms(scale: float, h: float, big_l: float) -> tuple[tuple[int, float], ...] | None:
+    """The terms :func:`worth` prices per pair of cells, with the pairs of a query cell taking each, for
+    data within ``scale`` of 0 (``None``: :func:`sums` makes none), at ``half`` rounded up (no fewer terms).
+
+    Examples
+    --------
+    >>> priced_terms(1.0, 0.01, 53.8)  # offsets 0 to 4 take 17 terms, 5 takes 16, 6 12, 7 8
+    ((8, 2.0), (12, 2.0), (16, 2.0), (17, 9.0))
+    """
+    half = _half(scale, h)
+    return None if half > RHO else _offset_terms(math.ceil(half * 2.0**30) * 2.0**-30, float(big_l))
 
 
 def worth(sampled: NDArray[np.float64], queries: NDArray[np.float64], keys: NDArray[np.float64], h: float,
           window: NDArray[np.float64], big_l: float) -> NDArray[np.float64]:
     """For the ``sampled`` queries, the key-by-key pairs the cells' work is worth (``inf`` where
     there are no cells), from ``window``, each one's keys within ``sqrt(2 L)`` bandwidths, and
-    the queries' density near it (one value column, per the cost model of :func:`sums`).
+    the queries' density near it (one value column, per the cost model of :func:`sums`, each
+    pair of cells at its own terms: :func:`priced_terms`).
 
     Examples
     --------
@@ -555,21 +581,20 @@ def worth(sampled: NDArray[np.float64], queries: NDArray[np.float64], keys: NDAr
     True
     """
     n, m = keys.size, queries.size
-    if m == 0 or not _gridded(n, float(keys.max() - keys.min()) if n else 0.0, RHO * h):
+    k0, k1 = (float(keys.min()), float(keys.max())) if n else (0.0, 0.0)
+    if m == 0 or not _gridded(n, k1 - k0, RHO * h):
         return np.full(sampled.size, np.inf)
     radius = math.sqrt(2.0 * big_l) * h
-    rng = np.random.default_rng(1)
-    qs = np.sort(queries if m <= _SAMPLE else queries[rng.integers(0, m, _SAMPLE)])
+    qs = np.sort(queries if m <= _SAMPLE else queries[np.random.default_rng(1).integers(0, m, _SAMPLE)])
+    priced = priced_terms(max(abs(k0), abs(k1), abs(float(qs[0])), abs(float(qs[-1]))), h, big_l)
+    if priced is None:
+        return np.full(sampled.size, np.inf)
     near = np.searchsorted(qs, sampled + radius, side="right") - np.searchsorted(qs, sampled - radius)
     share = RHO * h / (2.0 * radius)
-    kb = window * share
-    qb = np.maximum(near * (m / qs.size) * share, 1e-9)
-    nt = terms((RHO / 2.0) ** 2)
-    reach = math.ceil(math.sqrt(1.0 + 2.0 * big_l) / RHO)
+    kb, qb = window * share, np.maximum(near * (m / qs.size) * share, 1e-9)
     pair = _PAIR[0] + _PAIR[1]
-    # _costs(qb, kb, 0, 1, nt, 0) for every sample at once (one call per sample costs 1.5 ms)
-    keyed = qb * (kb * (_PAIR[0] + _PAIR[1]) + _CALL)
-    series = (_FIXED[0] + 2 * _FIXED[1] + kb * (_POINT[0] + _POINT[1] * nt * 2)
-              + qb * (_POINT[0] + _POINT[1] * nt * 2))
-    cells = (2 * reach + 1) * np.minimum(keyed, series) / qb
+    # _costs(qb, kb, 0, 1, nt, 0) for every sample and pair of cells at once (a call each costs ms)
+    keyed = qb * (kb * pair + _CALL)
+    fixed, per_term = _FIXED[0] + 2 * _FIXED[1] + (kb + qb) * _POINT[0], (kb + qb) * (_POINT[1] * 2)
+    cells = sum(count * np.minimum(keyed, fixed + per_term * nt) for nt, count in priced) / qb
     return np.where(cells < window * pair + _CALL, cells / pair, np.inf)
