@@ -116,21 +116,29 @@ def _log_row(xt, inv_h, lsw, gid, table, i, g, g_row, base, buf):  # type: ignor
         row = table[g]
         for j in range(n):
             base[j] = lsw[j] + row[gid[j]]
-    xa, ha = xt[0, i], inv_h[0]
-    x0 = xt[0]
-    for j in range(n):
-        u = (xa - x0[j]) * ha
-        buf[j] = base[j] - 0.5 * u * u
-    for a in range(1, dc):
+    for a in range(dc - 1):
         xa, ha = xt[a, i], inv_h[a]
         xr = xt[a]
+        src = base if a == 0 else buf
         for j in range(n):
             u = (xa - xr[j]) * ha
-            buf[j] -= 0.5 * u * u
-    buf[i] = -np.inf  # the point's own term, masked
+            buf[j] = src[j] - 0.5 * u * u
+    # the last column, with the maximum over every key but the point's own (masked after)
+    xa, ha = xt[dc - 1, i], inv_h[dc - 1]
+    xr = xt[dc - 1]
+    src = base if dc == 1 else buf
     top = -np.inf
-    for j in range(n):
-        top = max(top, buf[j])
+    for j in range(i):
+        u = (xa - xr[j]) * ha
+        v = src[j] - 0.5 * u * u
+        buf[j] = v
+        top = max(top, v)
+    for j in range(i + 1, n):
+        u = (xa - xr[j]) * ha
+        v = src[j] - 0.5 * u * u
+        buf[j] = v
+        top = max(top, v)
+    buf[i] = -np.inf  # the point's own term, masked
     return top
 
 
