@@ -1,0 +1,340 @@
+"""The constant backend: exact sums of the constant kernel (average pooling) in O(n + m), any d.
+
+The constant kernel weighs every key by its sample weight alone, whatever its distance to the
+query. So a query's weight and value sums are global sums, the same for every query, and the
+moments of a local polynomial fit, ``sum_k s_k (k - q)^(x)j`` (``j <= 2 r``) and
+``sum_k s_k (k - q)^(x)j (x) v_k`` (``j <= r``), are global moments moved to the query.
+
+**Moments.** Each feature is centred on the keys' weighted mean ``c`` and scaled by a power of
+two ``t`` at or above its spread (exact): ``a = (k - c) / t``. The monomial moments
+``M_b = sum_k s_k a^b`` (``|b| <= 2 r``, ``b`` a multi-index over the features) are summed once;
+a query's monomial moment about itself follows from the binomial expansion of
+``(k - q) / t = a + e``, ``e = (c - q) / t``: ``sum_k s_k (a + e)^g = sum_(b <= g) C(g, b)
+e^(g - b) M_b``, then times ``t^g``; each tensor entry of the moments is the monomial of its
+index counts. Every input of that expansion is a correctly rounded difference from ``c``, so a
+key at 1e6 with a spread of 1e-3 keeps its digits; the terms of the expansion are bounded by
+``sum_k s_k (|a| + |e|)^|g|``, a few times the sum of ``|k - q|^|g|`` that the reference's own
+rounding is relative to (``2^|g|`` at worst).
+
+**Sums.** Every column is summed with Neumaier's compensation (error about one rounding of the
+result, not ``n``). **Leave-one-out** (``exclude``): compensated prefix sums over the keys before
+``e`` and suffix sums over the keys after it, added once: the left-out term is masked, never
+subtracted.
+
+Sample weights are scaled by a power of two (exact) so that the largest is in ``[0.5, 1)``;
+its exponent goes into the partials' ``shift`` (``-inf`` where no key has weight: a single key
+left out). float32 inputs are computed in float64 and rounded once at the end.
+
+Examples
+--------
+>>> import numpy as np
+>>> from nadaraya.kernels import get
+>>> from nadaraya.backends import constant, reference
+>>> rng = np.random.default_rng(0)
+>>> x = rng.uniform(size=(50, 2)); v = rng.normal(size=(50, 2))
+>>> kw = dict(kernel=get("constant"), bandwidth=np.ones(2), exclude=np.arange(50), moments=1)
+>>> a = constant.partials(x, x, v, **kw)
+>>> b = reference.partials(x, x, v, **kw)
+>>> bool(np.allclose(a.moments[1], b.moments[1], rtol=1e-12, atol=0))
+True
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+from nadaraya.kernels import Kernel
+from nadaraya.partials import Partials
+
+__all__ = ["MAX_DEGREE", "partials", "supports"]
+
+#: the largest local polynomial degree (``moments=``) this backend computes
+MAX_DEGREE = 3
+
+
+def supports(kernel: Kernel, d: int) -> bool:
+    """The constant kernel in any number of features.
+
+    Examples
+    --------
+    >>> from nadaraya.kernels import get
+    >>> supports(get("constant"), 1), supports(get("mean"), 7), supports(get("boxcar"), 1)
+    (True, True, False)
+    """
+    return kernel.name == "constant" and d >= 1
+
+
+# -- the jitted pieces ----------------------------------------------------------------------------
+#
+# Arrays run along their last axis over the keys (or queries). The terms of a key are its weight
+# moments s a^b for the monomials b of total degree up to 2 r (in the order of _monomials: by total
+# degree, the constant first), then its value moments s a^b v for the first kv of them (total
+# degree up to r), p columns each: one row of ``terms`` (c, n) per term.
+
+
+@numba.njit(cache=True, nogil=True)
+def _chain(first, x, parent, feature, v, kv):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Rows ``first x^b`` for the monomials ``b`` (``x`` (d, n)), each the row of its ``parent``
+    times ``x[feature]``, then ``first x^b v`` (``v`` (p, n)) for the first ``kv`` of them."""
+    nk, p, n = parent.size, v.shape[0], first.size
+    out = np.empty((nk + kv * p, n))
+    out[0] = first
+    for k in range(1, nk):
+        src, xs, dst = out[parent[k]], x[feature[k]], out[k]
+        for i in range(n):
+            dst[i] = src[i] * xs[i]
+    for k in range(kv):
+        for c in range(p):
+            src, vs, dst = out[k], v[c], out[nk + k * p + c]
+            for i in range(n):
+                dst[i] = src[i] * vs[i]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _add(acc, comp, x):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """One step of Neumaier's compensated sum: the new sum and compensation."""
+    y = acc + x
+    if abs(acc) >= abs(x):
+        return y, comp + ((acc - y) + x)
+    return y, comp + ((x - y) + acc)
+
+
+@numba.njit(cache=True, nogil=True)
+def _total(terms):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The compensated sum of each row of ``terms`` (Neumaier), rounded once, as a column (c, 1)."""
+    c, n = terms.shape
+    acc = np.zeros(c)
+    comp = np.zeros(c)
+    for i in range(n):
+        for t in range(c):
+            acc[t], comp[t] = _add(acc[t], comp[t], terms[t, i])
+    out = np.empty((c, 1))
+    for t in range(c):
+        out[t, 0] = acc[t] + comp[t]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _around(terms, ex):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Each query's sums over every key but ``ex[i]`` (all keys where ``ex[i] < 0``), ``(c, m)``:
+    compensated prefix sums over the keys before it and suffix sums over the keys after it
+    (Neumaier, each rounded once), added once: the left-out term is never subtracted."""
+    c, n = terms.shape
+    m = ex.size
+    prefix = np.empty((n + 1, c))  # row i: the keys before i; row n: all of them
+    acc = np.zeros(c)
+    comp = np.zeros(c)
+    for i in range(n):
+        for t in range(c):
+            prefix[i, t] = acc[t] + comp[t]
+            acc[t], comp[t] = _add(acc[t], comp[t], terms[t, i])
+    for t in range(c):
+        prefix[n, t] = acc[t] + comp[t]
+    suffix = np.empty((n, c))  # row i: the keys after i
+    acc[:] = 0.0
+    comp[:] = 0.0
+    for i in range(n - 1, -1, -1):
+        for t in range(c):
+            suffix[i, t] = acc[t] + comp[t]
+            acc[t], comp[t] = _add(acc[t], comp[t], terms[t, i])
+    rows = np.empty((c, m))
+    for i in range(m):
+        x = ex[i]
+        for t in range(c):
+            rows[t, i] = prefix[n, t] if x < 0 else prefix[x, t] + suffix[x, t]
+    return rows
+
+
+@numba.njit(cache=True, nogil=True)
+def _moved(ep, rows, pairs, coef, unscale, kv, p):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Each query's monomial moments about itself, ``(c, m)``: its global moments ``rows`` (c, m),
+    or (c, 1) shared by every query) moved through the expansion ``pairs`` (g, b, g - b) with
+    coefficients ``coef`` and the powers ``ep`` (K, m) of ``e = (c - q) / t``, then multiplied by
+    ``unscale[g] = t^g``."""
+    nk, m = ep.shape
+    out = np.zeros((nk + kv * p, m))
+    shared = rows.shape[1] == 1
+    for t in range(pairs.shape[0]):
+        g, b, dg = pairs[t, 0], pairs[t, 1], pairs[t, 2]
+        f = coef[t]
+        for cc in range(1 + p if g < kv else 1):
+            dst = g if cc == 0 else nk + g * p + cc - 1
+            src = b if cc == 0 else nk + b * p + cc - 1
+            o, power = out[dst], ep[dg]
+            if shared:
+                fr = f * rows[src, 0]
+                for i in range(m):
+                    o[i] += fr * power[i]
+            else:
+                row = rows[src]
+                for i in range(m):
+                    o[i] += f * power[i] * row[i]
+    for g in range(nk):
+        out[g] *= unscale[g]
+    for g in range(kv):
+        for cc in range(p):
+            out[nk + g * p + cc] *= unscale[g]
+    return out
+
+
+# -- the plan: monomials, their expansion, their places in the tensors ----------------------------
+
+
+def _monomials(d: int, top: int) -> list[tuple[int, ...]]:
+    """The exponent tuples of the monomials in ``d`` features of total degree up to ``top``, by
+    total degree (the constant first)."""
+    out = []
+    for g in range(top + 1):
+        for combo in itertools.combinations_with_replacement(range(d), g):
+            out.append(tuple(combo.count(j) for j in range(d)))
+    return out
+
+
+def _expansion(mono: list[tuple[int, ...]]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """The monomials ``(g, b, g - b)`` (their indices), ``b <= g`` componentwise, and the
+    coefficients ``prod C(g_j, b_j)``, for :func:`_moved`."""
+    index = {b: i for i, b in enumerate(mono)}
+    pairs, coef = [], []
+    for gi, g in enumerate(mono):
+        for b in itertools.product(*(range(x + 1) for x in g)):
+            pairs.append((gi, index[b], index[tuple(x - y for x, y in zip(g, b, strict=True))]))
+            coef.append(float(math.prod(math.comb(x, y) for x, y in zip(g, b, strict=True))))
+    return np.array(pairs, dtype=np.int64).reshape(-1, 3), np.array(coef, dtype=np.float64)
+
+
+def _parents(mono: list[tuple[int, ...]]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """For each monomial but the constant, one of degree one less and the feature that
+    multiplies it (the lowest feature of the monomial), for :func:`_chain`."""
+    index = {b: i for i, b in enumerate(mono)}
+    parent, feature = np.zeros(len(mono), dtype=np.int64), np.zeros(len(mono), dtype=np.int64)
+    for i, b in enumerate(mono[1:], start=1):
+        j = next(f for f, x in enumerate(b) if x)
+        parent[i] = index[tuple(x - (f == j) for f, x in enumerate(b))]
+        feature[i] = j
+    return parent, feature
+
+
+def _places(mono: list[tuple[int, ...]], d: int, j: int) -> NDArray[np.intp]:
+    """For each entry of a ``(d,) * j`` tensor (C order), the monomial of its index counts."""
+    index = {b: i for i, b in enumerate(mono)}
+    return np.array([index[tuple(idx.count(f) for f in range(d))]
+                     for idx in itertools.product(range(d), repeat=j)], dtype=np.intp)
+
+
+def _centre(k: NDArray[np.float64], s: NDArray[np.float64]) -> tuple[NDArray[np.float64], ...]:
+    """The keys' weighted mean per feature, and a power of two at or above their spread about it."""
+    total = float(s.sum())
+    d = k.shape[1]
+    c, scale = np.zeros(d), np.ones(d)
+    for j in range(d):  # column by column: reductions along axis 0 of a narrow array are slow
+        col = k[:, j]
+        mean = float(s @ col) / total if total > 0 else float(col.mean()) if col.size else 0.0
+        c[j] = mean if math.isfinite(mean) else 0.0
+        spread = max(float(col.max()) - c[j], c[j] - float(col.min())) if col.size else 0.0
+        if spread > 0:
+            scale[j] = math.ldexp(1.0, math.frexp(spread)[1])
+    return c, scale
+
+
+# -- the driver -----------------------------------------------------------------------------------
+
+
+def partials(
+    queries: NDArray[np.floating],
+    keys: NDArray[np.floating],
+    values: NDArray[np.floating],
+    *,
+    kernel: Kernel,
+    bandwidth: NDArray[np.floating],
+    sample_weight: NDArray[np.floating] | None = None,
+    exclude: NDArray[np.integer] | None = None,
+    moments: int = 0,
+) -> Partials:
+    """Exact partial sums of every query over every key for the constant kernel.
+
+    Same arguments and result as :func:`nadaraya.backends.reference.partials` (``bandwidth``
+    is not used: the constant kernel's weights do not depend on the distance); ``moments`` up
+    to :data:`MAX_DEGREE`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nadaraya.kernels import get
+    >>> x = np.array([[1.0], [2.0], [4.0]]); v = np.array([[3.0], [5.0], [4.0]])
+    >>> p = partials(x, x, v, kernel=get("constant"), bandwidth=np.ones(1), exclude=np.arange(3))
+    >>> p.finalize()[:, 0].tolist()
+    [4.5, 3.5, 4.0]
+    >>> p = partials(np.array([[0.0]]), x, v, kernel=get("constant"), bandwidth=np.ones(1), moments=1)
+    >>> float(p.moments[0][0, 0]), float(p.moments[2][0, 0, 0])  # sum (k - q), sum (k - q) v
+    (7.0, 29.0)
+    """
+    r = int(moments)  # checked against CAPABILITIES by nadaraya.backends.compute
+    dtype = queries.dtype
+    f64 = np.float64
+    m, p = queries.shape[0], values.shape[1]
+    d = keys.shape[1]
+    k = np.asarray(keys, dtype=f64)
+    log_scale = 0.0
+    if sample_weight is None:
+        s = np.ones(k.shape[0])
+    else:
+        s = np.asarray(sample_weight, dtype=f64)
+        if s.size and s.max() > 0:
+            top = int(np.frexp(s.max())[1])
+            s = np.ldexp(s, -top)
+            log_scale = top * math.log(2.0)
+    c, scale = _centre(k, s)
+    mono = _monomials(d, 2 * r)
+    kv = len(_monomials(d, r))
+    parent, feature = _parents(mono)
+    a = np.ascontiguousarray(((k - c) / scale).T)
+    vt = np.ascontiguousarray(np.asarray(values, dtype=f64).T)
+    terms = _chain(s, a, parent, feature, vt, kv)
+    if exclude is None:
+        rows = _total(terms)
+    else:
+        ex = np.asarray(exclude, dtype=np.int64)
+        rows = _around(terms, np.where((ex >= 0) & (ex < k.shape[0]), ex, -1))
+    e = np.ascontiguousarray(((c - np.asarray(queries, dtype=f64)) / scale).T)
+    powers = _chain(np.ones(m), e, parent, feature, np.empty((0, m)), 0)
+    pairs, coef = _expansion(mono)
+    unscale = np.prod(scale[None, :] ** np.array(mono, dtype=np.int64).reshape(-1, d), axis=1)
+    out = _moved(powers, rows, pairs, coef, unscale, kv, p)
+    return _finish(out, mono, kv, d, p, r, log_scale, dtype)
+
+
+def _finish(out: NDArray[np.float64], mono: list[tuple[int, ...]], kv: int, d: int, p: int, r: int,
+            log_scale: float, dtype: np.dtype) -> Partials:
+    """The partials from each query's monomial moments (``out``, (c, m)): the shift, the tensors,
+    ``dtype``."""
+    nk, m = len(mono), out.shape[1]
+    weight = out[0]
+    shift = np.where(weight > 0, log_scale, -np.inf)
+    value = out[nk:nk + p].T
+    extra = [out[_places(mono, d, j)].T.reshape((m,) + (d,) * j) for j in range(1, 2 * r + 1)]
+    mv = out[nk:].reshape(kv, p, m)
+    extra += [mv[_places(mono, d, j)].transpose(2, 0, 1).reshape((m,) + (d,) * j + (p,))
+              for j in range(1, r + 1)]
+    if dtype != np.float64:
+        # move the weight's binary exponent into the shift, exactly; round the shift, carry its
+        # rounding into the sums (in float64), then round the sums once
+        expo = np.where(weight > 0, np.frexp(weight)[1], 0)
+        wide = shift + expo * math.log(2.0)
+        with np.errstate(over="ignore"):
+            shift32 = wide.astype(dtype)
+        with np.errstate(invalid="ignore"):
+            gap = wide - shift32.astype(np.float64)
+        factor = np.ldexp(np.exp(np.where(np.isfinite(gap), gap, 0.0)), -expo)
+
+        def rounded(x: NDArray[np.float64]) -> NDArray[np.floating]:
+            return (x * factor.reshape((m,) + (1,) * (x.ndim - 1))).astype(dtype)
+
+        return Partials(shift32, rounded(weight), rounded(value), tuple(rounded(x) for x in extra))
+    return Partials(np.ascontiguousarray(shift), np.ascontiguousarray(weight), np.ascontiguousarray(value),
+                    tuple(np.ascontiguousarray(x) for x in extra))
