@@ -51,7 +51,7 @@ from numpy.typing import NDArray
 from nadaraya.kernels import Kernel
 from nadaraya.partials import Partials
 
-__all__ = ["MAX_DEGREE", "partials", "supports"]
+__all__ = ["BLOCK", "MAX_DEGREE", "partials", "supports"]
 
 #: the largest local polynomial degree (``moments=``) this backend computes
 MAX_DEGREE = 3
@@ -71,116 +71,134 @@ def supports(kernel: Kernel, d: int) -> bool:
 
 # -- the jitted pieces ----------------------------------------------------------------------------
 #
-# Arrays run along their last axis over the keys (or queries). The terms of a key are its weight
-# moments s a^b for the monomials b of total degree up to 2 r (in the order of _monomials: by total
-# degree, the constant first), then its value moments s a^b v for the first kv of them (total
-# degree up to r), p columns each: one row of ``terms`` (c, n) per term.
+# A key's terms: its weight moments s a^b for the monomials b of total degree up to 2 r (in the
+# order of _monomials: by total degree, the constant first), then its value moments s a^b v for
+# the first kv of them (total degree up to r), p columns each. A query's row of moments about
+# itself has the same layout; rows are written to ``out`` (c, m), one line per moment.
 
 
-@numba.njit(cache=True, nogil=True)
-def _chain(first, x, parent, feature, v, kv):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """Rows ``first x^b`` for the monomials ``b`` (``x`` (d, n)), each the row of its ``parent``
-    times ``x[feature]``, then ``first x^b v`` (``v`` (p, n)) for the first ``kv`` of them."""
-    nk, p, n = parent.size, v.shape[0], first.size
-    out = np.empty((nk + kv * p, n))
-    out[0] = first
+@numba.njit(cache=True, nogil=True, inline="always")
+def _fill(buf, x, i, centre, inv, parent, feature, first, v, kv):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``buf`` = the terms of point ``i`` of ``x`` (n, d): ``first a^b`` with ``a = (x_i - centre)
+    inv`` (each monomial its ``parent`` times ``a[feature]``), then ``first a^b v_i`` for the
+    first ``kv`` monomials (``v`` (n, p); none where ``kv`` is 0)."""
+    nk, p = parent.size, v.shape[1]
+    buf[0] = first
     for k in range(1, nk):
-        src, xs, dst = out[parent[k]], x[feature[k]], out[k]
-        for i in range(n):
-            dst[i] = src[i] * xs[i]
+        j = feature[k]
+        buf[k] = buf[parent[k]] * ((x[i, j] - centre[j]) * inv[j])
     for k in range(kv):
         for c in range(p):
-            src, vs, dst = out[k], v[c], out[nk + k * p + c]
-            for i in range(n):
-                dst[i] = src[i] * vs[i]
-    return out
+            buf[nk + k * p + c] = buf[k] * v[i, c]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add(acc, comp, buf):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``acc += buf`` with Neumaier's compensation carried in ``comp``."""
+    for t in range(buf.size):
+        a, x = acc[t], buf[t]
+        y = a + x
+        comp[t] += (a - y) + x if abs(a) >= abs(x) else (x - y) + a
+        acc[t] = y
 
 
 @numba.njit(cache=True, nogil=True)
-def _add(acc, comp, x):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """One step of Neumaier's compensated sum: the new sum and compensation."""
-    y = acc + x
-    if abs(acc) >= abs(x):
-        return y, comp + ((acc - y) + x)
-    return y, comp + ((x - y) + acc)
+def _sums(keys, s, v, centre, inv, parent, feature, kv):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The compensated sums of the keys' terms (Neumaier, each rounded once)."""
+    c = parent.size + kv * v.shape[1]
+    acc, comp, buf = np.zeros(c), np.zeros(c), np.empty(c)
+    for i in range(keys.shape[0]):
+        _fill(buf, keys, i, centre, inv, parent, feature, s[i], v, kv)
+        _add(acc, comp, buf)
+    return acc + comp
+
+
+#: queries moved together (the expansion's terms then run over a block, in SIMD lanes)
+BLOCK = 128
 
 
 @numba.njit(cache=True, nogil=True)
-def _total(terms):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """The compensated sum of each row of ``terms`` (Neumaier), rounded once, as a column (c, 1)."""
-    c, n = terms.shape
-    acc = np.zeros(c)
-    comp = np.zeros(c)
-    for i in range(n):
+def _moved(queries, centre, inv, parent, feature, pairs, coef, unscale, kv, p, rows, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Every query's moments about itself, into ``out`` (c, m; it may be ``rows``), from its
+    moments about the centre: ``rows`` (c, m), or (c, 1) shared by every query. Each moves by
+    ``sum_b C(g, b) e^(g - b) row_b`` over the pairs ``(g, b, g - b)`` of ``pairs`` (coefficients
+    ``coef``) with ``e = (centre - q) / t`` (``inv`` is ``-1 / t``), then times ``unscale[g] =
+    t^g``; in blocks of :data:`BLOCK`."""
+    m = queries.shape[0]
+    nk, c = parent.size, rows.shape[0]
+    shared = rows.shape[1] == 1
+    pw = np.empty((nk, BLOCK))
+    acc = np.empty((c, BLOCK))
+    for i0 in range(0, m, BLOCK):
+        nb = min(BLOCK, m - i0)
+        for b in range(nb):
+            pw[0, b] = 1.0
+        for k in range(1, nk):
+            j, src = feature[k], parent[k]
+            for b in range(nb):
+                pw[k, b] = pw[src, b] * ((queries[i0 + b, j] - centre[j]) * inv[j])
+        acc[:, :nb] = 0.0
+        for t in range(pairs.shape[0]):
+            g, s, dg = pairs[t, 0], pairs[t, 1], pairs[t, 2]
+            for cc in range(1 + p if g < kv else 1):
+                dst = g if cc == 0 else nk + g * p + cc - 1
+                col = s if cc == 0 else nk + s * p + cc - 1
+                if shared:
+                    f = coef[t] * rows[col, 0]
+                    for b in range(nb):
+                        acc[dst, b] += f * pw[dg, b]
+                else:
+                    f = coef[t]
+                    for b in range(nb):
+                        acc[dst, b] += f * pw[dg, b] * rows[col, i0 + b]
         for t in range(c):
-            acc[t], comp[t] = _add(acc[t], comp[t], terms[t, i])
-    out = np.empty((c, 1))
-    for t in range(c):
-        out[t, 0] = acc[t] + comp[t]
-    return out
+            u = unscale[t if t < nk else (t - nk) // p]
+            for b in range(nb):
+                out[t, i0 + b] = acc[t, b] * u
 
 
 @numba.njit(cache=True, nogil=True)
-def _around(terms, ex):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """Each query's sums over every key but ``ex[i]`` (all keys where ``ex[i] < 0``), ``(c, m)``:
-    compensated prefix sums over the keys before it and suffix sums over the keys after it
-    (Neumaier, each rounded once), added once: the left-out term is never subtracted."""
-    c, n = terms.shape
-    m = ex.size
-    prefix = np.empty((n + 1, c))  # row i: the keys before i; row n: all of them
-    acc = np.zeros(c)
-    comp = np.zeros(c)
-    for i in range(n):
-        for t in range(c):
-            prefix[i, t] = acc[t] + comp[t]
-            acc[t], comp[t] = _add(acc[t], comp[t], terms[t, i])
-    for t in range(c):
-        prefix[n, t] = acc[t] + comp[t]
-    suffix = np.empty((n, c))  # row i: the keys after i
+def _left_out(keys, s, v, centre, inv, parent, feature, kv, ex):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Each query's moments about the centre over every key but ``ex[i]`` (all keys where
+    ``ex[i] < 0``), (c, m): the compensated sum over the keys before it (a pass up the keys) plus
+    the compensated sum over the keys after it (a pass down), each rounded once, added once:
+    the left-out term is never subtracted."""
+    n, m = keys.shape[0], ex.size
+    c = parent.size + kv * v.shape[1]
+    rows = np.empty((c, m))
+    # the queries by left-out key (a counting sort); those that leave none out take the total
+    start = np.zeros(n + 1, dtype=np.int64)
+    for i in range(m):
+        if ex[i] >= 0:
+            start[ex[i] + 1] += 1
+    for j in range(n):
+        start[j + 1] += start[j]
+    order = np.empty(start[n], dtype=np.int64)
+    fill = start[:-1].copy()
+    for i in range(m):
+        if ex[i] >= 0:
+            order[fill[ex[i]]] = i
+            fill[ex[i]] += 1
+    acc, comp, buf = np.zeros(c), np.zeros(c), np.empty(c)
+    for e in range(n):
+        for j in range(start[e], start[e + 1]):
+            for t in range(c):
+                rows[t, order[j]] = acc[t] + comp[t]
+        _fill(buf, keys, e, centre, inv, parent, feature, s[e], v, kv)
+        _add(acc, comp, buf)
+    for i in range(m):
+        if ex[i] < 0:
+            for t in range(c):
+                rows[t, i] = acc[t] + comp[t]
     acc[:] = 0.0
     comp[:] = 0.0
-    for i in range(n - 1, -1, -1):
-        for t in range(c):
-            suffix[i, t] = acc[t] + comp[t]
-            acc[t], comp[t] = _add(acc[t], comp[t], terms[t, i])
-    rows = np.empty((c, m))
-    for i in range(m):
-        x = ex[i]
-        for t in range(c):
-            rows[t, i] = prefix[n, t] if x < 0 else prefix[x, t] + suffix[x, t]
+    for e in range(n - 1, -1, -1):
+        for j in range(start[e], start[e + 1]):
+            for t in range(c):
+                rows[t, order[j]] += acc[t] + comp[t]
+        _fill(buf, keys, e, centre, inv, parent, feature, s[e], v, kv)
+        _add(acc, comp, buf)
     return rows
-
-
-@numba.njit(cache=True, nogil=True)
-def _moved(ep, rows, pairs, coef, unscale, kv, p):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Each query's monomial moments about itself, ``(c, m)``: its global moments ``rows`` (c, m),
-    or (c, 1) shared by every query) moved through the expansion ``pairs`` (g, b, g - b) with
-    coefficients ``coef`` and the powers ``ep`` (K, m) of ``e = (c - q) / t``, then multiplied by
-    ``unscale[g] = t^g``."""
-    nk, m = ep.shape
-    out = np.zeros((nk + kv * p, m))
-    shared = rows.shape[1] == 1
-    for t in range(pairs.shape[0]):
-        g, b, dg = pairs[t, 0], pairs[t, 1], pairs[t, 2]
-        f = coef[t]
-        for cc in range(1 + p if g < kv else 1):
-            dst = g if cc == 0 else nk + g * p + cc - 1
-            src = b if cc == 0 else nk + b * p + cc - 1
-            o, power = out[dst], ep[dg]
-            if shared:
-                fr = f * rows[src, 0]
-                for i in range(m):
-                    o[i] += fr * power[i]
-            else:
-                row = rows[src]
-                for i in range(m):
-                    o[i] += f * power[i] * row[i]
-    for g in range(nk):
-        out[g] *= unscale[g]
-    for g in range(kv):
-        for cc in range(p):
-            out[nk + g * p + cc] *= unscale[g]
-    return out
 
 
 # -- the plan: monomials, their expansion, their places in the tensors ----------------------------
@@ -210,7 +228,7 @@ def _expansion(mono: list[tuple[int, ...]]) -> tuple[NDArray[np.int64], NDArray[
 
 def _parents(mono: list[tuple[int, ...]]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """For each monomial but the constant, one of degree one less and the feature that
-    multiplies it (the lowest feature of the monomial), for :func:`_chain`."""
+    multiplies it (the lowest feature of the monomial), for :func:`_fill`."""
     index = {b: i for i, b in enumerate(mono)}
     parent, feature = np.zeros(len(mono), dtype=np.int64), np.zeros(len(mono), dtype=np.int64)
     for i, b in enumerate(mono[1:], start=1):
@@ -289,23 +307,24 @@ def partials(
             top = int(np.frexp(s.max())[1])
             s = np.ldexp(s, -top)
             log_scale = top * math.log(2.0)
-    c, scale = _centre(k, s)
+    centre, scale = _centre(k, s)
     mono = _monomials(d, 2 * r)
     kv = len(_monomials(d, r))
     parent, feature = _parents(mono)
-    a = np.ascontiguousarray(((k - c) / scale).T)
-    vt = np.ascontiguousarray(np.asarray(values, dtype=f64).T)
-    terms = _chain(s, a, parent, feature, vt, kv)
-    if exclude is None:
-        rows = _total(terms)
-    else:
-        ex = np.asarray(exclude, dtype=np.int64)
-        rows = _around(terms, np.where((ex >= 0) & (ex < k.shape[0]), ex, -1))
-    e = np.ascontiguousarray(((c - np.asarray(queries, dtype=f64)) / scale).T)
-    powers = _chain(np.ones(m), e, parent, feature, np.empty((0, m)), 0)
     pairs, coef = _expansion(mono)
     unscale = np.prod(scale[None, :] ** np.array(mono, dtype=np.int64).reshape(-1, d), axis=1)
-    out = _moved(powers, rows, pairs, coef, unscale, kv, p)
+    q = np.ascontiguousarray(queries, dtype=f64)
+    v = np.ascontiguousarray(values, dtype=f64)
+    k = np.ascontiguousarray(k)
+    inv = 1.0 / scale  # powers of two: exact (and -inv turns q - c into e = (c - q) / t)
+    plan = (centre, inv, parent, feature)
+    if exclude is None:
+        rows = _sums(k, s, v, *plan, kv)[:, None]
+        out = np.empty((rows.shape[0], m))
+    else:
+        ex = np.asarray(exclude, dtype=np.int64)
+        out = rows = _left_out(k, s, v, *plan, kv, np.where((ex >= 0) & (ex < k.shape[0]), ex, -1))
+    _moved(q, centre, -inv, parent, feature, pairs, coef, unscale, kv, p, rows, out)
     return _finish(out, mono, kv, d, p, r, log_scale, dtype)
 
 
