@@ -16,8 +16,8 @@ key at 1e6 with a spread of 1e-3 keeps its digits; the terms of the expansion ar
 ``sum_k s_k (|a| + |e|)^|g|``, a few times the sum of ``|k - q|^|g|`` that the reference's own
 rounding is relative to (``2^|g|`` at worst).
 
-**Sums.** Every column is summed with Neumaier's compensation (error about one rounding of the
-result, not ``n``). **Leave-one-out** (``exclude``): compensated prefix sums over the keys before
+**Sums.** Every column is summed with its rounding errors carried alongside (Knuth's TwoSum: the
+error of the sum is about one rounding of the result plus ``n eps^2``, not ``n eps``). **Leave-one-out** (``exclude``): compensated prefix sums over the keys before
 ``e`` and suffix sums over the keys after it, added once: the left-out term is masked, never
 subtracted.
 
@@ -94,27 +94,57 @@ def _fill(buf, x, i, centre, inv, parent, feature, first, v, kv):  # type: ignor
 
 @numba.njit(cache=True, nogil=True, inline="always")
 def _add(acc, comp, buf):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """``acc += buf`` with Neumaier's compensation carried in ``comp``."""
+    """``acc += buf`` with each rounding error (Knuth's TwoSum, without branches) added to ``comp``."""
     for t in range(buf.size):
         a, x = acc[t], buf[t]
         y = a + x
-        comp[t] += (a - y) + x if abs(a) >= abs(x) else (x - y) + a
+        z = y - a
+        comp[t] += (a - (y - z)) + (x - z)
         acc[t] = y
+
+
+#: keys and queries taken together (their terms then run over a block, in SIMD lanes)
+BLOCK = 128
 
 
 @numba.njit(cache=True, nogil=True)
 def _sums(keys, s, v, centre, inv, parent, feature, kv):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """The compensated sums of the keys' terms (Neumaier, each rounded once)."""
-    c = parent.size + kv * v.shape[1]
-    acc, comp, buf = np.zeros(c), np.zeros(c), np.empty(c)
-    for i in range(keys.shape[0]):
-        _fill(buf, keys, i, centre, inv, parent, feature, s[i], v, kv)
-        _add(acc, comp, buf)
-    return acc + comp
-
-
-#: queries moved together (the expansion's terms then run over a block, in SIMD lanes)
-BLOCK = 128
+    """The compensated sums of the keys' terms, each rounded once: the keys in blocks of
+    :data:`BLOCK`, lane ``b`` of each block summed in its own lane with its rounding errors
+    carried alongside (TwoSum), the lanes then summed likewise."""
+    n, nk, p = keys.shape[0], parent.size, v.shape[1]
+    c = nk + kv * p
+    acc, comp, buf = np.zeros((c, BLOCK)), np.zeros((c, BLOCK)), np.empty((c, BLOCK))
+    for i0 in range(0, n, BLOCK):
+        nb = min(BLOCK, n - i0)
+        for b in range(nb):
+            buf[0, b] = s[i0 + b]
+        for k in range(1, nk):
+            j, src = feature[k], parent[k]
+            for b in range(nb):
+                buf[k, b] = buf[src, b] * ((keys[i0 + b, j] - centre[j]) * inv[j])
+        for k in range(kv):
+            for cc in range(p):
+                for b in range(nb):
+                    buf[nk + k * p + cc, b] = buf[k, b] * v[i0 + b, cc]
+        for t in range(c):
+            for b in range(nb):
+                a, x = acc[t, b], buf[t, b]
+                y = a + x
+                z = y - a
+                comp[t, b] += (a - (y - z)) + (x - z)
+                acc[t, b] = y
+    out = np.empty(c)
+    for t in range(c):
+        a, e = 0.0, 0.0
+        for b in range(BLOCK):
+            x = acc[t, b]
+            y = a + x
+            z = y - a
+            e += comp[t, b] + ((a - (y - z)) + (x - z))
+            a = y
+        out[t] = a + e
+    return out
 
 
 @numba.njit(cache=True, nogil=True)
@@ -336,10 +366,15 @@ def _finish(out: NDArray[np.float64], mono: list[tuple[int, ...]], kv: int, d: i
     weight = out[0]
     shift = np.where(weight > 0, log_scale, -np.inf)
     value = out[nk:nk + p].T
-    extra = [out[_places(mono, d, j)].T.reshape((m,) + (d,) * j) for j in range(1, 2 * r + 1)]
+
+    def rows(a: NDArray[np.float64], j: int) -> NDArray[np.float64]:
+        """The lines of ``a`` of a ``(d,) * j`` tensor's entries (a view in 1-D: no copy)."""
+        at = _places(mono, d, j)
+        return a[at[0]:at[0] + 1] if at.size == 1 else a[at]
+
+    extra = [rows(out, j).T.reshape((m,) + (d,) * j) for j in range(1, 2 * r + 1)]
     mv = out[nk:].reshape(kv, p, m)
-    extra += [mv[_places(mono, d, j)].transpose(2, 0, 1).reshape((m,) + (d,) * j + (p,))
-              for j in range(1, r + 1)]
+    extra += [rows(mv, j).transpose(2, 0, 1).reshape((m,) + (d,) * j + (p,)) for j in range(1, r + 1)]
     if dtype != np.float64:
         # move the weight's binary exponent into the shift, exactly; round the shift, carry its
         # rounding into the sums (in float64), then round the sums once
