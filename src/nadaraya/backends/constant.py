@@ -16,10 +16,11 @@ key at 1e6 with a spread of 1e-3 keeps its digits; the terms of the expansion ar
 ``sum_k s_k (|a| + |e|)^|g|``, a few times the sum of ``|k - q|^|g|`` that the reference's own
 rounding is relative to (``2^|g|`` at worst).
 
-**Sums.** Every column is summed with its rounding errors carried alongside (Knuth's TwoSum: the
-error of the sum is about one rounding of the result plus ``n eps^2``, not ``n eps``). **Leave-one-out** (``exclude``): compensated prefix sums over the keys before
-``e`` and suffix sums over the keys after it, added once: the left-out term is masked, never
-subtracted.
+**Sums.** Every column is summed with its rounding errors carried alongside (Knuth's TwoSum:
+the error of a sum is about one rounding of the result, not ``n`` of them). **Leave-one-out**
+(``exclude``): the sum over the keys before ``e`` (a pass up the keys) plus the sum over the keys
+after it (a pass down), each compensated and rounded once, added once: the left-out term is
+masked, never subtracted.
 
 Sample weights are scaled by a power of two (exact) so that the largest is in ``[0.5, 1)``;
 its exponent goes into the partials' ``shift`` (``-inf`` where no key has weight: a single key
