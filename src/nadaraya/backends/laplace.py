@@ -190,44 +190,51 @@ def _gaps(ks, inv_h):  # type: ignore[no-untyped-def]  # pragma: no cover
 
 
 @numba.njit(cache=True, nogil=True)
-def _prefix(ks, terms, x, fac, r, p, binom):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Running sums over sorted keys, row j about key j: ``S_j = carry(S_{j-1}) + terms_j``."""
-    n, c = terms.shape
+def _prefix(ks, own, x, fac, r, p, binom):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Running sums over sorted keys, row j about key j: ``S_j = carry(S_{j-1}) + terms_j``; a
+    key's terms are its weight and values (``own``, (n, 1 + p)), its moments about itself 0."""
+    n = own.shape[0]
+    nm = 2 * r + 1
+    c = nm + (r + 1) * p
     pre = np.empty((n, c))
     if n == 0:
         return pre
     for t in range(c):
-        pre[0, t] = terms[0, t]
+        pre[0, t] = 0.0
+    pre[0, 0] = own[0, 0]
+    for cc in range(p):
+        pre[0, nm + cc] = own[0, 1 + cc]
     if 0 < r <= 2:
-        _prefix_small(ks, terms, x, fac, r, p, pre)
+        _prefix_small(ks, own, x, fac, r, p, pre)
         return pre
     for j in range(1, n):
         xj, fj = x[j], fac[j]
-        if r == 0:
+        if r == 0:  # the row is (weight, values): own's layout
             if xj < SMALL:
                 for t in range(c):
                     y = pre[j - 1, t]
-                    pre[j, t] = y + (fj * y + terms[j, t])
+                    pre[j, t] = y + (fj * y + own[j, t])
             else:
                 for t in range(c):
-                    pre[j, t] = fj * pre[j - 1, t] + terms[j, t]
+                    pre[j, t] = fj * pre[j - 1, t] + own[j, t]
         else:
             row = pre[j]
             for t in range(c):
                 row[t] = pre[j - 1, t]
             _carry(row, ks[j - 1] - ks[j], xj, fj, r, p, binom)
-            for t in range(c):
-                row[t] += terms[j, t]
+            row[0] += own[j, 0]
+            for cc in range(p):
+                row[nm + cc] += own[j, 1 + cc]
     return pre
 
 
 @numba.njit(cache=True, nogil=True)
-def _prefix_small(ks, terms, x, fac, r, p, pre):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _prefix_small(ks, own, x, fac, r, p, pre):  # type: ignore[no-untyped-def]  # pragma: no cover
     """:func:`_prefix`'s rows ``1 ..`` for ``r`` 1 or 2 (row 0 set): the same sums in the same
     order as :func:`_carry`, the weight's moments carried in registers from row to row. A key's
     own terms are nonzero only in the weight and value columns (its moments about itself are 0),
-    so only those are added."""
-    n = terms.shape[0]
+    so only those are added (``own``, (n, 1 + p))."""
+    n = own.shape[0]
     m0, m1, m2 = pre[0, 0], pre[0, 1], pre[0, 2]
     m3 = pre[0, 3] if r == 2 else 0.0
     m4 = pre[0, 4] if r == 2 else 0.0
@@ -245,7 +252,7 @@ def _prefix_small(ks, terms, x, fac, r, p, pre):  # type: ignore[no-untyped-def]
             pre[j, 3] = m3
         m2 = _scaled(m2 + 2.0 * g * m1 + g2 * m0, xj, fj)
         m1 = _scaled(m1 + g * m0, xj, fj)
-        m0 = _scaled(m0, xj, fj) + terms[j, 0]
+        m0 = _scaled(m0, xj, fj) + own[j, 0]
         pre[j, 2] = m2
         pre[j, 1] = m1
         pre[j, 0] = m0
@@ -259,7 +266,7 @@ def _prefix_small(ks, terms, x, fac, r, p, pre):  # type: ignore[no-untyped-def]
                 v2 = _scaled(v2 + 2.0 * g * v1 + (g * g) * v0, xj, fj)
                 pre[j, nm + 2 * p + cc] = v2
             v1 = _scaled(v1 + g * v0, xj, fj)
-            v0 = _scaled(v0, xj, fj) + terms[j, nm + cc]
+            v0 = _scaled(v0, xj, fj) + own[j, 1 + cc]
             pre[j, nm + p + cc] = v1
             pre[j, nm + cc] = v0
 
@@ -381,17 +388,12 @@ def _combine(dl, sl, dr, sr, r, p, order, shift, out):  # type: ignore[no-untype
                 out[o, t] = 0.0
             continue
         shift[o] = -d
-        # one side is the nearer (its factor exp(0) = 1): one exponential
-        fl = 1.0 if dl[i] == d else math.exp(d - dl[i])
-        fr = 1.0 if dr[i] == d else math.exp(d - dr[i])
-        for t in range(nm):
-            right = -sr[i, t] if t % 2 else sr[i, t]
+        fl = math.exp(d - dl[i])
+        fr = math.exp(d - dr[i])
+        for t in range(c):
+            j = t if t < nm else (t - nm) // p
+            right = -sr[i, t] if j % 2 else sr[i, t]
             out[o, t] = fl * sl[i, t] + fr * right
-        for j in range(r + 1):
-            for cc in range(p):
-                t = nm + j * p + cc
-                right = -sr[i, t] if j % 2 else sr[i, t]
-                out[o, t] = fl * sl[i, t] + fr * right
 
 
 @numba.njit(cache=True, nogil=True)
@@ -408,11 +410,16 @@ def _lines(out):  # type: ignore[no-untyped-def]  # pragma: no cover
 # -- the driver ---------------------------------------------------------------------------------
 
 
-def _one_side(ks, terms, gaps, qs, last, ex, inv_h, r, p, binom):  # type: ignore[no-untyped-def]
-    """One side's distances and state rows (builds the segment tree only if a split needs it)."""
-    m, c = qs.size, terms.shape[1]
-    pre = _prefix(ks, terms, *gaps, r, p, binom)
+def _one_side(ks, own, gaps, qs, last, ex, inv_h, r, p, binom):  # type: ignore[no-untyped-def]
+    """One side's distances and state rows (builds the segment tree only if a split needs it)
+    from the keys' weights and weighted values ``own`` (n, 1 + p)."""
+    nm = 2 * r + 1
+    m, c = qs.size, nm + (r + 1) * p
+    pre = _prefix(ks, own, *gaps, r, p, binom)
     if np.any((ex >= 0) & (ex < last)):
+        terms = np.zeros((own.shape[0], c))  # each key's full row of terms (its moments 0)
+        terms[:, 0] = own[:, 0]
+        terms[:, nm:nm + p] = own[:, 1:]
         node, anchor, size = _tree(ks, terms, inv_h, r, p, binom)
     else:
         node, anchor, size = np.zeros((1, c)), np.zeros(1, dtype=np.int64), 1
@@ -479,9 +486,9 @@ def partials(
             log_scale = top * math.log(2.0)
     ne = kept.size
     ks = np.ascontiguousarray(k[kept])
-    terms = np.zeros((ne, c))
-    terms[:, 0] = s
-    terms[:, nm:nm + p] = s[:, None] * np.asarray(values, dtype=f64)[kept]
+    own = np.empty((ne, 1 + p))  # each key's weight and weighted values
+    own[:, 0] = s
+    own[:, 1:] = s[:, None] * np.asarray(values, dtype=f64)[kept]
     binom = np.array([[math.comb(j, t) for t in range(nm)] for j in range(nm)], dtype=f64)
     # queries in sorted order (when the keys outgrow the caches): the running sums are then
     # read in order, not at random
@@ -493,10 +500,10 @@ def partials(
     if qorder is not None:
         ex = ex[qorder]
     x, fac = _gaps(ks, inv_h)
-    dl, sl = _one_side(ks, terms, (x, fac), qs, last, ex, inv_h, r, p, binom)
+    dl, sl = _one_side(ks, own, (x, fac), qs, last, ex, inv_h, r, p, binom)
     # the keys right of each query (k > q): the keys left of -q among the mirrored keys, whose
     # gaps are the same in reverse order
-    dr, sr = _one_side(np.ascontiguousarray(-ks[::-1]), np.ascontiguousarray(terms[::-1]),
+    dr, sr = _one_side(np.ascontiguousarray(-ks[::-1]), np.ascontiguousarray(own[::-1]),
                        (np.concatenate([x[:1], x[:0:-1]]), np.concatenate([fac[:1], fac[:0:-1]])),
                        -qs, ne - 2 - last,
                        np.where(ex >= 0, ne - 1 - ex, -1), inv_h, r, p, binom)
