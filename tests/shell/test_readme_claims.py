@@ -105,7 +105,8 @@ def test_each_backend_takes_the_degrees_the_readme_gives_it(backend: str, d: int
     if backend == "laplace" and d > 1:
         pytest.skip("the laplace backend is 1-D")
     limits = _backend_degrees()
-    kernel = {"laplace": "laplacian", "windowed": "epanechnikov"}.get(backend, "gaussian")
+    special = {"laplace": "laplacian", "windowed": "epanechnikov", "constant": "constant"}
+    kernel = special.get(backend, "gaussian")
     x = np.random.default_rng(0).uniform(0.0, 1.0, (200, d))
     extra = {"tol": 1e-6} if backend in ("taylor", "binned") else {}
     accepted = _accepted(lambda r: nadaraya.pool(x[:3], x, x.sum(axis=1), kernel=kernel, bandwidth=0.3,

@@ -96,6 +96,7 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
     Capability("dask", lazy=True),
     Capability("taylor", ("gaussian",), dims=(1, 3), degree=(2, 2, 2), exact=False),
     Capability("binned", ("gaussian", "logistic"), dims=(1, 2), degree=(0, 0, 0), loo=False, exact=False),
+    Capability("constant", ("constant",), degree=(3, 3, 3)),
 )}
 
 
@@ -159,7 +160,7 @@ def _why_not_call(c: Capability, loo: bool, tol: float | None, dtype: str | None
 #: windows' pairs, hundreds of nanoseconds each, are weighed from the data by
 #: ``nadaraya.backends.choose_for_data``.
 NS = {"reference_pair": 6.0, "fused_pair": 0.45, "windowed_point": 3.0, "tree_point": 150.0,
-      "laplace_point": 80.0, "sort_point": 60.0}
+      "laplace_point": 80.0, "sort_point": 60.0, "constant_term": 5.0}
 #: above this many features a k-d tree's windows hold most keys: the windowed backend then costs
 #: the fused loop's pairs twice over
 WINDOWED_MAX_D = 3
@@ -211,6 +212,8 @@ def cost(name: str, kernel: Kernel | str, *, n: int, m: int, d: int, degree: int
         return points * log_n * per * columns
     if name == "laplace":
         return points * (NS["laplace_point"] * (1 + degree) + NS["sort_point"] * log_n / 16)
+    if name == "constant":  # a term per point and monomial (and its expansion per query)
+        return points * NS["constant_term"] * math.comb(2 * degree + d, d) * (1 + degree)
     return math.inf
 
 

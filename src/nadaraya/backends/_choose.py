@@ -71,10 +71,12 @@ def choose(
 
 
 #: the exact backends that ``auto`` ranks by the sizes alone, and what each does, in words
-_BY_SIZE = ("laplace", "windowed", "fused", "reference")
+_BY_SIZE = ("constant", "laplace", "windowed", "fused", "reference")
 
 
 _WHY = {
+    "constant": lambda k, d: (f"constant kernel in d={d}: every sum is a global sum over the keys, moved to "
+                              "each query (leave-one-out: prefix and suffix sums), O(n + m)"),
     "laplace": lambda k, d: "Laplacian kernel in 1-D: exact running sums over the sorted keys",
     "windowed": lambda k, d: (f"compact {k.name!r} kernel in d={d}: only keys inside each window are "
                               "visited (" + ("sorted prefix moments" if d == 1 else "a k-d tree") + ")"),

@@ -190,42 +190,51 @@ def _gaps(ks, inv_h):  # type: ignore[no-untyped-def]  # pragma: no cover
 
 
 @numba.njit(cache=True, nogil=True)
-def _prefix(ks, terms, x, fac, r, p, binom):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Running sums over sorted keys, row j about key j: ``S_j = carry(S_{j-1}) + terms_j``."""
-    n, c = terms.shape
+def _prefix(ks, own, x, fac, r, p, binom):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Running sums over sorted keys, row j about key j: ``S_j = carry(S_{j-1}) + terms_j``; a
+    key's terms are its weight and values (``own``, (n, 1 + p)), its moments about itself 0."""
+    n = own.shape[0]
+    nm = 2 * r + 1
+    c = nm + (r + 1) * p
     pre = np.empty((n, c))
     if n == 0:
         return pre
     for t in range(c):
-        pre[0, t] = terms[0, t]
+        pre[0, t] = 0.0
+    pre[0, 0] = own[0, 0]
+    for cc in range(p):
+        pre[0, nm + cc] = own[0, 1 + cc]
     if 0 < r <= 2:
-        _prefix_small(ks, terms, x, fac, r, p, pre)
+        _prefix_small(ks, own, x, fac, r, p, pre)
         return pre
     for j in range(1, n):
         xj, fj = x[j], fac[j]
-        if r == 0:
+        if r == 0:  # the row is (weight, values): own's layout
             if xj < SMALL:
                 for t in range(c):
                     y = pre[j - 1, t]
-                    pre[j, t] = y + (fj * y + terms[j, t])
+                    pre[j, t] = y + (fj * y + own[j, t])
             else:
                 for t in range(c):
-                    pre[j, t] = fj * pre[j - 1, t] + terms[j, t]
+                    pre[j, t] = fj * pre[j - 1, t] + own[j, t]
         else:
             row = pre[j]
             for t in range(c):
                 row[t] = pre[j - 1, t]
             _carry(row, ks[j - 1] - ks[j], xj, fj, r, p, binom)
-            for t in range(c):
-                row[t] += terms[j, t]
+            row[0] += own[j, 0]
+            for cc in range(p):
+                row[nm + cc] += own[j, 1 + cc]
     return pre
 
 
 @numba.njit(cache=True, nogil=True)
-def _prefix_small(ks, terms, x, fac, r, p, pre):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _prefix_small(ks, own, x, fac, r, p, pre):  # type: ignore[no-untyped-def]  # pragma: no cover
     """:func:`_prefix`'s rows ``1 ..`` for ``r`` 1 or 2 (row 0 set): the same sums in the same
-    order as :func:`_carry`, the weight's moments carried in registers from row to row."""
-    n = terms.shape[0]
+    order as :func:`_carry`, the weight's moments carried in registers from row to row. A key's
+    own terms are nonzero only in the weight and value columns (its moments about itself are 0),
+    so only those are added (``own``, (n, 1 + p))."""
+    n = own.shape[0]
     m0, m1, m2 = pre[0, 0], pre[0, 1], pre[0, 2]
     m3 = pre[0, 3] if r == 2 else 0.0
     m4 = pre[0, 4] if r == 2 else 0.0
@@ -237,25 +246,29 @@ def _prefix_small(ks, terms, x, fac, r, p, pre):  # type: ignore[no-untyped-def]
         if r == 2:
             g3 = g2 * g
             g4 = g3 * g
-            m4 = _scaled(m4 + 4.0 * g * m3 + 6.0 * g2 * m2 + 4.0 * g3 * m1 + g4 * m0, xj, fj) + terms[j, 4]
-            m3 = _scaled(m3 + 3.0 * g * m2 + 3.0 * g2 * m1 + g3 * m0, xj, fj) + terms[j, 3]
+            m4 = _scaled(m4 + 4.0 * g * m3 + 6.0 * g2 * m2 + 4.0 * g3 * m1 + g4 * m0, xj, fj)
+            m3 = _scaled(m3 + 3.0 * g * m2 + 3.0 * g2 * m1 + g3 * m0, xj, fj)
             pre[j, 4] = m4
             pre[j, 3] = m3
-        m2 = _scaled(m2 + 2.0 * g * m1 + g2 * m0, xj, fj) + terms[j, 2]
-        m1 = _scaled(m1 + g * m0, xj, fj) + terms[j, 1]
-        m0 = _scaled(m0, xj, fj) + terms[j, 0]
+        m2 = _scaled(m2 + 2.0 * g * m1 + g2 * m0, xj, fj)
+        m1 = _scaled(m1 + g * m0, xj, fj)
+        m0 = _scaled(m0, xj, fj) + own[j, 0]
         pre[j, 2] = m2
         pre[j, 1] = m1
         pre[j, 0] = m0
-        for cc in range(p):
-            v0 = pre[j - 1, nm + cc]
-            v1 = pre[j - 1, nm + p + cc]
+    for cc in range(p):  # each value column's moments in registers, one pass each
+        v0, v1 = pre[0, nm + cc], pre[0, nm + p + cc]
+        v2 = pre[0, nm + 2 * p + cc] if r == 2 else 0.0
+        for j in range(1, n):
+            xj, fj = x[j], fac[j]
+            g = ks[j - 1] - ks[j]
             if r == 2:
-                v2 = pre[j - 1, nm + 2 * p + cc]
-                v2 = _scaled(v2 + 2.0 * g * v1 + g2 * v0, xj, fj)
-                pre[j, nm + 2 * p + cc] = v2 + terms[j, nm + 2 * p + cc]
-            pre[j, nm + p + cc] = _scaled(v1 + g * v0, xj, fj) + terms[j, nm + p + cc]
-            pre[j, nm + cc] = _scaled(v0, xj, fj) + terms[j, nm + cc]
+                v2 = _scaled(v2 + 2.0 * g * v1 + (g * g) * v0, xj, fj)
+                pre[j, nm + 2 * p + cc] = v2
+            v1 = _scaled(v1 + g * v0, xj, fj)
+            v0 = _scaled(v0, xj, fj) + own[j, 1 + cc]
+            pre[j, nm + p + cc] = v1
+            pre[j, nm + cc] = v0
 
 
 @numba.njit(cache=True, nogil=True)
@@ -362,8 +375,8 @@ def _side(ks, pre, node, anchor, size, qs, last, ex, inv_h, r, p, binom, dist, o
 
 @numba.njit(cache=True, nogil=True)
 def _combine(dl, sl, dr, sr, r, p, order, shift, out):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Both sides under one shift, written to row ``order[i]`` of ``shift`` and ``out``; the
-    mirrored side's odd powers of ``u`` change sign."""
+    """Both sides under one shift, written to entry ``order[i]`` of ``shift`` and row
+    ``order[i]`` of ``out``; the mirrored side's odd powers of ``u`` change sign."""
     nm = 2 * r + 1
     m, c = sl.shape
     for i in range(m):
@@ -383,14 +396,30 @@ def _combine(dl, sl, dr, sr, r, p, order, shift, out):  # type: ignore[no-untype
             out[o, t] = fl * sl[i, t] + fr * right
 
 
+@numba.njit(cache=True, nogil=True)
+def _lines(out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``out`` (m, c) as (c, m), one line per sum, in one pass (the rows read in order)."""
+    m, c = out.shape
+    lines = np.empty((c, m))
+    for i in range(m):
+        for t in range(c):
+            lines[t, i] = out[i, t]
+    return lines
+
+
 # -- the driver ---------------------------------------------------------------------------------
 
 
-def _one_side(ks, terms, gaps, qs, last, ex, inv_h, r, p, binom):  # type: ignore[no-untyped-def]
-    """One side's distances and state rows (builds the segment tree only if a split needs it)."""
-    m, c = qs.size, terms.shape[1]
-    pre = _prefix(ks, terms, *gaps, r, p, binom)
+def _one_side(ks, own, gaps, qs, last, ex, inv_h, r, p, binom):  # type: ignore[no-untyped-def]
+    """One side's distances and state rows (builds the segment tree only if a split needs it)
+    from the keys' weights and weighted values ``own`` (n, 1 + p)."""
+    nm = 2 * r + 1
+    m, c = qs.size, nm + (r + 1) * p
+    pre = _prefix(ks, own, *gaps, r, p, binom)
     if np.any((ex >= 0) & (ex < last)):
+        terms = np.zeros((own.shape[0], c))  # each key's full row of terms (its moments 0)
+        terms[:, 0] = own[:, 0]
+        terms[:, nm:nm + p] = own[:, 1:]
         node, anchor, size = _tree(ks, terms, inv_h, r, p, binom)
     else:
         node, anchor, size = np.zeros((1, c)), np.zeros(1, dtype=np.int64), 1
@@ -457,9 +486,9 @@ def partials(
             log_scale = top * math.log(2.0)
     ne = kept.size
     ks = np.ascontiguousarray(k[kept])
-    terms = np.zeros((ne, c))
-    terms[:, 0] = s
-    terms[:, nm:nm + p] = s[:, None] * np.asarray(values, dtype=f64)[kept]
+    own = np.empty((ne, 1 + p))  # each key's weight and weighted values
+    own[:, 0] = s
+    own[:, 1:] = s[:, None] * np.asarray(values, dtype=f64)[kept]
     binom = np.array([[math.comb(j, t) for t in range(nm)] for j in range(nm)], dtype=f64)
     # queries in sorted order (when the keys outgrow the caches): the running sums are then
     # read in order, not at random
@@ -471,32 +500,33 @@ def partials(
     if qorder is not None:
         ex = ex[qorder]
     x, fac = _gaps(ks, inv_h)
-    dl, sl = _one_side(ks, terms, (x, fac), qs, last, ex, inv_h, r, p, binom)
+    dl, sl = _one_side(ks, own, (x, fac), qs, last, ex, inv_h, r, p, binom)
     # the keys right of each query (k > q): the keys left of -q among the mirrored keys, whose
     # gaps are the same in reverse order
-    dr, sr = _one_side(np.ascontiguousarray(-ks[::-1]), np.ascontiguousarray(terms[::-1]),
+    dr, sr = _one_side(np.ascontiguousarray(-ks[::-1]), np.ascontiguousarray(own[::-1]),
                        (np.concatenate([x[:1], x[:0:-1]]), np.concatenate([fac[:1], fac[:0:-1]])),
                        -qs, ne - 2 - last,
                        np.where(ex >= 0, ne - 1 - ex, -1), inv_h, r, p, binom)
     shift = np.empty(m)
-    out = np.empty((m, c))
-    _combine(dl, sl, dr, sr, r, p, np.arange(m) if qorder is None else qorder, shift, out)
+    rows = np.empty((m, c))
+    _combine(dl, sl, dr, sr, r, p, np.arange(m) if qorder is None else qorder, shift, rows)
+    out = _lines(rows)
     if log_scale:
         shift += log_scale
-    weight, value = out[:, 0], out[:, nm:nm + p]
-    mom: tuple[NDArray[np.floating], ...] = (out[:, 1:nm], out[:, nm + p:])
+    weight, value = out[0], out[nm:nm + p].T
+    # the moments, one line of ``out`` each: views of shape (m, 1, ..., 1[, p])
+    mom = [out[j].reshape((m,) + (1,) * j) for j in range(1, nm)]
+    mom += [out[nm + j * p:nm + (j + 1) * p].T.reshape((m,) + (1,) * j + (p,)) for j in range(1, r + 1)]
     if dtype != f64:
         # move the weight's binary exponent into the shift, exactly, before rounding
         mant, expo = np.frexp(weight)
         shift = np.where(weight > 0, shift + expo * math.log(2.0), shift)
         value = np.ldexp(value, -expo[:, None])
-        mom = tuple(np.ldexp(x, -expo[:, None]) for x in mom)
+        mom = [np.ldexp(x, -expo.reshape((m,) + (1,) * (x.ndim - 1))) for x in mom]
         weight = mant
         with np.errstate(over="ignore"):
             shift = shift.astype(dtype)
         weight, value = weight.astype(dtype), value.astype(dtype)
-        mom = tuple(x.astype(dtype) for x in mom)
-    extra = tuple(mom[0][:, j - 1].reshape((m,) + (1,) * j) for j in range(1, nm)) + tuple(
-        mom[1][:, (j - 1) * p:j * p].reshape((m,) + (1,) * j + (p,)) for j in range(1, r + 1))
+        mom = [x.astype(dtype) for x in mom]
     return Partials(np.ascontiguousarray(shift), np.ascontiguousarray(weight), np.ascontiguousarray(value),
-                    tuple(np.ascontiguousarray(x) for x in extra))
+                    tuple(np.ascontiguousarray(x) for x in mom))
