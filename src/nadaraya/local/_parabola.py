@@ -29,19 +29,28 @@ __all__ = ["MARGIN", "parabola"]
 MARGIN = 1e-5
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _rows(w, mom, r0, r1, r2, h, floor, a0, b0, done, estimate, slope, inv00):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """The closed-form fits of queries ``a0:b0`` where they are certainly regular (``done``)."""
+    """The closed-form fits of queries ``a0:b0`` where they are certainly regular (``done``);
+    divisions by the weight, powers of ``h`` and the pivots are multiplications by reciprocals."""
     p = r0.shape[1]
+    ih = 1.0 / h
+    ih2 = ih * ih
+    ih3 = ih2 * ih
+    ih4 = ih2 * ih2
     for i in range(a0, b0):
         done[i] = False
+        for col in range(p):  # NaN unless solved here (the arrays come unfilled)
+            estimate[i, col] = np.nan
+            slope[i, col] = np.nan
+        inv00[i] = np.nan
         if not w[i] > 0:
             continue
-        s0 = w[i]
-        m1 = mom[0, i] / s0 / h
-        m2 = mom[1, i] / s0 / h**2
-        m3 = mom[2, i] / s0 / h**3
-        m4 = mom[3, i] / s0 / h**4
+        is0 = 1.0 / w[i]
+        m1 = mom[0, i] * is0 * ih
+        m2 = mom[1, i] * is0 * ih2
+        m3 = mom[2, i] * is0 * ih3
+        m4 = mom[3, i] * is0 * ih4
         if not (m2 > 0 and m4 > 0 and math.isfinite(m2) and math.isfinite(m4)):
             continue
         s1 = 1.0 / math.sqrt(m2)
@@ -65,26 +74,30 @@ def _rows(w, mom, r0, r1, r2, h, floor, a0, b0, done, estimate, slope, inv00):  
                 continue
         if not d1 > 0:
             continue
-        l21 = (c - a * b) / d1
+        id1 = 1.0 / d1
+        l21 = (c - a * b) * id1
         d2 = 1.0 - b * b - l21 * l21 * d1
         if not d2 > 0:
             continue
+        id2 = 1.0 / d2
         done[i] = True
+        g1 = is0 * ih * s1
+        g2 = is0 * ih2 * s2
         for col in range(p + 1):  # the values, then e_0 for the inverse's corner
             if col < p:
-                y0 = r0[i, col] / s0
-                y1 = r1[i, col] / s0 / h * s1
-                y2 = r2[i, col] / s0 / h**2 * s2
+                y0 = r0[i, col] * is0
+                y1 = r1[i, col] * g1
+                y2 = r2[i, col] * g2
             else:
                 y0, y1, y2 = 1.0, 0.0, 0.0
             y1 -= a * y0
             y2 -= b * y0 + l21 * y1
-            x2 = y2 / d2
-            x1 = y1 / d1 - l21 * x2
+            x2 = y2 * id2
+            x1 = y1 * id1 - l21 * x2
             x0 = y0 - a * x1 - b * x2
             if col < p:
                 estimate[i, col] = x0
-                slope[i, col] = x1 * s1 / h
+                slope[i, col] = x1 * s1 * ih
             else:
                 inv00[i] = x0
 
@@ -113,10 +126,8 @@ def parabola(
     r0 = np.ascontiguousarray(parts.value, dtype=f64)
     r1 = np.ascontiguousarray(parts.moments[4].reshape(m, p), dtype=f64)
     r2 = np.ascontiguousarray(parts.moments[5].reshape(m, p), dtype=f64)
-    done = np.zeros(m, dtype=np.bool_)
-    estimate = np.full((m, p), np.nan)
-    slope = np.full((m, p), np.nan)
-    inv00 = np.full(m, np.nan)
+    done = np.empty(m, dtype=np.bool_)
+    estimate, slope, inv00 = np.empty((m, p)), np.empty((m, p)), np.empty(m)
     from nadaraya._support.jit import run_ranges
 
     args = (np.ascontiguousarray(parts.weight, dtype=f64), mom, r0, r1, r2, float(h), max(MARGIN, rcond))

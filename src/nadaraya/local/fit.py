@@ -32,23 +32,7 @@ from nadaraya.partials import empty as empty_partials
 
 __all__ = ["MAX_DEGREE", "SingularFitWarning", "as_degree"]
 
-
-
-
-
 SingularFitWarning.__module__ = "nadaraya"  # public as nadaraya.SingularFitWarning (warning filters)
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def _group_exclude(
@@ -62,12 +46,14 @@ def _group_exclude(
     return pos[np.where(exclude >= 0, exclude, n)]
 
 
-def _plain_sums(job: Job, idx: NDArray[np.intp], ex: NDArray[np.intp] | None, m: int) -> Partials:
+def _plain_sums(job: Job, idx: NDArray[np.intp] | None, ex: NDArray[np.intp] | None, m: int) -> Partials:
     """No continuous column: each query's sums over the group are sums of sample weights (the
     left-out key's term is left out of an exclusive prefix and suffix, never subtracted)."""
     call = job.call
-    v = call.values[idx].astype(np.float64)
-    w = np.ones(idx.size) if call.sample_weight is None else call.sample_weight[idx].astype(np.float64)
+    rows: Any = slice(None) if idx is None else idx
+    v = call.values[rows].astype(np.float64)
+    w = (np.ones(v.shape[0]) if call.sample_weight is None
+         else call.sample_weight[rows].astype(np.float64))
     wv = w[:, None] * v
     weight = np.full(m, w.sum())
     value = np.repeat(wv.sum(axis=0)[None, :], m, axis=0)
@@ -84,16 +70,22 @@ def _plain_sums(job: Job, idx: NDArray[np.intp], ex: NDArray[np.intp] | None, m:
     return Partials(np.zeros(m, dtype=dt), weight.astype(dt), value.astype(dt))
 
 
-def _group_partials(job: Job, idx: NDArray[np.intp], ex: NDArray[np.intp] | None, backend: str) -> Partials:
-    """The continuous partials of one group of keys, exact also for far queries."""
+def _group_partials(
+    job: Job, idx: NDArray[np.intp] | None, ex: NDArray[np.intp] | None, backend: str
+) -> Partials:
+    """The continuous partials of one group of keys (``idx``; None: every key, no copies), exact
+    also for far queries."""
     call = job.call
     m = call.queries.shape[0]
     if call.keys.shape[1] == 0:
         return _plain_sums(job, idx, ex, m)
-    sw = None if call.sample_weight is None else call.sample_weight[idx]
-    sub = _call.Call(
-        call.queries, call.keys[idx], call.values[idx], call.one_d, call.kernel, call.bandwidth, sw
-    )
+    if idx is None:
+        sub = call
+    else:
+        sw = None if call.sample_weight is None else call.sample_weight[idx]
+        sub = _call.Call(
+            call.queries, call.keys[idx], call.values[idx], call.one_d, call.kernel, call.bandwidth, sw
+        )
     parts, choice = _call.compute_partials(sub, exclude=ex, backend=backend, moments=job.degree,
                                              device=job.device, tol=job.tol, merged=job.cat is not None)
     if job.cat is not None and call.kernel.log_domain and choice.name != "reference":
@@ -102,7 +94,8 @@ def _group_partials(job: Job, idx: NDArray[np.intp], ex: NDArray[np.intp] | None
         far = np.nonzero(~(parts.shift >= FAR_LOG_WEIGHT))[0]
         if far.size:
             fix, _ = _call.compute_partials(
-                _call.Call(call.queries[far], sub.keys, sub.values, False, call.kernel, call.bandwidth, sw),
+                _call.Call(call.queries[far], sub.keys, sub.values, False, call.kernel, call.bandwidth,
+                           sub.sample_weight),
                 exclude=None if ex is None else ex[far],
                 backend="reference",
                 moments=job.degree,
@@ -121,7 +114,7 @@ def partials(
     ``log_factor_power``: 2 for the squared weights of standard errors)."""
     n = job.call.keys.shape[0]
     if job.cat is None:
-        return _group_partials(job, np.arange(n), exclude, backend)
+        return _group_partials(job, None, exclude, backend)
     cats, group = job.cat.groups()
     log_f = job.cat.log_factor(job.cat.queries, cats)
     call = job.call

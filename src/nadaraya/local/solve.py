@@ -124,14 +124,15 @@ def _regular(M: NDArray[np.float64]) -> tuple[NDArray[np.bool_], NDArray[np.floa
     return positive & (rcond >= RCOND), scale
 
 
-def _line(
-    parts: Partials, h: NDArray[np.float64], estimate: NDArray[np.float64], slope: NDArray[np.float64],
-    used: NDArray[np.int64], inv00: NDArray[np.float64],
-) -> LocalFit:
+def _line(parts: Partials, h: NDArray[np.float64]) -> LocalFit:
     """Degree 1 in one feature, in closed form: the same rule as the general solve (the 2 x 2
     system equilibrated, singular below :data:`RCOND`, then degree 0) at a tenth of its cost,
-    which the bandwidth search pays once per pass."""
+    which the bandwidth search pays once per pass (every row is written there: no fill here)."""
     from nadaraya.local._line import line_rows
+
+    m, p = parts.value.shape
+    estimate, slope = np.empty((m, p)), np.empty((m, 1, p))
+    used, inv00 = np.empty(m, dtype=np.int64), np.empty(m)
 
     line_rows(parts.weight, parts.moments[0][:, 0], parts.moments[1][:, 0, 0], parts.value,
               parts.moments[2][:, 0, :], float(h[0]), RCOND, estimate, slope[:, 0, :], used, inv00)
@@ -169,6 +170,15 @@ def solve(parts: Partials, degree: int, bandwidth: NDArray[np.floating]) -> Loca
     h = np.asarray(bandwidth, dtype=np.float64)
     m, p = parts.value.shape
     d = h.size
+    if degree == 1 and d == 1:
+        return _line(parts, h)
+    done = None
+    if degree == 2 and d == 1:  # closed form; the queries it leaves take the general solve below
+        from nadaraya.local._parabola import parabola
+
+        done, est2, slope2, inv2 = parabola(parts, float(h[0]), RCOND)
+        if done.all():
+            return LocalFit(est2, slope2[:, None, :], np.full(m, 2, dtype=np.int64), inv2)
     ok = parts.weight > 0
     estimate = np.full((m, p), np.nan)
     slope = np.full((m, d, p), np.nan)
@@ -180,14 +190,7 @@ def solve(parts: Partials, degree: int, bandwidth: NDArray[np.floating]) -> Loca
         used[ok] = 0
         inv00[ok] = 1.0
         return LocalFit(estimate, slope, used, inv00)
-    if degree == 1 and d == 1:
-        return _line(parts, h, estimate, slope, used, inv00)
-    if degree == 2 and d == 1:  # closed form; the queries it leaves take the general solve below
-        from nadaraya.local._parabola import parabola
-
-        done, est2, slope2, inv2 = parabola(parts, float(h[0]), RCOND)
-        if done.all():
-            return LocalFit(est2, slope2[:, None, :], np.full(m, 2, dtype=np.int64), inv2)
+    if done is not None:
         if done.any():
             rest = np.nonzero(~done)[0]
             sub = solve(parts[rest], degree, h)
