@@ -49,6 +49,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from nadaraya._support.jit import run_ranges
 from nadaraya.kernels import Kernel
 from nadaraya.partials import Partials
 
@@ -149,19 +150,18 @@ def _sums(keys, s, v, centre, inv, parent, feature, kv):  # type: ignore[no-unty
 
 
 @numba.njit(cache=True, nogil=True)
-def _moved(queries, centre, inv, parent, feature, pairs, coef, unscale, kv, p, rows, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _moved(queries, centre, inv, parent, feature, pairs, coef, unscale, kv, p, rows, lo, hi, out):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Every query's moments about itself, into ``out`` (c, m; it may be ``rows``), from its
     moments about the centre: ``rows`` (c, m), or (c, 1) shared by every query. Each moves by
     ``sum_b C(g, b) e^(g - b) row_b`` over the pairs ``(g, b, g - b)`` of ``pairs`` (coefficients
     ``coef``) with ``e = (centre - q) / t`` (``inv`` is ``-1 / t``), then times ``unscale[g] =
-    t^g``; in blocks of :data:`BLOCK`."""
-    m = queries.shape[0]
+    t^g``; queries ``lo:hi`` (threads take disjoint ranges) in blocks of :data:`BLOCK`."""
     nk, c = parent.size, rows.shape[0]
     shared = rows.shape[1] == 1
     pw = np.empty((nk, BLOCK))
     acc = np.empty((c, BLOCK))
-    for i0 in range(0, m, BLOCK):
-        nb = min(BLOCK, m - i0)
+    for i0 in range(lo, hi, BLOCK):
+        nb = min(BLOCK, hi - i0)
         for b in range(nb):
             pw[0, b] = 1.0
         for k in range(1, nk):
@@ -283,7 +283,8 @@ def _centre(k: NDArray[np.float64], s: NDArray[np.float64]) -> tuple[NDArray[np.
     c, scale = np.zeros(d), np.ones(d)
     for j in range(d):  # column by column: reductions along axis 0 of a narrow array are slow
         col = k[:, j]
-        mean = float(s @ col) / total if total > 0 else float(col.mean()) if col.size else 0.0
+        # a plain product and pairwise sum: a BLAS dot wakes its threads (milliseconds on a busy machine)
+        mean = float((s * col).sum()) / total if total > 0 else float(col.mean()) if col.size else 0.0
         c[j] = mean if math.isfinite(mean) else 0.0
         spread = max(float(col.max()) - c[j], c[j] - float(col.min())) if col.size else 0.0
         if spread > 0:
@@ -355,7 +356,8 @@ def partials(
     else:
         ex = np.asarray(exclude, dtype=np.int64)
         out = rows = _left_out(k, s, v, *plan, kv, np.where((ex >= 0) & (ex < k.shape[0]), ex, -1))
-    _moved(q, centre, -inv, parent, feature, pairs, coef, unscale, kv, p, rows, out)
+    run_ranges(_moved, (q, centre, -inv, parent, feature, pairs, coef, unscale, kv, p, rows), m, (out,),
+               grain=4 * BLOCK, work=float(m) * pairs.shape[0] * (1 + p))
     return _finish(out, mono, kv, d, p, r, log_scale, dtype)
 
 

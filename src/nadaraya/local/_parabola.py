@@ -30,7 +30,7 @@ MARGIN = 1e-5
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _rows(w, mom, r0, r1, r2, h, floor, a0, b0, done, estimate, slope, inv00):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _rows(w, mom0, mom1, mom2, mom3, r0, r1, r2, h, floor, a0, b0, done, estimate, slope, inv00):  # type: ignore[no-untyped-def]  # pragma: no cover
     """The closed-form fits of queries ``a0:b0`` where they are certainly regular (``done``);
     divisions by the weight, powers of ``h`` and the pivots are multiplications by reciprocals."""
     p = r0.shape[1]
@@ -47,10 +47,10 @@ def _rows(w, mom, r0, r1, r2, h, floor, a0, b0, done, estimate, slope, inv00):  
         if not w[i] > 0:
             continue
         is0 = 1.0 / w[i]
-        m1 = mom[0, i] * is0 * ih
-        m2 = mom[1, i] * is0 * ih2
-        m3 = mom[2, i] * is0 * ih3
-        m4 = mom[3, i] * is0 * ih4
+        m1 = mom0[i] * is0 * ih
+        m2 = mom1[i] * is0 * ih2
+        m3 = mom2[i] * is0 * ih3
+        m4 = mom3[i] * is0 * ih4
         if not (m2 > 0 and m4 > 0 and math.isfinite(m2) and math.isfinite(m4)):
             continue
         s1 = 1.0 / math.sqrt(m2)
@@ -122,7 +122,8 @@ def parabola(
     """
     m, p = parts.value.shape
     f64 = np.float64
-    mom = np.stack([parts.moments[j].reshape(m, -1)[:, 0].astype(f64) for j in range(4)])
+    # views where the partials hold float64 already (no copies): the first moments' columns
+    mom = [np.ascontiguousarray(parts.moments[j].reshape(m, -1)[:, 0], dtype=f64) for j in range(4)]
     r0 = np.ascontiguousarray(parts.value, dtype=f64)
     r1 = np.ascontiguousarray(parts.moments[4].reshape(m, p), dtype=f64)
     r2 = np.ascontiguousarray(parts.moments[5].reshape(m, p), dtype=f64)
@@ -130,6 +131,6 @@ def parabola(
     estimate, slope, inv00 = np.empty((m, p)), np.empty((m, p)), np.empty(m)
     from nadaraya._support.jit import run_ranges
 
-    args = (np.ascontiguousarray(parts.weight, dtype=f64), mom, r0, r1, r2, float(h), max(MARGIN, rcond))
+    args = (np.ascontiguousarray(parts.weight, dtype=f64), *mom, r0, r1, r2, float(h), max(MARGIN, rcond))
     run_ranges(_rows, args, m, (done, estimate, slope, inv00), work=100.0 * m)
     return done, estimate, slope, inv00
