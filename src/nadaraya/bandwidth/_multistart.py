@@ -43,6 +43,7 @@ __all__ = [
     "explore_smooth",
     "lbfgsb",
     "log_grid",
+    "profile",
     "settle",
     "smooth_out",
     "sweep",
@@ -108,23 +109,25 @@ def sweep(
             grid = np.asarray(grids[j], dtype=np.float64)
             best_v, best_s = h[j], score
             if patience is None:
-                ways = [grid]
+                ways = [grid[grid != h[j]]]
             else:
                 ways = [grid[grid < h[j]][::-1], grid[grid > h[j]]]
+                if hasattr(f, "profile"):
+                    # the first steps of both ways in one pass (the least each way takes)
+                    profile(f, h, j, np.concatenate([way[:patience] for way in ways]))
             for way in ways:
-                last, rises = score, 0
-                for v in way:
-                    if v == h[j]:
-                        continue
-                    trial = h.copy()
-                    trial[j] = v
-                    s = f(trial)
-                    if s < best_s:
-                        best_v, best_s = v, s
-                    rises = rises + 1 if s > last else 0
-                    last = s
-                    if patience is not None and rises >= patience:
-                        break
+                last, rises, pos = score, 0, 0
+                while pos < way.size:
+                    chunk = way[pos:] if patience is None else way[pos : pos + patience]
+                    pos += chunk.size
+                    for v, s in zip(chunk, profile(f, h, j, chunk)):
+                        if s < best_s:
+                            best_v, best_s = v, s
+                        rises = rises + 1 if s > last else 0
+                        last = s
+                        if patience is not None and rises >= patience:
+                            pos = way.size
+                            break
             # a move must gain more than rounding: on a plateau (a feature smoothed out) the
             # scores differ in their last bits, and chasing those costs sweeps and polishes
             if best_s < score - _GAIN * abs(score):
@@ -133,6 +136,28 @@ def sweep(
         if not moved_now:
             break
     return h, score, moved
+
+
+def profile(f: Criterion, h: NDArray[np.float64], j: int, values: Sequence[float] | NDArray[np.float64]
+            ) -> list[float]:
+    """``f`` at ``h`` with column ``j`` set to each of ``values``, the others held: through
+    ``f.profile`` where ``f`` has one (a :class:`Memo` whose objective scores a column's
+    values in one pass), else one call of ``f`` per value.
+
+    Examples
+    --------
+    >>> profile(lambda h: float(h.sum()), np.array([1.0, 2.0]), 1, [0.0, 5.0])
+    [1.0, 6.0]
+    """
+    at = getattr(f, "profile", None)
+    if at is not None:
+        return list(at(h, j, values))
+    out = []
+    for v in values:
+        trial = np.array(h, dtype=np.float64)
+        trial[j] = v
+        out.append(float(f(trial)))
+    return out
 
 
 def best_of(
@@ -184,9 +209,11 @@ def settle(
             return f(trial)
 
         at_end = bool(np.isclose(h[j], upper[j], rtol=1e-9, atol=0.0))
-        s_up = score if h[j] == upper[j] else at(float(upper[j]))
         grid = np.asarray(grids[j], dtype=np.float64)
-        vals = [score if v == h[j] else at(float(v)) for v in grid]
+        # the end and the grid in one profile (one pass where ``f`` scores a column at once)
+        values = np.append(upper[j], grid)
+        scored = dict(zip(values[values != h[j]].tolist(), profile(f, h, j, values[values != h[j]])))
+        s_up, *vals = (score if v == h[j] else scored[v] for v in values.tolist())
         k = int(np.argmin(vals))
         v_best, s_best = float(grid[k]), float(vals[k])
         decided = not refine_moves and s_best < s_up
@@ -244,8 +271,12 @@ class Memo:
         value_grad: Callable[[NDArray[np.float64]], tuple[float, NDArray[np.float64]]] | None = None,
         *,
         values_by_gradient: bool = True,
+        column: Callable[[NDArray[np.float64], int, NDArray[np.float64]], NDArray[np.float64]] | None = None,
     ) -> None:
         self.f, self.value_grad = f, value_grad
+        #: ``column(h, j, values)``: the criterion at ``h`` with column ``j`` set to each of
+        #: ``values``, in one pass (where the objective has one), else None
+        self.column = column
         #: False where the gradient's pass costs more than the value's: :meth:`__call__` then
         #: takes the value's pass, and only :meth:`with_gradient` the gradient's
         self.values_by_gradient = values_by_gradient
@@ -259,6 +290,24 @@ class Memo:
                 return self.with_gradient(h)[0]
             self.values[key] = float(self.f(h))
         return self.values[key]
+
+    def profile(self, h: NDArray[np.float64], j: int, values: Sequence[float] | NDArray[np.float64]
+                ) -> list[float]:
+        """The criterion at ``h`` with column ``j`` set to each of ``values``: those not
+        scored before in one pass of ``column`` where there is one, else one by one."""
+        trials = []
+        for v in values:
+            trial = np.array(h, dtype=np.float64)
+            trial[j] = v
+            trials.append(trial)
+        keys = [t.tobytes() for t in trials]
+        todo = [k for k, key in enumerate(keys) if key not in self.values]
+        todo = [k for k in todo if keys.index(keys[k]) == k]  # each bandwidth once
+        if self.column is not None and todo:
+            scores = self.column(np.array(h, dtype=np.float64), j, np.array([trials[k][j] for k in todo]))
+            for k, sc in zip(todo, scores):
+                self.values[keys[k]] = float(sc)
+        return [self(t) for t in trials]
 
     def with_gradient(self, h: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
         assert self.value_grad is not None
@@ -378,7 +427,13 @@ def explore_smooth(
     walked outwards until the score has risen twice) leaves a basin where one feature's grid
     holds a lower score, and L-BFGS-B polishes what it finds; the features past their range
     are settled afterwards on their own profiles."""
-    h_out, _, _ = smooth_out(f, h_grid, s_grid, upper, np.zeros(h_grid.size))
+    # each feature tried smoothed out; with the gradient at the grid's point (the first step
+    # of the polish from there takes it anyway), only those whose score falls as it widens
+    if isinstance(f, Memo) and f.value_grad is not None:
+        widen = f.with_gradient(h_grid)[1] <= 0.0
+    else:
+        widen = np.ones(h_grid.size, dtype=bool)
+    h_out, _, _ = smooth_out(f, h_grid, s_grid, upper, np.where(widen, 0.0, np.inf))
     ends = [polish(h0, "loose") for h0 in distinct([h_grid, h_out, h_rot], grids)]
     h, sc = better(min(ends, key=lambda e: e[1]), (h_grid, s_grid))
     h, sc, _ = smooth_out(f, h, sc, upper, span)

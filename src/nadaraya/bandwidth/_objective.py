@@ -376,6 +376,35 @@ class _Objective:
         self._record(h, score, stage)
         return score, grad
 
+    def column(
+        self, h: NDArray[np.float64], j: int, values: NDArray[np.float64], stage: str = "per_feature"
+    ) -> NDArray[np.float64]:
+        """The criterion at ``h`` with feature ``j``'s bandwidth set to each of ``values`` (the
+        others held), in one pass (Gaussian, :func:`~nadaraya.bandwidth._column.loo_column`)."""
+        from nadaraya._support.jit import threads_for
+        from nadaraya.bandwidth._column import loo_column
+
+        values = np.asarray(values, dtype=np.float64)
+        zt, _, ref = self._scaled(h, exact=False)
+        with np.errstate(divide="ignore"):
+            mult = (h[j] / values) ** 2  # 0 at v = inf
+        with threads_for(self.n**2 * (self.d + 2 * values.size)):
+            S, T, C = loo_column(zt, ref, self.s, np.ascontiguousarray((self.s[:, None] * self.Y).T), j, mult)
+        self.n_passes += 1
+        # the row's exponents are relative to its reference point's g at each level
+        diff2 = (zt - zt[:, ref]) ** 2
+        g_b = diff2[j]
+        g_a = diff2.sum(axis=0) - g_b
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pred = T / S[:, :, None]
+            rho = np.log(S) - C - (g_a[None, :] + mult[:, None] * g_b[None, :]) - np.log(self.s)
+        out = self.criteria(pred, rho)
+        for lev, v in enumerate(values):
+            trial = np.array(h, dtype=np.float64)
+            trial[j] = v
+            self._record(trial, float(out[lev]), stage)
+        return out
+
     def curvature(self, h: NDArray[np.float64], stage: str = "refine") -> tuple[float, float, float, float]:
         """The criterion at ``h`` and its first three derivatives along ``log h`` (all
         features scaled together), from one pass (Gaussian).
