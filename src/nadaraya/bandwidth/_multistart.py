@@ -44,6 +44,7 @@ __all__ = [
     "lbfgsb",
     "log_grid",
     "profile",
+    "profile_each",
     "settle",
     "smooth_out",
     "sweep",
@@ -59,6 +60,8 @@ _TIE = 1e-12
 _GAIN = 1e-9
 
 Criterion = Callable[[NDArray[np.float64]], float]
+#: ``column(h, cols, values)``: the criterion at ``h`` with column ``cols[l]`` set to ``values[l]``
+Column = Callable[[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]], NDArray[np.float64]]
 Polish = Callable[[NDArray[np.float64]], tuple[NDArray[np.float64], float]]
 #: a polish that also takes a tolerance of :data:`TOLERANCES` (``"tight"`` by default)
 TolerantPolish = Callable[..., tuple[NDArray[np.float64], float]]
@@ -105,16 +108,23 @@ def sweep(
     moved = False
     for _ in range(rounds):
         moved_now = False
-        for j in range(len(grids)) if columns is None else columns:
+        order = list(range(len(grids)) if columns is None else columns)
+        if isinstance(f, Memo) and patience is not None:
+            # every column's first steps both ways in one pass (the least each walk takes;
+            # a column after one that moves is scored again at the new point)
+            first = []
+            for j in order:
+                grid = np.asarray(grids[j], dtype=np.float64)
+                below, above = grid[grid < h[j]][::-1], grid[grid > h[j]]
+                first += [(j, float(v)) for v in np.concatenate([below[:patience], above[:patience]])]
+            f.batch(h, first)
+        for j in order:
             grid = np.asarray(grids[j], dtype=np.float64)
             best_v, best_s = h[j], score
             if patience is None:
                 ways = [grid[grid != h[j]]]
             else:
                 ways = [grid[grid < h[j]][::-1], grid[grid > h[j]]]
-                if hasattr(f, "profile"):
-                    # the first steps of both ways in one pass (the least each way takes)
-                    profile(f, h, j, np.concatenate([way[:patience] for way in ways]))
             for way in ways:
                 last, rises, pos = score, 0, 0
                 while pos < way.size:
@@ -141,23 +151,15 @@ def sweep(
 def profile(f: Criterion, h: NDArray[np.float64], j: int, values: Sequence[float] | NDArray[np.float64]
             ) -> list[float]:
     """``f`` at ``h`` with column ``j`` set to each of ``values``, the others held: through
-    ``f.profile`` where ``f`` has one (a :class:`Memo` whose objective scores a column's
-    values in one pass), else one call of ``f`` per value.
+    :meth:`Memo.batch` where ``f`` is a :class:`Memo` (one pass where its objective scores a
+    column's values at once), else one call of ``f`` per value.
 
     Examples
     --------
     >>> profile(lambda h: float(h.sum()), np.array([1.0, 2.0]), 1, [0.0, 5.0])
     [1.0, 6.0]
     """
-    at = getattr(f, "profile", None)
-    if at is not None:
-        return list(at(h, j, values))
-    out = []
-    for v in values:
-        trial = np.array(h, dtype=np.float64)
-        trial[j] = v
-        out.append(float(f(trial)))
-    return out
+    return profile_each(f, h, [(j, float(v)) for v in values])
 
 
 def best_of(
@@ -201,6 +203,10 @@ def settle(
     h = np.array(h, dtype=np.float64)
     smoothed = np.zeros(h.size, dtype=bool)
     moved = False
+    if isinstance(f, Memo):
+        # every candidate's end and grid in one pass (a column after one that moves is scored
+        # again at the new point)
+        f.batch(h, [(j, float(v)) for j in candidates for v in np.append(upper[j], grids[j]) if v != h[j]])
     for j in candidates:
 
         def at(v: float, j: int = j) -> float:
@@ -249,14 +255,39 @@ def smooth_out(
     flattened out; the others shape the weights, and an optimiser that stopped there found
     them useful) tried at its upper bound, kept where no worse: ``(h, score, moved)``."""
     moved = False
-    for j in range(h.size):
-        if span[j] <= h[j] < upper[j]:
-            trial = h.copy()
-            trial[j] = upper[j]
-            s_trial = f(trial)
-            if s_trial <= score:
-                h, score, moved = trial, s_trial, True
+    todo = [j for j in range(h.size) if span[j] <= h[j] < upper[j]]
+    while todo:
+        # the features left, each at its end, in one pass where ``f`` is a :class:`Memo`
+        # whose objective scores them at once; the first no worse is kept, and those after
+        # it are tried again from there
+        scores = profile_each(f, h, [(j, float(upper[j])) for j in todo])
+        kept = next((k for k, s_trial in enumerate(scores) if s_trial <= score), None)
+        if kept is None:
+            break
+        h = h.copy()
+        h[todo[kept]] = upper[todo[kept]]
+        score, moved = scores[kept], True
+        todo = todo[kept + 1 :]
     return h, score, moved
+
+
+def profile_each(f: Criterion, h: NDArray[np.float64], changes: Sequence[tuple[int, float]]) -> list[float]:
+    """``f`` at ``h`` with column ``j`` set to ``v``, for each ``(j, v)`` of ``changes``:
+    through :meth:`Memo.batch` where ``f`` is a :class:`Memo`, else one call per change.
+
+    Examples
+    --------
+    >>> profile_each(lambda h: float(h.sum()), np.array([1.0, 2.0]), [(0, 3.0), (1, 0.0)])
+    [5.0, 1.0]
+    """
+    if isinstance(f, Memo):
+        return f.batch(h, changes)
+    out = []
+    for j, v in changes:
+        trial = np.array(h, dtype=np.float64)
+        trial[j] = v
+        out.append(float(f(trial)))
+    return out
 
 
 class Memo:
@@ -271,11 +302,11 @@ class Memo:
         value_grad: Callable[[NDArray[np.float64]], tuple[float, NDArray[np.float64]]] | None = None,
         *,
         values_by_gradient: bool = True,
-        column: Callable[[NDArray[np.float64], int, NDArray[np.float64]], NDArray[np.float64]] | None = None,
+        column: Column | None = None,
     ) -> None:
         self.f, self.value_grad = f, value_grad
-        #: ``column(h, j, values)``: the criterion at ``h`` with column ``j`` set to each of
-        #: ``values``, in one pass (where the objective has one), else None
+        #: ``column(h, cols, values)``: the criterion at ``h`` with column ``cols[l]`` set to
+        #: ``values[l]``, every ``l`` in one pass (where the objective has one), else None
         self.column = column
         #: False where the gradient's pass costs more than the value's: :meth:`__call__` then
         #: takes the value's pass, and only :meth:`with_gradient` the gradient's
@@ -291,22 +322,26 @@ class Memo:
             self.values[key] = float(self.f(h))
         return self.values[key]
 
-    def profile(self, h: NDArray[np.float64], j: int, values: Sequence[float] | NDArray[np.float64]
-                ) -> list[float]:
-        """The criterion at ``h`` with column ``j`` set to each of ``values``: those not
-        scored before in one pass of ``column`` where there is one, else one by one."""
+    def batch(self, h: NDArray[np.float64], changes: Sequence[tuple[int, float]]) -> list[float]:
+        """The criterion at ``h`` with column ``j`` set to ``v``, for each ``(j, v)`` of
+        ``changes``: those not scored before in one pass of ``column`` where there is one,
+        else one by one."""
         trials = []
-        for v in values:
+        for j, v in changes:
             trial = np.array(h, dtype=np.float64)
             trial[j] = v
             trials.append(trial)
-        keys = [t.tobytes() for t in trials]
-        todo = [k for k, key in enumerate(keys) if key not in self.values]
-        todo = [k for k in todo if keys.index(keys[k]) == k]  # each bandwidth once
+        todo: dict[bytes, int] = {}
+        for k, trial in enumerate(trials):
+            key = trial.tobytes()
+            if key not in self.values and key not in todo:
+                todo[key] = k
         if self.column is not None and todo:
-            scores = self.column(np.array(h, dtype=np.float64), j, np.array([trials[k][j] for k in todo]))
-            for k, sc in zip(todo, scores):
-                self.values[keys[k]] = float(sc)
+            ks = list(todo.values())
+            scores = self.column(np.array(h, dtype=np.float64), np.array([changes[k][0] for k in ks]),
+                                 np.array([trials[k][changes[k][0]] for k in ks]))
+            for key, sc in zip(todo, scores):
+                self.values[key] = float(sc)
         return [self(t) for t in trials]
 
     def with_gradient(self, h: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:

@@ -377,29 +377,32 @@ class _Objective:
         return score, grad
 
     def column(
-        self, h: NDArray[np.float64], j: int, values: NDArray[np.float64], stage: str = "per_feature"
+        self, h: NDArray[np.float64], cols: NDArray[np.int64], values: NDArray[np.float64],
+        stage: str = "per_feature",
     ) -> NDArray[np.float64]:
-        """The criterion at ``h`` with feature ``j``'s bandwidth set to each of ``values`` (the
-        others held), in one pass (Gaussian, :func:`~nadaraya.bandwidth._column.loo_column`)."""
+        """The criterion at ``h`` with feature ``cols[l]``'s bandwidth set to ``values[l]`` (the
+        others held), every ``l`` in one pass (Gaussian,
+        :func:`~nadaraya.bandwidth._column.loo_column`)."""
         from nadaraya._support.jit import threads_for
         from nadaraya.bandwidth._column import loo_column
 
+        cols = np.asarray(cols, dtype=np.int64)
         values = np.asarray(values, dtype=np.float64)
         zt, _, ref = self._scaled(h, exact=False)
         with np.errstate(divide="ignore"):
-            mult = (h[j] / values) ** 2  # 0 at v = inf
+            mult = (h[cols] / values) ** 2  # 0 at v = inf
+        sy = np.ascontiguousarray((self.s[:, None] * self.Y).T)
         with threads_for(self.n**2 * (self.d + 2 * values.size)):
-            S, T, C = loo_column(zt, ref, self.s, np.ascontiguousarray((self.s[:, None] * self.Y).T), j, mult)
+            S, T, C = loo_column(zt, ref, self.s, sy, cols, mult)
         self.n_passes += 1
-        # the row's exponents are relative to its reference point's g at each level
-        diff2 = (zt - zt[:, ref]) ** 2
-        g_b = diff2[j]
-        g_a = diff2.sum(axis=0) - g_b
+        # each row's exponents are relative to its reference point's g at each level
+        share = (zt - zt[:, ref]) ** 2
+        g_ref = share.sum(axis=0)[None, :] + (mult - 1.0)[:, None] * share[cols]
         with np.errstate(divide="ignore", invalid="ignore"):
             pred = T / S[:, :, None]
-            rho = np.log(S) - C - (g_a[None, :] + mult[:, None] * g_b[None, :]) - np.log(self.s)
+            rho = np.log(S) - C - g_ref - np.log(self.s)
         out = self.criteria(pred, rho)
-        for lev, v in enumerate(values):
+        for lev, (j, v) in enumerate(zip(cols, values)):
             trial = np.array(h, dtype=np.float64)
             trial[j] = v
             self._record(trial, float(out[lev]), stage)
