@@ -81,6 +81,27 @@ def _bound(total, gaps, cols, mult, lev):  # type: ignore[no-untyped-def]  # pra
     return total + (mult[lev] - 1.0) * gaps[c]
 
 
+@numba.njit(cache=True, nogil=True, fastmath=_FAST, inline="always")
+def _level(tot, tc, f, ss, ys, e, m, watch, store):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """One level's weights ``exp(-(tot + f tc))`` over a tile (0 past ``_CUT``), their sums
+    against ``ss`` and ``ys``; with ``store``, the weights into ``e``; with ``watch``, how many
+    exceed ``exp(_OVER)`` (then wrong: the row is computed again). Inlined with ``watch`` and
+    ``store`` constants at each call, so each caller's loop compiles as if written out."""
+    acc = 0.0
+    acc0 = 0.0
+    big = 0.0
+    for j in range(m):
+        x = tot[j] + f * tc[j]
+        w = exp_flushed(-x) if x < _CUT else 0.0
+        if watch:
+            big += 1.0 if x < -_OVER else 0.0
+        if store:
+            e[j] = w
+        acc += w * ss[j]
+        acc0 += w * ys[j]
+    return acc, acc0, big
+
+
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
 def _fast_rows(zt, ref, s, sy, cols, mult, lo, hi, i0, i1, S, T, over):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Rows ``i0:i1`` of :func:`loo_column`, every level shifted by the reference's exponent
@@ -109,23 +130,21 @@ def _fast_rows(zt, ref, s, sy, cols, mult, lo, hi, i0, i1, S, T, over):  # type:
             ss = s[j0 : j0 + m]
             y0 = sy[0, j0 : j0 + m]
             for lev in range(G):
-                if _bound(total, gaps, cols, mult, lev) >= _CUT:
+                bound = _bound(total, gaps, cols, mult, lev)
+                if bound >= _CUT:
                     continue
                 f = mult[lev] - 1.0
                 tc = tt[cols[lev]]
-                acc = 0.0
-                acc0 = 0.0
-                big = 0.0
-                for j in range(m):
-                    x = tot[j] + f * tc[j]
-                    w = exp_flushed(-x) if x < _CUT else 0.0
-                    big += 1.0 if x < -_OVER else 0.0
-                    e[j] = w
-                    acc += w * ss[j]
-                    acc0 += w * y0[j]
+                # a tile whose bound is above -_OVER cannot overflow: no watch there
+                if bound >= -_OVER and p == 1:
+                    acc, acc0, _ = _level(tot, tc, f, ss, y0, e, m, False, False)
+                elif bound >= -_OVER:
+                    acc, acc0, _ = _level(tot, tc, f, ss, y0, e, m, False, True)
+                else:
+                    acc, acc0, big = _level(tot, tc, f, ss, y0, e, m, True, True)
+                    over[i] += big
                 S[lev, i] += acc
                 T[lev, i, 0] += acc0
-                over[i] += big
                 for q in range(1, p):
                     T[lev, i, q] += _dot(e, sy[q, j0 : j0 + m], m)
 

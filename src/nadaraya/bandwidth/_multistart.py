@@ -359,7 +359,7 @@ class Memo:
 #: criterion)
 TOLERANCES = {
     "tight": {"ftol": 1e-10, "gtol": 1e-6, "maxiter": 200},
-    "loose": {"ftol": 1e-4, "gtol": 1e-3, "maxiter": 5},
+    "loose": {"ftol": 1e-4, "gtol": 1e-3, "maxiter": 3},
 }
 
 
