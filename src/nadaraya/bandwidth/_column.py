@@ -82,8 +82,8 @@ def _bound(total, gaps, cols, mult, lev):  # type: ignore[no-untyped-def]  # pra
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST, inline="always")
-def _level(tot, tc, f, ss, ys, e, m, watch, store):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """One level's weights ``exp(-(tot + f tc))`` over a tile (0 past ``_CUT``), their sums
+def _level(tot, tc, f, c, ss, ys, e, m, watch, store):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """One level's weights ``exp(c - (tot + f tc))`` over a tile (0 past ``_CUT``), their sums
     against ``ss`` and ``ys``; with ``store``, the weights into ``e``; with ``watch``, how many
     exceed ``exp(_OVER)`` (then wrong: the row is computed again). Inlined with ``watch`` and
     ``store`` constants at each call, so each caller's loop compiles as if written out."""
@@ -91,7 +91,7 @@ def _level(tot, tc, f, ss, ys, e, m, watch, store):  # type: ignore[no-untyped-d
     acc0 = 0.0
     big = 0.0
     for j in range(m):
-        x = tot[j] + f * tc[j]
+        x = (tot[j] + f * tc[j]) - c
         w = exp_flushed(-x) if x < _CUT else 0.0
         if watch:
             big += 1.0 if x < -_OVER else 0.0
@@ -103,9 +103,10 @@ def _level(tot, tc, f, ss, ys, e, m, watch, store):  # type: ignore[no-untyped-d
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
-def _fast_rows(zt, ref, s, sy, cols, mult, lo, hi, i0, i1, S, T, over):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """Rows ``i0:i1`` of :func:`loo_column`, every level shifted by the reference's exponent
-    (its weight one): ``over[i]`` counts the terms above ``exp(_OVER)``, rows that
+def _fast_rows(zt, ref, s, sy, cols, mult, lo, hi, i0, i1, S, T, C, over):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Rows ``i0:i1`` of :func:`loo_column`, each level shifted by the least exponent of the
+    row's own tile (its nearest points are usually there; that point's weight is one):
+    ``over[i]`` counts the terms above ``exp(_OVER)`` elsewhere, rows that
     :func:`_exact_rows` computes again."""
     d, n = zt.shape
     p = sy.shape[0]
@@ -117,31 +118,44 @@ def _fast_rows(zt, ref, s, sy, cols, mult, lo, hi, i0, i1, S, T, over):  # type:
     gaps = np.empty(d)
     for i in range(i0, i1):
         r = ref[i]
-        for tb in range(n_tiles):
+        first = i // _TILE
+        for step in range(n_tiles):
+            tb = (first + step) % n_tiles
             j0 = tb * _TILE
             m = min(n, j0 + _TILE) - j0
             total = _box(zt, i, r, lo, hi, tb, gaps)
-            near = False
-            for lev in range(G):
-                near |= _bound(total, gaps, cols, mult, lev) < _CUT
-            if not near:
-                continue
-            _shares(zt, i, r, j0, m, tt, tot)
+            if step == 0:
+                _shares(zt, i, r, j0, m, tt, tot)
+                for lev in range(G):
+                    f = mult[lev] - 1.0
+                    tc = tt[cols[lev]]
+                    low = np.inf
+                    for j in range(m):
+                        low = min(low, tot[j] + f * tc[j])
+                    C[lev, i] = low if low < np.inf else 0.0  # (a tile of the own point alone)
+            else:
+                near = False
+                for lev in range(G):
+                    near |= _bound(total, gaps, cols, mult, lev) - C[lev, i] < _CUT
+                if not near:
+                    continue
+                _shares(zt, i, r, j0, m, tt, tot)
             ss = s[j0 : j0 + m]
             y0 = sy[0, j0 : j0 + m]
             for lev in range(G):
-                bound = _bound(total, gaps, cols, mult, lev)
+                c = C[lev, i]
+                bound = _bound(total, gaps, cols, mult, lev) - c
                 if bound >= _CUT:
                     continue
                 f = mult[lev] - 1.0
                 tc = tt[cols[lev]]
                 # a tile whose bound is above -_OVER cannot overflow: no watch there
                 if bound >= -_OVER and p == 1:
-                    acc, acc0, _ = _level(tot, tc, f, ss, y0, e, m, False, False)
+                    acc, acc0, _ = _level(tot, tc, f, c, ss, y0, e, m, False, False)
                 elif bound >= -_OVER:
-                    acc, acc0, _ = _level(tot, tc, f, ss, y0, e, m, False, True)
+                    acc, acc0, _ = _level(tot, tc, f, c, ss, y0, e, m, False, True)
                 else:
-                    acc, acc0, big = _level(tot, tc, f, ss, y0, e, m, True, True)
+                    acc, acc0, big = _level(tot, tc, f, c, ss, y0, e, m, True, True)
                     over[i] += big
                 S[lev, i] += acc
                 T[lev, i, 0] += acc0
@@ -245,8 +259,8 @@ def loo_column(
     T : ndarray of shape (G, n, p)
         The same with ``s_j y_j``.
     C : ndarray of shape (G, n)
-        Each row's shift at each level: 0 (the reference's weight is one), or, for a row where
-        that would overflow, ``min_{j != i} x_lij``.
+        Each row's shift at each level: the least ``x_lij`` of its own tile of keys, or, for a
+        row where that would overflow, ``min_{j != i} x_lij``.
 
     Examples
     --------
@@ -254,7 +268,7 @@ def loo_column(
     >>> z = np.array([[0.0, 0.5, 2.0], [0.0, 1.0, 1.0]]); y = np.array([[1.0, 2.0, 4.0]])
     >>> S, T, C = loo_column(z, np.array([1, 0, 1]), np.ones(3), y, np.array([1, 1]), np.array([1.0, 0.0]))
     >>> g = np.array([[0.25 + 1.0, 4.0 + 1.0], [0.25, 4.0]])  # row 0 at each level
-    >>> w = np.exp(-(g - g[:, :1]))  # its reference is point 1
+    >>> w = np.exp(-(g - g.min(axis=1, keepdims=True)))  # its nearest has weight one
     >>> bool(np.allclose(S[:, 0], w.sum(axis=1)) and np.allclose(T[:, 0, 0], w @ [2.0, 4.0]))
     True
     """
@@ -267,8 +281,8 @@ def loo_column(
     cols = np.ascontiguousarray(cols, dtype=np.int64)
     args = (zt, ref, s, sy, cols, np.ascontiguousarray(mult, dtype=np.float64), lo, hi)
     over = np.zeros(n)
-    run_ranges(_fast_rows, args, n, (S, T, over))
     C = np.zeros((G, n))
+    run_ranges(_fast_rows, args, n, (S, T, C, over))
     rows = np.flatnonzero(over > 0)
     if rows.size:  # a point nearer than the reference by more than _OVER at some level
         run_ranges(_exact_rows, (*args, rows), rows.size, (S, T, C))
