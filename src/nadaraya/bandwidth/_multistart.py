@@ -88,10 +88,15 @@ def sweep(
     rounds: int = 2,
     columns: Sequence[int] | NDArray[np.intp] | None = None,
     patience: int | None = None,
+    also: Sequence[tuple[int, float]] = (),
 ) -> tuple[NDArray[np.float64], float, bool]:
     """Cyclic coordinate descent on a grid per column: each column (of ``columns``, default
     all) moves to the best value of its grid (the others held) where that scores lower by
     more than a relative 1e-9. Returns ``(h, score, moved)``.
+
+    ``also``: changes ``(column, value)`` of ``h`` that a later step will score, scored with
+    the sweep's first steps (in the same pass where ``f`` is a :class:`Memo` that scores
+    columns at once).
 
     With ``patience``, each column's grid (ascending) is walked outwards from its value, each
     way until the score has risen ``patience`` times in a row.
@@ -117,7 +122,7 @@ def sweep(
                 grid = np.asarray(grids[j], dtype=np.float64)
                 below, above = grid[grid < h[j]][::-1], grid[grid > h[j]]
                 first += [(j, float(v)) for v in np.concatenate([below[:patience], above[:patience]])]
-            f.batch(h, first)
+            f.batch(h, first + list(also))
         for j in order:
             grid = np.asarray(grids[j], dtype=np.float64)
             best_v, best_s = h[j], score
@@ -502,7 +507,9 @@ def explore_smooth(
     h, sc = better(min(ends, key=lambda e: e[1]), (h_grid, s_grid))
     h, sc, _ = smooth_out(f, h, sc, upper, span)
     h, sc = better(polish(h), (h, sc))
-    h, sc, moved = sweep(f, h, sc, grids, rounds=1, columns=np.flatnonzero(h < span), patience=2)
+    # the profiles of the features smoothed out, which settle scores next, in the sweep's pass
+    flat = [(int(j), float(v)) for j in np.flatnonzero(h >= upper) for v in grids[j] if v != h[j]]
+    h, sc, moved = sweep(f, h, sc, grids, rounds=1, columns=np.flatnonzero(h < span), patience=2, also=flat)
     if moved:
         h, sc = better(polish(h), (h, sc))
     return h, sc
