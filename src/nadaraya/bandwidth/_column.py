@@ -11,13 +11,15 @@ of the pair that every level shares (:func:`loo_column`).
 
 The exponents are taken relative to the row's reference point ``r`` (each feature's share a
 difference of squares, as in :func:`nadaraya.bandwidth._passes._distances`), so that a point
-far from all others keeps its accuracy, and the reference's weight is one at every level.
-Where some level holds a point nearer than the reference by more than ``_OVER`` (its weight
-would overflow), the row is computed again with each level's own shift: the least exponent
-seen so far, as an online softmax, the sums so far multiplied by the ratio where a tile
-brings a smaller one (a product, never a subtraction). The own term is masked (its exponent
-is ``inf``), never subtracted. Weights below ``exp(-_CUT)`` of the shift's are taken as zero,
-and a tile whose bounding box is that far from the row at some level is skipped at that level.
+far from all others keeps its accuracy. Each level of a row is shifted by the least exponent
+of the row's own tile of keys (its nearest points are usually there; the search sorts the
+points by their first feature), so that point's weight is one. Where some other tile holds a
+point nearer by more than ``_OVER`` at some level (its weight would overflow), the row is
+computed again with each level's own running shift: the least exponent seen so far, as in an
+online softmax, the sums so far multiplied by the ratio where a tile brings a smaller one (a
+product, never a subtraction). The own term is masked (its exponent is ``inf``), never
+subtracted. Weights below ``exp(-_CUT)`` of the shift's are taken as zero, and a tile whose
+bounding box is that far from the row at some level is skipped at that level.
 
 numba is imported here; import this module lazily.
 """
