@@ -484,8 +484,7 @@ def explore_smooth(
 ) -> tuple[NDArray[np.float64], float]:
     """The per-feature search's starts and polish where the criterion is smooth (no compact
     kernel): L-BFGS-B, loosely, from the grid's best point, from there with the features
-    smoothed out whose removal alone is no worse (with the gradient, only those whose score
-    falls as they widen), and from Scott's rule (where a local
+    smoothed out whose removal alone is no worse, and from Scott's rule (where a local
     search from the rule of thumb, as statsmodels' and np's, ends), starts in one cell of the
     sweep's grids run once; then tightly from the best end, its features past their range
     tried smoothed out first (L-BFGS-B would crawl along their flat profiles). A coordinate
@@ -493,15 +492,10 @@ def explore_smooth(
     walked outwards until the score has risen twice) leaves a basin where one feature's grid
     holds a lower score, and L-BFGS-B polishes what it finds; the features past their range
     are settled afterwards on their own profiles."""
-    # each feature tried smoothed out; with the gradient at the grid's point (the first step
-    # of the polish from there takes it anyway), only those whose score falls as it widens
-    if isinstance(f, Memo) and f.value_grad is not None:
-        widen = f.with_gradient(h_grid)[1] <= 0.0
-    else:
-        widen = np.ones(h_grid.size, dtype=bool)
-    todo = np.flatnonzero(widen & (h_grid < upper))
+    # each feature tried smoothed out, all in one pass where ``f`` scores columns at once; the
+    # polish scores their union, which it starts from
+    todo = np.flatnonzero(h_grid < upper)
     drops = profile_each(f, h_grid, [(int(j), float(upper[j])) for j in todo])
-    # (all in one pass: the polish scores their union, which it starts from)
     h_out = np.where(np.isin(np.arange(h_grid.size), todo[np.array(drops) <= s_grid]), upper, h_grid)
     ends = [polish(h0, "loose") for h0 in distinct([h_grid, h_out, h_rot], grids)]
     h, sc = better(min(ends, key=lambda e: e[1]), (h_grid, s_grid))
