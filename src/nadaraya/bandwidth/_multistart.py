@@ -114,7 +114,7 @@ def sweep(
     for _ in range(rounds):
         moved_now = False
         order = list(range(len(grids)) if columns is None else columns)
-        if isinstance(f, Memo) and patience is not None:
+        if isinstance(f, Memo) and f.column is not None and patience is not None:
             # every column's first steps both ways in one pass (the least each walk takes;
             # a column after one that moves is scored again at the new point)
             first = []
@@ -208,7 +208,7 @@ def settle(
     h = np.array(h, dtype=np.float64)
     smoothed = np.zeros(h.size, dtype=bool)
     moved = False
-    if isinstance(f, Memo):
+    if isinstance(f, Memo) and f.column is not None:
         # every candidate's end and grid in one pass (a column after one that moves is scored
         # again at the new point)
         f.batch(h, [(j, float(v)) for j in candidates for v in np.append(upper[j], grids[j]) if v != h[j]])
@@ -261,14 +261,19 @@ def smooth_out(
     them useful) tried at its upper bound, kept where no worse: ``(h, score, moved)``."""
     moved = False
     todo = [j for j in range(h.size) if span[j] <= h[j] < upper[j]]
+    together = isinstance(f, Memo) and f.column is not None
     while todo:
         # the features left, each at its end, in one pass where ``f`` is a :class:`Memo`
-        # whose objective scores them at once; the first no worse is kept, and those after
-        # it are tried again from there
-        scores = profile_each(f, h, [(j, float(upper[j])) for j in todo])
+        # whose objective scores them at once (else one at a time); the first no worse is
+        # kept, and those after it are tried again from there
+        chunk = todo if together else todo[:1]
+        scores = profile_each(f, h, [(j, float(upper[j])) for j in chunk])
         kept = next((k for k, s_trial in enumerate(scores) if s_trial <= score), None)
         if kept is None:
-            break
+            if together:
+                break
+            todo = todo[1:]
+            continue
         h = h.copy()
         h[todo[kept]] = upper[todo[kept]]
         score, moved = scores[kept], True
