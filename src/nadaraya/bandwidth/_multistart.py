@@ -43,6 +43,8 @@ __all__ = [
     "explore_smooth",
     "lbfgsb",
     "log_grid",
+    "profile",
+    "profile_each",
     "settle",
     "smooth_out",
     "sweep",
@@ -58,6 +60,8 @@ _TIE = 1e-12
 _GAIN = 1e-9
 
 Criterion = Callable[[NDArray[np.float64]], float]
+#: ``column(h, cols, values)``: the criterion at ``h`` with column ``cols[l]`` set to ``values[l]``
+Column = Callable[[NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]], NDArray[np.float64]]
 Polish = Callable[[NDArray[np.float64]], tuple[NDArray[np.float64], float]]
 #: a polish that also takes a tolerance of :data:`TOLERANCES` (``"tight"`` by default)
 TolerantPolish = Callable[..., tuple[NDArray[np.float64], float]]
@@ -84,10 +88,15 @@ def sweep(
     rounds: int = 2,
     columns: Sequence[int] | NDArray[np.intp] | None = None,
     patience: int | None = None,
+    also: Sequence[tuple[int, float]] = (),
 ) -> tuple[NDArray[np.float64], float, bool]:
     """Cyclic coordinate descent on a grid per column: each column (of ``columns``, default
     all) moves to the best value of its grid (the others held) where that scores lower by
     more than a relative 1e-9. Returns ``(h, score, moved)``.
+
+    ``also``: changes ``(column, value)`` of ``h`` that a later step will score, scored with
+    the sweep's first steps (in the same pass where ``f`` is a :class:`Memo` that scores
+    columns at once).
 
     With ``patience``, each column's grid (ascending) is walked outwards from its value, each
     way until the score has risen ``patience`` times in a row.
@@ -104,27 +113,36 @@ def sweep(
     moved = False
     for _ in range(rounds):
         moved_now = False
-        for j in range(len(grids)) if columns is None else columns:
+        order = list(range(len(grids)) if columns is None else columns)
+        if isinstance(f, Memo) and f.column is not None and patience is not None:
+            # every column's first steps both ways in one pass (the least each walk takes;
+            # a column after one that moves is scored again at the new point)
+            first = []
+            for j in order:
+                grid = np.asarray(grids[j], dtype=np.float64)
+                below, above = grid[grid < h[j]][::-1], grid[grid > h[j]]
+                first += [(j, float(v)) for v in np.concatenate([below[:patience], above[:patience]])]
+            f.batch(h, first + list(also))
+        for j in order:
             grid = np.asarray(grids[j], dtype=np.float64)
             best_v, best_s = h[j], score
             if patience is None:
-                ways = [grid]
+                ways = [grid[grid != h[j]]]
             else:
                 ways = [grid[grid < h[j]][::-1], grid[grid > h[j]]]
             for way in ways:
-                last, rises = score, 0
-                for v in way:
-                    if v == h[j]:
-                        continue
-                    trial = h.copy()
-                    trial[j] = v
-                    s = f(trial)
-                    if s < best_s:
-                        best_v, best_s = v, s
-                    rises = rises + 1 if s > last else 0
-                    last = s
-                    if patience is not None and rises >= patience:
-                        break
+                last, rises, pos = score, 0, 0
+                while pos < way.size:
+                    chunk = way[pos:] if patience is None else way[pos : pos + patience]
+                    pos += chunk.size
+                    for v, s in zip(chunk, profile(f, h, j, chunk)):
+                        if s < best_s:
+                            best_v, best_s = v, s
+                        rises = rises + 1 if s > last else 0
+                        last = s
+                        if patience is not None and rises >= patience:
+                            pos = way.size
+                            break
             # a move must gain more than rounding: on a plateau (a feature smoothed out) the
             # scores differ in their last bits, and chasing those costs sweeps and polishes
             if best_s < score - _GAIN * abs(score):
@@ -133,6 +151,20 @@ def sweep(
         if not moved_now:
             break
     return h, score, moved
+
+
+def profile(f: Criterion, h: NDArray[np.float64], j: int, values: Sequence[float] | NDArray[np.float64]
+            ) -> list[float]:
+    """``f`` at ``h`` with column ``j`` set to each of ``values``, the others held: through
+    :meth:`Memo.batch` where ``f`` is a :class:`Memo` (one pass where its objective scores a
+    column's values at once), else one call of ``f`` per value.
+
+    Examples
+    --------
+    >>> profile(lambda h: float(h.sum()), np.array([1.0, 2.0]), 1, [0.0, 5.0])
+    [1.0, 6.0]
+    """
+    return profile_each(f, h, [(j, float(v)) for v in values])
 
 
 def best_of(
@@ -176,6 +208,10 @@ def settle(
     h = np.array(h, dtype=np.float64)
     smoothed = np.zeros(h.size, dtype=bool)
     moved = False
+    if isinstance(f, Memo) and f.column is not None:
+        # every candidate's end and grid in one pass (a column after one that moves is scored
+        # again at the new point)
+        f.batch(h, [(j, float(v)) for j in candidates for v in np.append(upper[j], grids[j]) if v != h[j]])
     for j in candidates:
 
         def at(v: float, j: int = j) -> float:
@@ -184,9 +220,11 @@ def settle(
             return f(trial)
 
         at_end = bool(np.isclose(h[j], upper[j], rtol=1e-9, atol=0.0))
-        s_up = score if h[j] == upper[j] else at(float(upper[j]))
         grid = np.asarray(grids[j], dtype=np.float64)
-        vals = [score if v == h[j] else at(float(v)) for v in grid]
+        # the end and the grid in one profile (one pass where ``f`` scores a column at once)
+        values = np.append(upper[j], grid)
+        scored = dict(zip(values[values != h[j]].tolist(), profile(f, h, j, values[values != h[j]])))
+        s_up, *vals = (score if v == h[j] else scored[v] for v in values.tolist())
         k = int(np.argmin(vals))
         v_best, s_best = float(grid[k]), float(vals[k])
         decided = not refine_moves and s_best < s_up
@@ -222,14 +260,44 @@ def smooth_out(
     flattened out; the others shape the weights, and an optimiser that stopped there found
     them useful) tried at its upper bound, kept where no worse: ``(h, score, moved)``."""
     moved = False
-    for j in range(h.size):
-        if span[j] <= h[j] < upper[j]:
-            trial = h.copy()
-            trial[j] = upper[j]
-            s_trial = f(trial)
-            if s_trial <= score:
-                h, score, moved = trial, s_trial, True
+    todo = [j for j in range(h.size) if span[j] <= h[j] < upper[j]]
+    together = isinstance(f, Memo) and f.column is not None
+    while todo:
+        # the features left, each at its end, in one pass where ``f`` is a :class:`Memo`
+        # whose objective scores them at once (else one at a time); the first no worse is
+        # kept, and those after it are tried again from there
+        chunk = todo if together else todo[:1]
+        scores = profile_each(f, h, [(j, float(upper[j])) for j in chunk])
+        kept = next((k for k, s_trial in enumerate(scores) if s_trial <= score), None)
+        if kept is None:
+            if together:
+                break
+            todo = todo[1:]
+            continue
+        h = h.copy()
+        h[todo[kept]] = upper[todo[kept]]
+        score, moved = scores[kept], True
+        todo = todo[kept + 1 :]
     return h, score, moved
+
+
+def profile_each(f: Criterion, h: NDArray[np.float64], changes: Sequence[tuple[int, float]]) -> list[float]:
+    """``f`` at ``h`` with column ``j`` set to ``v``, for each ``(j, v)`` of ``changes``:
+    through :meth:`Memo.batch` where ``f`` is a :class:`Memo`, else one call per change.
+
+    Examples
+    --------
+    >>> profile_each(lambda h: float(h.sum()), np.array([1.0, 2.0]), [(0, 3.0), (1, 0.0)])
+    [5.0, 1.0]
+    """
+    if isinstance(f, Memo):
+        return f.batch(h, changes)
+    out = []
+    for j, v in changes:
+        trial = np.array(h, dtype=np.float64)
+        trial[j] = v
+        out.append(float(f(trial)))
+    return out
 
 
 class Memo:
@@ -244,8 +312,12 @@ class Memo:
         value_grad: Callable[[NDArray[np.float64]], tuple[float, NDArray[np.float64]]] | None = None,
         *,
         values_by_gradient: bool = True,
+        column: Column | None = None,
     ) -> None:
         self.f, self.value_grad = f, value_grad
+        #: ``column(h, cols, values)``: the criterion at ``h`` with column ``cols[l]`` set to
+        #: ``values[l]``, every ``l`` in one pass (where the objective has one), else None
+        self.column = column
         #: False where the gradient's pass costs more than the value's: :meth:`__call__` then
         #: takes the value's pass, and only :meth:`with_gradient` the gradient's
         self.values_by_gradient = values_by_gradient
@@ -260,6 +332,28 @@ class Memo:
             self.values[key] = float(self.f(h))
         return self.values[key]
 
+    def batch(self, h: NDArray[np.float64], changes: Sequence[tuple[int, float]]) -> list[float]:
+        """The criterion at ``h`` with column ``j`` set to ``v``, for each ``(j, v)`` of
+        ``changes``: those not scored before in one pass of ``column`` where there is one,
+        else one by one."""
+        trials = []
+        for j, v in changes:
+            trial = np.array(h, dtype=np.float64)
+            trial[j] = v
+            trials.append(trial)
+        todo: dict[bytes, int] = {}
+        for k, trial in enumerate(trials):
+            key = trial.tobytes()
+            if key not in self.values and key not in todo:
+                todo[key] = k
+        if self.column is not None and todo:
+            ks = list(todo.values())
+            scores = self.column(np.array(h, dtype=np.float64), np.array([changes[k][0] for k in ks]),
+                                 np.array([trials[k][changes[k][0]] for k in ks]))
+            for key, sc in zip(todo, scores):
+                self.values[key] = float(sc)
+        return [self(t) for t in trials]
+
     def with_gradient(self, h: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
         assert self.value_grad is not None
         key = np.asarray(h, dtype=np.float64).tobytes()
@@ -270,13 +364,35 @@ class Memo:
 
 
 #: L-BFGS-B's tolerances (the score scaled to order one): ``"tight"`` stops when a step gains
-#: less than 1e-10 or the projected gradient is below 1e-6, the bandwidths then well inside a
-#: relative 1e-3; ``"loose"`` only finds the basin a start leads to (five steps on a smooth
-#: criterion)
+#: less than 1e-10 or the projected gradient is below 1e-6, or (:data:`SETTLED`) when a step
+#: moves every ``log h`` by less than 2e-3 and gains less than a relative 1e-7: the bandwidths
+#: are then within about a relative 1e-3 of the minimum, and the score within 1e-7 of its
+#: least; ``"loose"`` only finds the basin a start leads to (three steps on a smooth criterion)
 TOLERANCES = {
     "tight": {"ftol": 1e-10, "gtol": 1e-6, "maxiter": 200},
-    "loose": {"ftol": 1e-4, "gtol": 1e-3, "maxiter": 5},
+    "loose": {"ftol": 1e-4, "gtol": 1e-3, "maxiter": 3},
 }
+#: the tight polish's last step: at most this in every ``log h``, and a relative gain below
+#: the second number
+SETTLED = (2e-3, 1e-7)
+
+
+class _Settled:
+    """L-BFGS-B's callback that stops the tight polish at a step that settles it (:data:`SETTLED`)."""
+
+    def __init__(self) -> None:
+        self.last: tuple[NDArray[np.float64], float] | None = None
+        self.fired = False
+
+    def __call__(self, intermediate_result: Any) -> None:
+        x, fun = np.array(intermediate_result.x, dtype=np.float64), float(intermediate_result.fun)
+        last, self.last = self.last, (x, fun)
+        if last is None:
+            return
+        step, gain = float(np.max(np.abs(x - last[0]), initial=0.0)), last[1] - fun
+        if step < SETTLED[0] and gain < SETTLED[1] * abs(fun):
+            self.fired = True
+            raise StopIteration
 
 
 def lbfgsb(
@@ -327,9 +443,12 @@ def lbfgsb(
             return start, memo(start), done
         # the criterion is inf where some window is empty (compact kernels, or AICc past its
         # pole): L-BFGS-B's finite differences there are inf - inf, which it steps back from
+        settled = _Settled() if tolerance == "tight" else None
         with np.errstate(invalid="ignore"):
             res = minimize(fun, v0, jac=jac, method="L-BFGS-B", bounds=list(zip(lo[free], hi[free])),
-                           options=TOLERANCES[tolerance])
+                           options=TOLERANCES[tolerance], callback=settled)
+        if settled is not None and settled.fired:
+            res.success, res.message = True, "CONVERGENCE: A STEP BELOW 2E-3 IN LOG H GAINED BELOW 1E-7"
         h = at(np.asarray(res.x, dtype=np.float64))
         return h, memo(h), res
 
@@ -369,8 +488,8 @@ def explore_smooth(
     span: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], float]:
     """The per-feature search's starts and polish where the criterion is smooth (no compact
-    kernel): L-BFGS-B, loosely, from the grid's best point, from there with each feature
-    smoothed out where that is no worse (one at a time), and from Scott's rule (where a local
+    kernel): L-BFGS-B, loosely, from the grid's best point, from there with the features
+    smoothed out whose removal alone is no worse, and from Scott's rule (where a local
     search from the rule of thumb, as statsmodels' and np's, ends), starts in one cell of the
     sweep's grids run once; then tightly from the best end, its features past their range
     tried smoothed out first (L-BFGS-B would crawl along their flat profiles). A coordinate
@@ -378,12 +497,18 @@ def explore_smooth(
     walked outwards until the score has risen twice) leaves a basin where one feature's grid
     holds a lower score, and L-BFGS-B polishes what it finds; the features past their range
     are settled afterwards on their own profiles."""
-    h_out, _, _ = smooth_out(f, h_grid, s_grid, upper, np.zeros(h_grid.size))
+    # each feature tried smoothed out, all in one pass where ``f`` scores columns at once; the
+    # polish scores their union, which it starts from
+    todo = np.flatnonzero(h_grid < upper)
+    drops = profile_each(f, h_grid, [(int(j), float(upper[j])) for j in todo])
+    h_out = np.where(np.isin(np.arange(h_grid.size), todo[np.array(drops) <= s_grid]), upper, h_grid)
     ends = [polish(h0, "loose") for h0 in distinct([h_grid, h_out, h_rot], grids)]
     h, sc = better(min(ends, key=lambda e: e[1]), (h_grid, s_grid))
     h, sc, _ = smooth_out(f, h, sc, upper, span)
     h, sc = better(polish(h), (h, sc))
-    h, sc, moved = sweep(f, h, sc, grids, rounds=1, columns=np.flatnonzero(h < span), patience=2)
+    # the profiles of the features smoothed out, which settle scores next, in the sweep's pass
+    flat = [(int(j), float(v)) for j in np.flatnonzero(h >= upper) for v in grids[j] if v != h[j]]
+    h, sc, moved = sweep(f, h, sc, grids, rounds=1, columns=np.flatnonzero(h < span), patience=2, also=flat)
     if moved:
         h, sc = better(polish(h), (h, sc))
     return h, sc

@@ -376,6 +376,38 @@ class _Objective:
         self._record(h, score, stage)
         return score, grad
 
+    def column(
+        self, h: NDArray[np.float64], cols: NDArray[np.int64], values: NDArray[np.float64],
+        stage: str = "per_feature",
+    ) -> NDArray[np.float64]:
+        """The criterion at ``h`` with feature ``cols[l]``'s bandwidth set to ``values[l]`` (the
+        others held), every ``l`` in one pass (Gaussian,
+        :func:`~nadaraya.bandwidth._column.loo_column`)."""
+        from nadaraya._support.jit import threads_for
+        from nadaraya.bandwidth._column import loo_column
+
+        cols = np.asarray(cols, dtype=np.int64)
+        values = np.asarray(values, dtype=np.float64)
+        zt, _, ref = self._scaled(h, exact=False)
+        with np.errstate(divide="ignore"):
+            mult = (h[cols] / values) ** 2  # 0 at v = inf
+        sy = np.ascontiguousarray((self.s[:, None] * self.Y).T)
+        with threads_for(self.n**2 * (self.d + 2 * values.size)):
+            S, T, C = loo_column(zt, ref, self.s, sy, cols, mult)
+        self.n_passes += 1
+        # each row's exponents are relative to its reference point's g at each level
+        share = (zt - zt[:, ref]) ** 2
+        g_ref = share.sum(axis=0)[None, :] + (mult - 1.0)[:, None] * share[cols]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pred = T / S[:, :, None]
+            rho = np.log(S) - C - g_ref - np.log(self.s)
+        out = self.criteria(pred, rho)
+        for lev, (j, v) in enumerate(zip(cols, values)):
+            trial = np.array(h, dtype=np.float64)
+            trial[j] = v
+            self._record(trial, float(out[lev]), stage)
+        return out
+
     def curvature(self, h: NDArray[np.float64], stage: str = "refine") -> tuple[float, float, float, float]:
         """The criterion at ``h`` and its first three derivatives along ``log h`` (all
         features scaled together), from one pass (Gaussian).

@@ -519,7 +519,8 @@ def _per_feature(
     scale = abs(s_best) if method == "cv" and s_best > 0 else 1.0
     # every bandwidth scored once: the Gaussian's gradient pass is the cheapest pass that
     # scores one bandwidth, and L-BFGS-B takes its gradient
-    f = Memo(lambda h: obj.at(h, "per_feature"), obj.with_gradient if obj.fast else None)
+    f = Memo(lambda h: obj.at(h, "per_feature"), obj.with_gradient if obj.fast else None,
+             column=obj.column if obj.fast else None)
     # L-BFGS-B stays below ten times each feature's range, where its weights vary by less than
     # 1 % and the criterion is flat: a feature past its range is tried smoothed out instead
     # (a compact kernel's search keeps the whole range)
