@@ -25,7 +25,9 @@ weight of the expansion (``B_j = sum sw |t|^j`` over the table's keys up to the 
 ``|cos| + |sin|`` of ``pi Q / 2`` times ``pi / 4`` for the cosine; for parzen each of the four
 parts bounded apart, by its own table rows and its own piece's coefficients). A query whose
 natural size of any moment is below :data:`._windowed_msweep._LOSS` of that bound is left for
-the exact pair sums, as are windows of at most :data:`~._windowed_common.DIRECT_MAX_KEYS` keys.
+the exact pair sums, as are windows of at most :data:`~._windowed_common.DIRECT_MAX_KEYS` keys:
+a rounding of ``k`` ulps of the bound is then at most ``k 2^-41`` of a served moment's natural
+size (the tests hold 1e-12).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from numpy.typing import NDArray
 from nadaraya.backends._windowed_jit import _bounds, _csx, _first_at, _triage
 from nadaraya.backends._windowed_msplit import _combine, _loss_ok, _part, _past, _pivot_table, _shift
 from nadaraya.backends._windowed_msweep import _LOSS, run
-from nadaraya.backends._windowed_sweep import _scatter, _sort_bucket_to, _walk
+from nadaraya.backends._windowed_sweep import _scatter, _sort_bucket, _walk
 from nadaraya.kernels import Kernel
 
 __all__ = ["trig_coefficients", "trig_moments"]
@@ -361,7 +363,7 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
             if j0 == j1:
                 continue
             cbk = b - 1
-            _sort_bucket_to(qs, j0, j1, x0 + cbk * g, inv_g, lq, lp, cnt, qidx)
+            _sort_bucket(qs, j0, j1, x0 + cbk * g, inv_g, lq, lp, cnt)
             k0 = _csx(cs, cbk - DIV, ncell)
             k1 = _csx(cs, cbk + 1 + DIV, ncell)
             centre = x0 + (cbk + 0.5) * g
@@ -423,7 +425,7 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
                     hi_out[rr] = ghi
                     continue
                 _emit(res, rr, S, h, P, R)
-            _scatter(out, res, lp, j1 - j0)
+            _scatter(out, res, lp, qidx, j1 - j0)
 
     return sweep  # type: ignore[no-any-return]
 

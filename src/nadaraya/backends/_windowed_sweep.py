@@ -52,21 +52,13 @@ def _sort_bucket(qs, j0, j1, lo_v, inv_h, lq, lp, cnt):  # pragma: no cover - co
 
 
 @njit(cache=True, inline="always")
-def _sort_bucket_to(qs, j0, j1, lo_v, inv_h, lq, lp, cnt, qidx):  # pragma: no cover - compiled
-    """:func:`_sort_bucket`, the positions in ``lp`` then mapped through ``qidx`` (the query at
-    each bucket position): each sorted query's own index, so results go straight to its row."""
-    _sort_bucket(qs, j0, j1, lo_v, inv_h, lq, lp, cnt)
-    for r in range(j1 - j0):
-        lp[r] = qidx[lp[r]]
-
-
-@njit(cache=True, inline="always")
-def _scatter(out, res, lp, nq):  # pragma: no cover - compiled
-    """The rows ``0 .. nq - 1`` of a bucket's results ``res`` to the queries' own columns ``lp``
-    of ``out`` (one row per result column, so each column is a contiguous array): one tight
-    loop per bucket, its stores pipelined, ``res`` reused (in cache)."""
+def _scatter(out, res, lp, qidx, nq):  # pragma: no cover - compiled
+    """The rows ``0 .. nq - 1`` of a bucket's results ``res`` (the sorted queries at the bucket
+    positions ``lp``) to the queries' own columns ``qidx[lp]`` of ``out`` (one row per result
+    column, so each column is a contiguous array): one tight loop per bucket, its stores
+    pipelined, ``res`` reused (in cache)."""
     for r in range(nq):
-        j = lp[r]
+        j = qidx[lp[r]]
         for c in range(out.shape[0]):
             out[c, j] = res[r, c]
 
