@@ -285,9 +285,9 @@ def run(
     div: int = 1,
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_]] | None:
     """The driver of a moment sweep ``loop`` over ``nf`` powers of ``t``: query buckets of
-    width ``h / div``, tasks run by threads, each query's results written straight to its row
-    (no pass back from the buckets' order), as :func:`prefix_moments` returns them; ``middle``:
-    the loop's own arguments between ``excl`` and ``qidx``. None where the keys are too sparse for cells of width ``h``."""
+    width ``h / div``, tasks run by threads, each bucket's results scattered to their queries'
+    columns, as :func:`prefix_moments` returns them; ``middle``: the loop's own arguments
+    between ``excl`` and ``qidx``. None where the keys are too sparse for cells of width ``h``."""
     import numba
 
     from nadaraya.backends import _windowed_jit as jit
