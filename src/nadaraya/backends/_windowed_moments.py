@@ -303,16 +303,16 @@ def moment_partials(
             if found is None:
                 out = np.zeros((m, _columns(degree, d, p)))
                 run_ranges(_one_d_loop, (*head, qs, xs, inv_h[0], sw1, v64, ex), m, (out,))
-            else:
-                out, flag = found
-                rows = np.nonzero(flag)[0]
-                if rows.size:  # the queries the prefix moments could not serve: pair by pair
-                    sub = np.empty((rows.size, out.shape[1]))
-                    ex_rows = ex[rows] if ex.size else ex
-                    args = (*head, qs[rows], xs, inv_h[0], sw1, v64, ex_rows)
-                    run_ranges(_one_d_loop, args, rows.size, (sub,))
-                    out[rows] = sub
-            return _unpack(out, degree, d, p, dtype)
+                return _unpack(out.T, degree, d, p, dtype)
+            cols, flag = found  # (columns, m)
+            rows = np.nonzero(flag)[0]
+            if rows.size:  # the queries the prefix moments could not serve: pair by pair
+                sub = np.empty((rows.size, cols.shape[0]))
+                ex_rows = ex[rows] if ex.size else ex
+                args = (*head, qs[rows], xs, inv_h[0], sw1, v64, ex_rows)
+                run_ranges(_one_d_loop, args, rows.size, (sub,))
+                cols[:, rows] = sub.T
+            return _unpack(cols, degree, d, p, dtype)
         blocks = _one_d_blocks(queries, keys, inv_h)
     else:
         blocks = _w._tree_blocks(queries, keys, bandwidth)
@@ -322,15 +322,16 @@ def moment_partials(
     for b0, b1, local, ki, indptr in blocks:
         _block(queries[b0:b1], keys, k64, v64, sw, kernel, inv_h, local, ki, indptr,
                None if excl is None else excl[b0:b1], degree, out[b0:b1])
-    return _unpack(out, degree, d, p, dtype)
+    return _unpack(out.T, degree, d, p, dtype)
 
 
-def _unpack(out: NDArray[np.float64], degree: int, d: int, p: int, dtype: np.dtype) -> Partials:
-    """The columns of :func:`_columns` as contiguous Partials in the data's dtype."""
-    m = out.shape[0]
+def _unpack(cols: NDArray[np.float64], degree: int, d: int, p: int, dtype: np.dtype) -> Partials:
+    """The columns of :func:`_columns`, ``cols`` (columns, m), as contiguous Partials in the
+    data's dtype (views of ``cols`` where they already are: one column each, float64)."""
+    m = cols.shape[1]
     fields, off = [], 0
     for shape in [(), (p,), *moment_shapes(degree, d, p)]:
         size = math.prod(shape)
-        fields.append(np.ascontiguousarray(out[:, off:off + size].reshape((m, *shape)), dtype=dtype))
+        fields.append(np.ascontiguousarray(cols[off:off + size].T.reshape((m, *shape)), dtype=dtype))
         off += size
     return Partials(np.zeros(m, dtype=dtype), fields[0], fields[1], tuple(fields[2:]))

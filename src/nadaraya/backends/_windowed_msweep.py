@@ -12,8 +12,13 @@ bounded below by the even power ``sum w u^(a + a mod 2) [|v|] / h``, read from t
 tables with ``|v|`` columns) and the query is left for the exact pair sums when the bound
 says the expansion could lose more than ``_LOSS`` of it. Queries are triaged as in the sweep.
 The tables are compensated (Kahan) running sums, so their rounding does not grow with the
-number of keys in a cell: measured against the reference, 2e4 to 2e5 keys, up to 2000 keys a
-cell, keys near 0 and near 1e6, every served moment is within 5e-14 of its natural size.
+number of keys in a cell. What the test guarantees: a served moment's natural size is at least
+``_LOSS = 2^-12`` of the bound on the terms it is computed from, so a rounding of ``k`` ulps
+of that bound is at most ``k 2^-53 / 2^-12 = k 2^-41`` (``k`` times 4.5e-13) of its natural
+size. The tests hold every served moment to 1e-12 of it, which the arithmetic's measured
+rounding meets: 2e4 to 2e5 keys, up to 2000 keys a cell, keys near 0 and near 1e6, within
+5e-14; at queries planted at the test's edge (``tests/backends/test_windowed_moment_loss.py``),
+within 1.2e-13.
 (Biweight and triweight moments of degree 2, and about 60% of triweight's of degree 1, fail
 the test: those kernels and degrees go to :mod:`._windowed_msplit`'s even sweep, whose tables
 are summed outwards from the cell's centre and whose bound is the query's own.)
@@ -30,14 +35,15 @@ from numba import njit
 from numpy.typing import NDArray
 
 from nadaraya.backends._windowed_jit import _bounds, _csx, _triage
-from nadaraya.backends._windowed_sweep import _sort_bucket, _walk
+from nadaraya.backends._windowed_sweep import _scatter, _sort_bucket, _walk
 from nadaraya.kernels import Kernel
 
 __all__ = ["expansion", "prefix_moments"]
 
 #: a moment whose lower bound of natural size is below this part of the worst-case size of its
 #: expansion's terms is summed pair by pair: the plain route's rule (:data:`.windowed._LOSS`),
-#: so at most about 12 bits of a sum's natural size are lost (of order 1e-14 in practice)
+#: so a rounding of ``k`` ulps of those terms is at most ``k 2^-41`` of the natural size (the
+#: module docstring says what is measured)
 _LOSS = 2.0**-12
 
 
@@ -56,7 +62,17 @@ def expansion(kernel: Kernel, degree: int) -> tuple[NDArray[np.float64], NDArray
     """
     if kernel.polynomial is None:
         return None
-    c = np.asarray(kernel.polynomial, dtype=float)
+    found = _expansion(tuple(kernel.polynomial), degree)
+    return None if found is None else found[:2]
+
+
+@functools.cache
+def _expansion(polynomial: tuple[float, ...], degree: int) -> tuple[NDArray[np.float64], ...] | None:
+    """:func:`expansion`'s tables and the weight's threshold of the sweep, made once per kernel
+    and degree (a call reads them, never writes)."""
+    from nadaraya.backends._windowed_common import _sweep_threshold
+
+    c = np.asarray(polynomial, dtype=float)
     if np.any(c[1::2] != 0.0):
         return None
     nf = c.size + 2 * degree
@@ -70,7 +86,7 @@ def expansion(kernel: Kernel, degree: int) -> tuple[NDArray[np.float64], NDArray
     powers = qgrid[:, None] ** np.arange(nf)[None, :]
     bound = 1.5 ** np.arange(nf)
     worst = np.array([np.max(np.abs(powers @ coef[a].T) @ bound) for a in range(2 * degree + 1)])
-    return coef, worst * _LOSS
+    return coef, worst * _LOSS, np.array(_sweep_threshold(coef[0]))
 
 
 @njit(cache=True, inline="always")
@@ -103,9 +119,10 @@ def _table(T, comp, xs, k0, k1, centre, inv_h, sw, values, nf, p):  # pragma: no
 @functools.cache
 def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
     """The sweep for ``nf`` powers of ``t``, ``p`` outputs and a polynomial ``degree`` (closure
-    constants). Results per query, in bucket order: ``1 + p + 2 degree + degree p`` columns as
-    :func:`nadaraya.backends._windowed_moments._columns` lays them out for d = 1, a NaN weight
-    for a query left to the pair sums (bounds in ``lo_out``, ``hi_out``)."""
+    constants). Results per query in ``out`` (columns, m), in the queries' order (``qidx``: the
+    query at each bucket position; ``qs`` and ``excl`` in the buckets' order): ``1 + p + 2
+    degree + degree p`` columns as :func:`nadaraya.backends._windowed_moments._columns` lays
+    them out for d = 1, a NaN weight for a query left to the pair sums."""
     NF = nf
     P = p
     R = degree
@@ -114,7 +131,7 @@ def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
 
     @njit(cache=True, nogil=True)
     def sweep(t0, t1, qs, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, excl, coef, guard,
-              direct_max, threshold, res, lo_out, hi_out):  # type: ignore[no-untyped-def]  # pragma: no cover
+              direct_max, threshold, qidx, out):  # type: ignore[no-untyped-def]  # pragma: no cover
         has_excl = excl.shape[0] > 0
         nqmax = 1
         nkmax = 1
@@ -122,6 +139,9 @@ def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
             nqmax = max(nqmax, start[b + 1] - start[b])
             nkmax = max(nkmax, _csx(cs, b + 1, ncell) - _csx(cs, b - 2, ncell))
         lq = np.empty(nqmax, qs.dtype)
+        res = np.empty((nqmax, out.shape[0]))  # a bucket's rows, then scattered
+        lo_out = np.empty(nqmax, np.int64)
+        hi_out = np.empty(nqmax, np.int64)
         lp = np.empty(nqmax, np.int64)
         cnt = np.empty(nqmax + 1, np.int64)
         T = np.empty((nkmax + 1, NF, NC))
@@ -158,7 +178,7 @@ def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
                     glo, ghi = _bounds(q, xs, inv, c, cs, ncell)
                 e = excl[jq] if has_excl else -1
                 Q = (np.float64(q) - centre) * inv_h
-                if not _triage(res, lo_out, hi_out, jq, glo, ghi, e, direct_max, k0, k1,
+                if not _triage(res, lo_out, hi_out, r, glo, ghi, e, direct_max, k0, k1,
                                abs(Q) <= 0.5 + 2.0**-20):
                     continue
                 a = glo - k0
@@ -194,20 +214,21 @@ def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
                     for cc in range(P):
                         ok = ok and S[aa + (aa & 1), 1 + P + cc] >= guard[aa] * T[z, 0, 1 + P + cc]
                 if not ok:
-                    res[jq, 0] = np.nan
-                    lo_out[jq] = glo
-                    hi_out[jq] = ghi
+                    res[r, 0] = np.nan
+                    lo_out[r] = glo
+                    hi_out[r] = ghi
                     continue
-                res[jq, 0] = S[0, 0]
+                res[r, 0] = S[0, 0]
                 for cc in range(P):
-                    res[jq, 1 + cc] = S[0, 1 + cc]
+                    res[r, 1 + cc] = S[0, 1 + cc]
                 ha = 1.0
                 for aa in range(1, 2 * R + 1):
                     ha *= h
-                    res[jq, P + aa] = S[aa, 0] * ha
+                    res[r, P + aa] = S[aa, 0] * ha
                     if aa <= R:
                         for cc in range(P):
-                            res[jq, 1 + P + 2 * R + (aa - 1) * P + cc] = S[aa, 1 + cc] * ha
+                            res[r, 1 + P + 2 * R + (aa - 1) * P + cc] = S[aa, 1 + cc] * ha
+            _scatter(out, res, lp, qidx, j1 - j0)
 
     return sweep  # type: ignore[no-any-return]
 
@@ -224,8 +245,9 @@ def prefix_moments(
     degree: int,
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_]] | None:
     """The moment columns of every query from prefix moments, or None where this route does not
-    apply (see the module docstring): ``(out, flag)``, ``flag`` the queries left for the pair
-    sums (their rows of ``out`` unset). ``xs`` sorted; ``sw``, ``excl`` may be empty.
+    apply (see the module docstring): ``(out, flag)``, ``out`` (columns, m) one row per column
+    of :func:`nadaraya.backends._windowed_moments._columns`, ``flag`` the queries left for the
+    pair sums (their entries of ``out`` unset). ``xs`` sorted; ``sw``, ``excl`` may be empty.
 
     Examples
     --------
@@ -234,18 +256,18 @@ def prefix_moments(
     >>> x = np.linspace(0.0, 1.0, 2001)
     >>> out, flag = prefix_moments(np.array([0.5]), x, 1.0 / 0.1, x[:, None], np.empty(0),
     ...                            np.empty(0, dtype=np.int64), get("epanechnikov"), 0.1, 1)
-    >>> bool(flag[0]), abs(float(out[0, 2])) < 1e-12  # the first moment of a symmetric window
+    >>> bool(flag[0]), abs(float(out[2, 0])) < 1e-12  # the first moment of a symmetric window
     (False, True)
     """
-    from nadaraya.backends._windowed_common import DIRECT_MAX_KEYS, _sweep_threshold
+    from nadaraya.backends._windowed_common import DIRECT_MAX_KEYS
 
-    found = expansion(kernel, degree)
+    found = None if kernel.polynomial is None else _expansion(tuple(kernel.polynomial), degree)
     if found is None or xs.shape[0] <= DIRECT_MAX_KEYS:
         return None
-    coef, guard = found
+    coef, guard, threshold = found
     loop = moment_sweep(coef.shape[1], values.shape[1], degree)
     return run(q, xs, inv, values, sw, excl, h, degree, coef.shape[1], loop,
-               (coef, guard, DIRECT_MAX_KEYS, _sweep_threshold(coef[0])))
+               (coef, guard, DIRECT_MAX_KEYS, float(threshold)))
 
 
 def run(
@@ -263,9 +285,9 @@ def run(
     div: int = 1,
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_]] | None:
     """The driver of a moment sweep ``loop`` over ``nf`` powers of ``t``: query buckets of
-    width ``h / div``, tasks run by threads, results back in the queries' order, as
-    :func:`prefix_moments` returns them; ``middle``: the loop's own arguments between ``excl``
-    and ``res``. None where the keys are too sparse for cells of width ``h``."""
+    width ``h / div``, tasks run by threads, each bucket's results scattered to their queries'
+    columns, as :func:`prefix_moments` returns them; ``middle``: the loop's own arguments
+    between ``excl`` and ``qidx``. None where the keys are too sparse for cells of width ``h``."""
     import numba
 
     from nadaraya.backends import _windowed_jit as jit
@@ -279,8 +301,8 @@ def run(
         return None
     ncell = math.floor(span * div) + 1
     qsort = np.empty_like(q)
-    esort = np.empty_like(excl)
     qidx = np.empty(m, dtype=np.int32 if m < 2**31 else np.int64)
+    esort = np.empty_like(excl)
     cs, start = jit.buckets(xs, q, excl, x0, inv_h * div, ncell, np.empty(m, dtype=np.int32), qsort, qidx,
                             esort)
     ncol = 1 + p + 2 * degree + degree * p
@@ -289,29 +311,13 @@ def run(
     threads = numba.get_num_threads()
     target = int(min(keys_per_task * (1.0 + m / max(n, 1)), max(256, (n + m) // (4 * threads))))
     tasks = jit.plan(cs, start, ncell, max(1, target))
-    res = np.empty((m, ncol))
-    lo_s = np.empty(m, dtype=np.int64)
-    hi_s = np.empty(m, dtype=np.int64)
-    args = (qsort, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, esort, *middle, res, lo_s,
-            hi_s)
+    out = np.empty((ncol, m))  # column by column, each query's entries written once
+    args = (qsort, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, esort, *middle, qidx, out)
     from nadaraya._support.jit import run_ranges
 
     # the shared pool, as the plain sweep; a small pass stays on the calling thread (SERIAL_WORK):
     # the plain sweep's measured work per key, query and column, times the moment columns
     work = 16.0 * (n + m) * ncol * math.log2(n + 2)
     run_ranges(lambda t0, t1: loop(t0, t1, *args), (), tasks.size - 1, (), grain=1, work=work)
-    out = np.empty((m, ncol))
-    flag = np.empty(m, dtype=bool)
-    run_ranges(_unbucket_rows, (qidx, res), m, (out, flag), work=4.0 * m * ncol)
+    flag = np.isnan(out[0])
     return out, flag
-
-
-@njit(cache=True, nogil=True)
-def _unbucket_rows(qidx, res, k0, k1, out, flag):  # pragma: no cover - compiled
-    """Rows ``k0:k1`` of ``res`` (bucket order) into ``out`` in the queries' order; ``flag``: a
-    NaN weight. Ranges write disjoint rows (each query is at one position)."""
-    for k in range(k0, k1):
-        j = qidx[k]
-        for c in range(res.shape[1]):
-            out[j, c] = res[k, c]
-        flag[j] = res[k, 0] != res[k, 0]

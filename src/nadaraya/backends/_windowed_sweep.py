@@ -51,6 +51,18 @@ def _sort_bucket(qs, j0, j1, lo_v, inv_h, lq, lp, cnt):  # pragma: no cover - co
         lp[i + 1] = pv
 
 
+@njit(cache=True, inline="always")
+def _scatter(out, res, lp, qidx, nq):  # pragma: no cover - compiled
+    """The rows ``0 .. nq - 1`` of a bucket's results ``res`` (the sorted queries at the bucket
+    positions ``lp``) to the queries' own columns ``qidx[lp]`` of ``out`` (one row per result
+    column, so each column is a contiguous array): one tight loop per bucket, its stores
+    pipelined, ``res`` reused (in cache)."""
+    for r in range(nq):
+        j = qidx[lp[r]]
+        for c in range(out.shape[0]):
+            out[c, j] = res[r, c]
+
+
 #: keys tested at once when a window edge is walked forward (a vector compare and a count)
 _STEP = 8
 
