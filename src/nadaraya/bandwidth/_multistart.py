@@ -365,16 +365,17 @@ class Memo:
 
 #: L-BFGS-B's tolerances (the score scaled to order one): ``"tight"`` stops when a step gains
 #: less than 1e-10 or the projected gradient is below 1e-6, or (:data:`SETTLED`) when a step
-#: moves every ``log h`` by less than 2e-3 and gains less than a relative 1e-7: the bandwidths
-#: are then within about a relative 1e-3 of the minimum, and the score within 1e-7 of its
-#: least; ``"loose"`` only finds the basin a start leads to (three steps on a smooth criterion)
+#: moves every ``log h`` by less than 5e-3 and gains less than a relative 3e-7: the bandwidths
+#: are then within about a relative 5e-3 of the minimum, and the score within about 3e-7 of
+#: its least (L-BFGS-B's gains shrink tenfold or more a step there); ``"loose"`` only finds
+#: the basin a start leads to (three steps on a smooth criterion)
 TOLERANCES = {
     "tight": {"ftol": 1e-10, "gtol": 1e-6, "maxiter": 200},
     "loose": {"ftol": 1e-4, "gtol": 1e-3, "maxiter": 3},
 }
 #: the tight polish's last step: at most this in every ``log h``, and a relative gain below
 #: the second number
-SETTLED = (2e-3, 1e-7)
+SETTLED = (5e-3, 3e-7)
 
 
 class _Settled:
@@ -448,7 +449,7 @@ def lbfgsb(
             res = minimize(fun, v0, jac=jac, method="L-BFGS-B", bounds=list(zip(lo[free], hi[free])),
                            options=TOLERANCES[tolerance], callback=settled)
         if settled is not None and settled.fired:
-            res.success, res.message = True, "CONVERGENCE: A STEP BELOW 2E-3 IN LOG H GAINED BELOW 1E-7"
+            res.success, res.message = True, "CONVERGENCE: A STEP BELOW 5E-3 IN LOG H GAINED BELOW 3E-7"
         h = at(np.asarray(res.x, dtype=np.float64))
         return h, memo(h), res
 
