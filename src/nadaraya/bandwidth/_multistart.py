@@ -96,7 +96,8 @@ def sweep(
 
     ``also``: changes ``(column, value)`` of ``h`` that a later step will score, scored with
     the sweep's first steps (in the same pass where ``f`` is a :class:`Memo` that scores
-    columns at once).
+    columns at once; there a point scored only by the gradient's pass, ``h`` itself where
+    ``also`` holds ``(j, h[j])``, is scored again exactly).
 
     With ``patience``, each column's grid (ascending) is walked outwards from its value, each
     way until the score has risen ``patience`` times in a row.
@@ -122,7 +123,7 @@ def sweep(
                 grid = np.asarray(grids[j], dtype=np.float64)
                 below, above = grid[grid < h[j]][::-1], grid[grid > h[j]]
                 first += [(j, float(v)) for v in np.concatenate([below[:patience], above[:patience]])]
-            f.batch(h, first + list(also))
+            f.batch(h, first + list(also), exact=True)
         for j in order:
             grid = np.asarray(grids[j], dtype=np.float64)
             best_v, best_s = h[j], score
@@ -323,6 +324,9 @@ class Memo:
         self.values_by_gradient = values_by_gradient
         self.values: dict[bytes, float] = {}
         self.grads: dict[bytes, NDArray[np.float64]] = {}
+        #: the bandwidths scored by an exact pass (``f`` or ``column``, each with its own
+        #: shifts), not by the gradient's pass (which borrows its shifts)
+        self.exact: set[bytes] = set()
 
     def __call__(self, h: NDArray[np.float64]) -> float:
         key = np.asarray(h, dtype=np.float64).tobytes()
@@ -330,12 +334,15 @@ class Memo:
             if self.value_grad is not None and self.values_by_gradient:
                 return self.with_gradient(h)[0]
             self.values[key] = float(self.f(h))
+            self.exact.add(key)
         return self.values[key]
 
-    def batch(self, h: NDArray[np.float64], changes: Sequence[tuple[int, float]]) -> list[float]:
+    def batch(self, h: NDArray[np.float64], changes: Sequence[tuple[int, float]], exact: bool = False
+              ) -> list[float]:
         """The criterion at ``h`` with column ``j`` set to ``v``, for each ``(j, v)`` of
         ``changes``: those not scored before in one pass of ``column`` where there is one,
-        else one by one."""
+        else one by one. With ``exact`` (and a ``column``), those scored only by the
+        gradient's pass are scored again in that pass."""
         trials = []
         for j, v in changes:
             trial = np.array(h, dtype=np.float64)
@@ -344,7 +351,8 @@ class Memo:
         todo: dict[bytes, int] = {}
         for k, trial in enumerate(trials):
             key = trial.tobytes()
-            if key not in self.values and key not in todo:
+            fresh = key not in self.values or (exact and self.column is not None and key not in self.exact)
+            if fresh and key not in todo:
                 todo[key] = k
         if self.column is not None and todo:
             ks = list(todo.values())
@@ -352,6 +360,7 @@ class Memo:
                                  np.array([trials[k][changes[k][0]] for k in ks]))
             for key, sc in zip(todo, scores):
                 self.values[key] = float(sc)
+                self.exact.add(key)
         return [self(t) for t in trials]
 
     def with_gradient(self, h: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
@@ -365,16 +374,17 @@ class Memo:
 
 #: L-BFGS-B's tolerances (the score scaled to order one): ``"tight"`` stops when a step gains
 #: less than 1e-10 or the projected gradient is below 1e-6, or (:data:`SETTLED`) when a step
-#: moves every ``log h`` by less than 2e-3 and gains less than a relative 1e-7: the bandwidths
-#: are then within about a relative 1e-3 of the minimum, and the score within 1e-7 of its
-#: least; ``"loose"`` only finds the basin a start leads to (three steps on a smooth criterion)
+#: moves every ``log h`` by less than 5e-3 and gains less than a relative 3e-7: the bandwidths
+#: are then within about a relative 5e-3 of the minimum, and the score within about 3e-7 of
+#: its least (L-BFGS-B's gains shrink tenfold or more a step there); ``"loose"`` only finds
+#: the basin a start leads to (three steps on a smooth criterion)
 TOLERANCES = {
     "tight": {"ftol": 1e-10, "gtol": 1e-6, "maxiter": 200},
     "loose": {"ftol": 1e-4, "gtol": 1e-3, "maxiter": 3},
 }
 #: the tight polish's last step: at most this in every ``log h``, and a relative gain below
 #: the second number
-SETTLED = (2e-3, 1e-7)
+SETTLED = (5e-3, 3e-7)
 
 
 class _Settled:
@@ -448,7 +458,7 @@ def lbfgsb(
             res = minimize(fun, v0, jac=jac, method="L-BFGS-B", bounds=list(zip(lo[free], hi[free])),
                            options=TOLERANCES[tolerance], callback=settled)
         if settled is not None and settled.fired:
-            res.success, res.message = True, "CONVERGENCE: A STEP BELOW 2E-3 IN LOG H GAINED BELOW 1E-7"
+            res.success, res.message = True, "CONVERGENCE: A STEP BELOW 5E-3 IN LOG H GAINED BELOW 3E-7"
         h = at(np.asarray(res.x, dtype=np.float64))
         return h, memo(h), res
 
@@ -507,7 +517,10 @@ def explore_smooth(
     h, sc, _ = smooth_out(f, h, sc, upper, span)
     h, sc = better(polish(h), (h, sc))
     # the profiles of the features smoothed out, which settle scores next, in the sweep's pass
+    # and ``h`` itself, exactly: where the sweep moves nothing, the search's reported score
+    # needs no pass of its own
     flat = [(int(j), float(v)) for j in np.flatnonzero(h >= upper) for v in grids[j] if v != h[j]]
+    flat.append((0, float(h[0])))
     h, sc, moved = sweep(f, h, sc, grids, rounds=1, columns=np.flatnonzero(h < span), patience=2, also=flat)
     if moved:
         h, sc = better(polish(h), (h, sc))

@@ -563,10 +563,12 @@ def _per_feature(
             h, sc = better(polish(h), (h, sc))
             flat = np.flatnonzero(_smoothed_out(s.kernel, h, s.span) | (h >= upper))
             h, sc, smoothed, _ = settle(f, h, sc, flat, upper, finite, [True] * d, refine_moves=False)
-        if obj.fast:
+        if obj.fast and h.tobytes() not in f.exact:
             # the score reported: one exact pass at the returned bandwidth (the gradient pass
             # borrows its shifts and can misjudge rows whose every weight is near the flush limit)
             sc = obj.at(h, "per_feature")
+        elif obj.fast:
+            sc = f.values[h.tobytes()]  # scored exactly (the column pass's own shifts) before
     res = status[-1]
     # a feature on its upper bound is smoothed out (``smoothed_out`` says so): no warning for
     # that normal outcome, only for a bound that is not the smoothing-out one
