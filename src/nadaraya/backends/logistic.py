@@ -1,0 +1,311 @@
+"""The logistic backend: exact logistic-kernel sums in 1-D, a near window plus Laplacian series for the tails.
+
+The logistic weight ``K(u) = e^-|u| / (1 + e^-|u|)^2`` has heavy tails: every key weighs, and
+the fused loop visits all ``m n`` pairs. This backend splits each query's keys at ``|u| = T``:
+
+- **near** (``|u| <= T``): the keys of the window ``[q - T h, q + T h]`` of the sorted keys,
+  summed one by one (an ``exp`` each);
+- **far** (``|u| > T``): the series ``K(u) = sum_{k >= 1} (-1)^(k+1) k e^(-k |u|)``, whose
+  ``k``-th term is a Laplacian weight at bandwidth ``h / k``. The far-left sum of the ``k``-th
+  term is ``k e^(-k x) S_k(a)``, with ``a`` the last key left of ``q - T h``, ``x = (q - k_a) / h``
+  and ``S_k(a) = sum_{k_j <= k_a} e^(-k (k_a - k_j) / h) s_j y_j`` a one-sided running sum,
+  carried key by key with factors at most 1 (nothing overflows, nothing is subtracted) while
+  the sorted queries sweep the sorted keys; the far-right sum is the same on the mirrored keys.
+
+**The cut.** The series alternates, and its terms from the ``(K+1)``-th on decrease in size
+where ``e^-|u| <= (K + 1) / (K + 2)`` (for ``|u| >= T >= 0.5`` and every ``K``), so cutting it
+after ``K`` terms leaves an error under the first term dropped, ``(K + 1) e^(-(K+1)|u|)``;
+against ``K(u) >= e^-|u| / (1 + e^-|u|)^2`` that is a relative error under
+``(K + 1) e^(-K|u|) (1 + e^-|u|)^2``. Each query takes the fewest terms that hold this under
+:data:`CUT` (``2^-60``) at its nearest far key on each side (``x``; every farther key has a
+larger ``|u|`` and a smaller error): every far key's weight is then within ``2^-60`` relative
+of its exact weight, each positive (the standard of the truncated Gaussian windows).
+
+**Log domain.** Each query's sums are kept relative to its nearest key (the nearest key that is
+not left out): ``shift = -d0``, ``d0`` that key's distance in bandwidths; every term is
+``e^(d0 - |u|)`` times a factor at most 1, so a query a million bandwidths from every key gets
+its nearest keys' weights, never 0/0 (as the fused and reference backends do). Keys of zero
+sample weight are dropped first; sample weights are scaled by a power of two (exact).
+
+**Leave-one-out** (``exclude``): the left-out key is skipped in its query's near window (it is
+at ``|u| = 0`` for leave-one-out, always inside); a query whose left-out key lies among its far
+keys (another ``exclude``) is summed key by key over all keys with that key masked. Nothing is
+subtracted.
+
+The width ``T`` is chosen by cost (:func:`width`): the near window costs about ``2 T`` keys
+per bandwidth per query, the far series about ``2 K`` terms per key and query, ``K`` near
+``42 / T``. Complexity O(n log n + m log m) to sort, O(m * keys in 2 T h) for the windows and
+O((n + m) K) for the series. float32 inputs are computed in float64 and rounded once at the
+end, the weight's binary exponent moved into the shift first (as the laplace backend does).
+Local fits (``moments``) are not computed here.
+
+Examples
+--------
+>>> import numpy as np
+>>> from nadaraya.kernels import get
+>>> from nadaraya.backends import logistic, reference
+>>> rng = np.random.default_rng(0)
+>>> x = rng.uniform(size=(300, 1)); v = rng.normal(size=(300, 2))
+>>> a = logistic.partials(x, x, v, kernel=get("logistic"), bandwidth=np.array([0.01]))
+>>> b = reference.partials(x, x, v, kernel=get("logistic"), bandwidth=np.array([0.01]))
+>>> bool(np.allclose(a.finalize(), b.finalize(), rtol=1e-12, atol=0))
+True
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from numpy.typing import NDArray
+
+from nadaraya.backends._sorted import sorted_exclude, sorted_order
+from nadaraya.kernels import Kernel
+from nadaraya.partials import Partials
+
+__all__ = ["CUT", "T_RANGE", "partials", "supports", "terms", "width"]
+
+#: the relative error each far key's weight may carry from the cut series
+CUT = 2.0**-60
+#: the narrowest and widest near window, in bandwidths each side: below 0.5 the series needs
+#: over 90 terms and its alternating terms cancel more (their sizes add up to
+#: ``coth(|u| / 2)^2 K(u)``, 16 K(u) at 0.5)
+T_RANGE = (0.5, 8.0)
+#: below this scaled gap ``x`` a running sum's factor ``exp(-x)`` is applied as ``S + expm1(-x) S``
+SMALL = 0.25
+
+
+def supports(kernel: Kernel, d: int) -> bool:
+    """The logistic kernel in one feature.
+
+    Examples
+    --------
+    >>> from nadaraya.kernels import get
+    >>> supports(get("logistic"), 1), supports(get("logistic"), 2), supports(get("gaussian"), 1)
+    (True, False, False)
+    """
+    return kernel.name == "logistic" and d == 1
+
+
+def terms(x: float) -> int:
+    """The fewest terms ``K`` of the series whose cut error ``(K + 1) e^(-K x) (1 + e^-x)^2``,
+    relative to the weight of a key ``x`` bandwidths away (and so of every key farther), is at
+    most :data:`CUT`; ``x`` at least 0.25, where the terms dropped decrease in size.
+
+    Examples
+    --------
+    >>> terms(3.0), terms(0.5), terms(40.0)
+    (15, 95, 2)
+    """
+    if not x >= 0.25:
+        raise ValueError(f"the series is cut only at x >= 0.25 bandwidths; got x={x!r}")
+    k = 1
+    while math.log(k + 1) - k * x + 2.0 * math.log1p(math.exp(-x)) > math.log(CUT):
+        k += 1
+    assert math.exp(-x) <= (k + 1) / (k + 2)  # the terms dropped decrease
+    return k
+
+
+def width(n: int, h: float, span: float) -> float:
+    """The near window's half width ``T`` in bandwidths for ``n`` keys spread over ``span``:
+    where the window's pairs (``2 T`` times the keys per bandwidth, an ``exp`` each) and the
+    series' terms (about ``2 * 42 / T``, a few multiplications each) cost about the same,
+    within :data:`T_RANGE`.
+
+    Examples
+    --------
+    >>> width(200_000, 0.05, 5.0), width(100, 1.0, 100.0)
+    (0.5, 5.477225575051661)
+    """
+    per = n * h / span if span > 0 else float(n)
+    return float(min(max(math.sqrt(30.0 / max(per, 1e-300)), T_RANGE[0]), T_RANGE[1]))
+
+
+@numba.njit(cache=True, nogil=True)
+def _far_side(ks, terms_, qs, lo, d0, inv_h, kmax, lead, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Add to ``out[i]`` the series' sums over the keys ``0 .. lo[i] - 1`` of each query (their
+    far side), queries in the order of ``qs`` with ``lo`` nondecreasing. ``lead``: the cut's
+    terms need ``K`` with ``log(K+1) - K x + 2 log1p(e^-x) <= log CUT``, solved per query from
+    ``K >= (lead + 2 log1p(e^-x)) / x`` (``lead = -log CUT + log(kmax + 1)``)."""
+    n, c = terms_.shape
+    state = np.zeros((kmax, c))
+    j = 0
+    for i in range(qs.size):
+        while j < lo[i]:
+            if j > 0:
+                g = (ks[j] - ks[j - 1]) * inv_h
+                for k in range(kmax):
+                    y = (k + 1) * g
+                    if y < SMALL:
+                        f = math.expm1(-y)
+                        for t in range(c):
+                            state[k, t] += f * state[k, t] + terms_[j, t]
+                    else:
+                        f = math.exp(-y)
+                        for t in range(c):
+                            state[k, t] = f * state[k, t] + terms_[j, t]
+            else:
+                for k in range(kmax):
+                    for t in range(c):
+                        state[k, t] = terms_[0, t]
+            j += 1
+        if lo[i] == 0 or d0[i] == np.inf:
+            continue
+        x = (qs[i] - ks[lo[i] - 1]) * inv_h
+        kq = min(kmax, int(math.ceil((lead + 2.0 * math.log1p(math.exp(-x))) / x)))
+        coef = math.exp(-(x - d0[i]))  # e^(d0 - x) <= 1: the nearest key's distance d0 <= x
+        b = math.exp(-x)
+        for k in range(kq):
+            if coef == 0.0:
+                break
+            sgn = (k + 1) * (1.0 if k % 2 == 0 else -1.0)
+            for t in range(c):
+                out[i, t] += sgn * coef * state[k, t]
+            coef *= b
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _near(ks, terms_, qs, lo, hi, ex, d0, big, inv_h, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``out[i]`` = each query's sum over the keys ``lo[i] .. hi[i] - 1`` of its near window but
+    ``ex[i]``, relative to ``e^-d0[i]``; ``big`` marks queries whose sums are taken over every
+    key (their left-out key is among the far ones)."""
+    c = terms_.shape[1]
+    for i in numba.prange(qs.size):
+        if d0[i] == np.inf:
+            continue
+        a, b = lo[i], hi[i]
+        if big[i]:
+            a, b = 0, ks.size
+        e0 = math.exp(min(d0[i], 700.0))  # a kept near key has d0 <= |u| <= T
+        for j in range(a, b):
+            if j == ex[i]:
+                continue
+            u = abs(qs[i] - ks[j]) * inv_h
+            if big[i]:
+                w = math.exp(-(u - d0[i])) / (1.0 + math.exp(-u)) ** 2
+            else:
+                z = math.exp(-u)
+                w = z * e0 / ((1.0 + z) * (1.0 + z))
+            for t in range(c):
+                out[i, t] += w * terms_[j, t]
+
+
+def _nearest(ks: NDArray[np.float64], qs: NDArray[np.float64], ex: NDArray[np.int64],
+             inv_h: float) -> NDArray[np.float64]:
+    """Each query's distance in bandwidths to its nearest key that is not left out (inf: none)."""
+    n = ks.size
+    left = np.searchsorted(ks, qs, side="right").astype(np.int64) - 1
+    right = left + 1
+    left = np.where(left == ex, left - 1, left)
+    right = np.where(right == ex, right + 1, right)
+    with np.errstate(invalid="ignore"):
+        dl = np.where(left >= 0, (qs - ks[np.clip(left, 0, max(n - 1, 0))]) * inv_h, np.inf) if n else \
+            np.full(qs.size, np.inf)
+        dr = np.where(right < n, (ks[np.clip(right, 0, max(n - 1, 0))] - qs) * inv_h, np.inf) if n else \
+            np.full(qs.size, np.inf)
+    return np.minimum(dl, dr)
+
+
+def partials(
+    queries: NDArray[np.floating],
+    keys: NDArray[np.floating],
+    values: NDArray[np.floating],
+    *,
+    kernel: Kernel,
+    bandwidth: NDArray[np.floating],
+    sample_weight: NDArray[np.floating] | None = None,
+    exclude: NDArray[np.integer] | None = None,
+    moments: int = 0,
+    half_width: float | None = None,
+) -> Partials:
+    """Exact partial sums of every query over every key for the logistic kernel in 1-D.
+
+    Same arguments and result as :func:`nadaraya.backends.reference.partials` (``moments`` 0
+    only); ``half_width``: the near window's ``T`` in bandwidths (default :func:`width`; any
+    value in :data:`T_RANGE` gives the same sums).
+
+    Raises
+    ------
+    ValueError
+        For ``moments`` above 0 or ``half_width`` outside :data:`T_RANGE`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nadaraya.kernels import get
+    >>> x = np.array([[1.0], [2.0], [3.0]]); v = np.array([[3.0], [5.0], [4.0]])
+    >>> p = partials(np.array([[2.5], [1e9]]), x, v, kernel=get("logistic"), bandwidth=np.ones(1))
+    >>> p.finalize()[:, 0].round(4).tolist()  # far away: weights e^0, e^-1, e^-2 of 4, 5, 3
+    [4.1387, 4.1547]
+    >>> float(p.shift[1]) == -(1e9 - 3.0)  # the distance to the nearest key, in the log domain
+    True
+    """
+    if int(moments) != 0:
+        raise ValueError(f"the logistic backend computes plain pooling (moments=0); got moments={moments!r}")
+    dtype = queries.dtype
+    f64 = np.float64
+    m, n, p = queries.shape[0], keys.shape[0], values.shape[1]
+    h = float(np.asarray(bandwidth, dtype=f64).reshape(-1)[0])
+    inv_h = 1.0 / h
+    qs = np.asarray(queries[:, 0], dtype=f64)
+    k = np.asarray(keys[:, 0], dtype=f64)
+    log_scale = 0.0
+    if sample_weight is None:
+        kept = sorted_order(k)
+        s = np.ones(kept.size)
+    else:
+        sw = np.asarray(sample_weight, dtype=f64)
+        pos = np.nonzero(sw > 0)[0]
+        kept = pos[sorted_order(k[pos])]
+        s = sw[kept]
+        if s.size:
+            top = int(np.frexp(s.max())[1])
+            s = np.ldexp(s, -top)
+            log_scale = top * math.log(2.0)
+    ks = np.ascontiguousarray(k[kept])
+    ne = ks.size
+    rows = np.empty((ne, 1 + p))
+    rows[:, 0] = s
+    rows[:, 1:] = s[:, None] * np.asarray(values, dtype=f64)[kept]
+    if half_width is None:
+        span = float(ks[-1] - ks[0]) if ne else 0.0
+        half_width = width(ne, h, span)
+    if not T_RANGE[0] <= half_width <= T_RANGE[1]:
+        raise ValueError(f"half_width must lie in {T_RANGE}; got half_width={half_width!r}")
+    qorder = sorted_order(qs)
+    qs = np.ascontiguousarray(qs[qorder])
+    ex = sorted_exclude(exclude, n, kept, m)[qorder]
+    d0 = _nearest(ks, qs, ex, inv_h)
+    lo = np.searchsorted(ks, qs - half_width * h, side="left").astype(np.int64)
+    hi = np.searchsorted(ks, qs + half_width * h, side="right").astype(np.int64)
+    big = (ex >= 0) & ((ex < lo) | (ex >= hi))
+    kmax = terms(half_width)
+    lead = -math.log(CUT) + math.log(kmax + 1)
+    out = np.zeros((m, 1 + p))
+    if ne:
+        _far_side(ks, rows, qs, lo, d0, inv_h, kmax, lead, out)
+        mirrored = np.zeros((m, 1 + p))
+        _far_side(np.ascontiguousarray(-ks[::-1]), np.ascontiguousarray(rows[::-1]),
+                  np.ascontiguousarray(-qs[::-1]), np.ascontiguousarray(ne - hi[::-1]),
+                  np.ascontiguousarray(d0[::-1]), inv_h, kmax, lead, mirrored)
+        out += mirrored[::-1]
+        out[big] = 0.0
+        _near(ks, rows, qs, lo, hi, ex, d0, big, inv_h, out)
+    weight = np.empty(m)
+    value = np.empty((m, p))
+    shift = np.empty(m)
+    weight[qorder] = out[:, 0]
+    value[qorder] = out[:, 1:]
+    with np.errstate(invalid="ignore"):
+        shift[qorder] = np.where(np.isfinite(d0), -d0 + log_scale, -np.inf)
+    if dtype != f64:
+        # move the weight's binary exponent into the shift, exactly, before rounding
+        mant, expo = np.frexp(weight)
+        shift = np.where(weight > 0, shift + expo * math.log(2.0), shift)
+        value = np.ldexp(value, -expo[:, None])
+        weight = mant
+        with np.errstate(over="ignore"):
+            shift = shift.astype(dtype)
+        weight, value = weight.astype(dtype), value.astype(dtype)
+    return Partials(shift, weight, value)
