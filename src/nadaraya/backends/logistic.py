@@ -123,28 +123,44 @@ def width(n: int, h: float, span: float) -> float:
 
 
 @numba.njit(cache=True, nogil=True)
+def _carry(state, row, g):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """In place: ``state[k] = e^(-(k + 1) g) state[k] + row`` for every term ``k``. The factors
+    come without an ``exp`` each: ``m_k = e^(-k g) - 1`` by ``m_(k+1) = m_k + m_1 + m_k m_1``
+    (all of one sign, applied as ``S + m S`` while ``k g`` is under :data:`SMALL`, where a
+    factor next to 1 would round to an ulp of 1), then ``f_(k+1) = f_k e^-g``."""
+    kmax, c = state.shape
+    m1 = math.expm1(-g)
+    f1 = m1 + 1.0 if g >= SMALL else math.exp(-g)
+    mk = m1
+    fk = 0.0
+    small = True
+    for k in range(kmax):
+        if small and (k + 1) * g >= SMALL:
+            small = False
+            fk = math.exp(-(k + 1) * g)
+        if small:
+            for t in range(c):
+                state[k, t] += mk * state[k, t] + row[t]
+            mk = mk + m1 + mk * m1
+        else:
+            for t in range(c):
+                state[k, t] = fk * state[k, t] + row[t]
+            fk *= f1
+
+
+@numba.njit(cache=True, nogil=True)
 def _far_side(ks, terms_, qs, lo, d0, inv_h, kmax, lead, out):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Add to ``out[i]`` the series' sums over the keys ``0 .. lo[i] - 1`` of each query (their
     far side), queries in the order of ``qs`` with ``lo`` nondecreasing. ``lead``: the cut's
     terms need ``K`` with ``log(K+1) - K x + 2 log1p(e^-x) <= log CUT``, solved per query from
     ``K >= (lead + 2 log1p(e^-x)) / x`` (``lead = -log CUT + log(kmax + 1)``)."""
-    n, c = terms_.shape
+    c = terms_.shape[1]
     state = np.zeros((kmax, c))
     j = 0
     for i in range(qs.size):
         while j < lo[i]:
             if j > 0:
-                g = (ks[j] - ks[j - 1]) * inv_h
-                for k in range(kmax):
-                    y = (k + 1) * g
-                    if y < SMALL:
-                        f = math.expm1(-y)
-                        for t in range(c):
-                            state[k, t] += f * state[k, t] + terms_[j, t]
-                    else:
-                        f = math.exp(-y)
-                        for t in range(c):
-                            state[k, t] = f * state[k, t] + terms_[j, t]
+                _carry(state, terms_[j], (ks[j] - ks[j - 1]) * inv_h)
             else:
                 for k in range(kmax):
                     for t in range(c):
@@ -165,30 +181,69 @@ def _far_side(ks, terms_, qs, lo, d0, inv_h, kmax, lead, out):  # type: ignore[n
             coef *= b
 
 
+@numba.njit(cache=True, nogil=True)
+def _blocks(ks, inv_h):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Blocks of sorted keys at most one bandwidth wide: each key's block anchor (its first key)
+    and ``e^(+-(k_j - k_anchor) / h)``, so that a window's weights take an ``exp`` per block."""
+    n = ks.size
+    anchor = np.empty(n, dtype=np.int64)
+    up = np.empty(n)
+    down = np.empty(n)
+    a = 0
+    for j in range(n):
+        g = (ks[j] - ks[a]) * inv_h
+        if g > 1.0:
+            a = j
+            g = 0.0
+        anchor[j] = a
+        up[j] = math.exp(g)
+        down[j] = math.exp(-g)
+    return anchor, up, down
+
+
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _near(ks, terms_, qs, lo, hi, ex, d0, big, inv_h, out):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """``out[i]`` = each query's sum over the keys ``lo[i] .. hi[i] - 1`` of its near window but
-    ``ex[i]``, relative to ``e^-d0[i]``; ``big`` marks queries whose sums are taken over every
-    key (their left-out key is among the far ones)."""
+def _near(ks, terms_, qs, lo, mid, hi, ex, d0, big, inv_h, out):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``out[i]`` += each query's sum over the keys ``lo[i] .. hi[i] - 1`` of its near window
+    but ``ex[i]``, relative to ``e^-d0[i]``; ``big`` marks queries whose sums are taken over
+    every key (their left-out key is among the far ones), an ``exp`` a key. In a window,
+    ``e^-|u| = e^(-(q - k_a) / h) e^((k_j - k_a) / h)`` left of the query (``mid[i]``: its first
+    key right of it; ``e^((q - k_a) / h) e^(-(k_j - k_a) / h)`` from there) with ``k_a`` the key's block anchor (:func:`_blocks`): an ``exp`` per block."""
+    anchor, up, down = _blocks(ks, inv_h)
     c = terms_.shape[1]
     for i in numba.prange(qs.size):
         if d0[i] == np.inf:
             continue
-        a, b = lo[i], hi[i]
+        q = qs[i]
         if big[i]:
-            a, b = 0, ks.size
+            for j in range(ks.size):
+                if j != ex[i]:
+                    u = abs(q - ks[j]) * inv_h
+                    w = math.exp(-(u - d0[i])) / (1.0 + math.exp(-u)) ** 2
+                    for t in range(c):
+                        out[i, t] += w * terms_[j, t]
+            continue
         e0 = math.exp(min(d0[i], 700.0))  # a kept near key has d0 <= |u| <= T
-        for j in range(a, b):
-            if j == ex[i]:
-                continue
-            u = abs(qs[i] - ks[j]) * inv_h
-            if big[i]:
-                w = math.exp(-(u - d0[i])) / (1.0 + math.exp(-u)) ** 2
-            else:
-                z = math.exp(-u)
+        cur = -1
+        f = 0.0
+        for j in range(lo[i], min(mid[i], hi[i])):  # left of the query: k_j <= q
+            if j != ex[i]:
+                if anchor[j] != cur:
+                    cur = anchor[j]
+                    f = math.exp(-(q - ks[cur]) * inv_h)
+                z = f * up[j]
                 w = z * e0 / ((1.0 + z) * (1.0 + z))
-            for t in range(c):
-                out[i, t] += w * terms_[j, t]
+                for t in range(c):
+                    out[i, t] += w * terms_[j, t]
+        cur = -1
+        for j in range(max(mid[i], lo[i]), hi[i]):  # right of it: k_j > q
+            if j != ex[i]:
+                if anchor[j] != cur:
+                    cur = anchor[j]
+                    f = math.exp((q - ks[cur]) * inv_h)
+                z = f * down[j]
+                w = z * e0 / ((1.0 + z) * (1.0 + z))
+                for t in range(c):
+                    out[i, t] += w * terms_[j, t]
 
 
 def _nearest(ks: NDArray[np.float64], qs: NDArray[np.float64], ex: NDArray[np.int64],
@@ -291,7 +346,8 @@ def partials(
                   np.ascontiguousarray(d0[::-1]), inv_h, kmax, lead, mirrored)
         out += mirrored[::-1]
         out[big] = 0.0
-        _near(ks, rows, qs, lo, hi, ex, d0, big, inv_h, out)
+        mid = np.searchsorted(ks, qs, side="right").astype(np.int64)
+        _near(ks, rows, qs, lo, mid, hi, ex, d0, big, inv_h, out)
     weight = np.empty(m)
     value = np.empty((m, p))
     shift = np.empty(m)
