@@ -282,6 +282,10 @@ def choose_for_data(
             return fast
     if tol is not None and d == 2 and kernel.name == "logistic" and not moments and not (loo or merged):
         return _choose_binned_2d(queries, keys, bandwidth, tol)
+    if kernel.name == "logistic" and d == 1 and not moments:  # the near windows and the tails' series
+        import nadaraya.backends.logistic as logistic
+
+        return logistic.choice(queries, keys, bandwidth)
     if kernel.name != "gaussian" or (d > 1 and moments and (tol is None or moments > 2)):
         return None  # in 2-3 features the exact truncated sums carry no moments (nor, without tol, a series)
     if not worth_estimating(kernel, n=n, m=m, d=d, moments=moments):

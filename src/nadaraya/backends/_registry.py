@@ -15,7 +15,8 @@ from nadaraya.partials import Partials
 
 #: the values ``backend=`` accepts
 BackendName = Literal[
-    "auto", "reference", "fused", "windowed", "dask", "laplace", "torch", "truncated", "taylor", "binned"
+    "auto", "reference", "fused", "windowed", "dask", "laplace", "torch", "truncated", "taylor", "binned",
+    "logistic",
 ]
 
 
@@ -30,6 +31,7 @@ _REGISTRY: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
     "truncated": ("nadaraya.backends.truncated", None, ()),
     "taylor": ("nadaraya.backends.taylor", None, ()),
     "binned": ("nadaraya.backends.binned", None, ()),
+    "logistic": ("nadaraya.backends.logistic", None, ()),
 }
 
 
