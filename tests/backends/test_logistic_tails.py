@@ -157,7 +157,7 @@ def test_series_cut_against_the_weight_written_out():
             short = sum((-1) ** (j + 1) * j * a**j for j in range(1, k))
             bound = k * a ** (k - 1) * (1 + a) ** 2  # the bound terms() solves, one term fewer
             assert bound > logistic.CUT or abs(short - a / (1 + a) ** 2) <= logistic.CUT * a / (1 + a) ** 2
-    with pytest.raises(ValueError, match="x=0.1"):
+    with pytest.raises(ValueError, match=r"x=0\.1"):
         logistic.terms(0.1)
 
 

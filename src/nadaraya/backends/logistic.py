@@ -35,7 +35,8 @@ subtracted.
 The width ``T`` is chosen by cost (:func:`width`): the near window costs about ``2 T`` keys
 per bandwidth per query, the far series about ``2 K`` terms per key and query, ``K`` near
 ``42 / T``. Complexity O(n log n + m log m) to sort, O(m * keys in 2 T h) for the windows and
-O((n + m) K) for the series. float32 inputs are computed in float64 and rounded once at the
+O((n + m) K) for the series; the windows' sums run on :func:`nadaraya._support.jit.run_ranges`'s
+threads, in ranges of queries. float32 inputs are computed in float64 and rounded once at the
 end, the weight's binary exponent moved into the shift first (as the laplace backend does).
 Local fits (``moments``) are not computed here.
 
@@ -60,6 +61,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
+from nadaraya._support.jit import run_ranges
 from nadaraya.backends._registry import Choice
 from nadaraya.backends._sorted import sorted_exclude, sorted_order
 from nadaraya.kernels import Kernel
@@ -170,7 +172,7 @@ def _far_side(ks, terms_, qs, lo, d0, inv_h, kmax, lead, out):  # type: ignore[n
         if lo[i] == 0 or d0[i] == np.inf:
             continue
         x = (qs[i] - ks[lo[i] - 1]) * inv_h
-        kq = min(kmax, int(math.ceil((lead + 2.0 * math.log1p(math.exp(-x))) / x)))
+        kq = min(kmax, math.ceil((lead + 2.0 * math.log1p(math.exp(-x))) / x))
         coef = math.exp(-(x - d0[i]))  # e^(d0 - x) <= 1: the nearest key's distance d0 <= x
         b = math.exp(-x)
         for k in range(kq):
@@ -202,16 +204,18 @@ def _blocks(ks, inv_h):  # type: ignore[no-untyped-def]  # pragma: no cover
     return anchor, up, down
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _near(ks, terms_, qs, lo, mid, hi, ex, d0, big, inv_h, out):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """``out[i]`` += each query's sum over the keys ``lo[i] .. hi[i] - 1`` of its near window
+@numba.njit(cache=True, nogil=True)
+def _near(  # type: ignore[no-untyped-def]  # pragma: no cover
+    ks, anchor, up, down, terms_, qs, lo, mid, hi, ex, d0, big, inv_h, first, last, out,
+):
+    """For the queries ``first .. last - 1``: ``out[i]`` += each query's sum over the keys ``lo[i] .. hi[i] - 1`` of its near window
     but ``ex[i]``, relative to ``e^-d0[i]``; ``big`` marks queries whose sums are taken over
     every key (their left-out key is among the far ones), an ``exp`` a key. In a window,
     ``e^-|u| = e^(-(q - k_a) / h) e^((k_j - k_a) / h)`` left of the query (``mid[i]``: its first
-    key right of it; ``e^((q - k_a) / h) e^(-(k_j - k_a) / h)`` from there) with ``k_a`` the key's block anchor (:func:`_blocks`): an ``exp`` per block."""
-    anchor, up, down = _blocks(ks, inv_h)
+    key right of it; ``e^((q - k_a) / h) e^(-(k_j - k_a) / h)`` from there) with ``k_a`` the
+    key's block anchor (:func:`_blocks`): an ``exp`` per block."""
     c = terms_.shape[1]
-    for i in numba.prange(qs.size):
+    for i in range(first, last):
         if d0[i] == np.inf:
             continue
         q = qs[i]
@@ -383,7 +387,9 @@ def partials(
         out += mirrored[::-1]
         out[big] = 0.0
         mid = np.searchsorted(ks, qs, side="right").astype(np.int64)
-        _near(ks, rows, qs, lo, mid, hi, ex, d0, big, inv_h, out)
+        work = float(np.sum(hi - lo)) + float(np.count_nonzero(big)) * ne
+        args = (ks, *_blocks(ks, inv_h), rows, qs, lo, mid, hi, ex, d0, big, inv_h)
+        run_ranges(_near, args, m, (out,), work=work * (p + 4))
     weight = np.empty(m)
     value = np.empty((m, p))
     shift = np.empty(m)
