@@ -209,8 +209,9 @@ def _near(  # type: ignore[no-untyped-def]  # pragma: no cover
     ks, anchor, up, down, terms_, qs, lo, mid, hi, ex, d0, big, inv_h, first, last, out,
 ):
     """For the queries ``first .. last - 1``: ``out[i]`` += each query's sum over the keys
-    ``lo[i] .. hi[i] - 1`` of its near window but ``ex[i]``, relative to ``e^-d0[i]``; ``big`` marks queries whose sums are taken over
-    every key (their left-out key is among the far ones), an ``exp`` a key. In a window,
+    ``lo[i] .. hi[i] - 1`` of its near window but ``ex[i]``, relative to ``e^-d0[i]``; ``big``
+    marks queries whose sums are taken over every key (their left-out key is among the far
+    ones), an ``exp`` a key. In a window,
     ``e^-|u| = e^(-(q - k_a) / h) e^((k_j - k_a) / h)`` left of the query (``mid[i]``: its first
     key right of it; ``e^((q - k_a) / h) e^(-(k_j - k_a) / h)`` from there) with ``k_a`` the
     key's block anchor (:func:`_blocks`): an ``exp`` per block."""
