@@ -182,7 +182,7 @@ def _polynomial(kernel: Kernel | str) -> bool:
 def cost(name: str, kernel: Kernel | str, *, n: int, m: int, d: int, degree: int = 0) -> float:
     """The modelled time of backend ``name`` for ``m`` queries against ``n`` keys in ``d``
     features with the moments of degree ``degree``, in nanoseconds, from the sizes alone;
-    ``inf`` for a backend whose cost depends on the data (truncated, taylor, binned: see
+    ``inf`` for a backend whose cost depends on the data (truncated, taylor, binned, logistic: see
     :func:`nadaraya.backends.choose_for_data`), that needs a device (torch) or Dask input.
 
     Examples

@@ -243,8 +243,10 @@ def choose_for_data(
     to 3 features, the exact truncated sums where the windows hold few of the pairs
     (:func:`choose_window`, from a sampled estimate; ``weighted``: the call has sample weights,
     which the dense cells of 1-D do not take); for a compact kernel in 2-3 features, the
-    fused loop where the windows hold too many keys for the k-d tree (:func:`_choose_tree`);
-    ``None`` where none pays (then :func:`choose` decides from the sizes alone).
+    fused loop where the windows hold too many keys for the k-d tree (:func:`_choose_tree`); for
+    the logistic kernel in 1-D at degree 0, its exact near windows and tails' series
+    (:func:`nadaraya.backends.logistic.choice`); ``None`` where none pays (then :func:`choose`
+    decides from the sizes alone).
 
     The estimate of the truncated sums' pairs is not taken where it would cost more than those
     sums could save (``worth_estimating``), nor where every key lies within every query's
