@@ -171,7 +171,8 @@ def test_auto_takes_it_in_1d_at_degree_0_and_says_why():
     assert "2^-60" in got.reason
     assert explain("logistic", n=1000, m=1000, bandwidth=0.01, queries=x[:, None],
                    keys=x[:, None]).startswith("logistic:")
-    assert choose_for_data(K, x[:, None], x[:, None], h, moments=1) is None  # degree 1: as before
+    local = choose_for_data(K, x[:, None], x[:, None], h, moments=1)
+    assert local is not None and local.name == "logistic" and "degree-1" in local.reason
     auto = nadaraya.pool(x, x, y, kernel="logistic", bandwidth=0.01)
     ref = nadaraya.pool(x, x, y, kernel="logistic", bandwidth=0.01, backend="reference")
     assert np.allclose(auto, ref, rtol=1e-12, atol=1e-12)
@@ -179,4 +180,49 @@ def test_auto_takes_it_in_1d_at_degree_0_and_says_why():
     loo_ref = nadaraya.loo_pool(x, y, kernel="logistic", bandwidth=0.01, backend="reference")
     assert np.allclose(loo, loo_ref, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="moments"):
-        logistic.partials(x[:, None], x[:, None], y[:, None], kernel=K, bandwidth=h, moments=1)
+        logistic.partials(x[:, None], x[:, None], y[:, None], kernel=K, bandwidth=h, moments=3)
+
+
+@pytest.mark.parametrize("degree", [1, 2])
+@pytest.mark.parametrize("kind", ["uniform", "duplicates", "far"])
+def test_moments_against_reference(degree, kind):
+    """The local fits' moment sums on every query within TOL of their natural size, bounded by
+    ``max|y| sum w (1 + u^(2r))`` (``|u|^j <= 1 + u^(2r)`` for ``j <= 2r``), leave-one-out and
+    sample weights with zeros."""
+    rng = np.random.default_rng(9)
+    x = 1e6 + rng.uniform(0.0, 1e-3, 300) if kind == "far" else _keys(kind, 300, rng)
+    v = rng.normal(size=(300, 2))
+    sw = rng.uniform(0.0, 2.0, 300)
+    sw[::5] = 0.0
+    for scale in (1e-3, 3e-2, 1.0):
+        h = scale * float(np.ptp(x))
+        for ex in (None, np.arange(300)):
+            kw = {"kernel": K, "bandwidth": np.array([h]), "sample_weight": sw, "exclude": ex,
+                  "moments": degree}
+            a = logistic.partials(x[:, None], x[:, None], v, **kw)
+            b = reference.partials(x[:, None], x[:, None], v, **kw)
+            bound = (np.abs(v).max() + 1.0) * (b.weight + b.moments[2 * degree - 1].reshape(-1))
+            r = np.exp(a.shift - b.shift)
+            for got, want in zip((a.weight, a.value, *a.moments), (b.weight, b.value, *b.moments)):
+                shape = (-1,) + (1,) * (got.ndim - 1)
+                assert np.all(np.abs(got * r.reshape(shape) - want) <= TOL * bound.reshape(shape))
+
+
+@pytest.mark.parametrize("degree", [1, 2])
+def test_local_fit_against_plain_weighted_least_squares(degree):
+    """``pool(degree=...)`` on this backend within 1e-9 of a weighted least squares written out."""
+    rng = np.random.default_rng(10)
+    x = rng.uniform(0.0, 1.0, 600)
+    y = np.sin(6 * x) + rng.normal(0.0, 0.1, 600)
+    at = np.linspace(0.05, 0.95, 15)
+    kw = {"kernel": "logistic", "bandwidth": 0.02, "degree": degree}
+    got = nadaraya.pool(at, x, y, backend="logistic", **kw)
+    for q, g in zip(at, got):
+        u = (x - q) / 0.02
+        w = np.exp(-np.abs(u)) / (1.0 + np.exp(-np.abs(u))) ** 2
+        design = np.vander(x - q, degree + 1, increasing=True)
+        beta = np.linalg.lstsq(design * np.sqrt(w)[:, None], y * np.sqrt(w), rcond=None)[0]
+        assert abs(g - beta[0]) <= 1e-9
+    loo = nadaraya.loo_pool(x, y, backend="logistic", **kw)
+    ref = nadaraya.loo_pool(x, y, backend="reference", **kw)
+    assert np.all(np.abs(loo - ref) <= 1e-9)

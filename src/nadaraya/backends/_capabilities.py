@@ -96,7 +96,7 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
     Capability("dask", lazy=True),
     Capability("taylor", ("gaussian",), dims=(1, 3), degree=(2, 2, 2), exact=False),
     Capability("binned", ("gaussian", "logistic"), dims=(1, 2), degree=(0, 0, 0), loo=False, exact=False),
-    Capability("logistic", ("logistic",), dims=(1, 1), degree=(0, 0, 0)),
+    Capability("logistic", ("logistic",), dims=(1, 1), degree=(2, 0, 0)),
 )}
 
 

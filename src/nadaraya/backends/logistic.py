@@ -38,7 +38,9 @@ per bandwidth per query, the far series about ``2 K`` terms per key and query, `
 O((n + m) K) for the series; the windows' sums run on :func:`nadaraya._support.jit.run_ranges`'s
 threads, in ranges of queries. float32 inputs are computed in float64 and rounded once at the
 end, the weight's binary exponent moved into the shift first (as the laplace backend does).
-Local fits (``moments``) are not computed here.
+Local fits (``moments`` up to 2): the same split, the moments carried as in
+:mod:`nadaraya.backends._logistic_moments` (two ``exp`` per near pair, an ``exp`` per series
+term and key).
 
 Examples
 --------
@@ -62,13 +64,16 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nadaraya._support.jit import run_ranges
+from nadaraya.backends import _logistic_moments as _moments
 from nadaraya.backends._registry import Choice
 from nadaraya.backends._sorted import sorted_exclude, sorted_order
 from nadaraya.kernels import Kernel
 from nadaraya.partials import Partials
 
-__all__ = ["CUT", "NS", "T_RANGE", "choice", "partials", "supports", "terms", "width"]
+__all__ = ["CUT", "MAX_DEGREE", "NS", "T_RANGE", "choice", "partials", "supports", "terms", "width"]
 
+#: the largest local polynomial degree (``moments=``) this backend computes
+MAX_DEGREE = 2
 #: the relative error each far key's weight may carry from the cut series
 CUT = 2.0**-60
 #: the narrowest and widest near window, in bandwidths each side: below 0.25 the series needs
@@ -255,10 +260,13 @@ NS = {"near_pair": 5.0, "term": 2.0, "point": 60.0, "fused_pair": 30.0}
 
 
 def choice(queries: NDArray[np.floating], keys: NDArray[np.floating],
-           bandwidth: NDArray[np.floating]) -> Choice | None:
+           bandwidth: NDArray[np.floating], moments: int = 0) -> Choice | None:
     """This backend for the logistic kernel in 1-D where its modelled cost (:data:`NS`: the near
     windows' pairs counted as for keys spread evenly over their range, the series' terms) is
-    under the fused loop's over all pairs; ``None`` otherwise.
+    under the fused loop's over all pairs; ``None`` otherwise. With the ``moments`` of a local
+    fit of degree ``r`` (up to :data:`MAX_DEGREE`) the near pairs cost ``1 + 2 r`` times as much
+    (two ``exp`` and the powers of ``u`` each), the series' terms ``1 + 3 r`` times (an ``exp``
+    and a binomial move each), the fused loop's pairs ``1 + r`` times.
 
     Examples
     --------
@@ -276,12 +284,17 @@ def choice(queries: NDArray[np.floating], keys: NDArray[np.floating],
     t = width(n, h, span)
     share = 1.0 if span <= 0 else min(1.0, 2.0 * t * h / span)
     near = float(m) * n * share
-    cost = near * NS["near_pair"] + 2.0 * terms(t) * (n + m) * NS["term"] + (n + m) * NS["point"]
-    exact = float(m) * n * NS["fused_pair"]
+    r = int(moments)
+    if r > MAX_DEGREE:
+        return None
+    cost = (near * NS["near_pair"] * (1 + 2 * r) + 2.0 * terms(t) * (n + m) * NS["term"] * (1 + 3 * r)
+            + (n + m) * NS["point"])
+    exact = float(m) * n * NS["fused_pair"] * (1 + r)
     if cost >= exact:
         return None
+    fit = f" with the moments of a degree-{r} local fit" if r else ""
     return Choice("logistic", (
-        f"logistic kernel in d=1: exact sums over each query's keys within {t:.2g} bandwidths "
+        f"logistic kernel in d=1{fit}: exact sums over each query's keys within {t:.2g} bandwidths "
         f"(about {near / m:.0f} of {n} keys per query), the tails beyond by {terms(t)} terms of the "
         f"series sum_k (-1)^(k+1) k e^(-k|u|) as running sums over the sorted keys, cut where each far "
         f"weight is within 2^-60 of its own; about {exact / cost:.0f}x less work than all pairs"))
@@ -317,14 +330,14 @@ def partials(
 ) -> Partials:
     """Exact partial sums of every query over every key for the logistic kernel in 1-D.
 
-    Same arguments and result as :func:`nadaraya.backends.reference.partials` (``moments`` 0
-    only); ``half_width``: the near window's ``T`` in bandwidths (default :func:`width`; any
+    Same arguments and result as :func:`nadaraya.backends.reference.partials` (``moments`` up
+    to :data:`MAX_DEGREE`); ``half_width``: the near window's ``T`` in bandwidths (default :func:`width`; any
     value in :data:`T_RANGE` gives the same sums).
 
     Raises
     ------
     ValueError
-        For ``moments`` above 0 or ``half_width`` outside :data:`T_RANGE`.
+        For ``moments`` above :data:`MAX_DEGREE` or ``half_width`` outside :data:`T_RANGE`.
 
     Examples
     --------
@@ -337,8 +350,10 @@ def partials(
     >>> float(p.shift[1]) == -(1e9 - 3.0)  # the distance to the nearest key, in the log domain
     True
     """
-    if int(moments) != 0:
-        raise ValueError(f"the logistic backend computes plain pooling (moments=0); got moments={moments!r}")
+    r = int(moments)
+    if not 0 <= r <= MAX_DEGREE:
+        raise ValueError(f"the logistic backend computes moments up to {MAX_DEGREE}; got moments={moments!r}")
+    nm = 2 * r + 1
     dtype = queries.dtype
     f64 = np.float64
     m, n, p = queries.shape[0], keys.shape[0], values.shape[1]
@@ -361,9 +376,9 @@ def partials(
             log_scale = top * math.log(2.0)
     ks = np.ascontiguousarray(k[kept])
     ne = ks.size
-    rows = np.empty((ne, 1 + p))
+    rows = np.zeros((ne, nm + (r + 1) * p))
     rows[:, 0] = s
-    rows[:, 1:] = s[:, None] * np.asarray(values, dtype=f64)[kept]
+    rows[:, nm:nm + p] = s[:, None] * np.asarray(values, dtype=f64)[kept]
     if half_width is None:
         span = float(ks[-1] - ks[0]) if ne else 0.0
         half_width = width(ne, h, span)
@@ -376,35 +391,60 @@ def partials(
     lo = np.searchsorted(ks, qs - half_width * h, side="left").astype(np.int64)
     hi = np.searchsorted(ks, qs + half_width * h, side="right").astype(np.int64)
     big = (ex >= 0) & ((ex < lo) | (ex >= hi))
-    kmax = terms(half_width)
-    lead = -math.log(CUT) + math.log(kmax + 1)
-    out = np.zeros((m, 1 + p))
-    if ne:
-        _far_side(ks, rows, qs, lo, d0, inv_h, kmax, lead, out)
-        mirrored = np.zeros((m, 1 + p))
-        _far_side(np.ascontiguousarray(-ks[::-1]), np.ascontiguousarray(rows[::-1]),
-                  np.ascontiguousarray(-qs[::-1]), np.ascontiguousarray(ne - hi[::-1]),
-                  np.ascontiguousarray(d0[::-1]), inv_h, kmax, lead, mirrored)
-        out += mirrored[::-1]
-        out[big] = 0.0
-        mid = np.searchsorted(ks, qs, side="right").astype(np.int64)
-        work = float(np.sum(hi - lo)) + float(np.count_nonzero(big)) * ne
-        args = (ks, *_blocks(ks, inv_h), rows, qs, lo, mid, hi, ex, d0, big, inv_h)
-        run_ranges(_near, args, m, (out,), work=work * (p + 4))
-    weight = np.empty(m)
-    value = np.empty((m, p))
+    out = _sums(ks, rows, qs, lo, hi, ex, d0, big, inv_h, half_width, r, p)
+    out[qorder] = out.copy()
     shift = np.empty(m)
-    weight[qorder] = out[:, 0]
-    value[qorder] = out[:, 1:]
     with np.errstate(invalid="ignore"):
         shift[qorder] = np.where(np.isfinite(d0), -d0 + log_scale, -np.inf)
+    weight, value = out[:, 0], out[:, nm:nm + p]
+    mom: tuple[NDArray[np.floating], ...] = (out[:, 1:nm], out[:, nm + p:])
     if dtype != f64:
         # move the weight's binary exponent into the shift, exactly, before rounding
         mant, expo = np.frexp(weight)
         shift = np.where(weight > 0, shift + expo * math.log(2.0), shift)
         value = np.ldexp(value, -expo[:, None])
+        mom = tuple(np.ldexp(x, -expo[:, None]) for x in mom)
         weight = mant
         with np.errstate(over="ignore"):
             shift = shift.astype(dtype)
         weight, value = weight.astype(dtype), value.astype(dtype)
-    return Partials(shift, weight, value)
+        mom = tuple(x.astype(dtype) for x in mom)
+    extra = tuple(mom[0][:, j - 1].reshape((m,) + (1,) * j) for j in range(1, nm)) + tuple(
+        mom[1][:, (j - 1) * p:j * p].reshape((m,) + (1,) * j + (p,)) for j in range(1, r + 1))
+    return Partials(np.ascontiguousarray(shift), np.ascontiguousarray(weight), np.ascontiguousarray(value),
+                    tuple(np.ascontiguousarray(x) for x in extra))
+
+
+def _sums(ks, rows, qs, lo, hi, ex, d0, big, inv_h, half_width, r, p):  # type: ignore[no-untyped-def]
+    """The state rows of the sorted queries: the tails' series on both sides, then the near
+    windows (every key for the queries in ``big``)."""
+    m, ne, c = qs.size, ks.size, rows.shape[1]
+    nm = 2 * r + 1
+    out = np.zeros((m, c))
+    if not ne:
+        return out
+    kmax = terms(half_width)
+    lead = -math.log(CUT) + math.log(kmax + 1)
+    binom = np.array([[math.comb(j, t) for t in range(nm)] for j in range(nm)], dtype=np.float64)
+    mirrored = np.zeros((m, c))
+    sides = ((ks, rows, qs, lo, d0, out),
+             (np.ascontiguousarray(-ks[::-1]), np.ascontiguousarray(rows[::-1]),
+              np.ascontiguousarray(-qs[::-1]), np.ascontiguousarray(ne - hi[::-1]),
+              np.ascontiguousarray(d0[::-1]), mirrored))
+    for k_, rows_, q_, lo_, d_, o_ in sides:
+        if r:
+            _moments.far_side(k_, rows_, q_, lo_, d_, inv_h, kmax, lead, r, p, binom, o_)
+        else:
+            _far_side(k_, rows_, q_, lo_, d_, inv_h, kmax, lead, o_)
+    power = np.array([t if t < nm else (t - nm) // p for t in range(c)])
+    out += np.where(power % 2 == 1, -1.0, 1.0) * mirrored[::-1]  # u = k - q changes sign
+    out[big] = 0.0
+    work = (float(np.sum(hi - lo)) + float(np.count_nonzero(big)) * ne) * (c + 3)
+    if r:
+        run_ranges(_moments.near, (ks, rows, qs, lo, hi, ex, d0, big, inv_h, r, p), m, (out,), work=work)
+    else:
+        mid = np.searchsorted(ks, qs, side="right").astype(np.int64)
+        args = (ks, *_blocks(ks, inv_h), rows, qs, lo, mid, hi, ex, d0, big, inv_h)
+        run_ranges(_near, args, m, (out,), work=work)
+    return out
+
