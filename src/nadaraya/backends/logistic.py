@@ -39,7 +39,7 @@ O((n + m) K) for the series; the windows' sums run on :func:`nadaraya._support.j
 threads, in ranges of queries. float32 inputs are computed in float64 and rounded once at the
 end, the weight's binary exponent moved into the shift first (as the laplace backend does).
 Local fits (``moments`` up to 2): the same split, the moments carried as in
-:mod:`nadaraya.backends._logistic_moments` (two ``exp`` per near pair, an ``exp`` per series
+:mod:`nadaraya.backends._logistic_moments` (an ``exp`` per block of near keys, an ``exp`` per series
 term and key).
 
 Examples
@@ -233,19 +233,8 @@ def _near(  # type: ignore[no-untyped-def]  # pragma: no cover
                     for t in range(c):
                         out[i, t] += w * terms_[j, t]
             continue
-        e0 = math.exp(min(d0[i], 700.0))  # a kept near key has d0 <= |u| <= T
-        a, m_, b = lo[i], max(min(mid[i], hi[i]), lo[i]), hi[i]
-        w = np.empty(b - a)
-        cur = -1
-        f = 0.0
-        for j in range(a, b):  # left of the query (k_j <= q) up to m_, then right of it
-            if anchor[j] != cur or j == m_:
-                cur = anchor[j]
-                f = math.exp(-(q - ks[cur]) * inv_h) if j < m_ else math.exp((q - ks[cur]) * inv_h)
-            z = f * up[j] if j < m_ else f * down[j]
-            w[j - a] = z * e0 / ((1.0 + z) * (1.0 + z))
-        if a <= ex[i] < b:
-            w[ex[i] - a] = 0.0  # masked, not subtracted
+        a, b = lo[i], hi[i]
+        w = _moments.window_weights(ks, anchor, up, down, q, a, mid[i], b, ex[i], d0[i], inv_h)
         for t in range(c):
             acc = 0.0
             for j in range(a, b):
@@ -265,7 +254,7 @@ def choice(queries: NDArray[np.floating], keys: NDArray[np.floating],
     windows' pairs counted as for keys spread evenly over their range, the series' terms) is
     under the fused loop's over all pairs; ``None`` otherwise. With the ``moments`` of a local
     fit of degree ``r`` (up to :data:`MAX_DEGREE`) the near pairs cost ``1 + 2 r`` times as much
-    (two ``exp`` and the powers of ``u`` each), the series' terms ``1 + 3 r`` times (an ``exp``
+    (the powers of ``u`` each), the series' terms ``1 + 3 r`` times (an ``exp``
     and a binomial move each), the fused loop's pairs ``1 + r`` times.
 
     Examples
@@ -440,11 +429,11 @@ def _sums(ks, rows, qs, lo, hi, ex, d0, big, inv_h, half_width, r, p):  # type: 
     out += np.where(power % 2 == 1, -1.0, 1.0) * mirrored[::-1]  # u = k - q changes sign
     out[big] = 0.0
     work = (float(np.sum(hi - lo)) + float(np.count_nonzero(big)) * ne) * (c + 3)
+    mid = np.searchsorted(ks, qs, side="right").astype(np.int64)
+    args = (ks, *_blocks(ks, inv_h), rows, qs, lo, mid, hi, ex, d0, big, inv_h)
     if r:
-        run_ranges(_moments.near, (ks, rows, qs, lo, hi, ex, d0, big, inv_h, r, p), m, (out,), work=work)
+        run_ranges(_moments.near, (*args, r, p), m, (out,), work=work)
     else:
-        mid = np.searchsorted(ks, qs, side="right").astype(np.int64)
-        args = (ks, *_blocks(ks, inv_h), rows, qs, lo, mid, hi, ex, d0, big, inv_h)
         run_ranges(_near, args, m, (out,), work=work)
     return out
 
