@@ -97,6 +97,7 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
     Capability("taylor", ("gaussian",), dims=(1, 3), degree=(2, 2, 2), exact=False),
     Capability("binned", ("gaussian", "logistic"), dims=(1, 2), degree=(0, 0, 0), loo=False, exact=False),
     Capability("constant", ("constant",), degree=(3, 3, 3)),
+    Capability("logistic", ("logistic",), dims=(1, 1), degree=(2, 0, 0)),
 )}
 
 
@@ -182,7 +183,7 @@ def _polynomial(kernel: Kernel | str) -> bool:
 def cost(name: str, kernel: Kernel | str, *, n: int, m: int, d: int, degree: int = 0) -> float:
     """The modelled time of backend ``name`` for ``m`` queries against ``n`` keys in ``d``
     features with the moments of degree ``degree``, in nanoseconds, from the sizes alone;
-    ``inf`` for a backend whose cost depends on the data (truncated, taylor, binned: see
+    ``inf`` for a backend whose cost depends on the data (truncated, taylor, binned, logistic: see
     :func:`nadaraya.backends.choose_for_data`), that needs a device (torch) or Dask input.
 
     Examples

@@ -245,8 +245,10 @@ def choose_for_data(
     to 3 features, the exact truncated sums where the windows hold few of the pairs
     (:func:`choose_window`, from a sampled estimate; ``weighted``: the call has sample weights,
     which the dense cells of 1-D do not take); for a compact kernel in 2-3 features, the
-    fused loop where the windows hold too many keys for the k-d tree (:func:`_choose_tree`);
-    ``None`` where none pays (then :func:`choose` decides from the sizes alone).
+    fused loop where the windows hold too many keys for the k-d tree (:func:`_choose_tree`); for
+    the logistic kernel in 1-D (degree up to 2), its exact near windows and tails' series
+    (:func:`nadaraya.backends.logistic.choice`); ``None`` where none pays (then :func:`choose`
+    decides from the sizes alone).
 
     The estimate of the truncated sums' pairs is not taken where it would cost more than those
     sums could save (``worth_estimating``), nor where every key lies within every query's
@@ -284,6 +286,10 @@ def choose_for_data(
             return fast
     if tol is not None and d == 2 and kernel.name == "logistic" and not moments and not (loo or merged):
         return _choose_binned_2d(queries, keys, bandwidth, tol)
+    if kernel.name == "logistic" and d == 1:  # the near windows and the tails' series
+        import nadaraya.backends.logistic as logistic
+
+        return logistic.choice(queries, keys, bandwidth, moments)
     if kernel.name != "gaussian" or (d > 1 and moments and (tol is None or moments > 2)):
         return None  # in 2-3 features the exact truncated sums carry no moments (nor, without tol, a series)
     if not worth_estimating(kernel, n=n, m=m, d=d, moments=moments):

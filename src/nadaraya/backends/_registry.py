@@ -17,6 +17,7 @@ from nadaraya.partials import Partials
 BackendName = Literal[
     "auto", "reference", "fused", "windowed", "dask", "laplace", "torch", "truncated", "taylor", "binned",
     "constant",
+    "logistic",
 ]
 
 
@@ -32,6 +33,7 @@ _REGISTRY: dict[str, tuple[str, str | None, tuple[str, ...]]] = {
     "taylor": ("nadaraya.backends.taylor", None, ()),
     "binned": ("nadaraya.backends.binned", None, ()),
     "constant": ("nadaraya.backends.constant", None, ()),
+    "logistic": ("nadaraya.backends.logistic", None, ()),
 }
 
 
