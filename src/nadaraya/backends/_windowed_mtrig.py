@@ -346,11 +346,8 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
         Tc, Ts = np.empty((nt, NF, NC)), np.empty((nt, NF, NC))
         comp = np.empty((NF, NC))
         M = np.empty((4, NF, NC))
-        mu = np.empty(NF)
-        nq = np.empty(NF)
-        aq = np.empty(NF)
-        B = np.empty(NF)
-        E = np.empty(NF)
+        mu, nq, aq = np.empty(NF), np.empty(NF), np.empty(NF)
+        B, E = np.empty(NF), np.empty(NF)
         cb = np.empty(1)
         bound = np.empty(2 * R + 1)
         S = np.empty((2, NC, 2 * R + 1))  # side, column, moment
@@ -358,8 +355,7 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
         Sb = np.empty((2, NC, 2 * R + 1))
         edges = np.empty(5, np.int64)
         for b in range(tasks[t0], tasks[t1]):
-            j0 = start[b]
-            j1 = start[b + 1]
+            j0, j1 = start[b], start[b + 1]
             if j0 == j1:
                 continue
             cbk = b - 1
