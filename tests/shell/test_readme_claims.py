@@ -105,7 +105,8 @@ def test_each_backend_takes_the_degrees_the_readme_gives_it(backend: str, d: int
     if backend in ("laplace", "logistic") and d > 1:
         pytest.skip(f"the {backend} backend is 1-D")
     limits = _backend_degrees()
-    special = {"laplace": "laplacian", "windowed": "epanechnikov", "constant": "constant", "logistic": "logistic"}
+    special = {"laplace": "laplacian", "windowed": "epanechnikov", "constant": "constant",
+               "logistic": "logistic"}
     kernel = special.get(backend, "gaussian")
     x = np.random.default_rng(0).uniform(0.0, 1.0, (200, d))
     extra = {"tol": 1e-6} if backend in ("taylor", "binned") else {}
