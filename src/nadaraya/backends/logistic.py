@@ -13,7 +13,8 @@ the fused loop visits all ``m n`` pairs. This backend splits each query's keys a
   the sorted queries sweep the sorted keys; the far-right sum is the same on the mirrored keys.
 
 **The cut.** The series alternates, and its terms from the ``(K+1)``-th on decrease in size
-where ``e^-|u| <= (K + 1) / (K + 2)`` (for ``|u| >= T >= 0.5`` and every ``K``), so cutting it
+where ``e^-|u| <= (K + 1) / (K + 2)`` (at ``|u| >= 0.5`` for every ``K``; at the narrowest
+``T``, 0.25, for ``K >= 3``, and the cut takes 193 there), so cutting it
 after ``K`` terms leaves an error under the first term dropped, ``(K + 1) e^(-(K+1)|u|)``;
 against ``K(u) >= e^-|u| / (1 + e^-|u|)^2`` that is a relative error under
 ``(K + 1) e^(-K|u|) (1 + e^-|u|)^2``. Each query takes the fewest terms that hold this under
