@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["argsort_spread", "counting_order", "counting_pairs", "scatter_rows", "sorted_exclude",
-           "sorted_order", "sorted_pairs", "unsort_rows"]
+           "sorted_order", "sorted_pairs", "sorted_weighted", "unsort_rows"]
 
 
 def sorted_order(x: NDArray[np.float64]) -> NDArray[np.intp]:
@@ -22,6 +24,31 @@ def sorted_order(x: NDArray[np.float64]) -> NDArray[np.intp]:
     if x.size < 2 or bool(np.all(x[1:] >= x[:-1])):
         return np.arange(x.size)
     return argsort_spread(x)
+
+
+def sorted_weighted(
+    k: NDArray[np.float64], sample_weight: NDArray[np.floating] | None
+) -> tuple[NDArray[np.intp], NDArray[np.float64], float]:
+    """The keys of positive weight in sorted order (their original indices ``kept``), their
+    sample weights scaled by a power of two (exact) so that the largest is in ``[0.5, 1)``,
+    and the log of that power (for the partials' shift).
+
+    Examples
+    --------
+    >>> kept, s, log_scale = sorted_weighted(np.array([3.0, 1.0, 2.0]), np.array([4.0, 0.0, 2.0]))
+    >>> kept.tolist(), s.tolist(), round(log_scale, 6)
+    ([2, 0], [0.25, 0.5], 2.079442)
+    """
+    if sample_weight is None:
+        return sorted_order(k), np.ones(k.size), 0.0
+    sw = np.asarray(sample_weight, dtype=np.float64)
+    pos = np.nonzero(sw > 0)[0]
+    kept = pos[sorted_order(k[pos])]
+    s = sw[kept]
+    if not s.size:
+        return kept, s, 0.0
+    top = int(np.frexp(s.max())[1])
+    return kept, np.ldexp(s, -top), top * math.log(2.0)
 
 
 def sorted_exclude(

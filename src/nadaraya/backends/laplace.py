@@ -67,7 +67,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-from nadaraya.backends._sorted import sorted_exclude, sorted_order
+from nadaraya.backends._sorted import sorted_exclude, sorted_order, sorted_weighted
 from nadaraya.kernels import Kernel
 from nadaraya.partials import Partials
 
@@ -471,19 +471,7 @@ def partials(
     inv_h = float(1.0 / np.asarray(bandwidth, dtype=f64)[0])
     qs = np.ascontiguousarray(queries[:, 0], dtype=f64)
     k = np.asarray(keys[:, 0], dtype=f64)
-    log_scale = 0.0
-    if sample_weight is None:
-        kept = sorted_order(k)
-        s = np.ones(kept.size)
-    else:
-        sw = np.asarray(sample_weight, dtype=f64)
-        pos = np.nonzero(sw > 0)[0]
-        kept = pos[sorted_order(k[pos])]
-        s = sw[kept]
-        if s.size:
-            top = int(np.frexp(s.max())[1])
-            s = np.ldexp(s, -top)
-            log_scale = top * math.log(2.0)
+    kept, s, log_scale = sorted_weighted(k, sample_weight)
     ne = kept.size
     ks = np.ascontiguousarray(k[kept])
     own = np.empty((ne, 1 + p))  # each key's weight and weighted values

@@ -67,7 +67,7 @@ from numpy.typing import NDArray
 from nadaraya._support.jit import run_ranges
 from nadaraya.backends import _logistic_moments as _moments
 from nadaraya.backends._registry import Choice
-from nadaraya.backends._sorted import sorted_exclude, sorted_order
+from nadaraya.backends._sorted import sorted_exclude, sorted_order, sorted_weighted
 from nadaraya.kernels import Kernel
 from nadaraya.partials import Partials
 
@@ -351,19 +351,7 @@ def partials(
     inv_h = 1.0 / h
     qs = np.asarray(queries[:, 0], dtype=f64)
     k = np.asarray(keys[:, 0], dtype=f64)
-    log_scale = 0.0
-    if sample_weight is None:
-        kept = sorted_order(k)
-        s = np.ones(kept.size)
-    else:
-        sw = np.asarray(sample_weight, dtype=f64)
-        pos = np.nonzero(sw > 0)[0]
-        kept = pos[sorted_order(k[pos])]
-        s = sw[kept]
-        if s.size:
-            top = int(np.frexp(s.max())[1])
-            s = np.ldexp(s, -top)
-            log_scale = top * math.log(2.0)
+    kept, s, log_scale = sorted_weighted(k, sample_weight)
     ks = np.ascontiguousarray(k[kept])
     ne = ks.size
     rows = np.zeros((ne, nm + (r + 1) * p))
