@@ -17,7 +17,16 @@ import numpy as np
 
 from nadaraya.backends.laplace import _carry, _factor
 
-__all__ = ["far_side", "near", "window_weights"]
+__all__ = ["cut_terms", "far_side", "near", "window_weights"]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def cut_terms(x, lead, kmax):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The series' terms a query takes when its nearest far key is ``x`` bandwidths away: the
+    least ``K`` (at most ``kmax``) with ``K >= (lead + 2 log1p(e^-x)) / x``, the cut of
+    :func:`nadaraya.backends.logistic.terms` with ``log(K + 1)`` bounded by ``log(kmax + 1)``
+    inside ``lead``."""
+    return min(kmax, math.ceil((lead + 2.0 * math.log1p(math.exp(-x))) / x))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -46,7 +55,7 @@ def far_side(ks, terms_, qs, lo, d0, inv_h, kmax, lead, r, p, binom, out):  # ty
             continue
         a = lo[i] - 1
         x = (qs[i] - ks[a]) * inv_h
-        kq = min(kmax, math.ceil((lead + 2.0 * math.log1p(math.exp(-x))) / x))
+        kq = cut_terms(x, lead, kmax)
         coef = math.exp(-(x - d0[i]))
         b = math.exp(-x)
         for k in range(kq):

@@ -178,7 +178,7 @@ def _far_side(ks, terms_, qs, lo, d0, inv_h, kmax, lead, out):  # type: ignore[n
         if lo[i] == 0 or d0[i] == np.inf:
             continue
         x = (qs[i] - ks[lo[i] - 1]) * inv_h
-        kq = min(kmax, math.ceil((lead + 2.0 * math.log1p(math.exp(-x))) / x))
+        kq = _moments.cut_terms(x, lead, kmax)
         coef = math.exp(-(x - d0[i]))  # e^(d0 - x) <= 1: the nearest key's distance d0 <= x
         b = math.exp(-x)
         for k in range(kq):
