@@ -50,10 +50,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nadaraya._support.jit import run_ranges
+from nadaraya.backends._constant_fit import fit_rows, loo_rows, loo_rows1
 from nadaraya.kernels import Kernel
 from nadaraya.partials import Partials
 
-__all__ = ["BLOCK", "MAX_DEGREE", "partials", "supports"]
+__all__ = ["BLOCK", "MAX_DEGREE", "local_fit", "partials", "supports"]
 
 #: the largest local polynomial degree (``moments=``) this backend computes
 MAX_DEGREE = 3
@@ -359,6 +360,89 @@ def partials(
     run_ranges(_moved, (q, centre, -inv, parent, feature, pairs, coef, unscale, kv, p, rows), m, (out,),
                grain=4 * BLOCK, work=float(m) * pairs.shape[0] * (1 + p))
     return _finish(out, mono, kv, d, p, r, log_scale, dtype)
+
+
+def local_fit(
+    queries: NDArray[np.floating], keys: NDArray[np.floating], values: NDArray[np.floating], *,
+    kernel: Kernel, degree: int, rcond: float, sample_weight: NDArray[np.floating] | None = None,
+    exclude: NDArray[np.integer] | None = None, slopes: bool = True,
+) -> tuple[Partials, tuple[NDArray[np.float64], ...], NDArray[np.intp], Partials | None] | None:
+    """The local fits of ``degree`` 1 or 2 in one feature (float64) as the keys' one weighted
+    polynomial (:mod:`nadaraya.backends._constant_fit`), without moments per query.
+
+    Returns ``(base, (estimate, slope, used, inverse00), rest, rest_parts)``: ``base`` the
+    degree-0 partials of every query (as :func:`partials` gives them), the fits in the fields of
+    :class:`nadaraya.local.solve.LocalFit` (``slope`` (m, p) per unit of the feature), and the
+    queries ``rest`` whose degree the general rule decides (``used`` -2 there) with their
+    partials with moments (:func:`partials`; None where there are none). None where the keys
+    have no weight (every query is the general rule's). ``slopes=False``: slope and inverse00
+    (outside ``rest``) are not computed (NaN, read-only), nor ``base`` copied per query without
+    ``exclude`` (read-only views).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.array([[0.0], [1.0], [2.0]]); y = np.array([[1.0], [3.0], [5.0]])
+    >>> from nadaraya.kernels import get
+    >>> fits = local_fit(np.array([[4.0]]), x, y, kernel=get("constant"), degree=1, rcond=1e-10)
+    >>> base, (est, slope, used, inv00), rest, _ = fits
+    >>> float(est[0, 0]), float(slope[0, 0]), int(used[0]), rest.size  # y = 1 + 2 x, at x = 4
+    (9.0, 2.0, 1, 0)
+    """
+    f64 = np.float64
+    m, p = queries.shape[0], values.shape[1]
+    k = np.ascontiguousarray(keys, dtype=f64)
+    log_scale = 0.0
+    if sample_weight is None:
+        s = np.ones(k.shape[0])
+    else:
+        s = np.asarray(sample_weight, dtype=f64)
+        if not (s.size and s.max() > 0):
+            return None
+        top = int(np.frexp(s.max())[1])
+        s = np.ldexp(s, -top)
+        log_scale = top * math.log(2.0)
+    if k.shape[0] == 0:
+        return None
+    centre, scale = _centre(k, s)
+    inv = 1.0 / scale
+    v = np.ascontiguousarray(values, dtype=f64)
+    nk = 2 * degree + 1
+    if exclude is None:
+        mono = _monomials(1, 2 * degree)
+        parent, feature = _parents(mono)
+        rows = _sums(k, s, v, centre, inv, parent, feature, degree + 1)[None, :]
+    else:
+        ex = np.asarray(exclude, dtype=np.int64)
+        a = (k[:, 0] - centre[0]) * inv[0]
+        rows = (loo_rows1 if p == 1 else loo_rows)(a, s, v, degree, np.where((ex >= 0) & (ex < k.shape[0]), ex, -1))
+    q = np.ascontiguousarray(np.asarray(queries)[:, 0], dtype=f64)
+    est, used = np.empty((m, p)), np.empty(m, dtype=np.int64)
+    slope, inv00 = (np.empty((m, p)), np.empty(m)) if slopes else (np.empty((0, p)), np.empty(0))
+    run_ranges(fit_rows, (rows, q, float(centre[0]), degree, float(rcond), float(inv[0])), m,
+               (est, slope, used, inv00), grain=4 * BLOCK, work=60.0 * m)
+    rest = np.flatnonzero(used < -1)
+    if not slopes:
+        slope, inv00 = np.broadcast_to(np.nan, (m, p)), np.broadcast_to(np.nan, (m,))
+        if rest.size:
+            slope, inv00 = slope.copy(), inv00.copy()
+    if rows.shape[0] == 1:
+        weight = np.broadcast_to(rows[0, 0], (m,))
+        value = np.broadcast_to(rows[:, nk:nk + p], (m, p))
+        if slopes or rest.size:
+            weight, value = weight.copy(), value.copy()
+    else:
+        weight = np.ascontiguousarray(rows[:, 0])
+        value = np.ascontiguousarray(rows[:, nk:nk + p])
+    shift = np.broadcast_to(log_scale if rows[0, 0] > 0 else -np.inf, (m,))
+    base = Partials(np.where(weight > 0, log_scale, -np.inf) if rows.shape[0] > 1 or rest.size else shift,
+                    weight, value)
+    rest_parts = None
+    if rest.size:
+        rest_parts = partials(queries[rest], keys, values, kernel=kernel, bandwidth=np.ones(1),
+                              sample_weight=sample_weight, moments=degree,
+                              exclude=None if exclude is None else np.asarray(exclude)[rest])
+    return base, (est, slope, used, inv00), rest, rest_parts
 
 
 def _finish(out: NDArray[np.float64], mono: list[tuple[int, ...]], kv: int, d: int, p: int, r: int,
