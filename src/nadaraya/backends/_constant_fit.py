@@ -126,6 +126,46 @@ def _reach(rcond):  # type: ignore[no-untyped-def]  # pragma: no cover - compile
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def _shared1(rows, q, centre, degree, rcond, inv, reach, lo, hi, est, used):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`fit_rows` for one shared row, one value column, estimates only: a loop without
+    branches over the queries (the full degree's bound of :func:`_degree` without divisions;
+    SIMD), then :func:`_degree` for the few it does not clear."""
+    nk = 2 * degree + 1
+    w3 = rows[0, 3] if degree == 2 else 0.0
+    w4 = rows[0, 4] if degree == 2 else 0.0
+    ok, iw, mu1, var, ivar, c3, k4, dd, idd = _stats(rows[0, 0], rows[0, 1], rows[0, 2], w3, w4, degree)
+    v2 = rows[0, nk + 2] if degree == 2 else 0.0
+    g0, g1, g2 = _coef(rows[0, nk], rows[0, nk + 1], v2, iw, mu1, var, ivar, c3, idd, degree)
+    noise = NOISE * _EPS * (1.0 + k4)
+    rel = 1e3 * _EPS * (1.0 + k4)
+    room = 4.0 / 27.0 * (dd - noise * (1.0 + c3 * c3 * ivar * ivar * ivar)) * (1.0 - rel) * (1.0 - 1e-12)
+    tight = (rcond + noise) * (1.0 + 1e-12)
+    b = c3 * ivar
+    c4 = 4.0 * c3 * ivar * ivar
+    lim = reach * var if ok else -1.0
+    if degree == 2 and not ok:
+        room = -1.0
+    for i in range(lo, hi):
+        u = (q[i] - centre) * inv - mu1
+        if degree == 2:
+            z2 = u * u * ivar
+            m4 = k4 - u * c4 + 6.0 * z2 + z2 * z2
+            est[i, 0] = g0 + g1 * u + g2 * (u * u - b * u - var)
+            used[i] = 2 if (1.0 + z2) * m4 * tight <= room else -2
+        else:
+            est[i, 0] = g0 + g1 * u
+            used[i] = 1 if u * u <= lim else -2
+    for i in range(lo, hi):
+        if used[i] == -2:
+            u = (q[i] - centre) * inv - mu1
+            deg = _degree(ok, u, ivar, c3, k4, dd, degree, rcond)
+            used[i] = deg
+            f1 = 1.0 if deg >= 1 else 0.0
+            f2 = 1.0 if deg == 2 else 0.0
+            est[i, 0] = g0 + f1 * g1 * u + f2 * g2 * (u * u - b * u - var)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def fit_rows(rows, q, centre, degree, rcond, inv, lo, hi, est, slope, used, inv00):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Queries ``lo:hi``: ``rows`` (m, c) their moment rows, or (1, c) one row shared by all;
     ``q`` (m,) the queries (``(q - centre) inv`` in the units of the rows); outputs ``est``,
@@ -138,6 +178,9 @@ def fit_rows(rows, q, centre, degree, rcond, inv, lo, hi, est, slope, used, inv0
     g = np.zeros((3, p))
     ok, iw, mu1, var, ivar, c3, k4, dd, idd = False, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0
     reach = _reach(rcond)
+    if shared and p == 1 and not full and hi > lo:
+        _shared1(rows, q, centre, degree, rcond, inv, reach, lo, hi, est, used)
+        return
     for i in range(lo, hi):
         if not shared or i == lo:
             r = 0 if shared else i
@@ -246,10 +289,10 @@ def _two(acc, comp, x):  # type: ignore[no-untyped-def]  # pragma: no cover - co
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
-def _terms(s, a, v, e, group):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """Key ``e``'s five terms of ``group``: 0 ``s, s a, s a^2, s v, s a v``; 1 ``s a^3, s a^4,
-    s a^2 v`` (and two zeros)."""
-    w, x, y = s[e], a[e], v[e, 0]
+def _terms(s, k, centre, inv, v, e, group):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Key ``e``'s five terms of ``group`` (``a = (k - centre) inv``): 0 ``s, s a, s a^2, s v,
+    s a v``; 1 ``s a^3, s a^4, s a^2 v`` (and two zeros)."""
+    w, x, y = s[e], (k[e, 0] - centre) * inv, v[e, 0]
     w1 = w * x
     w2 = w1 * x
     if group == 0:
@@ -259,75 +302,90 @@ def _terms(s, a, v, e, group):  # type: ignore[no-untyped-def]  # pragma: no cov
 
 
 @numba.njit(cache=True, nogil=True)
-def _group(s, a, v, start, order, group, cols, before, rows):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _group(s, k, centre, inv, v, start, order, group, cols, rows):  # type: ignore[no-untyped-def]  # pragma: no cover
     """The columns ``cols`` of the rows of :func:`loo_rows1` (``-1``: none) from the terms of
-    ``group``: a pass up the keys into ``before`` (n + 1, 5), a pass down adding each suffix to
-    the prefix of the queries that leave that key out; five running sums and their errors in
-    registers."""
-    n = a.size
+    ``group``: a pass up the keys writing each prefix to the queries that leave that key out, a
+    pass down adding each suffix (the queries leaving out key ``e``: ``order[start[e]:start[e + 1]]``,
+    or query ``e`` alone where ``order`` is empty); five running sums and their errors in
+    registers. Returns the totals."""
+    n = k.shape[0]
+    nc = cols.size
+    ident = order.size == 0
     a0 = a1 = a2 = a3 = a4 = 0.0
     c0 = c1 = c2 = c3 = c4 = 0.0
-    for e in range(n + 1):
-        r = before[e]
-        r[0], r[1], r[2], r[3], r[4] = a0 + c0, a1 + c1, a2 + c2, a3 + c3, a4 + c4
-        if e == n:
-            break
-        x0, x1, x2, x3, x4 = _terms(s, a, v, e, group)
+    for e in range(n):
+        head = (a0 + c0, a1 + c1, a2 + c2, a3 + c3, a4 + c4)
+        for j in range(e, e + 1) if ident else range(start[e], start[e + 1]):
+            o = rows[j if ident else order[j]]
+            for t in range(nc):
+                o[cols[t]] = head[t]
+        x0, x1, x2, x3, x4 = _terms(s, k, centre, inv, v, e, group)
         a0, c0 = _two(a0, c0, x0)
         a1, c1 = _two(a1, c1, x1)
         a2, c2 = _two(a2, c2, x2)
         a3, c3 = _two(a3, c3, x3)
         a4, c4 = _two(a4, c4, x4)
+    total = (a0 + c0, a1 + c1, a2 + c2, a3 + c3, a4 + c4)
     a0 = a1 = a2 = a3 = a4 = 0.0
     c0 = c1 = c2 = c3 = c4 = 0.0
-    k = cols.size
     for e in range(n - 1, -1, -1):
-        b = before[e]
-        for j in range(start[e], start[e + 1]):
-            o = rows[order[j]]
-            tail = (a0 + c0, a1 + c1, a2 + c2, a3 + c3, a4 + c4)
-            for t in range(k):
-                o[cols[t]] = b[t] + tail[t]
-        x0, x1, x2, x3, x4 = _terms(s, a, v, e, group)
+        tail = (a0 + c0, a1 + c1, a2 + c2, a3 + c3, a4 + c4)
+        for j in range(e, e + 1) if ident else range(start[e], start[e + 1]):
+            o = rows[j if ident else order[j]]
+            for t in range(nc):
+                o[cols[t]] += tail[t]
+        x0, x1, x2, x3, x4 = _terms(s, k, centre, inv, v, e, group)
         a0, c0 = _two(a0, c0, x0)
         a1, c1 = _two(a1, c1, x1)
         a2, c2 = _two(a2, c2, x2)
         a3, c3 = _two(a3, c3, x3)
         a4, c4 = _two(a4, c4, x4)
+    return total
 
 
 @numba.njit(cache=True, nogil=True)
-def loo_rows1(a, s, v, degree, ex):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-    """:func:`loo_rows` for one value column (the same sums, term by term), five columns of a
-    key at a time (:func:`_group`)."""
-    n, m = a.size, ex.size
+def loo_rows1(k, s, v, centre, inv, degree, ex):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """:func:`loo_rows` for one value column (the same sums, term by term; ``k`` (n, 1) the keys,
+    ``a = (k - centre) inv``), five columns of a key at a time (:func:`_group`); the queries
+    leaving out key ``i`` in turn (``ex`` is ``0, 1, ..., n - 1``) take no sort."""
+    n, m = k.shape[0], ex.size
     nk = 2 * degree + 1
     c = nk + degree + 1
-    start = np.zeros(n + 1, dtype=np.int64)
+    ident = m == n
     for i in range(m):
-        if ex[i] >= 0:
-            start[ex[i] + 1] += 1
-    for j in range(n):
-        start[j + 1] += start[j]
-    order = np.empty(start[n], dtype=np.int64)
-    fill = start[:-1].copy()
-    for i in range(m):
-        if ex[i] >= 0:
-            order[fill[ex[i]]] = i
-            fill[ex[i]] += 1
+        if ex[i] != i:
+            ident = False
+            break
+    start = np.zeros(0 if ident else n + 1, dtype=np.int64)
+    order = np.empty(0, dtype=np.int64)
+    if not ident:
+        for i in range(m):
+            if ex[i] >= 0:
+                start[ex[i] + 1] += 1
+        for j in range(n):
+            start[j + 1] += start[j]
+        order = np.empty(start[n], dtype=np.int64)
+        fill = start[:-1].copy()
+        for i in range(m):
+            if ex[i] >= 0:
+                order[fill[ex[i]]] = i
+                fill[ex[i]] += 1
+        if order.size == 0:  # no query leaves a key out: an empty order must not read as the identity
+            start = np.zeros(n + 1, dtype=np.int64)
+            order = np.empty(1, dtype=np.int64)
     rows = np.empty((m, c))
-    before = np.empty((n + 1, 5))
     low = np.array([0, 1, 2, nk, nk + 1])
-    _group(s, a, v, start, order, 0, low, before, rows)
+    total = _group(s, k, centre, inv, v, start, order, 0, low, rows)
     for i in range(m):
         if ex[i] < 0:
             for t in range(5):
-                rows[i, low[t]] = before[n, t]
+                rows[i, low[t]] = total[t]
     if degree == 2:
         high = np.array([3, 4, 7])
-        _group(s, a, v, start, order, 1, high, before, rows)
+        total = _group(s, k, centre, inv, v, start, order, 1, high, rows)
         for i in range(m):
             if ex[i] < 0:
                 for t in range(3):
-                    rows[i, high[t]] = before[n, t]
+                    rows[i, high[t]] = total[t]
     return rows
+

@@ -414,8 +414,12 @@ def local_fit(
         rows = _sums(k, s, v, centre, inv, parent, feature, degree + 1)[None, :]
     else:
         ex = np.asarray(exclude, dtype=np.int64)
-        a = (k[:, 0] - centre[0]) * inv[0]
-        rows = (loo_rows1 if p == 1 else loo_rows)(a, s, v, degree, np.where((ex >= 0) & (ex < k.shape[0]), ex, -1))
+        if ex.size and ex.max() >= k.shape[0]:
+            ex = np.where(ex < k.shape[0], ex, -1)
+        if p == 1:
+            rows = loo_rows1(k, s, v, float(centre[0]), float(inv[0]), degree, ex)
+        else:
+            rows = loo_rows((k[:, 0] - centre[0]) * inv[0], s, v, degree, ex)
     q = np.ascontiguousarray(np.asarray(queries)[:, 0], dtype=f64)
     est, used = np.empty((m, p)), np.empty(m, dtype=np.int64)
     slope, inv00 = (np.empty((m, p)), np.empty(m)) if slopes else (np.empty((0, p)), np.empty(0))
@@ -426,17 +430,19 @@ def local_fit(
         slope, inv00 = np.broadcast_to(np.nan, (m, p)), np.broadcast_to(np.nan, (m,))
         if rest.size:
             slope, inv00 = slope.copy(), inv00.copy()
+    keep = slopes or rest.size > 0  # arrays of their own, written over at ``rest``
     if rows.shape[0] == 1:
         weight = np.broadcast_to(rows[0, 0], (m,))
         value = np.broadcast_to(rows[:, nk:nk + p], (m, p))
-        if slopes or rest.size:
-            weight, value = weight.copy(), value.copy()
     else:
-        weight = np.ascontiguousarray(rows[:, 0])
-        value = np.ascontiguousarray(rows[:, nk:nk + p])
-    shift = np.broadcast_to(log_scale if rows[0, 0] > 0 else -np.inf, (m,))
-    base = Partials(np.where(weight > 0, log_scale, -np.inf) if rows.shape[0] > 1 or rest.size else shift,
-                    weight, value)
+        weight, value = rows[:, 0], rows[:, nk:nk + p]
+    if keep:
+        weight, value = np.ascontiguousarray(weight), np.ascontiguousarray(value)
+    if not keep and m and weight.min() > 0:
+        shift = np.broadcast_to(log_scale, (m,))
+    else:
+        shift = np.where(weight > 0, log_scale, -np.inf)
+    base = Partials(shift, weight, value)
     rest_parts = None
     if rest.size:
         rest_parts = partials(queries[rest], keys, values, kernel=kernel, bandwidth=np.ones(1),
