@@ -32,7 +32,7 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["NOISE", "fit_rows", "loo_rows", "loo_rows1"]
+__all__ = ["NOISE", "at_degree", "fit_rows", "loo_rows", "loo_rows1"]
 
 #: the band about RCOND, in units of ``eps (1 + k4)``, where a query's degree is left to the general rule
 NOISE = 1e5
@@ -88,9 +88,9 @@ def _coef(v0, v1, v2, iw, mu1, var, ivar, c3, idd, degree):  # type: ignore[no-u
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _degree(ok, u, ivar, c3, k4, dd, degree, rcond):  # type: ignore[no-untyped-def]  # pragma: no cover
     """A query's degree at ``u = a_q - mean`` by the bounds of the module text (``-2``: left
-    to the general rule)."""
+    to the general rule; ``-3``: so are its fits, the keys' distribution being degenerate)."""
     if not ok:
-        return -2
+        return -3
     z2 = u * u * ivar
     noise = NOISE * _EPS * (1.0 + k4)
     rel = 1e3 * _EPS * (1.0 + k4)
@@ -113,6 +113,37 @@ def _degree(ok, u, ivar, c3, k4, dd, degree, rcond):  # type: ignore[no-untyped-
     if r1 * (1.0 + rel) + noise < rcond:
         return 0
     return -2
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _at(deg, g0, g1, g2, u, p2):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The fit of degree ``deg`` at ``u`` (``p2`` the second orthogonal polynomial there); the
+    terms above ``deg`` are not added (their coefficients may be undefined)."""
+    out = g0
+    if deg >= 1:
+        out += g1 * u
+    if deg == 2:
+        out += g2 * p2
+    return out
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _slope(deg, g1, g2, u, b):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The derivative of the fit of degree ``deg`` along ``a`` (NaN at degree 0 and below)."""
+    if deg == 2:
+        return g1 + g2 * (2.0 * u - b)
+    return g1 if deg == 1 else np.nan
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _corner(deg, z2, p2, ivar, idd):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``(M / sum w)^-1 [0, 0]`` at degree ``deg``: the sum of the squared orthonormal polynomials."""
+    out = 1.0
+    if deg >= 1:
+        out += z2
+    if deg == 2:
+        out += p2 * p2 * ivar * ivar * idd
+    return out
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -156,13 +187,11 @@ def _shared1(rows, q, centre, degree, rcond, inv, reach, lo, hi, est, used):  # 
             est[i, 0] = g0 + g1 * u
             used[i] = 1 if u * u <= lim else -2
     for i in range(lo, hi):
-        if used[i] == -2:
+        if used[i] == -2:  # the bounds at the full degree do not clear it: all of them
             u = (q[i] - centre) * inv - mu1
             deg = _degree(ok, u, ivar, c3, k4, dd, degree, rcond)
             used[i] = deg
-            f1 = 1.0 if deg >= 1 else 0.0
-            f2 = 1.0 if deg == 2 else 0.0
-            est[i, 0] = g0 + f1 * g1 * u + f2 * g2 * (u * u - b * u - var)
+            est[i, 0] = _at(deg, g0, g1, g2, u, u * u - b * u - var)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -209,14 +238,37 @@ def fit_rows(rows, q, centre, degree, rcond, inv, lo, hi, est, slope, used, inv0
         used[i] = deg
         b = c3 * ivar
         p2 = u * u - b * u - var
-        f1 = 1.0 if deg >= 1 else 0.0
-        f2 = 1.0 if deg == 2 else 0.0
         for col in range(p):
-            est[i, col] = g[0, col] + f1 * g[1, col] * u + f2 * g[2, col] * p2
+            est[i, col] = _at(deg, g[0, col], g[1, col], g[2, col], u, p2)
         if full:
             for col in range(p):
-                slope[i, col] = (g[1, col] + f2 * g[2, col] * (2.0 * u - b)) * inv if deg >= 1 else np.nan
-            inv00[i] = 1.0 + f1 * z2 + f2 * p2 * p2 * ivar * ivar * idd
+                slope[i, col] = _slope(deg, g[1, col], g[2, col], u, b) * inv
+            inv00[i] = _corner(deg, z2, p2, ivar, idd)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def at_degree(rows, q, centre, degree, inv, idx, degs, est, slope, inv00):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The fits of queries ``idx`` at the degrees ``degs`` (the general rule's) from the
+    polynomial of their rows, as :func:`fit_rows` writes them."""
+    p = est.shape[1]
+    nk = 2 * degree + 1
+    for j in range(idx.size):
+        i = idx[j]
+        r = 0 if rows.shape[0] == 1 else i
+        w3 = rows[r, 3] if degree == 2 else 0.0
+        w4 = rows[r, 4] if degree == 2 else 0.0
+        ok, iw, mu1, var, ivar, c3, k4, dd, idd = _stats(rows[r, 0], rows[r, 1], rows[r, 2], w3, w4, degree)
+        u = (q[i] - centre) * inv - mu1
+        b = c3 * ivar
+        p2 = u * u - b * u - var
+        for col in range(p):
+            v2 = rows[r, nk + 2 * p + col] if degree == 2 else 0.0
+            g0, g1, g2 = _coef(rows[r, nk + col], rows[r, nk + p + col], v2, iw, mu1, var, ivar, c3, idd, degree)
+            est[i, col] = _at(degs[j], g0, g1, g2, u, p2)
+            if inv00.size:
+                slope[i, col] = _slope(degs[j], g1, g2, u, b) * inv
+        if inv00.size:
+            inv00[i] = _corner(degs[j], u * u * ivar, p2, ivar, idd)
 
 
 @numba.njit(cache=True, nogil=True, inline="always")

@@ -26,7 +26,7 @@ from nadaraya._core.nearest import FAR_LOG_WEIGHT
 from nadaraya._support.validation import warn_at_caller
 from nadaraya.backends.reference import moment_shapes
 from nadaraya.local.job import MAX_DEGREE, Job, SingularFitWarning, as_degree
-from nadaraya.local.solve import LocalFit, solve
+from nadaraya.local.solve import RCOND, LocalFit, solve
 from nadaraya.partials import Partials, merge
 from nadaraya.partials import empty as empty_partials
 
@@ -245,9 +245,9 @@ def pool(job: Job, empty: str, exclude: NDArray[np.integer] | None = None, backe
 
 def _constant_fit(job: Job, exclude: NDArray[np.integer] | None, backend: str) -> tuple[Partials, LocalFit] | None:
     """Degree 1 or 2 in one feature on the constant backend (float64): every query's fit is the
-    keys' one weighted polynomial (:func:`nadaraya.backends.constant.local_fit`); the queries
-    whose degree it leaves to the rule of :func:`solve` get it from their moments. None: the
-    call is not one of these. The fits' slopes are not computed (pool reads the estimates)."""
+    keys' one weighted polynomial (:func:`nadaraya.backends.constant.local_fit`), at the degree
+    the rule of :func:`solve` gives each query. None: the call is not one of these. The fits'
+    slopes are not computed (pool reads the estimates)."""
     call = job.call
     if (job.cat is not None or job.degree not in (1, 2) or call.keys.shape[1] != 1
             or call.kernel.name != "constant" or call.values.dtype != np.float64
@@ -258,19 +258,14 @@ def _constant_fit(job: Job, exclude: NDArray[np.integer] | None, backend: str) -
     if choice.name != "constant":
         return None
     from nadaraya.backends import constant
-    from nadaraya.local.solve import RCOND
 
     got = constant.local_fit(call.queries, call.keys, call.values, kernel=call.kernel, degree=job.degree,
-                             rcond=RCOND, sample_weight=call.sample_weight, exclude=exclude, slopes=False)
+                             rcond=RCOND, solve=lambda parts: solve(parts, job.degree, call.bandwidth),
+                             sample_weight=call.sample_weight, exclude=exclude, slopes=False)
     if got is None:
         return None
-    base, (estimate, slope, used, inv00), rest, rest_parts = got
+    base, (estimate, slope, used, inv00) = got
     fit = LocalFit(estimate, slope[:, None, :], used, inv00)
-    if rest_parts is not None:
-        sub = solve(rest_parts, job.degree, call.bandwidth)
-        fit.estimate[rest], fit.slope[rest], fit.degree[rest] = sub.estimate, sub.slope, sub.degree
-        fit.inverse00[rest] = sub.inverse00
-        base.shift[rest], base.weight[rest], base.value[rest] = rest_parts.shift, rest_parts.weight, rest_parts.value
     return base, fit
 
 
