@@ -1,4 +1,4 @@
-"""The constant kernel's local fits of degree 1 and 2 in one feature: one weighted polynomial, each query's certified degree.
+"""The constant kernel's local fits of degree 1 and 2 in one feature: one polynomial, each query's degree.
 
 With constant weights every query's local system is the keys' one weighted least-squares
 problem, written about the query: the fit at ``q`` is the keys' global polynomial evaluated at
@@ -215,7 +215,8 @@ def fit_rows(rows, q, centre, degree, rcond, inv, lo, hi, est, slope, used, inv0
             r = 0 if shared else i
             w3 = rows[r, 3] if degree == 2 else 0.0
             w4 = rows[r, 4] if degree == 2 else 0.0
-            ok, iw, mu1, var, ivar, c3, k4, dd, idd = _stats(rows[r, 0], rows[r, 1], rows[r, 2], w3, w4, degree)
+            ok, iw, mu1, var, ivar, c3, k4, dd, idd = _stats(rows[r, 0], rows[r, 1], rows[r, 2], w3, w4,
+                                                             degree)
             for col in range(p):
                 v2 = rows[r, nk + 2 * p + col] if degree == 2 else 0.0
                 g[0, col], g[1, col], g[2, col] = _coef(rows[r, nk + col], rows[r, nk + p + col], v2, iw, mu1,
@@ -226,10 +227,12 @@ def fit_rows(rows, q, centre, degree, rcond, inv, lo, hi, est, slope, used, inv0
         if ok and degree == 1 and u * u <= reach * var:
             deg = 1
         elif ok and degree == 2:
-            # the degree-2 bound of _degree without divisions: (1 + z^2) m4 (rcond + noise) <= 4 (D - err) (1 - rel) / 27
+            # the degree-2 bound of _degree without divisions:
+            # (1 + z^2) m4 (rcond + noise) <= 4 (D - err) (1 - rel) / 27
             noise = NOISE * _EPS * (1.0 + k4)
             rel = 1e3 * _EPS * (1.0 + k4)
-            room = 4.0 / 27.0 * (dd - noise * (1.0 + c3 * c3 * ivar * ivar * ivar)) * (1.0 - rel) * (1.0 - 1e-12)
+            err = noise * (1.0 + c3 * c3 * ivar * ivar * ivar)
+            room = 4.0 / 27.0 * (dd - err) * (1.0 - rel) * (1.0 - 1e-12)
             m4 = k4 - 4.0 * u * c3 * ivar * ivar + 6.0 * z2 + z2 * z2
             if (1.0 + z2) * m4 * (rcond + noise) * (1.0 + 1e-12) <= room:
                 deg = 2
@@ -257,13 +260,14 @@ def at_degree(rows, q, centre, degree, inv, idx, degs, est, slope, inv00):  # ty
         r = 0 if rows.shape[0] == 1 else i
         w3 = rows[r, 3] if degree == 2 else 0.0
         w4 = rows[r, 4] if degree == 2 else 0.0
-        ok, iw, mu1, var, ivar, c3, k4, dd, idd = _stats(rows[r, 0], rows[r, 1], rows[r, 2], w3, w4, degree)
+        _, iw, mu1, var, ivar, c3, _, _, idd = _stats(rows[r, 0], rows[r, 1], rows[r, 2], w3, w4, degree)
         u = (q[i] - centre) * inv - mu1
         b = c3 * ivar
         p2 = u * u - b * u - var
         for col in range(p):
             v2 = rows[r, nk + 2 * p + col] if degree == 2 else 0.0
-            g0, g1, g2 = _coef(rows[r, nk + col], rows[r, nk + p + col], v2, iw, mu1, var, ivar, c3, idd, degree)
+            g0, g1, g2 = _coef(rows[r, nk + col], rows[r, nk + p + col], v2, iw, mu1, var, ivar, c3, idd,
+                               degree)
             est[i, col] = _at(degs[j], g0, g1, g2, u, p2)
             if inv00.size:
                 slope[i, col] = _slope(degs[j], g1, g2, u, b) * inv

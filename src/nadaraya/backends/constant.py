@@ -369,7 +369,7 @@ def local_fit(
     kernel: Kernel, degree: int, rcond: float, solve: Callable[[Partials], Any],
     sample_weight: NDArray[np.floating] | None = None, exclude: NDArray[np.integer] | None = None,
     slopes: bool = True,
-) -> tuple[Partials, tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64], NDArray[np.float64]]] | None:
+) -> tuple[Partials, tuple[NDArray[np.float64], ...]] | None:
     """The local fits of ``degree`` 1 or 2 in one feature (float64) as the keys' one weighted
     polynomial (:mod:`nadaraya.backends._constant_fit`), without moments per query.
 
@@ -393,8 +393,9 @@ def local_fit(
     >>> from nadaraya.kernels import get
     >>> from nadaraya.local.solve import solve
     >>> x = np.array([[0.0], [1.0], [2.0]]); y = np.array([[1.0], [3.0], [5.0]])
+    >>> rule = lambda parts: solve(parts, 1, np.ones(1))
     >>> base, (est, slope, used, inv00) = local_fit(np.array([[4.0]]), x, y, kernel=get("constant"), degree=1,
-    ...                                             rcond=1e-10, solve=lambda parts: solve(parts, 1, np.ones(1)))
+    ...                                             rcond=1e-10, solve=rule)
     >>> float(est[0, 0]), float(slope[0, 0]), int(used[0])  # y = 1 + 2 x, at x = 4
     (9.0, 2.0, 1)
     """

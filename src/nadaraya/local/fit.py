@@ -243,7 +243,9 @@ def pool(job: Job, empty: str, exclude: NDArray[np.integer] | None = None, backe
     return out[:, 0] if job.call.one_d else out
 
 
-def _constant_fit(job: Job, exclude: NDArray[np.integer] | None, backend: str) -> tuple[Partials, LocalFit] | None:
+def _constant_fit(
+    job: Job, exclude: NDArray[np.integer] | None, backend: str
+) -> tuple[Partials, LocalFit] | None:
     """Degree 1 or 2 in one feature on the constant backend (float64): every query's fit is the
     keys' one weighted polynomial (:func:`nadaraya.backends.constant.local_fit`), at the degree
     the rule of :func:`solve` gives each query. None: the call is not one of these. The fits'
