@@ -127,6 +127,10 @@ def test_degrees_at_every_distance_are_the_general_rules(degree, offset, spread)
     assert rest < q.shape[0] // 4  # the band left to the general rule is narrow
     # the degree changes within this sweep
     assert len(np.unique(ref.degree)) == degree + 1
+    # densely across each change of degree
+    change = np.flatnonzero(np.diff(ref.degree) != 0)
+    near = np.concatenate([np.linspace(q[i, 0], q[i + 1, 0], 300) for i in change])[:, None]
+    assert (mine(near, x, y, degree)[3] == general(near, x, y, degree).degree).all()
     pick = np.arange(0, q.shape[0], 45)
     for i in pick:
         exact = exact_wls(q[i:i + 1], x, y, int(used[i]))[0]
@@ -225,3 +229,34 @@ def test_loo_rows_agree_with_the_backends_loo_sums():
             keep = [np.arange(n) != e if e >= 0 else np.ones(n, bool) for e in ex]
             plain = np.array([[np.sum(s[m] * k[m, 0] ** 2)] for m in keep])
             np.testing.assert_allclose(got1[:, 2:3], plain, rtol=1e-13)
+
+
+@pytest.mark.parametrize("case", ["lognormal", "five values", "outlier"])
+@pytest.mark.parametrize("degree", [1, 2])
+def test_odd_keys(case, degree):
+    """Heavy tails, duplicates, one far key of large weight (its left-out rows lose the keys'
+    spread): the rule's degrees, and the plain WLS within 1e-9 where the query is in range."""
+    rng = np.random.default_rng(11)
+    n = 80
+    w = rng.uniform(0.5, 1.5, n)
+    if case == "lognormal":
+        x = rng.lognormal(0.0, 1.5, n)
+    elif case == "five values":
+        x = rng.choice([0.0, 0.25, 0.5, 2.0, 3.0], n)
+    else:
+        x = rng.uniform(0.0, 1e-3, n)
+        x[7], w[7] = 50.0, 1e3
+    x = x[:, None]
+    y = np.sin(x) + rng.normal(0.0, 0.1, (n, 1))
+    q = np.concatenate([np.linspace(x.min(), x.max(), 25), x.max() + np.geomspace(1.0, 1e7, 25)])[:, None]
+    for qq, ex in ((q, None), (x, np.arange(n))):
+        ref = general(qq, x, y, degree, w, ex)
+        _, est, _, used, _, _ = mine(qq, x, y, degree, w, ex)
+        assert (used == ref.degree).all()
+    _, est, _, used, _, _ = mine(q[:25], x, y, degree, w)
+    fine = used == degree
+    # the outlier's keys are two clusters 5e4 spreads apart: nearly two points, singular at degree 2
+    assert fine.sum() >= 20 if (case, degree) != ("outlier", 2) else not fine.any()
+    if fine.any():
+        ref = plain_wls(q[:25][fine], x, y, degree, w)
+        assert np.abs(est[fine] - ref).max() <= 1e-9 * max(1.0, np.abs(ref).max())
