@@ -14,8 +14,10 @@ keys' standardised third and fourth central moments, ``D = k4 - k3^2 - 1``):
 
 - degree 1: ``rcond_1 = 1 / (sqrt(1 + z^2) + |z|)^2`` exactly;
 - degree 2: ``det = D / ((1 + z^2) m4)``, ``m4 = k4 - 4 z k3 + 6 z^2 + z^4``, and
-  ``4 det / 27 <= rcond_2 <= det / lambda_1`` (trace 3, eigenvalue interlacing with the degree-1
-  block, whose smallest eigenvalue is ``lambda_1 = 1 / (R (R + |z|))``, ``R = sqrt(1 + z^2)``).
+  ``max(4 / 27, 1 / (3 e2)) det <= rcond_2 <= det / lambda_1`` (trace 3; ``e2`` the sum of the
+  principal 2 x 2 minors, at least the product of the two largest eigenvalues; eigenvalue
+  interlacing with the degree-1 block, whose smallest eigenvalue is ``lambda_1 = 1 / (R (R +
+  |z|))``, ``R = sqrt(1 + z^2)``).
 
 The general rule's own rcond is computed from moments moved to the query, whose rounding is
 bounded by ``eps`` times moments of ``|k - c| + |c - q|``: at most ``O(eps k4)`` on the scaled
@@ -102,7 +104,17 @@ def _degree(ok, u, ivar, c3, k4, dd, degree, rcond):  # type: ignore[no-untyped-
         lam1 = 1.0 / (big * (big + z))
         err = noise * (1.0 + k3sq)
         det = 1.0 / ((1.0 + z2) * m4)
-        if 4.0 / 27.0 * (dd - err) * det * (1.0 - rel) - noise >= rcond:
+        # lambda_min >= det / e2 (e2 = lambda_1 lambda_2 + ... >= lambda_2 lambda_3, the sum of the
+        # principal 2 x 2 minors of the scaled system, each 1 - S_ab^2 written without cancellation)
+        zs = u * math.sqrt(ivar)
+        k3 = c3 * ivar * math.sqrt(ivar)
+        g01 = 1.0 / (1.0 + z2)
+        g02 = (k4 - 1.0 - 4.0 * zs * k3 + 4.0 * z2) / m4
+        g12 = (k4 - k3sq + 2.0 * zs * k3 + (k4 - 3.0) * z2 - 2.0 * z2 * zs * k3 + z2 * z2) * det
+        e2 = max(g01, 0.0) + min(max(g02, 0.0), 1.0) + min(max(g12, 0.0), 1.0)
+        e2 = e2 * (1.0 + rel) + noise * (1.0 + k4 + k3sq)
+        low = max(4.0 / 27.0, 1.0 / (3.0 * e2)) if e2 > 0 else 4.0 / 27.0
+        if low * (dd - err) * det * (1.0 - rel) - noise >= rcond:
             return 2
         if not (dd + err) * det / lam1 * (1.0 + rel) + noise < rcond:
             return -2

@@ -22,6 +22,11 @@ the error of a sum is about one rounding of the result, not ``n`` of them). **Le
 after it (a pass down), each compensated and rounded once, added once: the left-out term is
 masked, never subtracted.
 
+**Local fits** (:func:`local_fit`, degree 1 and 2 in one feature): with constant weights every
+query's local system is the keys' one weighted least-squares problem written about the query,
+so the fit at ``q`` is the keys' one polynomial evaluated at ``q``, with no moments per query;
+each query's degree stays the per-query rule's (:mod:`nadaraya.backends._constant_fit`).
+
 Sample weights are scaled by a power of two (exact) so that the largest is in ``[0.5, 1)``;
 its exponent goes into the partials' ``shift`` (``-inf`` where no key has weight: a single key
 left out). float32 inputs are computed in float64 and rounded once at the end.
