@@ -389,8 +389,8 @@ def local_fit(
     Returns ``(base, (estimate, slope, degree, inverse00))``: ``base`` the degree-0 partials of
     every query (as :func:`partials` gives them), the fits in the fields of ``LocalFit``
     (``slope`` (m, p) per unit of the feature). ``slopes=False``: slope and inverse00 are not
-    computed (NaN, read-only), and ``base`` may hold read-only views. None where no key has
-    weight (every query is the rule's).
+    computed (NaN, read-only), and ``base`` and ``degree`` may be read-only views. None where no
+    key has weight (every query is the rule's).
 
     Examples
     --------
@@ -436,11 +436,17 @@ def local_fit(
         else:
             rows = loo_rows((k[:, 0] - c0) * inv, s, v, degree, ex)
     q = np.ascontiguousarray(np.asarray(queries)[:, 0], dtype=f64)
-    est, used = np.empty((m, p)), np.empty(m, dtype=np.int64)
+    # the degrees in int8 (a tenth of the memory), widened below unless every query got ``degree``
+    est, used = np.empty((m, p)), np.empty(m, dtype=np.int8)
     slope, inv00 = (np.empty((m, p)), np.empty(m)) if slopes else (np.empty((0, p)), np.empty(0))
     run_ranges(fit_rows, (rows, q, c0, degree, float(rcond), inv), m, (est, slope, used, inv00),
                grain=4 * BLOCK, work=60.0 * m)
-    rest = np.flatnonzero(used <= -2) if m and used.min() <= -2 else np.zeros(0, dtype=np.intp)
+    low, high = (int(used.min()), int(used.max())) if m else (degree, degree)
+    if low == high == degree and not slopes:
+        used = np.broadcast_to(np.int64(degree), (m,))
+    else:
+        used = used.astype(np.int64)
+    rest = np.flatnonzero(used <= -2) if low <= -2 else np.zeros(0, dtype=np.intp)
     if rest.size:
         parts = partials(queries[rest], keys, values, kernel=kernel, bandwidth=np.ones(1),
                          sample_weight=sample_weight, moments=degree,
