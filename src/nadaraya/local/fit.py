@@ -238,9 +238,21 @@ def pool(job: Job, empty: str, exclude: NDArray[np.integer] | None = None, backe
     quick = _constant_fit(job, exclude, backend)
     if quick is None:
         out, _ = fitted(job, partials(job, exclude, backend), empty, exclude)
+    elif _uniform(quick[0], quick[1], job.degree):  # the estimates are the predictions
+        out = quick[1].estimate
+        if job.call.value_exp:
+            out = np.ldexp(out, job.call.value_exp)
     else:
         out, _ = fitted(job, quick[0], empty, exclude, quick[1])
     return out[:, 0] if job.call.one_d else out
+
+
+def _uniform(parts: Partials, fit: LocalFit, degree: int) -> bool:
+    """Every query got ``degree`` and has weight, none far: as :func:`fitted` shows (one value
+    each, read off the broadcast views of :func:`nadaraya.backends.constant.local_fit`)."""
+    one = fit.degree.strides == (0,) and parts.shift.strides == (0,)
+    return bool(one and fit.degree.size and int(fit.degree[0]) == degree and parts.weight.min() > 0
+                and parts.shift[0] >= FAR_LOG_WEIGHT)
 
 
 def _constant_fit(
