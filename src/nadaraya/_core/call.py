@@ -127,13 +127,11 @@ def _in_range(values: NDArray[np.floating]) -> tuple[NDArray[np.floating], int]:
     return np.ldexp(values, -exp).astype(values.dtype), exp
 
 
-def compute_partials(
+def choose_backend(
     call: Call, *, exclude: NDArray[np.integer] | None = None, backend: str = "auto", moments: int = 0,
     device: str | None = None, tol: float | None = None, merged: bool = False,
-) -> tuple[Partials, backends.Choice]:
-    """The partial sums of a validated call on the chosen backend (with the moment sums of a
-    local polynomial of degree ``moments``; within ``tol`` where a faster method allows it, by
-    a bound per sum when the partials will be ``merged`` with others)."""
+) -> backends.Choice:
+    """The backend :func:`compute_partials` runs for these arguments."""
     m, n, d, _ = call.shape
     if device is not None and backend == "auto":
         backend = "torch"  # a device names the torch backend
@@ -145,6 +143,18 @@ def compute_partials(
     if choice is None:
         choice = backends.choose(call.kernel, n=n, m=m, d=d, backend=backend, moments=moments,
                                  loo=exclude is not None, tol=tol)
+    return choice
+
+
+def compute_partials(
+    call: Call, *, exclude: NDArray[np.integer] | None = None, backend: str = "auto", moments: int = 0,
+    device: str | None = None, tol: float | None = None, merged: bool = False,
+) -> tuple[Partials, backends.Choice]:
+    """The partial sums of a validated call on the chosen backend (with the moment sums of a
+    local polynomial of degree ``moments``; within ``tol`` where a faster method allows it, by
+    a bound per sum when the partials will be ``merged`` with others)."""
+    choice = choose_backend(call, exclude=exclude, backend=backend, moments=moments, device=device, tol=tol,
+                            merged=merged)
     parts = backends.compute(
         choice.name,
         call.queries,

@@ -22,6 +22,11 @@ the error of a sum is about one rounding of the result, not ``n`` of them). **Le
 after it (a pass down), each compensated and rounded once, added once: the left-out term is
 masked, never subtracted.
 
+**Local fits** (:func:`local_fit`, degree 1 and 2 in one feature): with constant weights every
+query's local system is the keys' one weighted least-squares problem written about the query,
+so the fit at ``q`` is the keys' one polynomial evaluated at ``q``, with no moments per query;
+each query's degree stays the per-query rule's (:mod:`nadaraya.backends._constant_fit`).
+
 Sample weights are scaled by a power of two (exact) so that the largest is in ``[0.5, 1)``;
 its exponent goes into the partials' ``shift`` (``-inf`` where no key has weight: a single key
 left out). float32 inputs are computed in float64 and rounded once at the end.
@@ -44,16 +49,19 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numba
 import numpy as np
 from numpy.typing import NDArray
 
 from nadaraya._support.jit import run_ranges
+from nadaraya.backends._constant_fit import at_degree, fit_rows, loo_rows, loo_rows1
 from nadaraya.kernels import Kernel
 from nadaraya.partials import Partials
 
-__all__ = ["BLOCK", "MAX_DEGREE", "partials", "supports"]
+__all__ = ["BLOCK", "MAX_DEGREE", "local_fit", "partials", "supports"]
 
 #: the largest local polynomial degree (``moments=``) this backend computes
 MAX_DEGREE = 3
@@ -359,6 +367,112 @@ def partials(
     run_ranges(_moved, (q, centre, -inv, parent, feature, pairs, coef, unscale, kv, p, rows), m, (out,),
                grain=4 * BLOCK, work=float(m) * pairs.shape[0] * (1 + p))
     return _finish(out, mono, kv, d, p, r, log_scale, dtype)
+
+
+def local_fit(
+    queries: NDArray[np.floating], keys: NDArray[np.floating], values: NDArray[np.floating], *,
+    kernel: Kernel, degree: int, rcond: float, solve: Callable[[Partials], Any],
+    sample_weight: NDArray[np.floating] | None = None, exclude: NDArray[np.integer] | None = None,
+    slopes: bool = True,
+) -> tuple[Partials, tuple[NDArray[np.float64], ...]] | None:
+    """The local fits of ``degree`` 1 or 2 in one feature (float64) as the keys' one weighted
+    polynomial (:mod:`nadaraya.backends._constant_fit`), without moments per query.
+
+    Each query's degree is the one the per-query rule gives (reciprocal condition of its scaled
+    system at least ``rcond``, else the highest lower degree): decided here where the bounds of
+    :mod:`nadaraya.backends._constant_fit` clear ``rcond``; elsewhere by ``solve`` (the rule
+    itself, e.g. ``lambda parts: nadaraya.local.solve.solve(parts, degree, h)``, returning a
+    :class:`~nadaraya.local.solve.LocalFit`) on those queries' partials with moments (:func:`partials`).
+    The fits are the polynomial's at that degree (the rule's own where the keys' distribution
+    is degenerate: no spread, or its mean far from its centre).
+
+    Returns ``(base, (estimate, slope, degree, inverse00))``: ``base`` the degree-0 partials of
+    every query (as :func:`partials` gives them), the fits in the fields of ``LocalFit``
+    (``slope`` (m, p) per unit of the feature). ``slopes=False``: slope and inverse00 are not
+    computed (NaN, read-only), and ``base`` and ``degree`` may be read-only views. None where no
+    key has weight (every query is the rule's).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nadaraya.kernels import get
+    >>> from nadaraya.local.solve import solve
+    >>> x = np.array([[0.0], [1.0], [2.0]]); y = np.array([[1.0], [3.0], [5.0]])
+    >>> rule = lambda parts: solve(parts, 1, np.ones(1))
+    >>> base, (est, slope, used, inv00) = local_fit(np.array([[4.0]]), x, y, kernel=get("constant"), degree=1,
+    ...                                             rcond=1e-10, solve=rule)
+    >>> float(est[0, 0]), float(slope[0, 0]), int(used[0])  # y = 1 + 2 x, at x = 4
+    (9.0, 2.0, 1)
+    """
+    f64 = np.float64
+    m, p = queries.shape[0], values.shape[1]
+    k = np.ascontiguousarray(keys, dtype=f64)
+    log_scale = 0.0
+    if sample_weight is None:
+        s = np.ones(k.shape[0])
+    else:
+        s = np.asarray(sample_weight, dtype=f64)
+        if not (s.size and s.max() > 0):
+            return None
+        top = int(np.frexp(s.max())[1])
+        s = np.ldexp(s, -top)
+        log_scale = top * math.log(2.0)
+    if k.shape[0] == 0:
+        return None
+    centre, scale = _centre(k, s)
+    c0, inv = float(centre[0]), 1.0 / float(scale[0])
+    v = np.ascontiguousarray(values, dtype=f64)
+    nk = 2 * degree + 1
+    if exclude is None:
+        mono = _monomials(1, 2 * degree)
+        parent, feature = _parents(mono)
+        rows = _sums(k, s, v, centre, 1.0 / scale, parent, feature, degree + 1)[None, :]
+    else:
+        ex = np.asarray(exclude, dtype=np.int64)
+        if ex.size and ex.max() >= k.shape[0]:
+            ex = np.where(ex < k.shape[0], ex, -1)
+        if p == 1:
+            rows = loo_rows1(k, s, v, c0, inv, degree, ex)
+        else:
+            rows = loo_rows((k[:, 0] - c0) * inv, s, v, degree, ex)
+    q = np.ascontiguousarray(np.asarray(queries)[:, 0], dtype=f64)
+    # the degrees in int8 (a tenth of the memory), widened below unless every query got ``degree``
+    est, used = np.empty((m, p)), np.empty(m, dtype=np.int8)
+    slope, inv00 = (np.empty((m, p)), np.empty(m)) if slopes else (np.empty((0, p)), np.empty(0))
+    run_ranges(fit_rows, (rows, q, c0, degree, float(rcond), inv), m, (est, slope, used, inv00),
+               grain=4 * BLOCK, work=60.0 * m)
+    low, high = (int(used.min()), int(used.max())) if m else (degree, degree)
+    if low == high == degree and not slopes:
+        used = np.broadcast_to(np.int64(degree), (m,))
+    else:
+        used = used.astype(np.int64)
+    rest = np.flatnonzero(used <= -2) if low <= -2 else np.zeros(0, dtype=np.intp)
+    if rest.size:
+        parts = partials(queries[rest], keys, values, kernel=kernel, bandwidth=np.ones(1),
+                         sample_weight=sample_weight, moments=degree,
+                         exclude=None if exclude is None else np.asarray(exclude)[rest])
+        sub = solve(parts)
+        degs = np.asarray(sub.degree, dtype=np.int64)
+        redo = (used[rest] == -2) & (degs >= 0)  # a regular distribution: its polynomial at the rule's degree
+        used[rest], est[rest] = degs, sub.estimate
+        if slopes:
+            slope[rest], inv00[rest] = sub.slope[:, 0], sub.inverse00
+        if redo.any():
+            at_degree(rows, q, c0, degree, inv, rest[redo], degs[redo], est, slope, inv00)
+    if not slopes:
+        slope, inv00 = np.broadcast_to(np.nan, (m, p)), np.broadcast_to(np.nan, (m,))
+    if rows.shape[0] == 1:
+        weight = np.broadcast_to(rows[0, 0], (m,))
+        value = np.broadcast_to(rows[:, nk:nk + p], (m, p))
+    else:
+        weight, value = rows[:, 0], rows[:, nk:nk + p]
+    if slopes:
+        weight, value = np.ascontiguousarray(weight), np.ascontiguousarray(value)
+    if not slopes and m and weight.min() > 0:
+        shift = np.broadcast_to(log_scale, (m,))
+    else:
+        shift = np.where(weight > 0, log_scale, -np.inf)
+    return Partials(shift, weight, value), (est, slope, used, inv00)
 
 
 def _finish(out: NDArray[np.float64], mono: list[tuple[int, ...]], kv: int, d: int, p: int, r: int,

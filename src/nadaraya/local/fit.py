@@ -26,7 +26,7 @@ from nadaraya._core.nearest import FAR_LOG_WEIGHT
 from nadaraya._support.validation import warn_at_caller
 from nadaraya.backends.reference import moment_shapes
 from nadaraya.local.job import MAX_DEGREE, Job, SingularFitWarning, as_degree
-from nadaraya.local.solve import LocalFit, solve
+from nadaraya.local.solve import RCOND, LocalFit, solve
 from nadaraya.partials import Partials, merge
 from nadaraya.partials import empty as empty_partials
 
@@ -138,9 +138,11 @@ def _far_rows(parts: Partials, job: Job) -> NDArray[np.bool_]:
 
 
 def fitted(
-    job: Job, parts: Partials, empty: str, exclude: NDArray[np.integer] | None = None
+    job: Job, parts: Partials, empty: str, exclude: NDArray[np.integer] | None = None,
+    fit: LocalFit | None = None,
 ) -> tuple[NDArray[np.floating], LocalFit]:
-    """Predictions (m, p) in the values' units (before the one-output squeeze) and the fits."""
+    """Predictions (m, p) in the values' units (before the one-output squeeze) and the fits
+    (``fit``: solved already, then ``parts`` need no moments)."""
     call = job.call
     base = Partials(parts.shift, parts.weight, parts.value)
     out = base.finalize()
@@ -148,7 +150,7 @@ def fitted(
         _finish._fill_empty(out, base, call, empty, exclude)
     else:
         _fill_mixed(out, base, job, empty, exclude)
-    fit = finish_local(parts, job.degree, call.bandwidth, out, _far_rows(parts, job))
+    fit = finish_local(parts, job.degree, call.bandwidth, out, _far_rows(parts, job), fit=fit)
     if call.value_exp:
         out = np.ldexp(out, call.value_exp).astype(out.dtype, copy=False)
         fit.slope = np.ldexp(fit.slope, call.value_exp)
@@ -157,12 +159,12 @@ def fitted(
 
 def finish_local(
     parts: Partials, degree: int, bandwidth: NDArray[np.floating], out: NDArray[np.floating],
-    far: NDArray[np.bool_], where: str = "",
+    far: NDArray[np.bool_], where: str = "", fit: LocalFit | None = None,
 ) -> LocalFit:
     """Solve the local systems and write their fits over the degree-0 predictions ``out`` (with
     their ``empty=`` fills) where a system of degree >= 1 is regular and the query is not far;
     one :class:`SingularFitWarning` counts the others (``where`` says which chunk, if any)."""
-    fit = solve(parts, degree, bandwidth)
+    fit = solve(parts, degree, bandwidth) if fit is None else fit
     any_far = bool(far.any())
     local = fit.degree >= 1
     if any_far:
@@ -233,8 +235,52 @@ def _report_unseen(job: Job, count: int, m: int, empty: str) -> None:
 
 def pool(job: Job, empty: str, exclude: NDArray[np.integer] | None = None, backend: str = "auto") -> NDArray:
     """Predictions of a validated job, shaped as :func:`nadaraya.pool` returns them."""
-    out, _ = fitted(job, partials(job, exclude, backend), empty, exclude)
+    quick = _constant_fit(job, exclude, backend)
+    if quick is None:
+        out, _ = fitted(job, partials(job, exclude, backend), empty, exclude)
+    elif _uniform(quick[0], quick[1], job.degree):  # the estimates are the predictions
+        out = quick[1].estimate
+        if job.call.value_exp:
+            out = np.ldexp(out, job.call.value_exp)
+    else:
+        out, _ = fitted(job, quick[0], empty, exclude, quick[1])
     return out[:, 0] if job.call.one_d else out
+
+
+def _uniform(parts: Partials, fit: LocalFit, degree: int) -> bool:
+    """Every query got ``degree`` and has weight, none far: as :func:`fitted` shows (one value
+    each, read off the broadcast views of :func:`nadaraya.backends.constant.local_fit`)."""
+    one = fit.degree.strides == (0,) and parts.shift.strides == (0,)
+    return bool(one and fit.degree.size and int(fit.degree[0]) == degree and parts.weight.min() > 0
+                and parts.shift[0] >= FAR_LOG_WEIGHT)
+
+
+def _constant_fit(
+    job: Job, exclude: NDArray[np.integer] | None, backend: str
+) -> tuple[Partials, LocalFit] | None:
+    """Degree 1 or 2 in one feature on the constant backend (float64): every query's fit is the
+    keys' one weighted polynomial (:func:`nadaraya.backends.constant.local_fit`), at the degree
+    the rule of :func:`solve` gives each query. None: the call is not one of these. The fits'
+    slopes are not computed (pool reads the estimates)."""
+    call = job.call
+    if (job.cat is not None or job.degree not in (1, 2) or call.keys.shape[1] != 1
+            or call.kernel.name != "constant" or call.values.dtype != np.float64
+            or call.keys.dtype != np.float64 or call.queries.dtype != np.float64):
+        return None
+    choice = _call.choose_backend(call, exclude=exclude, backend=backend, moments=job.degree,
+                                  device=job.device, tol=job.tol)
+    if choice.name != "constant":
+        return None
+    from nadaraya.backends import constant
+
+    got = constant.local_fit(call.queries, call.keys, call.values, kernel=call.kernel, degree=job.degree,
+                             rcond=RCOND, solve=lambda parts: solve(parts, job.degree, call.bandwidth),
+                             sample_weight=call.sample_weight, exclude=exclude, slopes=False)
+    if got is None:
+        return None
+    base, (estimate, slope, used, inv00) = got
+    fit = LocalFit(estimate, slope[:, None, :], used, inv00)
+    return base, fit
 
 
 def gradient(job: Job, empty: str = "nan", backend: str = "auto") -> NDArray[np.float64]:
