@@ -85,14 +85,14 @@ def halley(
     return best_x, best_f, False
 
 
-#: ``brent(..., settled=True)`` stops without probing once the parabola's vertex is within
-#: ``tol / 2`` of the best point and the bracket within this many ``tol`` of it on each side
+#: ``brent(..., settled=g)`` stops without probing only where the bracket is within this many
+#: ``tol`` of the best point on each side
 _SETTLED = 10.0
 
 
 def brent(
     f: Any, xs: tuple[float, float, float], fs: tuple[float, float, float], tol: float, max_eval: int = 40,
-    settled: bool = False,
+    settled: float = 0.0,
 ) -> tuple[float, float, bool]:
     """Brent's minimisation from a bracket whose three values are known already.
 
@@ -105,19 +105,23 @@ def brent(
     probe would land on an end of the bracket (after probes on both sides, rounding can leave the
     bracket a few ulps wider than ``2 tol``): the minimiser is then within ``tol`` of ``b`` (for
     a function unimodal on the bracket); a last parabola step inside that bracket is kept when it
-    scores lower. With ``settled``, it also stops, at ``b``, where the vertex is within
-    ``tol / 2`` of ``b`` and ``a`` and ``c`` are within ``_SETTLED * tol`` of it: for a smooth
-    function the vertex of three points that close is the minimiser to far below ``tol`` (its
-    error is of the order of ``(b - a)(c - b)`` times the ratio of the third derivative to the
-    second), so the probes on both sides would only confirm it. Returns ``(x, f(x), converged)``.
+    scores lower. With ``settled`` > 0, it also stops, at ``b``, where the vertex is within
+    ``tol`` of ``b``, ``a`` and ``c`` are within ``_SETTLED * tol`` of it and the parabola
+    promises less than ``settled`` below ``f(b)`` at its vertex: for a smooth function the
+    vertex of three points that close is the minimiser to far below ``tol`` (its error is of
+    the order of ``(b - a)(c - b)`` times the ratio of the third derivative to the second),
+    so the probes on both sides and the last step would gain no more than that.
+    Returns ``(x, f(x), converged)``.
     """
     (a, b, c), (fa, fb, fc) = xs, fs
     for _ in range(max_eval):
         x = parabola_vertex((a, b, c), (fa, fb, fc))
         right = (c - b) >= (b - a)
         probe = a < x < c and abs(x - b) < tol
-        if settled and probe and abs(x - b) <= 0.5 * tol and max(b - a, c - b) <= _SETTLED * tol:
-            return b, fb, True
+        if probe and settled > 0 and max(b - a, c - b) <= _SETTLED * tol:
+            curve = ((fa - fb) / (a - b) - (fc - fb) / (c - b)) / (a - c)  # the parabola's x^2 term
+            if curve * (x - b) ** 2 <= settled:
+                return b, fb, True
         if c - a <= 2.0 * tol or (probe and not a < (b + tol if right else b - tol) < c):
             # one last parabola step inside the final bracket: the score to (nearly) its
             # minimum, not only the bandwidth to tol

@@ -490,10 +490,10 @@ def _refine(
             how = "Halley"
             x_best, s_new, converged = halley(lambda lt: obj.curvature(math.exp(lt) * direction),
                                               bracket, values, _XATOL)
-        else:  # (settled: no probes where three close points agree)
-            how = "Brent"
-            x_best, s_new, converged = brent(lambda lt: obj.at(math.exp(lt) * direction), bracket,
-                                             values, _XATOL, settled=True)
+        else:  # no probes where three close points promise under 1e-10 (of CV; AICc's is relative)
+            how, gain = "Brent", 1e-10 * (abs(s_best) if s.method == "cv" else 1.0)
+            x_best, s_new, converged = brent(lambda lt: obj.at(math.exp(lt) * direction), bracket, values,
+                                             _XATOL, settled=gain)
         if s_new < s_best:
             t_best, s_best = math.exp(x_best), s_new
         return t_best, s_best, converged, how
