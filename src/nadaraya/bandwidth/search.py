@@ -24,7 +24,7 @@ from nadaraya.bandwidth._objective import (
     _smoothed_out,
     _validate,
 )
-from nadaraya.bandwidth.optimise import brent, halley
+from nadaraya.bandwidth.optimise import brent, fill_in, halley, rival_minima
 from nadaraya.bandwidth.rules import _pow2_scale, _rule_of_thumb, _span, _unscaled_score
 from nadaraya.kernels import Kernel
 from nadaraya.local.job import as_degree
@@ -82,6 +82,8 @@ _GRID_BELOW = 12
 _GRID_ABOVE = 10
 #: the refinement's tolerance on log h: the bandwidth to a relative 1e-3
 _XATOL = 1e-3
+#: a ratio-2 grid adds the ratio-sqrt(2) points next to those within this of its best
+_FILL = 5e-3
 #: L-BFGS-B's upper bound per feature, in units of the feature's range
 _CAP = 10.0
 
@@ -133,15 +135,17 @@ def select_bandwidth(
     then a bounded refinement on ``log h`` between the grid neighbours of the best grid
     point, to a relative 1e-3; an optimum at the top of the grid is tried once more at 10**4
     times the data's range, where every feature is smoothed out, and kept there when no worse.
-    The criterion has local minima; the grid is there for them. For
-    the Gaussian kernel the whole grid costs one pass over the pairs: in the shifted log
-    domain ``w(h / sqrt 2) = w(h)**2``, so each further grid point is a multiplication per
-    pair (:mod:`nadaraya.bandwidth._passes`). The refinement with the Gaussian takes
-    safeguarded Halley steps from the vertex of the grid's parabola: one pass gives the
-    criterion (CV or AICc) and its first three derivatives along ``log h`` exactly, and two
-    passes usually suffice. With the other kernels it is Brent's method, each step one
-    leave-one-out pass of the primitive (:func:`nadaraya._core.call.compute_partials` with
-    ``exclude=arange(n)``) on ``backend``.
+    The criterion has local minima; the grid is there for them. For the Gaussian kernel the
+    whole grid costs one pass over the pairs: in the shifted log domain ``w(h / sqrt 2) =
+    w(h)**2``, so each further grid point is a multiplication per pair
+    (:mod:`nadaraya.bandwidth._passes`), and the refinement takes safeguarded Halley steps
+    from the vertex of the grid's parabola: one pass gives the criterion (CV or AICc) and its
+    first three derivatives along ``log h`` exactly, and two passes usually suffice. Else each
+    bandwidth is one leave-one-out pass of the primitive (:func:`nadaraya._core.call.compute_partials`
+    with ``exclude=arange(n)``) on ``backend`` and the refinement is Brent's method; the
+    Gaussian's grid (on the truncated sums' cells or the series) then has ratio 2, with the
+    ``sqrt(2)`` points added next to those within 0.5 % of its best, and a second basin whose
+    grid parabola may beat the best is refined too.
 
     **Per feature** (``per_feature=True``), within ``2**-6`` times Scott's per-feature rule
     and the larger of ``2**5`` times it and ``10**4`` times the feature's range: L-BFGS-B on
@@ -405,6 +409,11 @@ def _search(s: _Search) -> BandwidthSelection:
             top = t_out  # the search's upper bound
             if s_out <= s_best:
                 t_best, s_best, how = t_out, s_out, f"{how}, then smoothed out"
+    if getattr(s.obj, "coarse_grid", False) or _filled(s):
+        for i in rival_minima(np.log(ts), grid, best):  # another basin that may win, refined
+            t_i, s_i, converged_i, how_i = _refine(s, ts, grid, i)
+            if s_i < s_best:
+                best, t_best, s_best, converged, how = i, t_i, s_i, converged_i, f"{how_i} in a second basin"
     if best == 0 or best == ts.size - 1:
         side, bound = ("upper", top) if best == 0 else ("lower", bottom)
         # the top of the search smooths the features out, a normal outcome that ``smoothed_out``
@@ -426,6 +435,12 @@ def _search(s: _Search) -> BandwidthSelection:
     return s.result(h, s_best, bounds, converged, f"grid of {ts.size} and {how} on log h", smoothed)
 
 
+def _filled(s: _Search) -> bool:
+    """Whether the scalar grid has ratio 2, filled in near its best (``fill_in``): the Gaussian's
+    smooth criterion where each point costs a pass (the cells, the series: not the fast passes)."""
+    return not (s.obj.fast or getattr(s.obj, "coarse_grid", False)) and s.kernel.name == "gaussian"
+
+
 def _grid(s: _Search) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
     """The coarse grid in ``t`` (descending) and its scores; ``t_floor`` > 0 where a compact
     kernel's CV needs every point to have a neighbour in its window."""
@@ -434,9 +449,12 @@ def _grid(s: _Search) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
         t_floor = _nn_linf(s.obj.X / s.direction) * (1.0 + 1e-9)
     reach = float(np.max(s.span / s.direction))
     n_above = max(_GRID_ABOVE, math.ceil(2.0 * math.log2(max(1.0, 3.0 * reach / s.geo))))
-    # ratio sqrt(2); 2 where each point costs a pass of its own (local fits: Brent refines)
-    step = 2 if getattr(s.obj, "coarse_grid", False) else 1
-    ts = s.geo * 2.0 ** (np.arange(n_above, -_GRID_BELOW - 1, -step) / 2.0)  # descending
+    # ratio sqrt(2); 2 where each point costs a pass of its own (local fits: Brent refines), and
+    # for the Gaussian's per-pass search that grid keeps both ends of the fine one and is filled in
+    ks = np.arange(n_above, -_GRID_BELOW - 1, -(2 if getattr(s.obj, "coarse_grid", False) else 1))
+    if _filled(s):
+        ks = np.unique(np.append(np.arange(-_GRID_BELOW, n_above + 1, 2), n_above))[::-1]
+    ts = s.geo * 2.0 ** (ks / 2.0)  # descending
     if t_floor > 0:
         ts = ts[ts > t_floor]
         if ts.size == 0 or ts[-1] > t_floor * 1.01:
@@ -445,6 +463,11 @@ def _grid(s: _Search) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
         grid = s.obj.levels(ts[0] * s.direction, ts.size)
     else:
         grid = np.array([s.obj.at(t * s.direction, "grid") for t in ts])
+        if _filled(s):
+            # the fine grid's points next to each point within _FILL of the best (relative
+            # for CV; absolute for AICc, whose differences are relative ones of the variance)
+            margin = _FILL * (abs(float(np.min(grid))) if s.method == "cv" else 1.0)
+            ts, grid = fill_in(lambda t: s.obj.at(t * s.direction, "grid"), ts, grid, margin)
     return ts, grid, t_floor
 
 
@@ -465,14 +488,12 @@ def _refine(
         values = (float(grid[best + 1]), float(grid[best]), float(grid[best - 1]))
         if s.obj.fast:
             how = "Halley"
-            x_best, s_new, converged = halley(
-                lambda lt: obj.curvature(math.exp(lt) * direction), bracket, values, _XATOL
-            )
-        else:
-            how = "Brent"
-            x_best, s_new, converged = brent(
-                lambda lt: obj.at(math.exp(lt) * direction), bracket, values, _XATOL
-            )
+            x_best, s_new, converged = halley(lambda lt: obj.curvature(math.exp(lt) * direction),
+                                              bracket, values, _XATOL)
+        else:  # no probes where three close points promise under 1e-10 (of CV; AICc's is relative)
+            how, gain = "Brent", 1e-10 * (abs(s_best) if s.method == "cv" else 1.0)
+            x_best, s_new, converged = brent(lambda lt: obj.at(math.exp(lt) * direction), bracket, values,
+                                             _XATOL, settled=gain)
         if s_new < s_best:
             t_best, s_best = math.exp(x_best), s_new
         return t_best, s_best, converged, how
@@ -480,12 +501,8 @@ def _refine(
         return t_best, s_best, True, "no refinement"
     from scipy.optimize import minimize_scalar
 
-    res = minimize_scalar(
-        lambda lt: obj.at(math.exp(lt) * direction),
-        bounds=(math.log(lo), math.log(hi)),
-        method="bounded",
-        options={"xatol": _XATOL},
-    )
+    res = minimize_scalar(lambda lt: obj.at(math.exp(lt) * direction), bounds=(math.log(lo), math.log(hi)),
+                          method="bounded", options={"xatol": _XATOL})
     if res.fun < s_best:
         t_best, s_best = math.exp(float(res.x)), float(res.fun)
     return t_best, s_best, bool(res.success), "bounded Brent"
