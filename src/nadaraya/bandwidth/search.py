@@ -141,9 +141,8 @@ def select_bandwidth(
     (:mod:`nadaraya.bandwidth._passes`), and the refinement takes safeguarded Halley steps
     from the vertex of the grid's parabola: one pass gives the criterion (CV or AICc) and its
     first three derivatives along ``log h`` exactly, and two passes usually suffice. Else each
-    bandwidth is one leave-one-out pass of the primitive (:func:`nadaraya._core.call.compute_partials`
-    with ``exclude=arange(n)``) on ``backend`` and the refinement is Brent's method; the
-    Gaussian's grid (on the truncated sums' cells or the series) then has ratio 2, with the
+    bandwidth is one leave-one-out pass on ``backend`` and the refinement is Brent's method;
+    the Gaussian's grid (on the truncated sums' cells or the series) then has ratio 2, with the
     ``sqrt(2)`` points added next to those within 0.5 % of its best, and a second basin whose
     grid parabola may beat the best is refined too.
 
