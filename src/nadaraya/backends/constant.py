@@ -384,7 +384,9 @@ def local_fit(
     itself, e.g. ``lambda parts: nadaraya.local.solve.solve(parts, degree, h)``, returning a
     :class:`~nadaraya.local.solve.LocalFit`) on those queries' partials with moments (:func:`partials`).
     The fits are the polynomial's at that degree (the rule's own where the keys' distribution
-    is degenerate: no spread, or its mean far from its centre).
+    is degenerate: no spread, or its mean far from its centre). Where the rule's moments in the
+    keys' units overflow or underflow (keys spread over 1e100 at degree 2, 1e200 at degree 1),
+    it falls back to a lower degree; the one polynomial, made about the keys' mean, does not.
 
     Returns ``(base, (estimate, slope, degree, inverse00))``: ``base`` the degree-0 partials of
     every query (as :func:`partials` gives them), the fits in the fields of ``LocalFit``

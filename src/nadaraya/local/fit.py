@@ -169,6 +169,8 @@ def finish_local(
     local = fit.degree >= 1
     if any_far:
         local &= ~far
+        if not fit.slope.flags.writeable:  # one shared row (the constant kernel's one global fit)
+            fit.slope = np.array(fit.slope)
         fit.slope[far] = np.nan
     # one pass, no gathered copies (the cast rounds as astype does)
     np.copyto(out, fit.estimate, casting="same_kind", where=local[:, None])
