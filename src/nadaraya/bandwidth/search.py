@@ -141,10 +141,10 @@ def select_bandwidth(
     (:mod:`nadaraya.bandwidth._passes`), and the refinement takes safeguarded Halley steps
     from the vertex of the grid's parabola: one pass gives the criterion (CV or AICc) and its
     first three derivatives along ``log h`` exactly, and two passes usually suffice. Else each
-    bandwidth is one leave-one-out pass on ``backend`` and the refinement is Brent's method;
-    the Gaussian's grid (on the truncated sums' cells or the series) then has ratio 2, with the
-    ``sqrt(2)`` points added next to those within 0.5 % of its best, and a second basin whose
-    grid parabola may beat the best is refined too.
+    bandwidth is one leave-one-out pass on ``backend`` and the refinement is Brent's method
+    (no probes once three close points agree); the Gaussian's grid then has ratio 2, with the
+    ``sqrt(2)`` points added next to those within 0.5 % of its best, and there and in local
+    fits a second basin whose grid parabola may beat the best is refined too.
 
     **Per feature** (``per_feature=True``), within ``2**-6`` times Scott's per-feature rule
     and the larger of ``2**5`` times it and ``10**4`` times the feature's range: L-BFGS-B on
