@@ -324,6 +324,8 @@ class Memo:
         self.values_by_gradient = values_by_gradient
         self.values: dict[bytes, float] = {}
         self.grads: dict[bytes, NDArray[np.float64]] = {}
+        #: the Gauss-Newton matrix of each bandwidth whose ``value_grad`` gave one (a third item)
+        self.curvatures: dict[bytes, NDArray[np.float64]] = {}
         #: the bandwidths scored by an exact pass (``f`` or ``column``, each with its own
         #: shifts), not by the gradient's pass (which borrows its shifts)
         self.exact: set[bytes] = set()
@@ -367,8 +369,10 @@ class Memo:
         assert self.value_grad is not None
         key = np.asarray(h, dtype=np.float64).tobytes()
         if key not in self.grads:
-            value, grad = self.value_grad(h)
+            value, grad, *more = self.value_grad(h)
             self.values[key], self.grads[key] = float(value), np.asarray(grad, dtype=np.float64)
+            if more and more[0] is not None:
+                self.curvatures[key] = np.asarray(more[0], dtype=np.float64)
         return self.values[key], self.grads[key]
 
 
