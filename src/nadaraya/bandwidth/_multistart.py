@@ -58,6 +58,9 @@ _OUT = 1e4
 _TIE = 1e-12
 #: the least relative gain for which a sweep moves a column
 _GAIN = 1e-9
+#: after the tight polish, a sweep's grid points within this factor of a column's bandwidth
+#: (inside the polished minimum's basin) count as risen: they cost no level of the pass
+_NEAR = 2.0
 
 Criterion = Callable[[NDArray[np.float64]], float]
 #: ``column(h, cols, values)``: the criterion at ``h`` with column ``cols[l]`` set to ``values[l]``
@@ -89,6 +92,7 @@ def sweep(
     columns: Sequence[int] | NDArray[np.intp] | None = None,
     patience: int | None = None,
     also: Sequence[tuple[int, float]] = (),
+    near: float = 1.0,
 ) -> tuple[NDArray[np.float64], float, bool]:
     """Cyclic coordinate descent on a grid per column: each column (of ``columns``, default
     all) moves to the best value of its grid (the others held) where that scores lower by
@@ -100,7 +104,9 @@ def sweep(
     ``also`` holds ``(j, h[j])``, is scored again exactly).
 
     With ``patience``, each column's grid (ascending) is walked outwards from its value, each
-    way until the score has risen ``patience`` times in a row.
+    way until the score has risen ``patience`` times in a row. With ``near`` > 1 as well (for
+    ``h`` a polished minimum, whose profiles rise on either side of it), the grid points within
+    a factor ``near`` of a column's value count as risen without a pass.
 
     Examples
     --------
@@ -120,21 +126,23 @@ def sweep(
             # a column after one that moves is scored again at the new point)
             first = []
             for j in order:
-                grid = np.asarray(grids[j], dtype=np.float64)
-                below, above = grid[grid < h[j]][::-1], grid[grid > h[j]]
-                first += [(j, float(v)) for v in np.concatenate([below[:patience], above[:patience]])]
+                for way in _ways(grids[j], h[j]):
+                    skip = _near(way, h[j], near, patience)
+                    first += [(j, float(v)) for v in way[skip:patience]]
             f.batch(h, first + list(also), exact=True)
         for j in order:
             grid = np.asarray(grids[j], dtype=np.float64)
             best_v, best_s = h[j], score
-            if patience is None:
-                ways = [grid[grid != h[j]]]
-            else:
-                ways = [grid[grid < h[j]][::-1], grid[grid > h[j]]]
+            ways = [grid[grid != h[j]]] if patience is None else _ways(grid, h[j])
             for way in ways:
                 last, rises, pos = score, 0, 0
+                if patience is not None:
+                    # the points next to a minimum, taken as risen
+                    rises = pos = _near(way, h[j], near, patience)
+                end = patience  # the first chunk ends where the first steps above did
                 while pos < way.size:
-                    chunk = way[pos:] if patience is None else way[pos : pos + patience]
+                    chunk = way[pos:] if patience is None else way[pos : max(end, pos + 1)]
+                    end = pos + chunk.size + (patience or 0)
                     pos += chunk.size
                     for v, s in zip(chunk, profile(f, h, j, chunk)):
                         if s < best_s:
@@ -152,6 +160,21 @@ def sweep(
         if not moved_now:
             break
     return h, score, moved
+
+
+def _ways(grid: NDArray[np.float64] | Sequence[float], v: float) -> list[NDArray[np.float64]]:
+    """A column's grid walked outwards from ``v``: the points below it (descending), above it."""
+    grid = np.asarray(grid, dtype=np.float64)
+    return [grid[grid < v][::-1], grid[grid > v]]
+
+
+def _near(way: NDArray[np.float64], v: float, near: float, patience: int) -> int:
+    """How many of the first points of ``way`` lie within a factor ``near`` of ``v`` (fewer than
+    ``patience``)."""
+    k = 0
+    while k < min(way.size, patience - 1) and near > 1 and max(way[k] / v, v / way[k]) < near:
+        k += 1
+    return k
 
 
 def profile(f: Criterion, h: NDArray[np.float64], j: int, values: Sequence[float] | NDArray[np.float64]
@@ -525,7 +548,8 @@ def explore_smooth(
     # needs no pass of its own
     flat = [(int(j), float(v)) for j in np.flatnonzero(h >= upper) for v in grids[j] if v != h[j]]
     flat.append((0, float(h[0])))
-    h, sc, moved = sweep(f, h, sc, grids, rounds=1, columns=np.flatnonzero(h < span), patience=2, also=flat)
+    h, sc, moved = sweep(f, h, sc, grids, rounds=1, columns=np.flatnonzero(h < span), patience=2, also=flat,
+                         near=_NEAR)
     if moved:
         h, sc = better(polish(h), (h, sc))
     return h, sc

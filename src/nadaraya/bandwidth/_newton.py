@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from nadaraya.bandwidth._multistart import SETTLED, Memo
 
-__all__ = ["LOOSE_STEPS", "gauss_newton"]
+__all__ = ["LEAD", "LOOSE_STEPS", "gauss_newton"]
 
 
 #: Levenberg-Marquardt's damping at the start, its least, and its factors up (a step that scores
@@ -31,6 +31,11 @@ _REJECTS = 8
 _LONGEST = 2.0
 #: accepted steps of a loose Levenberg-Marquardt run, and the most passes of a tight one
 LOOSE_STEPS = 3
+#: a ``"lead"`` run (ahead of a tight L-BFGS-B) takes the steps longer than this in some
+#: ``log h``, and stops (no pass) at the first that is not: its long steps cross a flat profile
+#: (a feature of no use on its way to being smoothed out) in a pass or two, where L-BFGS-B's
+#: first steps, the gradient's length, crawl; near a minimum L-BFGS-B converges faster
+LEAD = 0.25
 _MOST = 200
 
 
@@ -43,7 +48,8 @@ def gauss_newton(
     ``(H + lam diag H) s = -g`` on the columns not held at a bound by their gradient, and is
     kept only where it scores lower (else ``lam`` grows and the step is tried again shorter).
     Returns ``run(h0, tolerance="tight")`` as :func:`lbfgsb` does: ``"loose"`` stops after
-    :data:`LOOSE_STEPS` steps that scored lower, ``"tight"`` where a step settles it
+    :data:`LOOSE_STEPS` steps that scored lower, ``"lead"`` before a step shorter than
+    :data:`LEAD` in every ``log h``, each also where ``"tight"`` stops: where a step settles it
     (:data:`SETTLED`), gains less than 1e-10 (relative), or the gradient is below 1e-6."""
     from scipy.optimize import OptimizeResult
 
@@ -91,6 +97,9 @@ def gauss_newton(
                 except np.linalg.LinAlgError:
                     step = -g[move] / diag
                 longest = float(np.max(np.abs(step)))
+                if tolerance == "lead" and longest < LEAD:
+                    message = "STOP: THE NEXT STEP IS LOCAL"
+                    break
                 if longest > _LONGEST:
                     step *= _LONGEST / longest
                 trial = v.copy()
@@ -113,6 +122,7 @@ def gauss_newton(
                 if tolerance == "loose" and steps >= LOOSE_STEPS:
                     message = "STOP: LOOSE STEPS DONE"
                     break
+
                 if tolerance != "loose" and moved < SETTLED[0] and gain < SETTLED[1] * abs(f):
                     message = "CONVERGENCE: A STEP BELOW 5E-3 IN LOG H GAINED BELOW 3E-7"
                     break
@@ -120,7 +130,7 @@ def gauss_newton(
                     message = "CONVERGENCE: REL_REDUCTION_OF_F <= 1E-10"
                     break
         h = at(v)
-        done = OptimizeResult(x=v, success=message.startswith("CONVERGENCE") or tolerance == "loose",
+        done = OptimizeResult(x=v, success=message.startswith(("CONVERGENCE", "STOP")),
                               message=message, nit=steps)
         return h, memo(h), done
 

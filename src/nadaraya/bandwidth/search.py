@@ -537,7 +537,12 @@ def _per_feature(
     status: list[Any] = []
 
     def polish(h0: NDArray[np.float64], tolerance: str = "tight") -> tuple[NDArray[np.float64], float]:
-        h1, s1, res = (loose if tolerance == "loose" else tight)(h0, tolerance)
+        if tolerance == "loose":
+            h1, s1, res = loose(h0, tolerance)
+        else:
+            if newton:  # Gauss-Newton's steps ahead: they cross flat profiles where L-BFGS-B crawls
+                h0, _, _ = loose(h0, "lead")
+            h1, s1, res = tight(h0, tolerance)
         status.append(res)
         return h1, s1
 
