@@ -417,12 +417,13 @@ SETTLED = (5e-3, 3e-7)
 class _Settled:
     """L-BFGS-B's callback that stops the tight polish at a step that settles it (:data:`SETTLED`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, unit: NDArray[np.float64] | float = 1.0) -> None:
         self.last: tuple[NDArray[np.float64], float] | None = None
         self.fired = False
+        self.unit = unit  # L-BFGS-B's variable is ``unit * log h``
 
     def __call__(self, intermediate_result: Any) -> None:
-        x, fun = np.array(intermediate_result.x, dtype=np.float64), float(intermediate_result.fun)
+        x, fun = np.array(intermediate_result.x, dtype=np.float64) / self.unit, float(intermediate_result.fun)
         last, self.last = self.last, (x, fun)
         if last is None:
             return
@@ -460,11 +461,22 @@ def lbfgsb(
             h[free] = np.exp(v)
             return h
 
+        # L-BFGS-B's first step is the gradient itself: on ``u = D log h``, with ``D^2`` the
+        # Gauss-Newton matrix's diagonal at the start where the memo has it, that step is a
+        # diagonal Gauss-Newton step in ``log h``
+        curv = memo.curvatures.get(start.tobytes()) if tolerance == "tight" else None
+        unit = np.ones(v0.size)
+        if curv is not None:
+            diag = np.diag(curv)[free] / scale
+            if np.isfinite(diag).all() and diag.max() > 0:
+                unit = np.sqrt(np.maximum(diag, 1e-6 * diag.max()))
+        u0 = v0 * unit
+
         if memo.value_grad is not None:
 
-            def fun(v: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-                f, g = memo.with_gradient(at(v))
-                return f / scale, g[free] / scale
+            def fun(u: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
+                f, g = memo.with_gradient(at(v0 if np.array_equal(u, u0) else u / unit))
+                return f / scale, g[free] / scale / unit
 
             jac: Any = True
         else:
@@ -480,13 +492,15 @@ def lbfgsb(
             return start, memo(start), done
         # the criterion is inf where some window is empty (compact kernels, or AICc past its
         # pole): L-BFGS-B's finite differences there are inf - inf, which it steps back from
-        settled = _Settled() if tolerance == "tight" else None
+        settled = _Settled(unit) if tolerance == "tight" else None
         with np.errstate(invalid="ignore"):
-            res = minimize(fun, v0, jac=jac, method="L-BFGS-B", bounds=list(zip(lo[free], hi[free])),
+            res = minimize(fun, u0, jac=jac, method="L-BFGS-B",
+                           bounds=list(zip(lo[free] * unit, hi[free] * unit)),
                            options=TOLERANCES[tolerance], callback=settled)
         if settled is not None and settled.fired:
             res.success, res.message = True, "CONVERGENCE: A STEP BELOW 5E-3 IN LOG H GAINED BELOW 3E-7"
-        h = at(np.asarray(res.x, dtype=np.float64))
+        x = np.asarray(res.x, dtype=np.float64)
+        h = at(v0 if np.array_equal(x, u0) else x / unit)
         return h, memo(h), res
 
     return run
