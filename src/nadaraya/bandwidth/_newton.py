@@ -30,7 +30,7 @@ _DAMP = (1e-3, 1e-9, 8.0, 3.0)
 _REJECTS = 8
 _LONGEST = 2.0
 #: accepted steps of a loose Levenberg-Marquardt run, and the most passes of a tight one
-LOOSE_STEPS = 3
+LOOSE_STEPS = 2
 #: a ``"lead"`` run (ahead of a tight L-BFGS-B) takes the steps longer than this in some
 #: ``log h``, and stops (no pass) at the first that is not: its long steps cross a flat profile
 #: (a feature of no use on its way to being smoothed out) in a pass or two, where L-BFGS-B's
