@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from nadaraya.bandwidth import score_bandwidth, select_bandwidth
-from nadaraya.bandwidth._multistart import Memo, lbfgsb, sweep
-from nadaraya.bandwidth._newton import LOOSE_STEPS, gauss_newton
+from nadaraya.bandwidth._multistart import Memo, sweep
 from nadaraya.bandwidth._objective import _Objective
+from nadaraya.bandwidth._polish import LOOSE_STEPS, gauss_newton, lbfgsb
 from nadaraya.kernels import get
 
 

@@ -10,8 +10,8 @@ number of columns:
   walked outwards from the column's value until the score has risen ``patience`` times in a
   row), until a round moves nothing (at most ``rounds``);
 - :func:`best_of`: a local optimiser from several starts, the best kept;
-- :func:`lbfgsb`: L-BFGS-B on ``log h``, loosely (to find the basin a start leads to) or
-  tightly, on a :class:`Memo` of the criterion, which scores no bandwidth twice;
+- :class:`Memo`: the criterion, which scores no bandwidth twice (the local polishes that run
+  on it, L-BFGS-B and Levenberg-Marquardt, are in :mod:`nadaraya.bandwidth._polish`);
 - :func:`explore_smooth`, :func:`explore_kinked`: the per-feature search's starts, polishes
   and sweep, for a smooth criterion and for a compact kernel's;
 - :func:`settle`: each column at its smoothing-out end is scored against the best finite
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,7 +40,6 @@ __all__ = [
     "distinct",
     "explore_kinked",
     "explore_smooth",
-    "lbfgsb",
     "log_grid",
     "profile",
     "profile_each",
@@ -399,146 +397,6 @@ class Memo:
         return self.values[key], self.grads[key]
 
 
-#: L-BFGS-B's tolerances (the score scaled to order one): ``"tight"`` stops when a step gains
-#: less than 1e-10 or the projected gradient is below 1e-6, or (:data:`SETTLED`) when a step
-#: moves every ``log h`` by less than 5e-3 and gains less than a relative 3e-7: the bandwidths
-#: are then within about a relative 5e-3 of the minimum, and the score within about 3e-7 of
-#: its least (L-BFGS-B's gains shrink tenfold or more a step there); ``"loose"`` only finds
-#: the basin a start leads to (three steps on a smooth criterion)
-TOLERANCES = {
-    "tight": {"ftol": 1e-10, "gtol": 1e-6, "maxiter": 200},
-    "loose": {"ftol": 1e-4, "gtol": 1e-3, "maxiter": 3},
-}
-#: the tight polish's last step: at most this in every ``log h``, and a relative gain below
-#: the second number
-SETTLED = (5e-3, 3e-7)
-#: the tight polish also stops at a point whose Gauss-Newton step (where the memo holds the
-#: matrix) is below the first number in every ``log h`` and predicts a relative gain below the
-#: second: Gauss-Newton leaves out the residuals' curvature and can predict a few times too
-#: little, hence a tenth of :data:`SETTLED`'s bounds
-AHEAD = (5e-4, 3e-8)
-
-
-class _Settled:
-    """L-BFGS-B's callback that stops the tight polish at a step that settles it (:data:`SETTLED`),
-    or, with ``predict(x) -> (step, gain) | None``, at a point whose predicted step would."""
-
-    def __init__(self, unit: NDArray[np.float64] | float = 1.0,
-                 predict: Callable[[NDArray[np.float64]], tuple[float, float] | None] | None = None) -> None:
-        self.last: tuple[NDArray[np.float64], float] | None = None
-        self.fired = self.predicted = False
-        self.unit = unit  # L-BFGS-B's variable is ``unit * log h``
-        self.predict = predict
-
-    def __call__(self, intermediate_result: Any) -> None:
-        u = np.array(intermediate_result.x, dtype=np.float64)
-        x, fun = u / self.unit, float(intermediate_result.fun)
-        last, self.last = self.last, (x, fun)
-        ahead = None if self.predict is None else self.predict(u)
-        if ahead is not None and ahead[0] < AHEAD[0] and ahead[1] < AHEAD[1] * abs(fun):
-            self.fired = self.predicted = True
-            raise StopIteration
-        if last is None:
-            return
-        step, gain = float(np.max(np.abs(x - last[0]), initial=0.0)), last[1] - fun
-        if step < SETTLED[0] and gain < SETTLED[1] * abs(fun):
-            self.fired = True
-            raise StopIteration
-
-
-def lbfgsb(
-    memo: Memo, scale: float, lower: NDArray[np.float64], cap: NDArray[np.float64], upper: NDArray[np.float64]
-) -> Any:
-    """L-BFGS-B on ``log h`` within ``[lower, cap]``, on the criterion ``memo`` divided by
-    ``scale``: with the analytic gradient where ``memo`` has it, finite differences otherwise.
-    Returns ``run(h0, tolerance="tight") -> (h, score, scipy's result)``; the columns of ``h0``
-    on their upper bound ``upper`` (smoothed out) are held there, the others start clipped to
-    ``[lower, cap]``."""
-    from scipy.optimize import minimize
-
-    lo, hi = np.log(lower), np.log(cap)
-
-    def run(h0: NDArray[np.float64], tolerance: str = "tight") -> tuple[NDArray[np.float64], float, Any]:
-        h0 = np.asarray(h0, dtype=np.float64)
-        free = h0 < upper
-        v0 = np.clip(np.log(h0[free]), lo[free], hi[free])
-        start = h0.copy()
-        start[free] = np.where(v0 == np.log(h0[free]), h0[free], np.exp(v0))
-
-        def at(v: NDArray[np.float64]) -> NDArray[np.float64]:
-            # the start exactly as given (exp(log h) may differ from h in its last bit): a
-            # start scored before costs no pass
-            if np.array_equal(v, v0):
-                return start
-            h = h0.copy()
-            h[free] = np.exp(v)
-            return h
-
-        # L-BFGS-B's first step is the gradient itself: on ``u = D log h``, with ``D^2`` the
-        # Gauss-Newton matrix's diagonal at the start where the memo has it, that step is a
-        # diagonal Gauss-Newton step in ``log h``
-        curv = memo.curvatures.get(start.tobytes()) if tolerance == "tight" else None
-        unit = np.ones(v0.size)
-        if curv is not None:
-            diag = np.diag(curv)[free] / scale
-            if np.isfinite(diag).all() and diag.max() > 0:
-                unit = np.sqrt(np.maximum(diag, 1e-6 * diag.max()))
-        u0 = v0 * unit
-
-        if memo.value_grad is not None:
-
-            def fun(u: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-                f, g = memo.with_gradient(at(v0 if np.array_equal(u, u0) else u / unit))
-                return f / scale, g[free] / scale / unit
-
-            jac: Any = True
-        else:
-
-            def fun(v: NDArray[np.float64]) -> float:  # type: ignore[misc]
-                return memo(at(v)) / scale
-
-            jac = None
-        if not free.any():
-            from scipy.optimize import OptimizeResult
-
-            done = OptimizeResult(x=v0, success=True, message="CONVERGENCE: NO FREE COLUMN")
-            return start, memo(start), done
-        # the criterion is inf where some window is empty (compact kernels, or AICc past its
-        # pole): L-BFGS-B's finite differences there are inf - inf, which it steps back from
-        def ahead(u: NDArray[np.float64]) -> tuple[float, float] | None:
-            """The Gauss-Newton step at ``u`` (in log h) and the gain its model predicts,
-            where the memo holds the matrix and no column is on a bound."""
-            h = at(v0 if np.array_equal(u, u0) else u / unit)
-            key = h.tobytes()
-            if key not in memo.curvatures or key not in memo.grads:
-                return None
-            v = np.log(h[free])
-            if ((v <= lo[free]) | (v >= hi[free])).any():
-                return None
-            g, H = memo.grads[key][free] / scale, memo.curvatures[key][np.ix_(free, free)] / scale
-            try:
-                step = np.linalg.solve(H, -g)
-            except np.linalg.LinAlgError:
-                return None
-            gain = -float(g @ step + 0.5 * step @ H @ step)
-            return (float(np.max(np.abs(step))), gain) if np.isfinite(step).all() else None
-
-        settled = _Settled(unit, ahead) if tolerance == "tight" else None
-        with np.errstate(invalid="ignore"):
-            res = minimize(fun, u0, jac=jac, method="L-BFGS-B",
-                           bounds=list(zip(lo[free] * unit, hi[free] * unit)),
-                           options=TOLERANCES[tolerance], callback=settled)
-        if settled is not None and settled.fired:
-            res.success, res.message = True, "CONVERGENCE: A STEP BELOW 5E-3 IN LOG H GAINED BELOW 3E-7"
-            if settled.predicted:
-                res.message = "CONVERGENCE: THE GAUSS-NEWTON STEP LEFT IS BELOW 5E-4 IN LOG H AND 3E-8"
-        x = np.asarray(res.x, dtype=np.float64)
-        h = at(v0 if np.array_equal(x, u0) else x / unit)
-        return h, memo(h), res
-
-    return run
-
-
 def distinct(
     starts: list[NDArray[np.float64]], grids: list[NDArray[np.float64]]
 ) -> list[NDArray[np.float64]]:
@@ -572,14 +430,16 @@ def explore_smooth(
     span: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], float]:
     """The per-feature search's starts and polish where the criterion is smooth (no compact
-    kernel): L-BFGS-B, loosely, from the grid's best point, from there with the features
+    kernel): a loose polish (``polish(h0, "loose")``: L-BFGS-B, or Levenberg-Marquardt where the
+    caller has CV's Gauss-Newton matrix) from the grid's best point, from there with the features
     smoothed out whose removal alone is no worse, and from Scott's rule (where a local
     search from the rule of thumb, as statsmodels' and np's, ends), starts in one cell of the
     sweep's grids run once; then tightly from the best end, its features past their range
     tried smoothed out first (L-BFGS-B would crawl along their flat profiles). A coordinate
     sweep (each feature within its range to the best point of its grid, the others held,
     walked outwards until the score has risen twice) leaves a basin where one feature's grid
-    holds a lower score, and L-BFGS-B polishes what it finds; the features past their range
+    holds a lower score (the points within a factor :data:`_NEAR` of the polished point
+    counted as risen), and L-BFGS-B polishes what it finds; the features past their range
     are settled afterwards on their own profiles."""
     # each feature tried smoothed out, all in one pass where ``f`` scores columns at once; the
     # polish scores their union, which it starts from

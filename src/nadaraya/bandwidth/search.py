@@ -504,12 +504,11 @@ def _per_feature(
         better,
         explore_kinked,
         explore_smooth,
-        lbfgsb,
         log_grid,
         settle,
         smooth_out,
     )
-    from nadaraya.bandwidth._newton import gauss_newton
+    from nadaraya.bandwidth._polish import gauss_newton, lbfgsb
 
     obj, d, method = s.obj, s.d, s.method
     lower = s.rot * 2.0 ** (-_GRID_BELOW / 2)
