@@ -10,8 +10,8 @@ number of columns:
   walked outwards from the column's value until the score has risen ``patience`` times in a
   row), until a round moves nothing (at most ``rounds``);
 - :func:`best_of`: a local optimiser from several starts, the best kept;
-- :func:`lbfgsb`: L-BFGS-B on ``log h``, loosely (to find the basin a start leads to) or
-  tightly, on a :class:`Memo` of the criterion, which scores no bandwidth twice;
+- :class:`Memo`: the criterion, which scores no bandwidth twice (the local polishes that run
+  on it, L-BFGS-B and Levenberg-Marquardt, are in :mod:`nadaraya.bandwidth._polish`);
 - :func:`explore_smooth`, :func:`explore_kinked`: the per-feature search's starts, polishes
   and sweep, for a smooth criterion and for a compact kernel's;
 - :func:`settle`: each column at its smoothing-out end is scored against the best finite
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -41,7 +40,6 @@ __all__ = [
     "distinct",
     "explore_kinked",
     "explore_smooth",
-    "lbfgsb",
     "log_grid",
     "profile",
     "profile_each",
@@ -58,6 +56,9 @@ _OUT = 1e4
 _TIE = 1e-12
 #: the least relative gain for which a sweep moves a column
 _GAIN = 1e-9
+#: after the tight polish, a sweep's grid points within this factor of a column's bandwidth
+#: (inside the polished minimum's basin) count as risen: they cost no level of the pass
+_NEAR = 2.0
 
 Criterion = Callable[[NDArray[np.float64]], float]
 #: ``column(h, cols, values)``: the criterion at ``h`` with column ``cols[l]`` set to ``values[l]``
@@ -89,6 +90,7 @@ def sweep(
     columns: Sequence[int] | NDArray[np.intp] | None = None,
     patience: int | None = None,
     also: Sequence[tuple[int, float]] = (),
+    near: float = 1.0,
 ) -> tuple[NDArray[np.float64], float, bool]:
     """Cyclic coordinate descent on a grid per column: each column (of ``columns``, default
     all) moves to the best value of its grid (the others held) where that scores lower by
@@ -100,7 +102,9 @@ def sweep(
     ``also`` holds ``(j, h[j])``, is scored again exactly).
 
     With ``patience``, each column's grid (ascending) is walked outwards from its value, each
-    way until the score has risen ``patience`` times in a row.
+    way until the score has risen ``patience`` times in a row. With ``near`` > 1 as well (for
+    ``h`` a polished minimum, whose profiles rise on either side of it), the grid points within
+    a factor ``near`` of a column's value count as risen without a pass.
 
     Examples
     --------
@@ -120,21 +124,23 @@ def sweep(
             # a column after one that moves is scored again at the new point)
             first = []
             for j in order:
-                grid = np.asarray(grids[j], dtype=np.float64)
-                below, above = grid[grid < h[j]][::-1], grid[grid > h[j]]
-                first += [(j, float(v)) for v in np.concatenate([below[:patience], above[:patience]])]
+                for way in _ways(grids[j], h[j]):
+                    skip = _near(way, h[j], near, patience)
+                    first += [(j, float(v)) for v in way[skip:patience]]
             f.batch(h, first + list(also), exact=True)
         for j in order:
             grid = np.asarray(grids[j], dtype=np.float64)
             best_v, best_s = h[j], score
-            if patience is None:
-                ways = [grid[grid != h[j]]]
-            else:
-                ways = [grid[grid < h[j]][::-1], grid[grid > h[j]]]
+            ways = [grid[grid != h[j]]] if patience is None else _ways(grid, h[j])
             for way in ways:
                 last, rises, pos = score, 0, 0
+                if patience is not None:
+                    # the points next to a minimum, taken as risen
+                    rises = pos = _near(way, h[j], near, patience)
+                end = patience  # the first chunk ends where the first steps above did
                 while pos < way.size:
-                    chunk = way[pos:] if patience is None else way[pos : pos + patience]
+                    chunk = way[pos:] if patience is None else way[pos : max(end, pos + 1)]
+                    end = pos + chunk.size + (patience or 0)
                     pos += chunk.size
                     for v, s in zip(chunk, profile(f, h, j, chunk)):
                         if s < best_s:
@@ -152,6 +158,21 @@ def sweep(
         if not moved_now:
             break
     return h, score, moved
+
+
+def _ways(grid: NDArray[np.float64] | Sequence[float], v: float) -> list[NDArray[np.float64]]:
+    """A column's grid walked outwards from ``v``: the points below it (descending), above it."""
+    grid = np.asarray(grid, dtype=np.float64)
+    return [grid[grid < v][::-1], grid[grid > v]]
+
+
+def _near(way: NDArray[np.float64], v: float, near: float, patience: int) -> int:
+    """How many of the first points of ``way`` lie within a factor ``near`` of ``v`` (fewer than
+    ``patience``)."""
+    k = 0
+    while k < min(way.size, patience - 1) and near > 1 and max(way[k] / v, v / way[k]) < near:
+        k += 1
+    return k
 
 
 def profile(f: Criterion, h: NDArray[np.float64], j: int, values: Sequence[float] | NDArray[np.float64]
@@ -324,6 +345,8 @@ class Memo:
         self.values_by_gradient = values_by_gradient
         self.values: dict[bytes, float] = {}
         self.grads: dict[bytes, NDArray[np.float64]] = {}
+        #: the Gauss-Newton matrix of each bandwidth whose ``value_grad`` gave one (a third item)
+        self.curvatures: dict[bytes, NDArray[np.float64]] = {}
         #: the bandwidths scored by an exact pass (``f`` or ``column``, each with its own
         #: shifts), not by the gradient's pass (which borrows its shifts)
         self.exact: set[bytes] = set()
@@ -367,102 +390,11 @@ class Memo:
         assert self.value_grad is not None
         key = np.asarray(h, dtype=np.float64).tobytes()
         if key not in self.grads:
-            value, grad = self.value_grad(h)
+            value, grad, *more = self.value_grad(h)
             self.values[key], self.grads[key] = float(value), np.asarray(grad, dtype=np.float64)
+            if more and more[0] is not None:
+                self.curvatures[key] = np.asarray(more[0], dtype=np.float64)
         return self.values[key], self.grads[key]
-
-
-#: L-BFGS-B's tolerances (the score scaled to order one): ``"tight"`` stops when a step gains
-#: less than 1e-10 or the projected gradient is below 1e-6, or (:data:`SETTLED`) when a step
-#: moves every ``log h`` by less than 5e-3 and gains less than a relative 3e-7: the bandwidths
-#: are then within about a relative 5e-3 of the minimum, and the score within about 3e-7 of
-#: its least (L-BFGS-B's gains shrink tenfold or more a step there); ``"loose"`` only finds
-#: the basin a start leads to (three steps on a smooth criterion)
-TOLERANCES = {
-    "tight": {"ftol": 1e-10, "gtol": 1e-6, "maxiter": 200},
-    "loose": {"ftol": 1e-4, "gtol": 1e-3, "maxiter": 3},
-}
-#: the tight polish's last step: at most this in every ``log h``, and a relative gain below
-#: the second number
-SETTLED = (5e-3, 3e-7)
-
-
-class _Settled:
-    """L-BFGS-B's callback that stops the tight polish at a step that settles it (:data:`SETTLED`)."""
-
-    def __init__(self) -> None:
-        self.last: tuple[NDArray[np.float64], float] | None = None
-        self.fired = False
-
-    def __call__(self, intermediate_result: Any) -> None:
-        x, fun = np.array(intermediate_result.x, dtype=np.float64), float(intermediate_result.fun)
-        last, self.last = self.last, (x, fun)
-        if last is None:
-            return
-        step, gain = float(np.max(np.abs(x - last[0]), initial=0.0)), last[1] - fun
-        if step < SETTLED[0] and gain < SETTLED[1] * abs(fun):
-            self.fired = True
-            raise StopIteration
-
-
-def lbfgsb(
-    memo: Memo, scale: float, lower: NDArray[np.float64], cap: NDArray[np.float64], upper: NDArray[np.float64]
-) -> Any:
-    """L-BFGS-B on ``log h`` within ``[lower, cap]``, on the criterion ``memo`` divided by
-    ``scale``: with the analytic gradient where ``memo`` has it, finite differences otherwise.
-    Returns ``run(h0, tolerance="tight") -> (h, score, scipy's result)``; the columns of ``h0``
-    on their upper bound ``upper`` (smoothed out) are held there, the others start clipped to
-    ``[lower, cap]``."""
-    from scipy.optimize import minimize
-
-    lo, hi = np.log(lower), np.log(cap)
-
-    def run(h0: NDArray[np.float64], tolerance: str = "tight") -> tuple[NDArray[np.float64], float, Any]:
-        h0 = np.asarray(h0, dtype=np.float64)
-        free = h0 < upper
-        v0 = np.clip(np.log(h0[free]), lo[free], hi[free])
-        start = h0.copy()
-        start[free] = np.where(v0 == np.log(h0[free]), h0[free], np.exp(v0))
-
-        def at(v: NDArray[np.float64]) -> NDArray[np.float64]:
-            # the start exactly as given (exp(log h) may differ from h in its last bit): a
-            # start scored before costs no pass
-            if np.array_equal(v, v0):
-                return start
-            h = h0.copy()
-            h[free] = np.exp(v)
-            return h
-
-        if memo.value_grad is not None:
-
-            def fun(v: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
-                f, g = memo.with_gradient(at(v))
-                return f / scale, g[free] / scale
-
-            jac: Any = True
-        else:
-
-            def fun(v: NDArray[np.float64]) -> float:  # type: ignore[misc]
-                return memo(at(v)) / scale
-
-            jac = None
-        if not free.any():
-            from scipy.optimize import OptimizeResult
-
-            done = OptimizeResult(x=v0, success=True, message="CONVERGENCE: NO FREE COLUMN")
-            return start, memo(start), done
-        # the criterion is inf where some window is empty (compact kernels, or AICc past its
-        # pole): L-BFGS-B's finite differences there are inf - inf, which it steps back from
-        settled = _Settled() if tolerance == "tight" else None
-        with np.errstate(invalid="ignore"):
-            res = minimize(fun, v0, jac=jac, method="L-BFGS-B", bounds=list(zip(lo[free], hi[free])),
-                           options=TOLERANCES[tolerance], callback=settled)
-        if settled is not None and settled.fired:
-            res.success, res.message = True, "CONVERGENCE: A STEP BELOW 5E-3 IN LOG H GAINED BELOW 3E-7"
-        h = at(np.asarray(res.x, dtype=np.float64))
-        return h, memo(h), res
-
-    return run
 
 
 def distinct(
@@ -498,14 +430,16 @@ def explore_smooth(
     span: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], float]:
     """The per-feature search's starts and polish where the criterion is smooth (no compact
-    kernel): L-BFGS-B, loosely, from the grid's best point, from there with the features
+    kernel): a loose polish (``polish(h0, "loose")``: L-BFGS-B, or Levenberg-Marquardt where the
+    caller has CV's Gauss-Newton matrix) from the grid's best point, from there with the features
     smoothed out whose removal alone is no worse, and from Scott's rule (where a local
     search from the rule of thumb, as statsmodels' and np's, ends), starts in one cell of the
     sweep's grids run once; then tightly from the best end, its features past their range
     tried smoothed out first (L-BFGS-B would crawl along their flat profiles). A coordinate
     sweep (each feature within its range to the best point of its grid, the others held,
     walked outwards until the score has risen twice) leaves a basin where one feature's grid
-    holds a lower score, and L-BFGS-B polishes what it finds; the features past their range
+    holds a lower score (the points within a factor :data:`_NEAR` of the polished point
+    counted as risen), and L-BFGS-B polishes what it finds; the features past their range
     are settled afterwards on their own profiles."""
     # each feature tried smoothed out, all in one pass where ``f`` scores columns at once; the
     # polish scores their union, which it starts from
@@ -521,7 +455,8 @@ def explore_smooth(
     # needs no pass of its own
     flat = [(int(j), float(v)) for j in np.flatnonzero(h >= upper) for v in grids[j] if v != h[j]]
     flat.append((0, float(h[0])))
-    h, sc, moved = sweep(f, h, sc, grids, rounds=1, columns=np.flatnonzero(h < span), patience=2, also=flat)
+    h, sc, moved = sweep(f, h, sc, grids, rounds=1, columns=np.flatnonzero(h < span), patience=2, also=flat,
+                         near=_NEAR)
     if moved:
         h, sc = better(polish(h), (h, sc))
     return h, sc

@@ -294,6 +294,11 @@ class _Objective:
         return self.criterion(parts.finalize(), rho)
 
     # -- Gaussian: many bandwidths per pass, and gradients -----------------------------------
+    @functools.cached_property
+    def _middle(self) -> NDArray[np.float64]:
+        """Each feature's midrange, which the passes' scaled keys are taken about."""
+        return (self.X.min(axis=0) + self.X.max(axis=0)) / 2.0
+
     def _scaled(
         self, h: NDArray[np.float64], exact: bool = True
     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]:
@@ -305,7 +310,9 @@ class _Objective:
         the sums and asks again exactly if one overflowed)."""
         from nadaraya.bandwidth._passes import shifts
 
-        zt = np.ascontiguousarray((self.X / (math.sqrt(2.0) * h)).T)
+        # about the data's middle: keys far from 0 (1e6 apart from differences of 1e-2) would
+        # lose the differences' digits to the rounding of each scaled key
+        zt = np.ascontiguousarray(((self.X - self._middle) / (math.sqrt(2.0) * h)).T)
         cached = self._nearest
         if cached is not None and np.allclose(h / h[0], cached[0], rtol=1e-12, atol=0.0):
             return zt, cached[1] * (cached[2] / h[0]) ** 2, cached[3]
@@ -333,8 +340,11 @@ class _Objective:
             self._record(h_top * 2.0 ** (-lev / 2), float(out[lev]), stage)
         return out
 
-    def with_gradient(self, h: NDArray[np.float64], stage: str = "per_feature") -> tuple[float, NDArray]:
-        """The criterion and its gradient with respect to ``log h`` (Gaussian, one pass)."""
+    def with_gradient(self, h: NDArray[np.float64], stage: str = "per_feature", gauss_newton: bool = False
+                      ) -> tuple[Any, ...]:
+        """The criterion and its gradient with respect to ``log h`` (Gaussian, one pass). With
+        ``gauss_newton``, also CV's Gauss-Newton matrix ``2 sum_i w_i J_i J_i^T`` (``J_i`` the
+        leave-one-out prediction's gradient along ``log h``, from the same pass; None for AICc)."""
         from nadaraya._support.jit import threads_for
         from nadaraya.bandwidth._gradient import loo_gradient
 
@@ -374,7 +384,12 @@ class _Objective:
             b = 1.0 - (trace + self._two()) / self.total
             grad = dsigma2 / sigma2 + dtrace / self.total * (a + b) / b**2
         self._record(h, score, stage)
-        return score, grad
+        if not gauss_newton:
+            return score, grad
+        gn = None
+        if self.method == "cv":
+            gn = 2.0 * np.einsum("i,ikp,ilp->kl", self.s, dpred, dpred) / (self.total * p)
+        return score, grad, gn
 
     def column(
         self, h: NDArray[np.float64], cols: NDArray[np.int64], values: NDArray[np.float64],

@@ -520,11 +520,11 @@ def _per_feature(
         better,
         explore_kinked,
         explore_smooth,
-        lbfgsb,
         log_grid,
         settle,
         smooth_out,
     )
+    from nadaraya.bandwidth._polish import gauss_newton, lbfgsb
 
     obj, d, method = s.obj, s.d, s.method
     lower = s.rot * 2.0 ** (-_GRID_BELOW / 2)
@@ -534,18 +534,30 @@ def _per_feature(
     # the score is scaled to order one so that L-BFGS-B's tolerances mean the same on any data
     scale = abs(s_best) if method == "cv" and s_best > 0 else 1.0
     # every bandwidth scored once: the Gaussian's gradient pass is the cheapest pass that
-    # scores one bandwidth, and L-BFGS-B takes its gradient
-    f = Memo(lambda h: obj.at(h, "per_feature"), obj.with_gradient if obj.fast else None,
+    # scores one bandwidth, and L-BFGS-B takes its gradient. CV is a sum of squared
+    # leave-one-out residuals: that pass gives its Gauss-Newton matrix too, on which the loose
+    # polishes from the starts take Levenberg-Marquardt steps (three of them reach about as far
+    # as L-BFGS-B's five to eight; near the minimum, where the residuals' own curvature counts,
+    # Gauss-Newton slows down, so the tight polish stays L-BFGS-B)
+    newton = obj.fast and method == "cv"
+    value_grad = (lambda h: obj.with_gradient(h, gauss_newton=True)) if newton else obj.with_gradient
+    f = Memo(lambda h: obj.at(h, "per_feature"), value_grad if obj.fast else None,
              column=obj.column if obj.fast else None)
     # L-BFGS-B stays below ten times each feature's range, where its weights vary by less than
     # 1 % and the criterion is flat: a feature past its range is tried smoothed out instead
     # (a compact kernel's search keeps the whole range)
     cap = upper if s.kernel.compact else np.clip(_CAP * s.span, 2.0 * lower, upper)
-    run = lbfgsb(f, scale, lower, cap, upper)
+    tight = lbfgsb(f, scale, lower, cap, upper)
+    loose = gauss_newton(f, scale, lower, cap, upper) if newton else tight
     status: list[Any] = []
 
     def polish(h0: NDArray[np.float64], tolerance: str = "tight") -> tuple[NDArray[np.float64], float]:
-        h1, s1, res = run(h0, tolerance)
+        if tolerance == "loose":
+            h1, s1, res = loose(h0, tolerance)
+        else:
+            if newton:  # Gauss-Newton's steps ahead: they cross flat profiles where L-BFGS-B crawls
+                h0, _, _ = loose(h0, "lead")
+            h1, s1, res = tight(h0, tolerance)
         status.append(res)
         return h1, s1
 
@@ -596,4 +608,6 @@ def _per_feature(
             s.notes.append(_bound_note(j, hj * unit, "lower", float(lower[j]) * unit, method))
     bounds = np.stack([lower, upper], axis=1)
     how = f"grid of {ts.size}, coordinate sweep, L-BFGS-B: {res.message}"
+    if newton:
+        how += "; loose polishes from the starts: Levenberg-Marquardt"
     return s.result(h, sc, bounds, bool(res.success), how, smoothed)
