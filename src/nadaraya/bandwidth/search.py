@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import dataclasses
 import math
 import warnings
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -24,6 +22,7 @@ from nadaraya.bandwidth._objective import (
     _smoothed_out,
     _validate,
 )
+from nadaraya.bandwidth._progress import _PROGRESS, Progress, reporting
 from nadaraya.bandwidth.optimise import brent, fill_in, halley, rival_minima
 from nadaraya.bandwidth.rules import _pow2_scale, _rule_of_thumb, _span, _unscaled_score
 from nadaraya.kernels import Kernel
@@ -31,46 +30,6 @@ from nadaraya.local.job import as_degree
 from nadaraya.local.mixed import as_categorical_kernel, as_var_types
 
 __all__ = ["reporting", "select_bandwidth"]
-
-#: ``progress(stage, n_evaluated, n_passes)``: called after each bandwidth a search evaluates
-Progress = Callable[[str, int, int], None]
-_PROGRESS: contextvars.ContextVar[Progress | None] = contextvars.ContextVar("nadaraya_progress", default=None)
-
-
-@contextlib.contextmanager
-def reporting(progress: Progress) -> Iterator[None]:
-    """Report the steps of every bandwidth search run in the block to ``progress``.
-
-    For a shell that shows progress of a search it does not call itself, such as the one
-    ``NadarayaWatson(bandwidth="cv").fit`` runs; :func:`select_bandwidth` also takes
-    ``progress=`` directly.
-
-    Parameters
-    ----------
-    progress : callable
-        Called as ``progress(stage, n_evaluated, n_passes)`` after each bandwidth evaluated:
-        ``stage`` is ``"grid"``, ``"refine"`` or ``"per_feature"``, ``n_evaluated`` the
-        bandwidths evaluated so far, ``n_passes`` the passes over the pairs so far.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from nadaraya import NadarayaWatson
-    >>> from nadaraya.bandwidth.search import reporting
-    >>> stages = set()
-    >>> x = np.linspace(0, 5, 40)[:, None]
-    >>> y = np.sin(x[:, 0]) + np.random.default_rng(0).normal(0, 0.3, 40)
-    >>> with reporting(lambda stage, k, passes: stages.add(stage)):
-    ...     _ = NadarayaWatson().fit(x, y)
-    >>> sorted(stages)
-    ['grid', 'refine']
-    """
-    token = _PROGRESS.set(progress)
-    try:
-        yield
-    finally:
-        _PROGRESS.reset(token)
-
 
 # --------------------------------------------------------------------------------------------
 # Data-driven selection: leave-one-out cross-validation and AICc
