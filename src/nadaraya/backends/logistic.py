@@ -82,7 +82,7 @@ CUT = 2.0**-60
 #: ``coth(|u| / 2)^2 K(u)``, 65 K(u) at 0.25)
 T_RANGE = (0.25, 8.0)
 #: below this scaled gap ``x`` a running sum's factor ``exp(-x)`` is applied as ``S + expm1(-x) S``
-SMALL = 0.25
+SMALL = _moments.SMALL
 
 
 def supports(kernel: Kernel, d: int) -> bool:
@@ -403,15 +403,16 @@ def _sums(ks, rows, qs, lo, hi, ex, d0, big, inv_h, half_width, r, p):  # type: 
         return out
     kmax = terms(half_width)
     lead = -math.log(CUT) + math.log(kmax + 1)
-    binom = np.array([[math.comb(j, t) for t in range(nm)] for j in range(nm)], dtype=np.float64)
+    s = np.ascontiguousarray(rows[:, 0])
+    sv = np.ascontiguousarray(rows[:, nm:nm + p].T)
     mirrored = np.zeros((m, c))
-    sides = ((ks, rows, qs, lo, d0, out),
-             (np.ascontiguousarray(-ks[::-1]), np.ascontiguousarray(rows[::-1]),
-              np.ascontiguousarray(-qs[::-1]), np.ascontiguousarray(ne - hi[::-1]),
-              np.ascontiguousarray(d0[::-1]), mirrored))
-    for k_, rows_, q_, lo_, d_, o_ in sides:
+    sides = ((ks, rows, s, sv, qs, lo, d0, out),
+             (np.ascontiguousarray(-ks[::-1]), np.ascontiguousarray(rows[::-1]), np.ascontiguousarray(s[::-1]),
+              np.ascontiguousarray(sv[:, ::-1]), np.ascontiguousarray(-qs[::-1]),
+              np.ascontiguousarray(ne - hi[::-1]), np.ascontiguousarray(d0[::-1]), mirrored))
+    for k_, rows_, s_, sv_, q_, lo_, d_, o_ in sides:
         if r:
-            _moments.far_side(k_, rows_, q_, lo_, d_, inv_h, kmax, lead, r, p, binom, o_)
+            _moments.far_side(k_, s_, sv_, q_, lo_, d_, inv_h, kmax, lead, r, p, o_)
         else:
             _far_side(k_, rows_, q_, lo_, d_, inv_h, kmax, lead, o_)
     power = np.array([t if t < nm else (t - nm) // p for t in range(c)])
@@ -419,10 +420,11 @@ def _sums(ks, rows, qs, lo, hi, ex, d0, big, inv_h, half_width, r, p):  # type: 
     out[big] = 0.0
     work = (float(np.sum(hi - lo)) + float(np.count_nonzero(big)) * ne) * (c + 3)
     mid = np.searchsorted(ks, qs, side="right").astype(np.int64)
-    args = (ks, *_blocks(ks, inv_h), rows, qs, lo, mid, hi, ex, d0, big, inv_h)
+    blocks = _blocks(ks, inv_h)
     if r:
-        run_ranges(_moments.near, (*args, r, p), m, (out,), work=work)
+        run_ranges(_moments.near, (ks, *blocks, s, sv, qs, lo, mid, hi, ex, d0, big, inv_h, r, p), m, (out,),
+                   work=work)
     else:
-        run_ranges(_near, args, m, (out,), work=work)
+        run_ranges(_near, (ks, *blocks, rows, qs, lo, mid, hi, ex, d0, big, inv_h), m, (out,), work=work)
     return out
 
