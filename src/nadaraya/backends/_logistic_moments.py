@@ -68,8 +68,8 @@ def factors(x, mul, one):  # type: ignore[no-untyped-def]  # pragma: no cover - 
         mk = mk + m1 + mk * m1
         k += 1
     if k < kmax:
-        f1 = m1 + 1.0 if x >= SMALL else math.exp(-x)
-        fk = math.exp(-(k + 1) * x)
+        f1 = math.exp(-x)  # not 1 + m1: that loses e^-x's digits at large x
+        fk = f1 if k == 0 else math.exp(-(k + 1) * x)
         while k < kmax:
             one[k] = 0.0
             mul[k] = fk
