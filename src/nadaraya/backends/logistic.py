@@ -40,8 +40,8 @@ O((n + m) K) for the series; the windows' sums run on :func:`nadaraya._support.j
 threads, in ranges of queries. float32 inputs are computed in float64 and rounded once at the
 end, the weight's binary exponent moved into the shift first (as the laplace backend does).
 Local fits (``moments`` up to 2): the same split, the moments carried as in
-:mod:`nadaraya.backends._logistic_moments` (an ``exp`` per block of near keys, an ``exp`` per series
-term and key).
+:mod:`nadaraya.backends._logistic_moments` (an ``exp`` per block of near keys, the series' factors
+as powers, every term's moments moved in one vector loop per key, one move per query and side).
 
 Examples
 --------
@@ -254,9 +254,9 @@ def choice(queries: NDArray[np.floating], keys: NDArray[np.floating],
     """This backend for the logistic kernel in 1-D where its modelled cost (:data:`NS`: the near
     windows' pairs counted as for keys spread evenly over their range, the series' terms) is
     under the fused loop's over all pairs; ``None`` otherwise. With the ``moments`` of a local
-    fit of degree ``r`` (up to :data:`MAX_DEGREE`) the near pairs cost ``1 + 2 r`` times as much
-    (the powers of ``u`` each), the series' terms ``1 + 3 r`` times (an ``exp``
-    and a binomial move each), the fused loop's pairs ``1 + r`` times.
+    fit of degree ``r`` (up to :data:`MAX_DEGREE`) the near pairs and the series' terms cost
+    ``1 + r / 10`` times as much (measured: the weights dominate, the powers of ``u`` and the
+    moves run vectorised), the fused loop's pairs ``1 + r`` times.
 
     Examples
     --------
@@ -277,7 +277,7 @@ def choice(queries: NDArray[np.floating], keys: NDArray[np.floating],
     r = int(moments)
     if r > MAX_DEGREE:
         return None
-    cost = (near * NS["near_pair"] * (1 + 2 * r) + 2.0 * terms(t) * (n + m) * NS["term"] * (1 + 3 * r)
+    cost = ((near * NS["near_pair"] + 2.0 * terms(t) * (n + m) * NS["term"]) * (1 + r / 10)
             + (n + m) * NS["point"])
     exact = float(m) * n * NS["fused_pair"] * (1 + r)
     if cost >= exact:
@@ -406,10 +406,10 @@ def _sums(ks, rows, qs, lo, hi, ex, d0, big, inv_h, half_width, r, p):  # type: 
     s = np.ascontiguousarray(rows[:, 0])
     sv = np.ascontiguousarray(rows[:, nm:nm + p].T)
     mirrored = np.zeros((m, c))
+    flip = np.ascontiguousarray
     sides = ((ks, rows, s, sv, qs, lo, d0, out),
-             (np.ascontiguousarray(-ks[::-1]), np.ascontiguousarray(rows[::-1]), np.ascontiguousarray(s[::-1]),
-              np.ascontiguousarray(sv[:, ::-1]), np.ascontiguousarray(-qs[::-1]),
-              np.ascontiguousarray(ne - hi[::-1]), np.ascontiguousarray(d0[::-1]), mirrored))
+             (flip(-ks[::-1]), rows if r else flip(rows[::-1]), flip(s[::-1]), flip(sv[:, ::-1]),
+              flip(-qs[::-1]), flip(ne - hi[::-1]), flip(d0[::-1]), mirrored))
     for k_, rows_, s_, sv_, q_, lo_, d_, o_ in sides:
         if r:
             _moments.far_side(k_, s_, sv_, q_, lo_, d_, inv_h, kmax, lead, r, p, o_)
