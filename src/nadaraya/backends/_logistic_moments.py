@@ -23,9 +23,9 @@ key's weight in the series is then within a few hundred roundings of the one car
 ``a`` left of its window (that is the moments of the series' weights, each positive, of the far
 keys), then moves that once to the query: one binomial move per query and side, not one per term.
 
-The near windows sum ``w u^j`` key by key (``u = k - q``), their weights an ``exp`` per block
-of keys; the sums are reductions that LLVM vectorises (reassociated: the same error bound,
-``eps sum |w u^j|``).
+The near windows (:func:`near`, for degree 0 too) sum ``w u^j`` key by key (``u = k - q``),
+their weights an ``exp`` per block of keys; the sums are reductions that LLVM vectorises
+(reassociated: the same error bound, ``eps sum |w u^j|``).
 """
 
 from __future__ import annotations
@@ -225,6 +225,20 @@ def window_weights(ks, anchor, up, down, q, a, mid, b, ex, d0, inv_h):  # type: 
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_REASSOC)
+def _sums0(w, s, sv, a, b, p, acc):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """``acc`` = the window's ``sum w s`` and ``sum w sv`` over the keys ``a .. b - 1`` (degree 0)."""
+    z = 0.0
+    for j in range(a, b):
+        z += w[j - a] * s[j]
+    acc[0] = z
+    for c in range(p):
+        z = 0.0
+        for j in range(a, b):
+            z += w[j - a] * sv[c, j]
+        acc[1 + c] = z
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_REASSOC)
 def _moments(ks, w, s, sv, a, b, q, r, p, acc):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """``acc`` = the window's sums ``sum w s u^j`` (``j <= 2r``), ``sum w sv u^j`` (``j <= r``)
     over the keys ``a .. b - 1`` (``w`` from index ``a``, ``u = k - q``), reassociated."""
@@ -265,9 +279,10 @@ def _moments(ks, w, s, sv, a, b, q, r, p, acc):  # type: ignore[no-untyped-def] 
 def near(  # type: ignore[no-untyped-def]  # pragma: no cover
     ks, anchor, up, down, s, sv, qs, lo, mid, hi, ex, d0, big, inv_h, r, p, first, last, out,
 ):
-    """For the queries ``first .. last - 1``: ``out[i]`` += the moments of each query's near
-    window (:func:`window_weights`; every key, an ``exp`` each, where ``big[i]``) but ``ex[i]``,
-    relative to ``e^-d0[i]``; keys' weights ``s``, values ``sv`` (``p`` rows)."""
+    """For the queries ``first .. last - 1``: ``out[i]`` += the sums of degree ``r`` (0: the
+    weight and values only) of each query's near window (:func:`window_weights`; every key, an
+    ``exp`` each, where ``big[i]``) but ``ex[i]``, relative to ``e^-d0[i]``; keys' weights
+    ``s``, values ``sv`` (``p`` rows)."""
     c = out.shape[1]
     acc = np.zeros(c)
     for i in range(first, last):
@@ -282,6 +297,9 @@ def near(  # type: ignore[no-untyped-def]  # pragma: no cover
                 w[j] = 0.0 if j == ex[i] else math.exp(-(au - d0[i])) / (1.0 + math.exp(-au)) ** 2
         else:
             w = window_weights(ks, anchor, up, down, q, a, mid[i], b, ex[i], d0[i], inv_h)
-        _moments(ks, w, s, sv, a, b, q, r, p, acc)
+        if r == 0:
+            _sums0(w, s, sv, a, b, p, acc)
+        else:
+            _moments(ks, w, s, sv, a, b, q, r, p, acc)
         for t in range(c):
             out[i, t] += acc[t]

@@ -4,7 +4,7 @@ The logistic weight ``K(u) = e^-|u| / (1 + e^-|u|)^2`` has heavy tails: every ke
 the fused loop visits all ``m n`` pairs. This backend splits each query's keys at ``|u| = T``:
 
 - **near** (``|u| <= T``): the keys of the window ``[q - T h, q + T h]`` of the sorted keys,
-  summed one by one (an ``exp`` each);
+  summed one by one (an ``exp`` per block of keys, :func:`nadaraya.backends._logistic_moments.near`);
 - **far** (``|u| > T``): the series ``K(u) = sum_{k >= 1} (-1)^(k+1) k e^(-k |u|)``, whose
   ``k``-th term is a Laplacian weight at bandwidth ``h / k``. The far-left sum of the ``k``-th
   term is ``k e^(-k x) S_k(a)``, with ``a`` the last key left of ``q - T h``, ``x = (q - k_a) / h``
@@ -210,39 +210,6 @@ def _blocks(ks, inv_h):  # type: ignore[no-untyped-def]  # pragma: no cover
     return anchor, up, down
 
 
-@numba.njit(cache=True, nogil=True)
-def _near(  # type: ignore[no-untyped-def]  # pragma: no cover
-    ks, anchor, up, down, terms_, qs, lo, mid, hi, ex, d0, big, inv_h, first, last, out,
-):
-    """For the queries ``first .. last - 1``: ``out[i]`` += each query's sum over the keys
-    ``lo[i] .. hi[i] - 1`` of its near window but ``ex[i]``, relative to ``e^-d0[i]``; ``big``
-    marks queries whose sums are taken over every key (their left-out key is among the far
-    ones), an ``exp`` a key. In a window,
-    ``e^-|u| = e^(-(q - k_a) / h) e^((k_j - k_a) / h)`` left of the query (``mid[i]``: its first
-    key right of it; ``e^((q - k_a) / h) e^(-(k_j - k_a) / h)`` from there) with ``k_a`` the
-    key's block anchor (:func:`_blocks`): an ``exp`` per block."""
-    c = terms_.shape[1]
-    for i in range(first, last):
-        if d0[i] == np.inf:
-            continue
-        q = qs[i]
-        if big[i]:
-            for j in range(ks.size):
-                if j != ex[i]:
-                    u = abs(q - ks[j]) * inv_h
-                    w = math.exp(-(u - d0[i])) / (1.0 + math.exp(-u)) ** 2
-                    for t in range(c):
-                        out[i, t] += w * terms_[j, t]
-            continue
-        a, b = lo[i], hi[i]
-        w = _moments.window_weights(ks, anchor, up, down, q, a, mid[i], b, ex[i], d0[i], inv_h)
-        for t in range(c):
-            acc = 0.0
-            for j in range(a, b):
-                acc += w[j - a] * terms_[j, t]
-            out[i, t] += acc
-
-
 #: the cost model, nanoseconds on the shared 2-core machine (measured 2026-12 at n = m = 2e5,
 #: keys U(0, 1), h = 0.05 to 0.002, in one run): per pair of a near window, per key or query and
 #: series term (each side), per point sorted, and per pair of the fused loop over every pair
@@ -421,10 +388,7 @@ def _sums(ks, rows, qs, lo, hi, ex, d0, big, inv_h, half_width, r, p):  # type: 
     work = (float(np.sum(hi - lo)) + float(np.count_nonzero(big)) * ne) * (c + 3)
     mid = np.searchsorted(ks, qs, side="right").astype(np.int64)
     blocks = _blocks(ks, inv_h)
-    if r:
-        run_ranges(_moments.near, (ks, *blocks, s, sv, qs, lo, mid, hi, ex, d0, big, inv_h, r, p), m, (out,),
-                   work=work)
-    else:
-        run_ranges(_near, (ks, *blocks, rows, qs, lo, mid, hi, ex, d0, big, inv_h), m, (out,), work=work)
+    run_ranges(_moments.near, (ks, *blocks, s, sv, qs, lo, mid, hi, ex, d0, big, inv_h, r, p), m, (out,),
+               work=work)
     return out
 
