@@ -4,7 +4,7 @@ The logistic weight ``K(u) = e^-|u| / (1 + e^-|u|)^2`` has heavy tails: every ke
 the fused loop visits all ``m n`` pairs. This backend splits each query's keys at ``|u| = T``:
 
 - **near** (``|u| <= T``): the keys of the window ``[q - T h, q + T h]`` of the sorted keys,
-  summed one by one (an ``exp`` each);
+  summed one by one (an ``exp`` per block of keys, :func:`nadaraya.backends._logistic_moments.near`);
 - **far** (``|u| > T``): the series ``K(u) = sum_{k >= 1} (-1)^(k+1) k e^(-k |u|)``, whose
   ``k``-th term is a Laplacian weight at bandwidth ``h / k``. The far-left sum of the ``k``-th
   term is ``k e^(-k x) S_k(a)``, with ``a`` the last key left of ``q - T h``, ``x = (q - k_a) / h``
@@ -40,8 +40,8 @@ O((n + m) K) for the series; the windows' sums run on :func:`nadaraya._support.j
 threads, in ranges of queries. float32 inputs are computed in float64 and rounded once at the
 end, the weight's binary exponent moved into the shift first (as the laplace backend does).
 Local fits (``moments`` up to 2): the same split, the moments carried as in
-:mod:`nadaraya.backends._logistic_moments` (an ``exp`` per block of near keys, an ``exp`` per series
-term and key).
+:mod:`nadaraya.backends._logistic_moments` (an ``exp`` per block of near keys, the series' factors
+as powers, every term's moments moved in one vector loop per key, one move per query and side).
 
 Examples
 --------
@@ -82,7 +82,7 @@ CUT = 2.0**-60
 #: ``coth(|u| / 2)^2 K(u)``, 65 K(u) at 0.25)
 T_RANGE = (0.25, 8.0)
 #: below this scaled gap ``x`` a running sum's factor ``exp(-x)`` is applied as ``S + expm1(-x) S``
-SMALL = 0.25
+SMALL = _moments.SMALL
 
 
 def supports(kernel: Kernel, d: int) -> bool:
@@ -210,39 +210,6 @@ def _blocks(ks, inv_h):  # type: ignore[no-untyped-def]  # pragma: no cover
     return anchor, up, down
 
 
-@numba.njit(cache=True, nogil=True)
-def _near(  # type: ignore[no-untyped-def]  # pragma: no cover
-    ks, anchor, up, down, terms_, qs, lo, mid, hi, ex, d0, big, inv_h, first, last, out,
-):
-    """For the queries ``first .. last - 1``: ``out[i]`` += each query's sum over the keys
-    ``lo[i] .. hi[i] - 1`` of its near window but ``ex[i]``, relative to ``e^-d0[i]``; ``big``
-    marks queries whose sums are taken over every key (their left-out key is among the far
-    ones), an ``exp`` a key. In a window,
-    ``e^-|u| = e^(-(q - k_a) / h) e^((k_j - k_a) / h)`` left of the query (``mid[i]``: its first
-    key right of it; ``e^((q - k_a) / h) e^(-(k_j - k_a) / h)`` from there) with ``k_a`` the
-    key's block anchor (:func:`_blocks`): an ``exp`` per block."""
-    c = terms_.shape[1]
-    for i in range(first, last):
-        if d0[i] == np.inf:
-            continue
-        q = qs[i]
-        if big[i]:
-            for j in range(ks.size):
-                if j != ex[i]:
-                    u = abs(q - ks[j]) * inv_h
-                    w = math.exp(-(u - d0[i])) / (1.0 + math.exp(-u)) ** 2
-                    for t in range(c):
-                        out[i, t] += w * terms_[j, t]
-            continue
-        a, b = lo[i], hi[i]
-        w = _moments.window_weights(ks, anchor, up, down, q, a, mid[i], b, ex[i], d0[i], inv_h)
-        for t in range(c):
-            acc = 0.0
-            for j in range(a, b):
-                acc += w[j - a] * terms_[j, t]
-            out[i, t] += acc
-
-
 #: the cost model, nanoseconds on the shared 2-core machine (measured 2026-12 at n = m = 2e5,
 #: keys U(0, 1), h = 0.05 to 0.002, in one run): per pair of a near window, per key or query and
 #: series term (each side), per point sorted, and per pair of the fused loop over every pair
@@ -254,9 +221,9 @@ def choice(queries: NDArray[np.floating], keys: NDArray[np.floating],
     """This backend for the logistic kernel in 1-D where its modelled cost (:data:`NS`: the near
     windows' pairs counted as for keys spread evenly over their range, the series' terms) is
     under the fused loop's over all pairs; ``None`` otherwise. With the ``moments`` of a local
-    fit of degree ``r`` (up to :data:`MAX_DEGREE`) the near pairs cost ``1 + 2 r`` times as much
-    (the powers of ``u`` each), the series' terms ``1 + 3 r`` times (an ``exp``
-    and a binomial move each), the fused loop's pairs ``1 + r`` times.
+    fit of degree ``r`` (up to :data:`MAX_DEGREE`) the near pairs and the series' terms cost
+    ``1 + r / 10`` times as much (measured: the weights dominate, the powers of ``u`` and the
+    moves run vectorised), the fused loop's pairs ``1 + r`` times.
 
     Examples
     --------
@@ -277,7 +244,7 @@ def choice(queries: NDArray[np.floating], keys: NDArray[np.floating],
     r = int(moments)
     if r > MAX_DEGREE:
         return None
-    cost = (near * NS["near_pair"] * (1 + 2 * r) + 2.0 * terms(t) * (n + m) * NS["term"] * (1 + 3 * r)
+    cost = ((near * NS["near_pair"] + 2.0 * terms(t) * (n + m) * NS["term"]) * (1 + r / 10)
             + (n + m) * NS["point"])
     exact = float(m) * n * NS["fused_pair"] * (1 + r)
     if cost >= exact:
@@ -403,15 +370,16 @@ def _sums(ks, rows, qs, lo, hi, ex, d0, big, inv_h, half_width, r, p):  # type: 
         return out
     kmax = terms(half_width)
     lead = -math.log(CUT) + math.log(kmax + 1)
-    binom = np.array([[math.comb(j, t) for t in range(nm)] for j in range(nm)], dtype=np.float64)
+    s = np.ascontiguousarray(rows[:, 0])
+    sv = np.ascontiguousarray(rows[:, nm:nm + p].T)
     mirrored = np.zeros((m, c))
-    sides = ((ks, rows, qs, lo, d0, out),
-             (np.ascontiguousarray(-ks[::-1]), np.ascontiguousarray(rows[::-1]),
-              np.ascontiguousarray(-qs[::-1]), np.ascontiguousarray(ne - hi[::-1]),
-              np.ascontiguousarray(d0[::-1]), mirrored))
-    for k_, rows_, q_, lo_, d_, o_ in sides:
+    flip = np.ascontiguousarray
+    sides = ((ks, rows, s, sv, qs, lo, d0, out),
+             (flip(-ks[::-1]), rows if r else flip(rows[::-1]), flip(s[::-1]), flip(sv[:, ::-1]),
+              flip(-qs[::-1]), flip(ne - hi[::-1]), flip(d0[::-1]), mirrored))
+    for k_, rows_, s_, sv_, q_, lo_, d_, o_ in sides:
         if r:
-            _moments.far_side(k_, rows_, q_, lo_, d_, inv_h, kmax, lead, r, p, binom, o_)
+            _moments.far_side(k_, s_, sv_, q_, lo_, d_, inv_h, kmax, lead, r, p, o_)
         else:
             _far_side(k_, rows_, q_, lo_, d_, inv_h, kmax, lead, o_)
     power = np.array([t if t < nm else (t - nm) // p for t in range(c)])
@@ -419,10 +387,8 @@ def _sums(ks, rows, qs, lo, hi, ex, d0, big, inv_h, half_width, r, p):  # type: 
     out[big] = 0.0
     work = (float(np.sum(hi - lo)) + float(np.count_nonzero(big)) * ne) * (c + 3)
     mid = np.searchsorted(ks, qs, side="right").astype(np.int64)
-    args = (ks, *_blocks(ks, inv_h), rows, qs, lo, mid, hi, ex, d0, big, inv_h)
-    if r:
-        run_ranges(_moments.near, (*args, r, p), m, (out,), work=work)
-    else:
-        run_ranges(_near, args, m, (out,), work=work)
+    blocks = _blocks(ks, inv_h)
+    run_ranges(_moments.near, (ks, *blocks, s, sv, qs, lo, mid, hi, ex, d0, big, inv_h, r, p), m, (out,),
+               work=work)
     return out
 
