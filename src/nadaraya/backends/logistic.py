@@ -139,7 +139,7 @@ def _carry(state, row, g):  # type: ignore[no-untyped-def]  # pragma: no cover
     factor next to 1 would round to an ulp of 1), then ``f_(k+1) = f_k e^-g``."""
     kmax, c = state.shape
     m1 = math.expm1(-g)
-    f1 = m1 + 1.0 if g >= SMALL else math.exp(-g)
+    f1 = math.exp(-g)  # not 1 + m1, which rounds e^-g to 0 past a gap of about 37
     mk = m1
     fk = 0.0
     small = True
