@@ -43,7 +43,7 @@ from nadaraya.backends._windowed_jit import _bounds, _csx, _first_at, _triage
 from nadaraya.backends._windowed_msweep import _LOSS
 from nadaraya.backends._windowed_sweep import _scatter, _sort_bucket, _walk
 
-__all__ = ["cell_bound", "even_sweep", "horner_rows"]
+__all__ = ["cell_bound", "even_sweep", "fold_even", "horner_rows"]
 
 
 @njit(cache=True, inline="always")
@@ -112,7 +112,7 @@ def _dot(A, M, aa, cc, top):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always")
-def _own_bound(S, B, Ab, T, hi_row, lo_row, G, Hb, aq, d, nf, na, p, nr, ns):  # pragma: no cover - compiled
+def _own_bound(S, B, Ab, T, hi_row, lo_row, Hb, aq, d, nf, na, p, nr, ns):  # pragma: no cover - compiled
     """The loss test with the query's own rounding bound ``Eb[a, x] = sum_j Ã[a, j] B[j, x]``
     (``x = 0``: the weight, its ``na`` moments; ``x >= 1``: the ``|v|`` column ``x``, its first
     ``nr`` moments, read at its ``ns`` powers): whether every moment's lower bound of natural size
@@ -127,14 +127,6 @@ def _own_bound(S, B, Ab, T, hi_row, lo_row, G, Hb, aq, d, nf, na, p, nr, ns):  #
         if j < ns:
             for x in range(1, 1 + p):
                 B[j, x] = 0.5 * (B[j - 1, x] + B[j + 1, x])
-    ok = S[0, 0] > 0.0  # first against the cell's largest |Q| (G), the larger bound
-    for aa in range(na):
-        ok = ok and S[aa + (aa & 1), 0] >= 2.0 * _LOSS * _dot(G, B, aa, 0, d + aa + 1)
-    for aa in range(nr):
-        for x in range(1, 1 + p):
-            ok = ok and S[aa + (aa & 1), p + x] >= 2.0 * _LOSS * _dot(G, B, aa, x, d + aa + 1)
-    if ok:
-        return True
     _coefficients(Ab, Hb, -aq, d, na)
     ok = S[0, 0] > 0.0
     for aa in range(na):
@@ -146,22 +138,24 @@ def _own_bound(S, B, Ab, T, hi_row, lo_row, G, Hb, aq, d, nf, na, p, nr, ns):  #
 
 
 @njit(cache=True, inline="always")
-def _cheap_factors(g1, G, xs, k0, k1, centre, inv_h, d, na):  # pragma: no cover - compiled
-    """``g1[a] = 2 _LOSS sum_j G[a, j] rho_j``: the cheap bound's factors of ``B_0``, with ``rho_j``
-    the bound of ``B_j / B_0`` by the largest ``|t|`` of the table ``rho`` (its end keys: sorted):
-    ``rho^j`` for an even power, ``rho^(j - 1) (1 + rho^2) / 2`` (the mean's) for an odd one."""
-    rho = 0.0
-    if k1 > k0:
-        rho = max(abs((np.float64(xs[k0]) - centre) * inv_h), abs((np.float64(xs[k1 - 1]) - centre) * inv_h))
+def _cell_test(S, T, hi_row, lo_row, Ge, d, nf, na, p, nr, ns):  # pragma: no cover - compiled
+    """The loss test against the bound at the cell's largest ``|Q|``, ``sum_j G[a, j] B_j`` (at
+    least the query's own): ``Ge`` is ``G`` folded onto the even powers (an odd power's ``B_j``
+    is the mean of its neighbours'), so it reads the table's even powers only. Arguments as
+    :func:`_own_bound`'s."""
+    ok = S[0, 0] > 0.0
     for aa in range(na):
         s = 0.0
-        even = 1.0  # rho^j, j even
-        for j in range(0, d + aa + 1, 2):
-            s += G[aa, j] * even
-            if j + 1 <= d + aa:
-                s += G[aa, j + 1] * 0.5 * even * (1.0 + rho * rho)
-            even *= rho * rho
-        g1[aa] = 2.0 * _LOSS * s * (1.0 + 2.0**-30)
+        for j in range(0, min(nf, d + aa + 2), 2):
+            s += Ge[aa, j] * (T[hi_row, j, 0] - T[lo_row, j, 0])
+        ok = ok and S[aa + (aa & 1), 0] >= 2.0 * _LOSS * s
+    for aa in range(nr):
+        for x in range(1, 1 + p):
+            s = 0.0
+            for j in range(0, min(ns, d + aa + 2), 2):
+                s += Ge[aa, j] * (T[hi_row, j, p + x] - T[lo_row, j, p + x])
+            ok = ok and S[aa + (aa & 1), p + x] >= 2.0 * _LOSS * s
+    return ok
 
 
 @njit(cache=True, inline="always")
@@ -185,8 +179,8 @@ def even_sweep(nf: int, p: int, degree: int, div: int) -> Callable[..., None]:
     """The sweep for a kernel even in ``u`` of ``nf`` powers of ``t`` (its degree + 1 + 2
     ``degree``), ``p`` outputs and a polynomial ``degree`` (closure constants), queries' cells
     ``h / div`` wide; arguments and results as :func:`._windowed_msweep.moment_sweep`'s, with the
-    coefficient rows ``H`` and ``Hb`` of :func:`horner_rows` and the cell's bound ``G`` of
-    :func:`cell_bound` in place of the expansion and its guards."""
+    coefficient rows ``H`` and ``Hb`` of :func:`horner_rows` and the cell's bound of
+    :func:`cell_bound` folded by :func:`fold_even` in place of the expansion and its guards."""
     NF = nf
     DIV = div
     P = p
@@ -198,7 +192,7 @@ def even_sweep(nf: int, p: int, degree: int, div: int) -> Callable[..., None]:
     NC = 1 + 2 * p
 
     @njit(cache=True, nogil=True)
-    def sweep(t0, t1, qs, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, excl, H, Hb, G,
+    def sweep(t0, t1, qs, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, excl, H, Hb, Ge,
               direct_max, qidx, out):  # type: ignore[no-untyped-def]  # pragma: no cover
         has_excl = excl.shape[0] > 0
         nqmax = 1
@@ -221,7 +215,6 @@ def even_sweep(nf: int, p: int, degree: int, div: int) -> Callable[..., None]:
         Ab = np.empty((NA, NF))
         B = np.empty((NF, 1 + P))
         S = np.empty((NA, NC))  # moment, column
-        g1 = np.empty(NA)
         for b in range(tasks[t0], tasks[t1]):
             j0 = start[b]
             j1 = start[b + 1]
@@ -234,9 +227,6 @@ def even_sweep(nf: int, p: int, degree: int, div: int) -> Callable[..., None]:
             centre = x0 + (cb + 0.5) * g
             piv = _first_at(centre, xs, k0, k1, False)
             _pivot_cols(T, comp, xs, k0, k1, piv, centre, inv_h, sw, values, NF, P, NV, NS)
-            # the cheap bound's factors: Ã at the cell's largest |Q| (G) times the bound of B_j / B_0
-            # by the largest |t| of the table (its ends: the keys are sorted)
-            _cheap_factors(g1, G, xs, k0, k1, centre, inv_h, D, NA)
             lo = k0
             hi = k0
             prev = lq[0]
@@ -281,16 +271,9 @@ def even_sweep(nf: int, p: int, degree: int, div: int) -> Callable[..., None]:
                             S[aa, 1 + P + cc] = _dot(A, M, aa, 1 + P + cc, D + aa + 1)
                 hi_row = max(ghi, piv) - k0
                 lo_row = min(glo, piv) - k0
-                b0 = T[hi_row, 0, 0] - T[lo_row, 0, 0]
-                ok = S[0, 0] > 0.0
-                for aa in range(NA):
-                    ok = ok and S[aa + (aa & 1), 0] >= g1[aa] * b0
-                for cc in range(P):
-                    bv = T[hi_row, 0, 1 + P + cc] - T[lo_row, 0, 1 + P + cc]
-                    for aa in range(R + 1):
-                        ok = ok and S[aa + (aa & 1), 1 + P + cc] >= g1[aa] * bv
+                ok = _cell_test(S, T, hi_row, lo_row, Ge, D, NF, NA, P, R + 1, NS)
                 if not ok:
-                    ok = _own_bound(S, B, Ab, T, hi_row, lo_row, G, Hb, abs(Q), D, NF, NA, P, R + 1, NS)
+                    ok = _own_bound(S, B, Ab, T, hi_row, lo_row, Hb, abs(Q), D, NF, NA, P, R + 1, NS)
                 if not ok:
                     res[r, 0] = np.nan
                     lo_out[r] = glo
@@ -343,3 +326,19 @@ def cell_bound(c: NDArray[np.float64], degree: int, div: int) -> NDArray[np.floa
             for j in range(d + a + 1):
                 G[a, j] += abs(c[d]) * math.comb(d + a, j) * q ** (d + a - j)
     return G
+
+
+def fold_even(G: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``G`` folded onto the even powers: ``sum_j Ge[a, j] B_j = sum_j G[a, j] B_j`` where every
+    odd ``B_j`` is the mean of its neighbours (as the loss test bounds it); odd columns zero.
+
+    Examples
+    --------
+    >>> fold_even(np.array([[1.0, 2.0, 3.0]])).tolist()
+    [[2.0, 0.0, 4.0]]
+    """
+    Ge = np.zeros_like(G)
+    Ge[:, 0::2] = G[:, 0::2]
+    Ge[:, 0:-1:2] += 0.5 * G[:, 1::2]
+    Ge[:, 2::2] += 0.5 * G[:, 1::2][:, : Ge[:, 2::2].shape[1]]
+    return Ge
