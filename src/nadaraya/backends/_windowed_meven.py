@@ -305,7 +305,7 @@ def horner_rows(c: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np
         for s in range(nd - j):
             H[j, s] = c[j + s] * math.comb(j + s, j) * (-1.0) ** s
             Hb[j, s] = abs(c[j + s]) * math.comb(j + s, j) * (-1.0) ** s
-    return H, Hb
+    return H + 0.0, Hb + 0.0  # no negative zeros
 
 
 def cell_bound(c: NDArray[np.float64], degree: int, div: int) -> NDArray[np.float64]:
