@@ -41,7 +41,7 @@ from numpy.typing import NDArray
 
 from nadaraya.backends._windowed_jit import _bounds, _csx, _first_at, _triage
 from nadaraya.backends._windowed_msweep import _LOSS
-from nadaraya.backends._windowed_sweep import _scatter, _sort_bucket, _walk
+from nadaraya.backends._windowed_sweep import _scatter, _sort_bucket, _store, _walk
 
 __all__ = ["cell_bound", "even_sweep", "fold_even", "horner_rows"]
 
@@ -156,22 +156,6 @@ def _cell_test(S, T, hi_row, lo_row, Ge, d, nf, na, p, nr, ns):  # pragma: no co
                 s += Ge[aa, j] * (T[hi_row, j, p + x] - T[lo_row, j, p + x])
             ok = ok and S[aa + (aa & 1), p + x] >= 2.0 * _LOSS * s
     return ok
-
-
-@njit(cache=True, inline="always")
-def _store(res, r, S, h, p, degree):  # pragma: no cover - compiled
-    """Row ``r`` of ``res``: the columns of :func:`._windowed_moments._columns` from ``S`` (moment,
-    column), the moments in units of ``h``."""
-    res[r, 0] = S[0, 0]
-    for cc in range(p):
-        res[r, 1 + cc] = S[0, 1 + cc]
-    ha = 1.0
-    for aa in range(1, 2 * degree + 1):
-        ha *= h
-        res[r, p + aa] = S[aa, 0] * ha
-        if aa <= degree:
-            for cc in range(p):
-                res[r, 1 + p + 2 * degree + (aa - 1) * p + cc] = S[aa, 1 + cc] * ha
 
 
 @functools.cache

@@ -35,7 +35,7 @@ from numba import njit
 from numpy.typing import NDArray
 
 from nadaraya.backends._windowed_jit import _bounds, _csx, _triage
-from nadaraya.backends._windowed_sweep import _scatter, _sort_bucket, _walk
+from nadaraya.backends._windowed_sweep import _scatter, _sort_bucket, _store, _walk
 from nadaraya.kernels import Kernel
 
 __all__ = ["expansion", "prefix_moments"]
@@ -131,12 +131,8 @@ def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
     R = degree
     NC = 1 + 2 * p  # the tables' columns: 1, v, |v|
     D = nf - 1 - 2 * degree  # the kernel's degree (even)
-    # at degree 1, tables and sums of only the powers each column is read at: the value columns'
-    # to the degree, the |v| columns' at the guards' moments 0 and 2 (measured, outputs bit for
-    # bit the same: 4-7% faster at degree 1, 20-25% slower at degree 2, which keeps them all)
-    TRIM = degree == 1
-    NV = D + R + 1 if TRIM else NF
-    NS = min(NF, D + 3) if TRIM else NF
+    TRIM = degree == 1  # only the powers read: v to the degree, |v| the guards' (measured faster at 1 only)
+    NV, NS = (D + R + 1, min(NF, D + 3)) if TRIM else (NF, NF)
 
     @njit(cache=True, nogil=True)
     def sweep(t0, t1, qs, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, excl, coef, guard,
@@ -240,16 +236,7 @@ def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
                     lo_out[r] = glo
                     hi_out[r] = ghi
                     continue
-                res[r, 0] = S[0, 0]
-                for cc in range(P):
-                    res[r, 1 + cc] = S[0, 1 + cc]
-                ha = 1.0
-                for aa in range(1, 2 * R + 1):
-                    ha *= h
-                    res[r, P + aa] = S[aa, 0] * ha
-                    if aa <= R:
-                        for cc in range(P):
-                            res[r, 1 + P + 2 * R + (aa - 1) * P + cc] = S[aa, 1 + cc] * ha
+                _store(res, r, S, h, P, R)
             _scatter(out, res, lp, qidx, j1 - j0)
 
     return sweep  # type: ignore[no-any-return]
