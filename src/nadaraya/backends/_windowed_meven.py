@@ -23,10 +23,9 @@ neighbours), so ``S[a]`` is within a few ulps of ``E_a = sum_j Ã[a, j] B_j`` wi
 recurrence in ``|Q|`` and ``|c_d|`` (``Ã[a, j] = sum_d |c_d| C(d + a, j) |Q|^(d + a - j)``). A
 moment is served where the even moment at or above it (a lower bound of its natural size
 ``sum w |u|^a [|v|]``, ``|u| <= 1``) is at least ``2 _LOSS`` of ``E_a``; else the query goes to the
-pair sums. ``E_a`` is made only where a cheaper bound larger than it fails: ``B_j <= B_0
-rho^j`` (``rho``: the largest ``|t|`` of the cell's table; an odd power ``rho^(j - 1) (1 +
-rho^2) / 2``, the mean's bound) and ``Ã`` at the largest ``|Q|`` of a cell (:func:`cell_bound`),
-one product per moment and column; the decisions are those of the query's own ``E_a``.
+pair sums. ``E_a`` is made only where the larger bound with ``Ã`` at the largest ``|Q|`` of a
+cell (:func:`cell_bound`, folded onto the even powers by :func:`fold_even`: a handful of products
+a moment) fails; the decisions are those of the query's own ``E_a``.
 """
 
 from __future__ import annotations
