@@ -88,11 +88,13 @@ def _coefficients(A, H, Q, d, na):  # pragma: no cover - compiled
     ``H[j, s]`` (``A[0, j] = sum_s H[j, s] Q^s``, Horner's rule) and the recurrence ``A[a + 1, j]
     = A[a, j - 1] - Q A[a, j]``. With ``|c_d|`` in ``H`` and ``-|Q|`` for ``Q``, the same makes
     the rounding bound's ``Ã`` (all terms positive)."""
-    for j in range(d + 1):
+    Q2 = Q * Q
+    for j in range(d + 1):  # H[j, s] is zero unless s has the parity of j (c_d even): Horner in Q^2
+        p0 = j & 1
         s = 0.0
-        for ss in range(d - j, -1, -1):
-            s = s * Q + H[j, ss]
-        A[0, j] = s
+        for ss in range((d - j - p0) // 2, -1, -1):
+            s = s * Q2 + H[j, p0 + 2 * ss]
+        A[0, j] = s * Q if p0 else s
     for aa in range(1, na):
         top = d + aa
         A[aa, top] = A[aa - 1, top - 1]
