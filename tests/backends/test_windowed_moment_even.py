@@ -47,7 +47,7 @@ def test_the_even_sweep_serves_them(monkeypatch):
     for kernel, degree in EVEN:
         split_moments(x, x, 10.0, x[:, None], np.empty(0), none, get(kernel), 0.1, degree)
     split_moments(x, x, 10.0, x[:, None], np.empty(0), none, get("tricube"), 0.1, 1)
-    assert [a[2:] for a in called] == [(2, 2), (1, 2), (2, 2)]  # (degree, cells per h) each
+    assert [a[2:] for a in called] == [(2, 2), (1, 1), (2, 2)]  # (degree, cells per h) each
 
 
 @pytest.mark.parametrize("kernel, degree", EVEN)

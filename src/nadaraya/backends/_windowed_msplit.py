@@ -2,10 +2,12 @@
 
 Also serves the kernels even in ``u`` whose expansions the even sweep's fixed guards fail
 (biweight at degree 2, triweight; see :data:`EVEN_SWEEP_MAX_POWERS`), without the split
-(:func:`even_sweep`): one part per window, the same pivot tables and per-query loss test, each
-moment's natural size bounded below by the even moment at or above it, as the even sweep bounds
-it; cells of ``h / 2`` (``|Q| <= 1/4``): with cells of ``h`` the test fails about 0.2% of
-biweight's queries at degree 2 and 40% of triweight's, each then summed over its whole window.
+(:func:`._windowed_meven.even_sweep`): one part per window, the same pivot tables and per-query
+loss test, each moment's natural size bounded below by the even moment at or above it, as the
+even sweep bounds it; at degree 2 cells of ``h / 2`` (``|Q| <= 1/4``): with cells of ``h`` the
+test fails about 0.2% of biweight's queries and 40% of triweight's (n = 2e5, h = 0.01), each
+then summed over its whole window; at degree 1 (triweight) cells of ``h``, where none fails
+there (measured: 18% faster than cells of ``h / 2``, whose tables tabulate each key 5 times).
 
 A kernel that is one polynomial in ``|u|``, ``K(u) = sum_d c_d |u|^d``, is a polynomial in
 ``u`` on each side of the query: ``u = t - Q`` (``t = (k - centre) / h``, ``Q = (q - centre) /
@@ -40,6 +42,7 @@ from numba import njit
 from numpy.typing import NDArray
 
 from nadaraya.backends._windowed_jit import _bounds, _csx, _first_at, _triage
+from nadaraya.backends._windowed_meven import cell_bound, even_sweep, fold_even, horner_rows
 from nadaraya.backends._windowed_msweep import _LOSS, run
 from nadaraya.backends._windowed_sweep import _scatter, _sort_bucket, _walk
 from nadaraya.kernels import Kernel
@@ -300,208 +303,6 @@ def split_sweep(nf: int, p: int, degree: int, div: int) -> Callable[..., None]:
     return sweep  # type: ignore[no-any-return]
 
 
-@njit(cache=True, inline="always")
-def _even_passes(S, Eb, na, nb):  # pragma: no cover - compiled
-    """Whether every moment's lower bound of natural size (the even moment at or above it of the
-    nonnegative columns of ``S``) is at least :data:`_LOSS` of its rounding bound ``Eb``: the
-    weight column's ``na`` moments, the ``nb - 1`` value columns' first ``(na + 1) // 2``."""
-    ok = S[0, 0] > 0.0
-    for aa in range(na):
-        ok = ok and S[aa + (aa & 1), 0] >= 2.0 * _LOSS * Eb[aa, 0]
-    for aa in range((na + 1) // 2):
-        for x in range(1, nb):
-            ok = ok and S[aa + (aa & 1), nb - 1 + x] >= 2.0 * _LOSS * Eb[aa, x]
-    return ok
-
-
-@njit(cache=True, inline="always")
-def _even_query(S, mu, M, E, Eb, B, T, hi_row, lo_row, binom, G, nq, aq, c, nf, nd, na, nc,
-                nb):  # pragma: no cover - compiled
-    """One query of :func:`even_sweep`: ``S[a, cc] = sum_d c_d mu[d + a, cc]`` (``a < na``, every
-    column) with ``mu[k, cc] = sum_j C(k, j) (-Q)^(k - j) M[j, cc]`` (``nq[i] = (-Q)^i``), and
-    whether each moment passes the loss test: the weight column's and the value columns'
-    (``nb - 1`` of them, sized by the ``|v|`` columns ``nb ..``) natural sizes, bounded below by
-    the even moment at or above them (``|u| <= 1``), against :data:`_LOSS` of their rounding
-    bounds as :func:`_loss_ok` makes them (``B_j`` over the table rows ``lo_row .. hi_row``,
-    shifted with ``|Q|``, ``aq[i] = |Q|^i``). First against the bound at the largest ``|Q|`` of
-    the cell (``G[a, j]``, a constant matrix: O(na nf) per column), which is larger; only where
-    that fails against the query's own. The loops run over the columns innermost, so the sums
-    of different powers and columns proceed side by side."""
-    for k in range(nf):
-        for cc in range(nc):
-            mu[k, cc] = 0.0
-    for j in range(0, nf, 2):
-        B[j, 0] = T[hi_row, j, 0] - T[lo_row, j, 0]
-        for x in range(1, nb):
-            B[j, x] = T[hi_row, j, nb - 1 + x] - T[lo_row, j, nb - 1 + x]
-    for j in range(1, nf, 2):
-        for x in range(nb):
-            B[j, x] = 0.5 * (B[j - 1, x] + B[j + 1, x])
-    for j in range(nf):
-        for k in range(j, nf):
-            f = binom[k, j] * nq[k - j]
-            for cc in range(nc):
-                mu[k, cc] += f * M[j, cc]
-    for aa in range(na):
-        for cc in range(nc):
-            S[aa, cc] = 0.0
-        for x in range(nb):
-            Eb[aa, x] = 0.0
-    for d in range(0, nd, 2):
-        cd = c[d]
-        for aa in range(na):
-            for cc in range(nc):
-                S[aa, cc] += cd * mu[d + aa, cc]
-    for aa in range(na):
-        for j in range(nf):
-            g = G[aa, j]
-            for x in range(nb):
-                Eb[aa, x] += g * B[j, x]
-    if _even_passes(S, Eb, na, nb):
-        return True
-    for k in range(nf):
-        for x in range(nb):
-            E[k, x] = 0.0
-    for j in range(nf):
-        for k in range(j, nf):
-            g = binom[k, j] * aq[k - j]
-            for x in range(nb):
-                E[k, x] += g * B[j, x]
-    for aa in range(na):
-        for x in range(nb):
-            Eb[aa, x] = 0.0
-    for d in range(0, nd, 2):
-        ad = abs(c[d])
-        for aa in range(na):
-            for x in range(nb):
-                Eb[aa, x] += ad * E[d + aa, x]
-    return _even_passes(S, Eb, na, nb)
-
-
-@functools.cache
-def even_sweep(nf: int, p: int, degree: int, div: int) -> Callable[..., None]:
-    """The sweep of :func:`split_sweep` for a kernel even in ``u`` (``K(u) = sum_d c_d u^d``, odd
-    ``c_d`` zero): no split at the query, one part ``[lo, hi)`` per window, ``S_a = sum_d c_d
-    mu_(d + a)`` from the binomial shift of its ``t^j`` moments about the query. The rounding
-    bound is :func:`_loss_ok`'s; the natural size of a moment is bounded below by the even
-    moment at or above it (``|u| <= 1``), as :mod:`._windowed_msweep` bounds it. Arguments and
-    results as :func:`split_sweep`'s."""
-    NF = nf
-    DIV = div
-    P = p
-    R = degree
-    ND = nf - 2 * degree
-    NC = 1 + 2 * p
-
-    @njit(cache=True, nogil=True)
-    def sweep(t0, t1, qs, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, excl, c, binom, G,
-              direct_max, qidx, out):  # type: ignore[no-untyped-def]  # pragma: no cover
-        has_excl = excl.shape[0] > 0
-        nqmax = 1
-        nkmax = 1
-        for b in range(tasks[t0], tasks[t1]):
-            nqmax = max(nqmax, start[b + 1] - start[b])
-            nkmax = max(nkmax, _csx(cs, b + DIV, ncell) - _csx(cs, b - 1 - DIV, ncell))
-        g = h / DIV
-        inv_g = inv_h * DIV
-        lq = np.empty(nqmax, qs.dtype)
-        res = np.empty((nqmax, out.shape[0]))  # a bucket's rows, then scattered
-        lo_out = np.empty(nqmax, np.int64)
-        hi_out = np.empty(nqmax, np.int64)
-        lp = np.empty(nqmax, np.int64)
-        cnt = np.empty(nqmax + 1, np.int64)
-        T = np.empty((nkmax + 1, NF, NC))
-        comp = np.empty((NF, NC))
-        M = np.empty((NF, NC))
-        mu = np.empty((NF, NC))
-        nq = np.empty(NF)
-        aq = np.empty(NF)
-        B = np.empty((NF, 1 + P))
-        E = np.empty((NF, 1 + P))
-        Eb = np.empty((2 * R + 1, 1 + P))
-        S = np.empty((2 * R + 1, NC))  # moment, column
-        for b in range(tasks[t0], tasks[t1]):
-            j0 = start[b]
-            j1 = start[b + 1]
-            if j0 == j1:
-                continue
-            cb = b - 1
-            _sort_bucket(qs, j0, j1, x0 + cb * g, inv_g, lq, lp, cnt)
-            k0 = _csx(cs, cb - DIV, ncell)
-            k1 = _csx(cs, cb + 1 + DIV, ncell)
-            centre = x0 + (cb + 0.5) * g
-            piv = _first_at(centre, xs, k0, k1, False)
-            _pivot_table(T, comp, xs, k0, k1, piv, centre, inv_h, sw, values, NF, P)
-            lo = k0
-            hi = k0
-            prev = lq[0]
-            for r in range(j1 - j0):
-                q = lq[r]
-                jq = lp[r]
-                if not q >= prev:
-                    lo = k0
-                    hi = k0
-                prev = q
-                lo = _walk(q, xs, inv, lo, False)
-                hi = _walk(q, xs, inv, hi, True)
-                glo = lo
-                ghi = hi
-                if lo == k0 and k0 > 0 and (q - xs[k0 - 1]) * inv <= 1.0:
-                    glo, ghi = _bounds(q, xs, inv, cb, cs, ncell)
-                e = excl[jq] if has_excl else -1
-                Q = (np.float64(q) - centre) * inv_h
-                if not _triage(res, lo_out, hi_out, r, glo, ghi, e, direct_max, k0, k1,
-                               abs(Q) <= 0.5 / DIV + 2.0**-20):
-                    continue
-                _part(M, T, glo, ghi, e, k0, NF, NC)
-                nq[0] = 1.0
-                aq[0] = 1.0
-                for k in range(1, NF):
-                    nq[k] = -nq[k - 1] * Q
-                    aq[k] = aq[k - 1] * abs(Q)
-                ok = _even_query(S, mu, M, E, Eb, B, T, max(ghi, piv) - k0, min(glo, piv) - k0, binom, G,
-                                 nq, aq, c, NF, ND, 2 * R + 1, NC, 1 + P)
-                if not ok:
-                    res[r, 0] = np.nan
-                    lo_out[r] = glo
-                    hi_out[r] = ghi
-                    continue
-                res[r, 0] = S[0, 0]
-                for cc in range(P):
-                    res[r, 1 + cc] = S[0, 1 + cc]
-                ha = 1.0
-                for aa in range(1, 2 * R + 1):
-                    ha *= h
-                    res[r, P + aa] = S[aa, 0] * ha
-                    if aa <= R:
-                        for cc in range(P):
-                            res[r, 1 + P + 2 * R + (aa - 1) * P + cc] = S[aa, 1 + cc] * ha
-            _scatter(out, res, lp, qidx, j1 - j0)
-
-    return sweep  # type: ignore[no-any-return]
-
-
-def cell_bound(c: NDArray[np.float64], degree: int, div: int) -> NDArray[np.float64]:
-    """``G[a, j] = sum_d |c_d| C(d + a, j) q^(d + a - j)``, ``a = 0 .. 2 degree``, at ``q`` the
-    largest ``|Q|`` of a cell ``h / div`` wide (and the triage's slack): ``sum_j G[a, j] B_j`` is at
-    least the rounding bound :func:`_loss_ok` makes with the query's own ``|Q|`` (its terms grow
-    with ``|Q|``).
-
-    Examples
-    --------
-    >>> cell_bound(np.array([1.0, 0.0, -1.0]), 1, 1)[0].round(3).tolist()  # 1 + (|t| + q)^2
-    [1.25, 1.0, 1.0, 0.0, 0.0]
-    """
-    nf = c.size + 2 * degree
-    q = 0.5 / div + 2.0**-20
-    G = np.zeros((2 * degree + 1, nf))
-    for a in range(2 * degree + 1):
-        for d in range(0, c.size, 2):
-            for j in range(d + a + 1):
-                G[a, j] += abs(c[d]) * math.comb(d + a, j) * q ** (d + a - j)
-    return G
-
-
 def split_moments(
     q: NDArray[np.floating],
     xs: NDArray[np.floating],
@@ -534,12 +335,12 @@ def split_moments(
         return None
     nf = c.size + 2 * degree
     binom = np.array([[math.comb(k, j) for j in range(nf)] for k in range(nf)], dtype=float)
-    if not np.any(c[1::2] != 0.0) and nf % 2:  # even: no split; cells of h / 2 (|Q| <= 1/4)
+    if not np.any(c[1::2] != 0.0) and nf % 2:  # even: no split; degree 2: cells of h / 2 (|Q| <= 1/4)
         # (nf odd: each odd power's bound reads the even powers on both sides of it)
-        div = 2
+        div = 1 if degree == 1 else 2
         loop = even_sweep(nf, values.shape[1], degree, div)
         return run(q, xs, inv, values, sw, excl, h, degree, nf, loop,
-                   (c, binom, cell_bound(c, degree, div), DIRECT_MAX_KEYS), div)
+                   (*horner_rows(c), fold_even(cell_bound(c, degree, div)), DIRECT_MAX_KEYS), div)
     div = 1 if nf <= 6 else 2
     loop = split_sweep(nf, values.shape[1], degree, div)
     return run(q, xs, inv, values, sw, excl, h, degree, nf, loop, (c, binom, DIRECT_MAX_KEYS), div)

@@ -35,7 +35,7 @@ from numba import njit
 from numpy.typing import NDArray
 
 from nadaraya.backends._windowed_jit import _bounds, _csx, _triage
-from nadaraya.backends._windowed_sweep import _scatter, _sort_bucket, _walk
+from nadaraya.backends._windowed_sweep import _scatter, _sort_bucket, _store, _walk
 from nadaraya.kernels import Kernel
 
 __all__ = ["expansion", "prefix_moments"]
@@ -90,12 +90,13 @@ def _expansion(polynomial: tuple[float, ...], degree: int) -> tuple[NDArray[np.f
 
 
 @njit(cache=True, inline="always")
-def _table(T, comp, xs, k0, k1, centre, inv_h, sw, values, nf, p):  # pragma: no cover - compiled
+def _table(T, comp, xs, k0, k1, centre, inv_h, sw, values, nf, p, nv, na):  # pragma: no cover - compiled
     """Rows ``1 .. k1 - k0`` of ``T``: running sums of ``sw t^j (1, v, |v|)`` over the keys
     ``k0 .. k1 - 1`` (``t`` about ``centre``), those of ``1`` and ``v`` compensated (Kahan), so
     their rounding does not grow with the keys (the ``|v|`` sums only size the guards); row 0
-    zero. ``comp`` (nf, 1 + 2 p) is scratch; ``nf`` and ``p`` are the callers' compile-time
-    constants (the function is inlined), so the loops over them unroll."""
+    zero; ``nf`` powers of the weight, ``nv`` of each ``v``, ``na`` of each ``|v|`` (the others
+    unset: never read). ``comp`` (nf, 1 + 2 p) is scratch; ``nf``, ``p``, ``nv``, ``na`` are the
+    callers' compile-time constants (the function is inlined), so the loops over them unroll."""
     has_sw = sw.shape[0] > 0
     for j in range(nf):
         for cc in range(1 + 2 * p):
@@ -106,13 +107,15 @@ def _table(T, comp, xs, k0, k1, centre, inv_h, sw, values, nf, p):  # pragma: no
         gj = sw[k0 + i] if has_sw else 1.0
         for j in range(nf):
             for cc in range(1 + p):
-                y = gj if cc == 0 else gj * values[k0 + i, cc - 1]
-                y -= comp[j, cc]
-                tot = T[i, j, cc] + y
-                comp[j, cc] = (tot - T[i, j, cc]) - y
-                T[i + 1, j, cc] = tot
-            for cc in range(p):  # |v|: only the guards read these, plain sums serve
-                T[i + 1, j, 1 + p + cc] = T[i, j, 1 + p + cc] + gj * abs(values[k0 + i, cc])
+                if cc == 0 or j < nv:
+                    y = gj if cc == 0 else gj * values[k0 + i, cc - 1]
+                    y -= comp[j, cc]
+                    tot = T[i, j, cc] + y
+                    comp[j, cc] = (tot - T[i, j, cc]) - y
+                    T[i + 1, j, cc] = tot
+            if j < na:
+                for cc in range(p):
+                    T[i + 1, j, 1 + p + cc] = T[i, j, 1 + p + cc] + gj * abs(values[k0 + i, cc])
             gj *= t
 
 
@@ -128,6 +131,8 @@ def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
     R = degree
     NC = 1 + 2 * p  # the tables' columns: 1, v, |v|
     D = nf - 1 - 2 * degree  # the kernel's degree (even)
+    TRIM = degree == 1  # only the powers read: v to the degree, |v| the guards' (measured faster at 1 only)
+    NV, NS = (D + R + 1, min(NF, D + 3)) if TRIM else (NF, NF)
 
     @njit(cache=True, nogil=True)
     def sweep(t0, t1, qs, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, excl, coef, guard,
@@ -159,7 +164,7 @@ def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
             k0 = _csx(cs, c - 1, ncell)
             k1 = _csx(cs, c + 2, ncell)
             centre = x0 + (c + 0.5) * h
-            _table(T, comp, xs, k0, k1, centre, inv_h, sw, values, NF, P)
+            _table(T, comp, xs, k0, k1, centre, inv_h, sw, values, NF, P, NV, NS)
             lo = k0
             hi = k0
             prev = lq[0]
@@ -183,13 +188,25 @@ def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
                     continue
                 a = glo - k0
                 z = ghi - k0
-                inside = glo <= e < ghi
-                for j in range(NF):
-                    for cc in range(NC):
-                        if inside:
-                            M[j, cc] = (T[e - k0, j, cc] - T[a, j, cc]) + (T[z, j, cc] - T[e - k0 + 1, j, cc])
-                        else:
-                            M[j, cc] = T[z, j, cc] - T[a, j, cc]
+                ea = e - k0
+                if not TRIM:
+                    inside = glo <= e < ghi
+                    for j in range(NF):
+                        for cc in range(NC):
+                            if inside:
+                                M[j, cc] = (T[ea, j, cc] - T[a, j, cc]) + (T[z, j, cc] - T[ea + 1, j, cc])
+                            else:
+                                M[j, cc] = T[z, j, cc] - T[a, j, cc]
+                elif glo <= e < ghi:
+                    for j in range(NF):
+                        for cc in range(NC):
+                            if cc == 0 or (cc <= P and j < NV) or (cc > P and j < NS):
+                                M[j, cc] = (T[ea, j, cc] - T[a, j, cc]) + (T[z, j, cc] - T[ea + 1, j, cc])
+                else:
+                    for j in range(NF):
+                        for cc in range(NC):
+                            if cc == 0 or (cc <= P and j < NV) or (cc > P and j < NS):
+                                M[j, cc] = T[z, j, cc] - T[a, j, cc]
                 Q2 = Q * Q
                 for aa in range(2 * R + 1):
                     # t^jj's weight in K(u) (t - Q)^aa: powers Q^(d + aa - jj), d even, so a
@@ -200,11 +217,12 @@ def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
                         for ss in range((D + aa - jj - p0) // 2, -1, -1):
                             sa = sa * Q2 + coef[aa, jj, p0 + 2 * ss]
                         A[aa, jj] = sa * Q if p0 else sa
-                    for cc in range(NC if aa <= R + 1 else 1):  # the value columns only as far as used
-                        sa = 0.0
-                        for jj in range(min(NF, D + aa + 1)):
-                            sa += A[aa, jj] * M[jj, cc]
-                        S[aa, cc] = sa
+                    for cc in range(NC if TRIM or aa <= R + 1 else 1):  # value columns only as far as used
+                        if not TRIM or cc == 0 or (cc <= P and aa <= R) or (cc > P and (aa == 0 or aa == 2)):
+                            sa = 0.0
+                            for jj in range(min(NF, D + aa + 1)):
+                                sa += A[aa, jj] * M[jj, cc]
+                            S[aa, cc] = sa
                 # guards: the weight as the plain sweep's, then each moment against the even
                 # power at or above it (a lower bound of its natural size, in units of h)
                 ok = S[0, 0] > threshold * T[z, 0, 0]
@@ -218,16 +236,7 @@ def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
                     lo_out[r] = glo
                     hi_out[r] = ghi
                     continue
-                res[r, 0] = S[0, 0]
-                for cc in range(P):
-                    res[r, 1 + cc] = S[0, 1 + cc]
-                ha = 1.0
-                for aa in range(1, 2 * R + 1):
-                    ha *= h
-                    res[r, P + aa] = S[aa, 0] * ha
-                    if aa <= R:
-                        for cc in range(P):
-                            res[r, 1 + P + 2 * R + (aa - 1) * P + cc] = S[aa, 1 + cc] * ha
+                _store(res, r, S, h, P, R)
             _scatter(out, res, lp, qidx, j1 - j0)
 
     return sweep  # type: ignore[no-any-return]

@@ -63,6 +63,23 @@ def _scatter(out, res, lp, qidx, nq):  # pragma: no cover - compiled
             out[c, j] = res[r, c]
 
 
+@njit(cache=True, inline="always")
+def _store(res, r, S, h, p, degree):  # pragma: no cover - compiled
+    """Row ``r`` of ``res``: the moment sweeps' columns (those of
+    :func:`nadaraya.backends._windowed_moments._columns` in 1-D) from ``S`` (moment, column), the
+    moments in units of ``h``; ``p`` outputs, a local polynomial of ``degree``."""
+    res[r, 0] = S[0, 0]
+    for cc in range(p):
+        res[r, 1 + cc] = S[0, 1 + cc]
+    ha = 1.0
+    for aa in range(1, 2 * degree + 1):
+        ha *= h
+        res[r, p + aa] = S[aa, 0] * ha
+        if aa <= degree:
+            for cc in range(p):
+                res[r, 1 + p + 2 * degree + (aa - 1) * p + cc] = S[aa, 1 + cc] * ha
+
+
 #: keys tested at once when a window edge is walked forward (a vector compare and a count)
 _STEP = 8
 
