@@ -3,18 +3,18 @@
 Workloads, y = sin 6x + x + N(0, 0.3^2) on x ~ U(0, 1), ``backend="auto"``, exact (no tol):
 
 - D1, 1-D n = m = 2e5: Gaussian at h = 0.3 and 0.01, Epanechnikov at 0.002, tricube at 0.01;
-  ``pool`` and ``loo_pool`` at degree 0, 1 and 2 (best of three, interleaved); the ratio of
-  each degree to degree 0 (targets: degree 1 at most 1.6x, degree 2 at most 2.5x), and the
-  largest difference from a plainly written weighted least squares (one lstsq per query, over
-  all keys) on 40 queries spread over the data (target: at most 1e-9).
+  ``pool`` and ``loo_pool`` at degree 0, 1 and 2 (the best of 3-15 interleaved rounds, as
+  many as fill 1.5 s); the ratio of each degree to degree 0 (targets: degree 1 at most 1.6x,
+  degree 2 at most 2.5x), and the largest difference from a plainly written weighted least
+  squares (one lstsq per query, over all keys) on 40 queries spread over the data (target: at most 1e-9).
 - D2, mixed-data CV (``select_bandwidth(var_types="cou")``, n = 500): with the default numba
   threads and with one, on an idle machine and beside a process that holds one core (targets:
   default at most 1.2x one thread, both ways; beside the busy core at most 2x its idle time).
 - D3, 1-D CV selection at n = 2e4: ``select_bandwidth(degree=1)`` over ``degree=0`` (target:
   at most 3x).
 - D4, the neighbours of D1: every kernel of the registry, n = m = 2e5, at one bandwidth
-  each, ``pool`` and ``loo_pool`` at degree 0, 1, 2 (best of two, interleaved): the ratio of
-  each degree to degree 0, held to D1's targets.
+  each, ``pool`` and ``loo_pool`` at degree 0, 1, 2 (the best of 2-15 interleaved rounds, as
+  many as fill 1.5 s): the ratio of each degree to degree 0, held to D1's targets.
 - D5, the logistic kernel's exact tails (``backend="logistic"``, which ``auto`` takes at degree 0
   in 1-D): ``pool`` and ``loo_pool`` at n = m = 2e5, h = 0.05 and 0.01, against the fused loop
   over every pair timed on 2000 queries and scaled to all 2e5 (best of two): the ratio.
@@ -29,9 +29,13 @@ The machine this runs on may be shared: the ratios are taken in one run, interle
 from __future__ import annotations
 
 import argparse
+import functools
+import math
 import multiprocessing as mp
 import time
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -72,6 +76,25 @@ def plain_wls(at: np.ndarray, x: np.ndarray, y: np.ndarray, kernel: str, h: floa
     return out
 
 
+def interleaved(calls: dict[int, Callable[[], Any]], budget: float = 1.5, least: int = 3,
+                most: int = 15) -> tuple[dict[int, float], dict[int, Any]]:
+    """Best wall time of each call and its last result, the calls run in turns: as many rounds
+    as fill about ``budget`` seconds, between ``least`` and ``most`` (a 15 ms call's best of
+    two moved its ratio by a third between runs here)."""
+    times = dict.fromkeys(calls, np.inf)
+    out: dict[int, Any] = {}
+    rounds, done = least, 0
+    while done < rounds:
+        start = time.perf_counter()
+        for key, call in calls.items():
+            t, out[key] = timed(call, repeat=1)
+            times[key] = min(times[key], t)
+        done += 1
+        if done == 1:
+            rounds = int(np.clip(math.ceil(budget / (time.perf_counter() - start)), least, most))
+    return times, out
+
+
 def d1(n: int, only: set[str] | None = None) -> None:
     x, y = data(n)
     at = np.argsort(x)[np.linspace(n // 100, n - 1 - n // 100, 40).astype(int)]
@@ -83,17 +106,10 @@ def d1(n: int, only: set[str] | None = None) -> None:
             nadaraya.loo_pool(x[:3000], y[:3000], kernel=kernel, bandwidth=h, degree=deg)
         name = f"D1 {kernel} h={h}"
         for mode in ("pool", "loo_pool"):
-            times = dict.fromkeys((0, 1, 2), np.inf)
-            fits = {}
-            for _ in range(3):
-                for deg in (0, 1, 2):
-                    kw = {"kernel": kernel, "bandwidth": h, "degree": deg}
-                    if mode == "pool":
-                        call = lambda kw=kw: nadaraya.pool(x, x, y, **kw)  # noqa: E731
-                    else:
-                        call = lambda kw=kw: nadaraya.loo_pool(x, y, **kw)  # noqa: E731
-                    t, fits[deg] = timed(call, repeat=1)
-                    times[deg] = min(times[deg], t)
+            fn = nadaraya.pool if mode == "pool" else nadaraya.loo_pool
+            args = (x, x, y) if mode == "pool" else (x, y)
+            times, fits = interleaved({deg: functools.partial(fn, *args, kernel=kernel, bandwidth=h,
+                                                              degree=deg) for deg in (0, 1, 2)})
             for deg in (0, 1, 2):
                 want = plain_wls(at, x, y, kernel, h, deg, mode == "loo_pool")
                 err = float(np.max(np.abs(fits[deg][at] - want)))
@@ -128,15 +144,10 @@ def d4(n: int, only: set[str] | None = None) -> None:
             nadaraya.pool(x[:3000], x[:3000], y[:3000], kernel=kernel, bandwidth=h, degree=deg)
             nadaraya.loo_pool(x[:3000], y[:3000], kernel=kernel, bandwidth=h, degree=deg)
         for mode in ("pool", "loo_pool"):
-            times = dict.fromkeys((0, 1, 2), np.inf)
-            for _ in range(2):
-                for deg in (0, 1, 2):
-                    kw = {"kernel": kernel, "bandwidth": h, "degree": deg}
-                    if mode == "pool":
-                        call = lambda kw=kw, x=x, y=y: nadaraya.pool(x, x, y, **kw)  # noqa: E731
-                    else:
-                        call = lambda kw=kw, x=x, y=y: nadaraya.loo_pool(x, y, **kw)  # noqa: E731
-                    times[deg] = min(times[deg], timed(call, repeat=1)[0])
+            fn = nadaraya.pool if mode == "pool" else nadaraya.loo_pool
+            args = (x, x, y) if mode == "pool" else (x, y)
+            times, _ = interleaved({deg: functools.partial(fn, *args, kernel=kernel, bandwidth=h, degree=deg)
+                                    for deg in (0, 1, 2)}, least=2)
             for deg in (0, 1, 2):
                 note = ""
                 if deg:
