@@ -298,6 +298,25 @@ def _term(a, s, v, e, power, col):  # type: ignore[no-untyped-def]  # pragma: no
 
 
 @numba.njit(cache=True, nogil=True)
+def by_left_out(ex, n):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The queries that leave a key out, by that key (a counting sort): queries
+    ``order[start[e]:start[e + 1]]`` leave out key ``e`` of ``n``; ``ex[i] < 0`` leaves none."""
+    start = np.zeros(n + 1, dtype=np.int64)
+    for i in range(ex.size):
+        if ex[i] >= 0:
+            start[ex[i] + 1] += 1
+    for j in range(n):
+        start[j + 1] += start[j]
+    order = np.empty(start[n], dtype=np.int64)
+    fill = start[:-1].copy()
+    for i in range(ex.size):
+        if ex[i] >= 0:
+            order[fill[ex[i]]] = i
+            fill[ex[i]] += 1
+    return start, order
+
+
+@numba.njit(cache=True, nogil=True)
 def loo_rows(a, s, v, degree, ex):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Each query's moment row (m, c) over every key but ``ex[i]`` (all keys where ``ex[i] < 0``):
     the compensated sum over the keys before it (a pass up the keys) plus the compensated sum
@@ -308,18 +327,7 @@ def loo_rows(a, s, v, degree, ex):  # type: ignore[no-untyped-def]  # pragma: no
     nk = 2 * degree + 1
     c = nk + (degree + 1) * p
     # the queries by left-out key (a counting sort); those that leave none out take the total
-    start = np.zeros(n + 1, dtype=np.int64)
-    for i in range(m):
-        if ex[i] >= 0:
-            start[ex[i] + 1] += 1
-    for j in range(n):
-        start[j + 1] += start[j]
-    order = np.empty(start[n], dtype=np.int64)
-    fill = start[:-1].copy()
-    for i in range(m):
-        if ex[i] >= 0:
-            order[fill[ex[i]]] = i
-            fill[ex[i]] += 1
+    start, order = by_left_out(ex, n)
     rows = np.empty((m, c))
     before = np.empty(n)
     for t in range(c):
@@ -427,17 +435,7 @@ def loo_rows1(k, s, v, centre, inv, degree, ex):  # type: ignore[no-untyped-def]
     start = np.zeros(0 if ident else n + 1, dtype=np.int64)
     order = np.empty(0, dtype=np.int64)
     if not ident:
-        for i in range(m):
-            if ex[i] >= 0:
-                start[ex[i] + 1] += 1
-        for j in range(n):
-            start[j + 1] += start[j]
-        order = np.empty(start[n], dtype=np.int64)
-        fill = start[:-1].copy()
-        for i in range(m):
-            if ex[i] >= 0:
-                order[fill[ex[i]]] = i
-                fill[ex[i]] += 1
+        start, order = by_left_out(ex, n)
         if order.size == 0:  # no query leaves a key out: an empty order must not read as the identity
             start = np.zeros(n + 1, dtype=np.int64)
             order = np.empty(1, dtype=np.int64)

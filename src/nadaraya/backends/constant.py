@@ -57,7 +57,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nadaraya._support.jit import run_ranges
-from nadaraya.backends._constant_fit import at_degree, fit_rows, loo_rows, loo_rows1
+from nadaraya.backends._constant_fit import at_degree, by_left_out, fit_rows, loo_rows, loo_rows1
 from nadaraya.kernels import Kernel
 from nadaraya.partials import Partials
 
@@ -206,18 +206,7 @@ def _left_out(keys, s, v, centre, inv, parent, feature, kv, ex):  # type: ignore
     c = parent.size + kv * v.shape[1]
     rows = np.empty((c, m))
     # the queries by left-out key (a counting sort); those that leave none out take the total
-    start = np.zeros(n + 1, dtype=np.int64)
-    for i in range(m):
-        if ex[i] >= 0:
-            start[ex[i] + 1] += 1
-    for j in range(n):
-        start[j + 1] += start[j]
-    order = np.empty(start[n], dtype=np.int64)
-    fill = start[:-1].copy()
-    for i in range(m):
-        if ex[i] >= 0:
-            order[fill[ex[i]]] = i
-            fill[ex[i]] += 1
+    start, order = by_left_out(ex, n)
     acc, comp, buf = np.zeros(c), np.zeros(c), np.empty(c)
     for e in range(n):
         for j in range(start[e], start[e + 1]):
