@@ -327,15 +327,7 @@ def partials(
     m, p = queries.shape[0], values.shape[1]
     d = keys.shape[1]
     k = np.asarray(keys, dtype=f64)
-    log_scale = 0.0
-    if sample_weight is None:
-        s = np.ones(k.shape[0])
-    else:
-        s = np.asarray(sample_weight, dtype=f64)
-        if s.size and s.max() > 0:
-            top = int(np.frexp(s.max())[1])
-            s = np.ldexp(s, -top)
-            log_scale = top * math.log(2.0)
+    s, log_scale = _weights(sample_weight, k.shape[0])
     centre, scale = _centre(k, s)
     mono = _monomials(d, 2 * r)
     kv = len(_monomials(d, r))
@@ -356,6 +348,18 @@ def partials(
     run_ranges(_moved, (q, centre, -inv, parent, feature, pairs, coef, unscale, kv, p, rows), m, (out,),
                grain=4 * BLOCK, work=float(m) * pairs.shape[0] * (1 + p))
     return _finish(out, mono, kv, d, p, r, log_scale, dtype)
+
+
+def _weights(sample_weight: NDArray[np.floating] | None, n: int) -> tuple[NDArray[np.float64], float]:
+    """The keys' weights scaled by a power of two (the largest in [1/2, 1)) and the log of the
+    factor taken out; unscaled, with log 0, where no weight is positive."""
+    if sample_weight is None:
+        return np.ones(n), 0.0
+    s = np.asarray(sample_weight, dtype=np.float64)
+    if not (s.size and s.max() > 0):
+        return s, 0.0
+    top = int(np.frexp(s.max())[1])
+    return np.ldexp(s, -top), top * math.log(2.0)
 
 
 def local_fit(
@@ -398,16 +402,9 @@ def local_fit(
     f64 = np.float64
     m, p = queries.shape[0], values.shape[1]
     k = np.ascontiguousarray(keys, dtype=f64)
-    log_scale = 0.0
-    if sample_weight is None:
-        s = np.ones(k.shape[0])
-    else:
-        s = np.asarray(sample_weight, dtype=f64)
-        if not (s.size and s.max() > 0):
-            return None
-        top = int(np.frexp(s.max())[1])
-        s = np.ldexp(s, -top)
-        log_scale = top * math.log(2.0)
+    s, log_scale = _weights(sample_weight, k.shape[0])
+    if not (s.size and s.max() > 0):
+        return None
     if k.shape[0] == 0:
         return None
     centre, scale = _centre(k, s)
