@@ -101,3 +101,38 @@ def test_memo_batch_takes_the_gradient_from_the_column_pass():
     plain = Memo(lambda h: obj.at(h), value_grad, column=obj.column)
     plain.batch(h, [(2, np.inf)], gradient=True)
     assert h.tobytes() not in plain.grads
+
+
+def test_sweep_counts_a_model_risen_point_as_risen_and_still_scores_the_next():
+    """A way's first grid point that ``risen`` predicts risen costs no score; the next one is
+    scored, so a lower point beyond it is still found."""
+    from nadaraya.bandwidth._multistart import sweep
+
+    scored = []
+
+    def f(h):
+        scored.append(float(h[0]))
+        x = float(np.log(h[0]))
+        return (x - np.log(0.5)) ** 2 - 10.0 * float(h[0] > 5.0)  # a lower basin far above
+
+    grid = np.array([0.03125, 0.125, 0.5, 2.0, 8.0, 32.0])
+    h, s, moved = sweep(f, np.array([0.5]), f(np.array([0.5])), [grid], rounds=1, patience=2,
+                        near=2.0, risen=lambda j, v: abs(np.log(v / 0.5)) <= np.log(4.0) * (1 + 1e-9))
+    assert 0.125 not in scored and 2.0 not in scored  # predicted risen
+    assert 0.03125 in scored and 8.0 in scored and moved and h[0] >= 8.0 and s < -1.0
+
+
+def test_model_risen_needs_the_memos_model_and_its_rise():
+    from nadaraya.bandwidth._multistart import _MODEL, _model_risen
+
+    h = np.array([0.2, 0.5])
+    memo = Memo(lambda h: 1.0)
+    assert _model_risen(memo, h, 1.0) is None and _model_risen(lambda h: 1.0, h, 1.0) is None
+    memo.grads[h.tobytes()] = np.zeros(2)
+    memo.curvatures[h.tobytes()] = np.diag([1.0, 1e-4])
+    risen = _model_risen(memo, h, 1.0)
+    t = np.log(4.0)
+    assert risen(0, 0.2 * 4.0) and risen(0, 0.2 / 4.0)  # 0.5 t^2 = 0.96 > 1e-2
+    assert not risen(1, 0.5 * 4.0)  # a flat profile: 0.5e-4 t^2 < 1e-2
+    assert not risen(0, 0.2 * 4.5)  # beyond the model's factor
+    assert 0.5 * 1e-4 * t * t < _MODEL[1] < 0.5 * t * t
