@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 from nadaraya._support.jit import exp_flushed, run_ranges
 from nadaraya.bandwidth._passes import _CUT, _FAST, _OVER, _TILE, _dot, _tile_boxes
 
-__all__ = ["loo_column"]
+__all__ = ["loo_column", "loo_column_moments"]
 
 
 @numba.njit(inline="always", cache=True, fastmath=_FAST)
@@ -104,12 +104,39 @@ def _level(tot, tc, f, c, ss, ys, e, m, watch, store):  # type: ignore[no-untype
     return acc, acc0, big
 
 
+@numba.njit(cache=True, nogil=True, fastmath=_FAST, inline="always")
+def _moments(tt, e, ss, sy, j0, m, A, B, i, u, v):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Row ``i``'s bandwidth moments over a tile of weights ``e``: ``A[i, k] += 2 sum_j tt[k, j]
+    e_j s_j``, ``B[i, k, q] += 2 sum_j tt[k, j] e_j sy[q, j]`` (the gradient pass's, see
+    :func:`nadaraya.bandwidth._gradient.loo_gradient`); ``u``, ``v`` scratch."""
+    y0 = sy[0, j0 : j0 + m]
+    for j in range(m):
+        u[j] = e[j] * ss[j]
+        v[j] = e[j] * y0[j]
+    for k in range(tt.shape[0]):
+        tk = tt[k]
+        acc = 0.0
+        acc0 = 0.0
+        for j in range(m):
+            acc += tk[j] * u[j]
+            acc0 += tk[j] * v[j]
+        A[i, k] += 2.0 * acc
+        B[i, k, 0] += 2.0 * acc0
+        for q in range(1, sy.shape[0]):
+            yq = sy[q, j0 : j0 + m]
+            acc = 0.0
+            for j in range(m):
+                acc += tk[j] * e[j] * yq[j]
+            B[i, k, q] += 2.0 * acc
+
+
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
-def _fast_rows(zt, ref, s, sy, cols, mult, lo, hi, i0, i1, S, T, C, over):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+def _fast_rows(zt, ref, s, sy, cols, mult, lo, hi, grad, i0, i1, S, T, C, over, A, B):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Rows ``i0:i1`` of :func:`loo_column`, each level shifted by the least exponent of the
     row's own tile (its nearest points are usually there; that point's weight is one):
     ``over[i]`` counts the terms above ``exp(_OVER)`` elsewhere, rows that
-    :func:`_exact_rows` computes again."""
+    :func:`_exact_rows` computes again. Level ``grad`` (if any) also sums its moments
+    (:func:`_moments`)."""
     d, n = zt.shape
     p = sy.shape[0]
     G = mult.size
@@ -117,6 +144,8 @@ def _fast_rows(zt, ref, s, sy, cols, mult, lo, hi, i0, i1, S, T, C, over):  # ty
     tt = np.empty((d, _TILE))
     tot = np.empty(_TILE)
     e = np.empty(_TILE)
+    u = np.empty(_TILE)
+    v = np.empty(_TILE)
     gaps = np.empty(d)
     for i in range(i0, i1):
         r = ref[i]
@@ -152,7 +181,11 @@ def _fast_rows(zt, ref, s, sy, cols, mult, lo, hi, i0, i1, S, T, C, over):  # ty
                 f = mult[lev] - 1.0
                 tc = tt[cols[lev]]
                 # a tile whose bound is above -_OVER cannot overflow: no watch there
-                if bound >= -_OVER and p == 1:
+                if lev == grad:
+                    acc, acc0, big = _level(tot, tc, f, c, ss, y0, e, m, True, True)
+                    over[i] += big
+                    _moments(tt, e, ss, sy, j0, m, A, B, i, u, v)
+                elif bound >= -_OVER and p == 1:
                     acc, acc0, _ = _level(tot, tc, f, c, ss, y0, e, m, False, False)
                 elif bound >= -_OVER:
                     acc, acc0, _ = _level(tot, tc, f, c, ss, y0, e, m, False, True)
@@ -166,9 +199,10 @@ def _fast_rows(zt, ref, s, sy, cols, mult, lo, hi, i0, i1, S, T, C, over):  # ty
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
-def _exact_rows(zt, ref, s, sy, cols, mult, lo, hi, rows, i0, i1, S, T, C):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+def _exact_rows(zt, ref, s, sy, cols, mult, lo, hi, grad, rows, i0, i1, S, T, C, A, B):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """Rows ``rows[i0:i1]`` of :func:`loo_column`, each level with its own running shift
-    (the row's own tile first, where its nearest points usually are)."""
+    (the row's own tile first, where its nearest points usually are); level ``grad``'s
+    moments too."""
     d, n = zt.shape
     p = sy.shape[0]
     G = mult.size
@@ -176,6 +210,8 @@ def _exact_rows(zt, ref, s, sy, cols, mult, lo, hi, rows, i0, i1, S, T, C):  # t
     tt = np.empty((d, _TILE))
     tot = np.empty(_TILE)
     x = np.empty(_TILE)
+    mu = np.empty(_TILE)
+    mv = np.empty(_TILE)
     gaps = np.empty(d)
     for i in rows[i0:i1]:
         r = ref[i]
@@ -184,6 +220,11 @@ def _exact_rows(zt, ref, s, sy, cols, mult, lo, hi, rows, i0, i1, S, T, C):  # t
             S[lev, i] = 0.0
             for q in range(p):
                 T[lev, i, q] = 0.0
+        if grad >= 0:
+            for k in range(d):
+                A[i, k] = 0.0
+                for q in range(p):
+                    B[i, k, q] = 0.0
         first = i // _TILE
         for step in range(n_tiles):
             tb = (first + step) % n_tiles
@@ -214,6 +255,11 @@ def _exact_rows(zt, ref, s, sy, cols, mult, lo, hi, rows, i0, i1, S, T, C):  # t
                     S[lev, i] *= scale
                     for q in range(p):
                         T[lev, i, q] *= scale
+                    if lev == grad:
+                        for k in range(d):
+                            A[i, k] *= scale
+                            for q in range(p):
+                                B[i, k, q] *= scale
                     C[lev, i] = low
                     c = low
                 acc = 0.0
@@ -225,6 +271,8 @@ def _exact_rows(zt, ref, s, sy, cols, mult, lo, hi, rows, i0, i1, S, T, C):  # t
                 S[lev, i] += acc
                 for q in range(p):
                     T[lev, i, q] += _dot(x, sy[q, j0 : j0 + m], m)
+                if lev == grad:
+                    _moments(tt, x, ss, sy, j0, m, A, B, i, mu, mv)
 
 
 def loo_column(
@@ -274,18 +322,59 @@ def loo_column(
     >>> bool(np.allclose(S[:, 0], w.sum(axis=1)) and np.allclose(T[:, 0, 0], w @ [2.0, 4.0]))
     True
     """
-    n = zt.shape[1]
+    S, T, C, _, _ = loo_column_moments(zt, ref, s, sy, cols, mult, -1)
+    return S, T, C
+
+
+def loo_column_moments(
+    zt: NDArray[np.float64],
+    ref: NDArray[np.int64],
+    s: NDArray[np.float64],
+    sy: NDArray[np.float64],
+    cols: NDArray[np.int64],
+    mult: NDArray[np.float64],
+    grad: int,
+) -> tuple[NDArray[np.float64], ...]:
+    """:func:`loo_column`'s sums, and level ``grad``'s bandwidth moments (none for ``grad < 0``)
+    in the same pass: a level at the current bandwidth (``mult`` 1) gives the gradient
+    pass's moments there at the cost of its sums.
+
+    Returns
+    -------
+    S, T, C
+        As :func:`loo_column`'s.
+    A : ndarray of shape (n, d)
+        ``sum_{j != i} s_j w_ij (u_ijk^2 - u_irk^2)`` at level ``grad`` (``w`` shifted by its
+        ``C``, ``r = ref_i``), as :func:`nadaraya.bandwidth._gradient.loo_gradient`'s ``A``.
+    B : ndarray of shape (n, d, p)
+        The same with ``s_j y_j``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> z = np.array([[0.0, 0.5, 2.0], [0.0, 1.0, 1.0]]); y = np.array([[1.0, 2.0, 4.0]])
+    >>> S, T, C, A, B = loo_column_moments(z, np.array([1, 0, 1]), np.ones(3), y, np.array([1, 1]),
+    ...                                    np.array([1.0, 0.0]), 0)
+    >>> g = np.array([[0.25, 4.0], [1.0, 1.0]])  # row 0's shares (features by keys 1, 2)
+    >>> w = np.exp(-(g.sum(axis=0) - g.sum(axis=0).min()))
+    >>> u = 2 * (g - g[:, :1])  # less the reference's (key 1)
+    >>> bool(np.allclose(A[0], u @ w) and np.allclose(B[0, :, 0], u @ (w * [2.0, 4.0])))
+    True
+    """
+    n, d, p = zt.shape[1], zt.shape[0], sy.shape[0]
     G = mult.size
     S = np.zeros((G, n))
-    T = np.zeros((G, n, sy.shape[0]))
+    T = np.zeros((G, n, p))
+    A = np.zeros((n, d) if grad >= 0 else (0, d))
+    B = np.zeros((n, d, p) if grad >= 0 else (0, d, p))
     lo, hi = _tile_boxes(zt)
     ref = np.ascontiguousarray(ref, dtype=np.int64)
     cols = np.ascontiguousarray(cols, dtype=np.int64)
-    args = (zt, ref, s, sy, cols, np.ascontiguousarray(mult, dtype=np.float64), lo, hi)
+    args = (zt, ref, s, sy, cols, np.ascontiguousarray(mult, dtype=np.float64), lo, hi, int(grad))
     over = np.zeros(n)
     C = np.zeros((G, n))
-    run_ranges(_fast_rows, args, n, (S, T, C, over))
+    run_ranges(_fast_rows, args, n, (S, T, C, over, A, B))
     rows = np.flatnonzero(over > 0)
     if rows.size:  # a point nearer than the reference by more than _OVER at some level
-        run_ranges(_exact_rows, (*args, rows), rows.size, (S, T, C))
-    return S, T, C
+        run_ranges(_exact_rows, (*args, rows), rows.size, (S, T, C, A, B))
+    return S, T, C, A, B

@@ -59,6 +59,10 @@ _GAIN = 1e-9
 #: after the tight polish, a sweep's grid points within this factor of a column's bandwidth
 #: (inside the polished minimum's basin) count as risen: they cost no level of the pass
 _NEAR = 2.0
+#: and those within the first factor where the Gauss-Newton model at the polished point (its
+#: gradient and matrix, along that column alone) predicts a rise above the second number
+#: times the score: on a steep enough wall of the polished minimum's basin
+_MODEL = (4.0 * (1 + 1e-9), 1e-2)
 
 Criterion = Callable[[NDArray[np.float64]], float]
 #: ``column(h, cols, values)``: the criterion at ``h`` with column ``cols[l]`` set to ``values[l]``
@@ -91,6 +95,7 @@ def sweep(
     patience: int | None = None,
     also: Sequence[tuple[int, float]] = (),
     near: float = 1.0,
+    risen: Callable[[int, float], bool] | None = None,
 ) -> tuple[NDArray[np.float64], float, bool]:
     """Cyclic coordinate descent on a grid per column: each column (of ``columns``, default
     all) moves to the best value of its grid (the others held) where that scores lower by
@@ -104,7 +109,8 @@ def sweep(
     With ``patience``, each column's grid (ascending) is walked outwards from its value, each
     way until the score has risen ``patience`` times in a row. With ``near`` > 1 as well (for
     ``h`` a polished minimum, whose profiles rise on either side of it), the grid points within
-    a factor ``near`` of a column's value count as risen without a pass.
+    a factor ``near`` of a column's value count as risen without a pass, and so do those for
+    which ``risen(column, value)`` holds (a model of the profile that predicts a rise there).
 
     Examples
     --------
@@ -125,7 +131,7 @@ def sweep(
             first = []
             for j in order:
                 for way in _ways(grids[j], h[j]):
-                    skip = _near(way, h[j], near, patience)
+                    skip = _near(way, h[j], near, patience, risen, j)
                     first += [(j, float(v)) for v in way[skip:patience]]
             f.batch(h, first + list(also), exact=True)
         for j in order:
@@ -136,7 +142,7 @@ def sweep(
                 last, rises, pos = score, 0, 0
                 if patience is not None:
                     # the points next to a minimum, taken as risen
-                    rises = pos = _near(way, h[j], near, patience)
+                    rises = pos = _near(way, h[j], near, patience, risen, j)
                 end = patience  # the first chunk ends where the first steps above did
                 while pos < way.size:
                     chunk = way[pos:] if patience is None else way[pos : max(end, pos + 1)]
@@ -166,11 +172,14 @@ def _ways(grid: NDArray[np.float64] | Sequence[float], v: float) -> list[NDArray
     return [grid[grid < v][::-1], grid[grid > v]]
 
 
-def _near(way: NDArray[np.float64], v: float, near: float, patience: int) -> int:
-    """How many of the first points of ``way`` lie within a factor ``near`` of ``v`` (fewer than
-    ``patience``)."""
+def _near(way: NDArray[np.float64], v: float, near: float, patience: int,
+          risen: Callable[[int, float], bool] | None = None, j: int = 0) -> int:
+    """How many of the first points of ``way`` lie within a factor ``near`` of ``v``, or are
+    predicted risen by ``risen(j, point)`` (fewer than ``patience``)."""
     k = 0
-    while k < min(way.size, patience - 1) and near > 1 and max(way[k] / v, v / way[k]) < near:
+    while k < min(way.size, patience - 1) and (
+        (near > 1 and max(way[k] / v, v / way[k]) < near) or (risen is not None and risen(j, float(way[k])))
+    ):
         k += 1
     return k
 
@@ -335,11 +344,15 @@ class Memo:
         *,
         values_by_gradient: bool = True,
         column: Column | None = None,
+        graded: bool = False,
     ) -> None:
         self.f, self.value_grad = f, value_grad
         #: ``column(h, cols, values)``: the criterion at ``h`` with column ``cols[l]`` set to
         #: ``values[l]``, every ``l`` in one pass (where the objective has one), else None
         self.column = column
+        #: ``column(h, cols, values, gradient=True)`` also gives ``value_grad(h)``'s results,
+        #: from the same pass: ``(scores, those)``
+        self.graded = graded
         #: False where the gradient's pass costs more than the value's: :meth:`__call__` then
         #: takes the value's pass, and only :meth:`with_gradient` the gradient's
         self.values_by_gradient = values_by_gradient
@@ -360,12 +373,13 @@ class Memo:
             self.exact.add(key)
         return self.values[key]
 
-    def batch(self, h: NDArray[np.float64], changes: Sequence[tuple[int, float]], exact: bool = False
-              ) -> list[float]:
+    def batch(self, h: NDArray[np.float64], changes: Sequence[tuple[int, float]], exact: bool = False,
+              gradient: bool = False) -> list[float]:
         """The criterion at ``h`` with column ``j`` set to ``v``, for each ``(j, v)`` of
         ``changes``: those not scored before in one pass of ``column`` where there is one,
         else one by one. With ``exact`` (and a ``column``), those scored only by the
-        gradient's pass are scored again in that pass."""
+        gradient's pass are scored again in that pass. With ``gradient`` (and a ``graded``
+        column), :meth:`with_gradient` at ``h`` is taken from that pass too."""
         trials = []
         for j, v in changes:
             trial = np.array(h, dtype=np.float64)
@@ -377,10 +391,18 @@ class Memo:
             fresh = key not in self.values or (exact and self.column is not None and key not in self.exact)
             if fresh and key not in todo:
                 todo[key] = k
-        if self.column is not None and todo:
+        here = np.array(h, dtype=np.float64)
+        graded = gradient and self.graded and self.column is not None and here.tobytes() not in self.grads
+        if self.column is not None and (todo or graded):
             ks = list(todo.values())
-            scores = self.column(np.array(h, dtype=np.float64), np.array([changes[k][0] for k in ks]),
-                                 np.array([trials[k][changes[k][0]] for k in ks]))
+            cols = np.array([changes[k][0] for k in ks], dtype=np.int64)
+            values = np.array([trials[k][changes[k][0]] for k in ks], dtype=np.float64)
+            if graded:
+                scores, (value, grad, *more) = self.column(here, cols, values, gradient=True)
+                self._graded(here, value, grad, more)
+                self.exact.add(here.tobytes())
+            else:
+                scores = self.column(here, cols, values)
             for key, sc in zip(todo, scores):
                 self.values[key] = float(sc)
                 self.exact.add(key)
@@ -391,10 +413,15 @@ class Memo:
         key = np.asarray(h, dtype=np.float64).tobytes()
         if key not in self.grads:
             value, grad, *more = self.value_grad(h)
-            self.values[key], self.grads[key] = float(value), np.asarray(grad, dtype=np.float64)
-            if more and more[0] is not None:
-                self.curvatures[key] = np.asarray(more[0], dtype=np.float64)
+            self._graded(np.asarray(h, dtype=np.float64), value, grad, more)
         return self.values[key], self.grads[key]
+
+    def _graded(self, h: NDArray[np.float64], value: float, grad: NDArray[np.float64], more: list) -> None:
+        """Records ``value_grad(h)``'s results (a Gauss-Newton matrix the third where given)."""
+        key = h.tobytes()
+        self.values[key], self.grads[key] = float(value), np.asarray(grad, dtype=np.float64)
+        if more and more[0] is not None:
+            self.curvatures[key] = np.asarray(more[0], dtype=np.float64)
 
 
 def distinct(
@@ -444,7 +471,10 @@ def explore_smooth(
     # each feature tried smoothed out, all in one pass where ``f`` scores columns at once; the
     # polish scores their union, which it starts from
     todo = np.flatnonzero(h_grid < upper)
-    drops = profile_each(f, h_grid, [(int(j), float(upper[j])) for j in todo])
+    trials = [(int(j), float(upper[j])) for j in todo]
+    if isinstance(f, Memo):  # with the first start's gradient, where the pass gives it
+        f.batch(h_grid, trials, gradient=True)
+    drops = profile_each(f, h_grid, trials)
     h_out = np.where(np.isin(np.arange(h_grid.size), todo[np.array(drops) <= s_grid]), upper, h_grid)
     ends = [polish(h0, "loose") for h0 in distinct([h_grid, h_out, h_rot], grids)]
     h, sc = better(min(ends, key=lambda e: e[1]), (h_grid, s_grid))
@@ -456,10 +486,26 @@ def explore_smooth(
     flat = [(int(j), float(v)) for j in np.flatnonzero(h >= upper) for v in grids[j] if v != h[j]]
     flat.append((0, float(h[0])))
     h, sc, moved = sweep(f, h, sc, grids, rounds=1, columns=np.flatnonzero(h < span), patience=2, also=flat,
-                         near=_NEAR)
+                         near=_NEAR, risen=_model_risen(f, h, sc))
     if moved:
         h, sc = better(polish(h), (h, sc))
     return h, sc
+
+
+def _model_risen(f: Criterion, h: NDArray[np.float64], score: float) -> Callable[[int, float], bool] | None:
+    """``risen(j, v)``: whether the Gauss-Newton model at ``h`` (where the memo holds its
+    gradient and matrix) predicts column ``j`` at ``v``, within a factor ``_MODEL[0]`` of
+    ``h[j]``, above ``score`` by more than ``_MODEL[1] |score|``; None without a model."""
+    key = np.asarray(h, dtype=np.float64).tobytes()
+    if not isinstance(f, Memo) or key not in f.curvatures or key not in f.grads:
+        return None
+    g, H = f.grads[key], f.curvatures[key]
+
+    def risen(j: int, v: float) -> bool:
+        t = math.log(v / h[j])
+        return abs(t) <= math.log(_MODEL[0]) and g[j] * t + 0.5 * H[j, j] * t * t > _MODEL[1] * abs(score)
+
+    return risen
 
 
 def explore_kinked(

@@ -356,12 +356,19 @@ class _Objective:
                 zt, c, ref = self._scaled(h)
                 S, T, A, B = loo_gradient(zt, c, ref, self.s, sy)
         self.n_passes += 1
+        return self._graded(h, S, T, A, B, np.log(S) - c - np.log(self.s), zt, ref, stage, gauss_newton)
+
+    def _graded(self, h: NDArray[np.float64], S: NDArray[np.float64], T: NDArray[np.float64],
+                A: NDArray[np.float64], B: NDArray[np.float64], rho: NDArray[np.float64],
+                zt: NDArray[np.float64], ref: NDArray[np.int64], stage: str, gauss_newton: bool
+                ) -> tuple[Any, ...]:
+        """:meth:`with_gradient`'s results from one pass's sums and moments at ``h`` (shifted
+        alike; ``rho`` the log of each row's own weight, unshifted)."""
         pred = T / S[:, None]  # S >= 1: the shift's neighbour has weight one
         # d pred_i / d log h_k = (B_ik - pred_i A_ik) / S_i, shape (n, d, p)
         dpred = (B - pred[:, None, :] * A[:, :, None]) / S[:, None, None]
         resid = self.Y - pred
         p = self.Y.shape[1]
-        rho = np.log(S) - c - np.log(self.s)
         score = self.criterion(pred, rho)
         if self.method == "cv":
             grad = -2.0 * np.einsum("i,ip,ikp->k", self.s, resid, dpred) / (self.total * p)
@@ -393,22 +400,26 @@ class _Objective:
 
     def column(
         self, h: NDArray[np.float64], cols: NDArray[np.int64], values: NDArray[np.float64],
-        stage: str = "per_feature",
-    ) -> NDArray[np.float64]:
+        stage: str = "per_feature", gradient: bool = False,
+    ) -> Any:
         """The criterion at ``h`` with feature ``cols[l]``'s bandwidth set to ``values[l]`` (the
         others held), every ``l`` in one pass (Gaussian,
-        :func:`~nadaraya.bandwidth._column.loo_column`)."""
+        :func:`~nadaraya.bandwidth._column.loo_column`). With ``gradient``, also
+        ``with_gradient(h, gauss_newton=True)``'s results from the same pass: ``(scores, those)``."""
         from nadaraya._support.jit import threads_for
-        from nadaraya.bandwidth._column import loo_column
+        from nadaraya.bandwidth._column import loo_column_moments
 
         cols = np.asarray(cols, dtype=np.int64)
         values = np.asarray(values, dtype=np.float64)
+        if gradient:  # one level more, at ``h`` itself, with its moments
+            cols, values = np.append(cols, 0), np.append(values, h[0])
         zt, _, ref = self._scaled(h, exact=False)
         with np.errstate(divide="ignore"):
             mult = (h[cols] / values) ** 2  # 0 at v = inf
         sy = np.ascontiguousarray((self.s[:, None] * self.Y).T)
         with threads_for(self.n**2 * (self.d + 2 * values.size)):
-            S, T, C = loo_column(zt, ref, self.s, sy, cols, mult)
+            grad = cols.size - 1 if gradient else -1
+            S, T, C, A, B = loo_column_moments(zt, ref, self.s, sy, cols, mult, grad)
         self.n_passes += 1
         # each row's exponents are relative to its reference point's g at each level
         share = (zt - zt[:, ref]) ** 2
@@ -416,12 +427,15 @@ class _Objective:
         with np.errstate(divide="ignore", invalid="ignore"):
             pred = T / S[:, :, None]
             rho = np.log(S) - C - g_ref - np.log(self.s)
+        if gradient:
+            graded = self._graded(h, S[-1], T[-1], A, B, rho[-1], zt, ref, stage, True)
+            pred, rho, cols, values = pred[:-1], rho[:-1], cols[:-1], values[:-1]
         out = self.criteria(pred, rho)
         for lev, (j, v) in enumerate(zip(cols, values)):
             trial = np.array(h, dtype=np.float64)
             trial[j] = v
             self._record(trial, float(out[lev]), stage)
-        return out
+        return (out, graded) if gradient else out
 
     def curvature(self, h: NDArray[np.float64], stage: str = "refine") -> tuple[float, float, float, float]:
         """The criterion at ``h`` and its first three derivatives along ``log h`` (all

@@ -501,7 +501,7 @@ def _per_feature(
     newton = obj.fast and method == "cv"
     value_grad = (lambda h: obj.with_gradient(h, gauss_newton=True)) if newton else obj.with_gradient
     f = Memo(lambda h: obj.at(h, "per_feature"), value_grad if obj.fast else None,
-             column=obj.column if obj.fast else None)
+             column=obj.column if obj.fast else None, graded=newton)
     # L-BFGS-B stays below ten times each feature's range, where its weights vary by less than
     # 1 % and the criterion is flat: a feature past its range is tried smoothed out instead
     # (a compact kernel's search keeps the whole range)
