@@ -48,10 +48,13 @@ __all__ = ["cell_bound", "even_sweep", "fold_even", "horner_rows"]
 @njit(cache=True, inline="always")
 def _pivot_cols(T, comp, xs, k0, k1, piv, centre, inv_h, sw, values, nf, p, nv, na):  # pragma: no cover
     """:func:`._windowed_msplit._pivot_table`'s rows with only the powers each column is read at:
-    ``nf`` of the weight, ``nv`` of each value column (both compensated, Kahan), ``na`` of each
-    ``|v|`` column (plain sums: they only size the loss test); the other entries are left unset.
+    ``nf`` of the weight, ``nv`` of each value column (both compensated), ``na`` of each ``|v|``
+    column (plain sums: they only size the loss test); the other entries are left unset.
     ``T[i - k0]``: the sum over ``[piv, i)`` for ``i >= piv``, minus that over ``[i, piv)`` below.
-    ``nf``, ``p``, ``nv``, ``na``: the caller's compile-time constants (the loops unroll)."""
+    Keys are taken two at a time: the second row is the compensated add of the pair's sum (one
+    compensation chain step per two keys), the first the running sum plus the first key's term
+    less the compensation, rounded once. ``nf``, ``p``, ``nv``, ``na``: the caller's compile-time
+    constants (the loops unroll)."""
     has_sw = sw.shape[0] > 0
     for j in range(nf):
         for cc in range(1 + 2 * p):
@@ -61,11 +64,40 @@ def _pivot_cols(T, comp, xs, k0, k1, piv, centre, inv_h, sw, values, nf, p, nv, 
             for cc in range(1 + p):
                 comp[j, cc] = 0.0
         sign = 1.0 if step == 0 else -1.0
+        dr = 1 if step == 0 else -1
         count = k1 - piv if step == 0 else piv - k0
-        for s in range(count):
-            i = piv + s if step == 0 else piv - 1 - s  # the key added
-            row = i + 1 - k0 if step == 0 else i - k0  # the row it completes
-            was = row - 1 if step == 0 else row + 1
+        was = piv - k0
+        i = piv if step == 0 else piv - 1  # the next key added
+        for _ in range(count // 2):
+            r1 = was + dr
+            r2 = r1 + dr
+            t1 = (np.float64(xs[i]) - centre) * inv_h
+            t2 = (np.float64(xs[i + dr]) - centre) * inv_h
+            g1 = sign * (sw[i] if has_sw else 1.0)
+            g2 = sign * (sw[i + dr] if has_sw else 1.0)
+            for j in range(nf):
+                for cc in range(1 + p):
+                    if cc == 0 or j < nv:
+                        y1 = g1 if cc == 0 else g1 * values[i, cc - 1]
+                        y2 = g2 if cc == 0 else g2 * values[i + dr, cc - 1]
+                        base = T[was, j, cc]
+                        c = comp[j, cc]
+                        T[r1, j, cc] = base + (y1 - c)
+                        y = (y1 + y2) - c
+                        tot = base + y
+                        comp[j, cc] = (tot - base) - y
+                        T[r2, j, cc] = tot
+                if j < na:
+                    for cc in range(p):
+                        a1 = T[was, j, 1 + p + cc] + g1 * abs(values[i, cc])
+                        T[r1, j, 1 + p + cc] = a1
+                        T[r2, j, 1 + p + cc] = a1 + g2 * abs(values[i + dr, cc])
+                g1 *= t1
+                g2 *= t2
+            was = r2
+            i += 2 * dr
+        if count % 2:
+            row = was + dr
             t = (np.float64(xs[i]) - centre) * inv_h
             gj = sign * (sw[i] if has_sw else 1.0)
             for j in range(nf):
@@ -113,16 +145,12 @@ def _dot(A, M, aa, cc, top):  # pragma: no cover - compiled
 
 
 @njit(cache=True, inline="always")
-def _own_bound(S, B, Ab, T, hi_row, lo_row, Hb, aq, d, nf, na, p, nr, ns):  # pragma: no cover - compiled
+def _own_bound(S, B, Ab, Hb, aq, d, nf, na, p, nr, ns):  # pragma: no cover - compiled
     """The loss test with the query's own rounding bound ``Eb[a, x] = sum_j Ã[a, j] B[j, x]``
     (``x = 0``: the weight, its ``na`` moments; ``x >= 1``: the ``|v|`` column ``x``, its first
     ``nr`` moments, read at its ``ns`` powers): whether every moment's lower bound of natural size
-    (the even moment at or above it) is at least ``2 _LOSS`` of it."""
-    for j in range(0, nf, 2):
-        B[j, 0] = T[hi_row, j, 0] - T[lo_row, j, 0]
-        if j < ns:
-            for x in range(1, 1 + p):
-                B[j, x] = T[hi_row, j, p + x] - T[lo_row, j, p + x]
+    (the even moment at or above it) is at least ``2 _LOSS`` of it. ``B``'s even powers are
+    :func:`_bound_rows`'; its odd ones are filled here."""
     for j in range(1, nf, 2):
         B[j, 0] = 0.5 * (B[j - 1, 0] + B[j + 1, 0])
         if j < ns:
@@ -139,22 +167,35 @@ def _own_bound(S, B, Ab, T, hi_row, lo_row, Hb, aq, d, nf, na, p, nr, ns):  # pr
 
 
 @njit(cache=True, inline="always")
-def _cell_test(S, T, hi_row, lo_row, Ge, d, nf, na, p, nr, ns):  # pragma: no cover - compiled
+def _bound_rows(B, M, same, T, hi_row, lo_row, nf, p, ns):  # pragma: no cover - compiled
+    """``B[j, x]`` at the even powers: the table's sums of ``sw t^j`` (``x = 0``) and ``sw t^j
+    |v|`` (``x >= 1``) over the rows ``lo_row .. hi_row`` (from the pivot to the window's far
+    end), read from the window's sums ``M`` where ``same`` (the same rows and no key left out:
+    the same differences)."""
+    for j in range(0, nf, 2):
+        B[j, 0] = M[j, 0] if same else T[hi_row, j, 0] - T[lo_row, j, 0]
+        if j < ns:
+            for x in range(1, 1 + p):
+                B[j, x] = M[j, p + x] if same else T[hi_row, j, p + x] - T[lo_row, j, p + x]
+
+
+@njit(cache=True, inline="always")
+def _cell_test(S, B, Ge, d, nf, na, p, nr, ns):  # pragma: no cover - compiled
     """The loss test against the bound at the cell's largest ``|Q|``, ``sum_j G[a, j] B_j`` (at
     least the query's own): ``Ge`` is ``G`` folded onto the even powers (an odd power's ``B_j``
-    is the mean of its neighbours'), so it reads the table's even powers only. Arguments as
+    is the mean of its neighbours'), so it reads ``B``'s even powers only. Arguments as
     :func:`_own_bound`'s."""
     ok = S[0, 0] > 0.0
     for aa in range(na):
         s = 0.0
         for j in range(0, min(nf, d + aa + 2), 2):
-            s += Ge[aa, j] * (T[hi_row, j, 0] - T[lo_row, j, 0])
+            s += Ge[aa, j] * B[j, 0]
         ok = ok and S[aa + (aa & 1), 0] >= 2.0 * _LOSS * s
     for aa in range(nr):
         for x in range(1, 1 + p):
             s = 0.0
             for j in range(0, min(ns, d + aa + 2), 2):
-                s += Ge[aa, j] * (T[hi_row, j, p + x] - T[lo_row, j, p + x])
+                s += Ge[aa, j] * B[j, x]
             ok = ok and S[aa + (aa & 1), p + x] >= 2.0 * _LOSS * s
     return ok
 
@@ -188,7 +229,7 @@ def even_sweep(nf: int, p: int, degree: int, div: int) -> Callable[..., None]:
         g = h / DIV
         inv_g = inv_h * DIV
         lq = np.empty(nqmax, qs.dtype)
-        res = np.empty((nqmax, out.shape[0]))  # a bucket's rows, then scattered
+        res = np.empty((nqmax, out.shape[1]))  # a bucket's rows, then scattered
         lo_out = np.empty(nqmax, np.int64)
         hi_out = np.empty(nqmax, np.int64)
         lp = np.empty(nqmax, np.int64)
@@ -235,7 +276,8 @@ def even_sweep(nf: int, p: int, degree: int, div: int) -> Callable[..., None]:
                     continue
                 a = glo - k0
                 z = ghi - k0
-                if glo <= e < ghi:
+                inside = glo <= e < ghi
+                if inside:
                     ea = e - k0
                     for j in range(NF):
                         for cc in range(NC):
@@ -256,9 +298,10 @@ def even_sweep(nf: int, p: int, degree: int, div: int) -> Callable[..., None]:
                             S[aa, 1 + P + cc] = _dot(A, M, aa, 1 + P + cc, D + aa + 1)
                 hi_row = max(ghi, piv) - k0
                 lo_row = min(glo, piv) - k0
-                ok = _cell_test(S, T, hi_row, lo_row, Ge, D, NF, NA, P, R + 1, NS)
+                _bound_rows(B, M, hi_row == z and lo_row == a and not inside, T, hi_row, lo_row, NF, P, NS)
+                ok = _cell_test(S, B, Ge, D, NF, NA, P, R + 1, NS)
                 if not ok:
-                    ok = _own_bound(S, B, Ab, T, hi_row, lo_row, Hb, abs(Q), D, NF, NA, P, R + 1, NS)
+                    ok = _own_bound(S, B, Ab, Hb, abs(Q), D, NF, NA, P, R + 1, NS)
                 if not ok:
                     res[r, 0] = np.nan
                     lo_out[r] = glo

@@ -122,7 +122,7 @@ def _table(T, comp, xs, k0, k1, centre, inv_h, sw, values, nf, p, nv, na):  # pr
 @functools.cache
 def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
     """The sweep for ``nf`` powers of ``t``, ``p`` outputs and a polynomial ``degree`` (closure
-    constants). Results per query in ``out`` (columns, m), in the queries' order (``qidx``: the
+    constants). Results per query in ``out`` (m, columns), in the queries' order (``qidx``: the
     query at each bucket position; ``qs`` and ``excl`` in the buckets' order): ``1 + p + 2
     degree + degree p`` columns as :func:`nadaraya.backends._windowed_moments._columns` lays
     them out for d = 1, a NaN weight for a query left to the pair sums."""
@@ -144,7 +144,7 @@ def moment_sweep(nf: int, p: int, degree: int) -> Callable[..., None]:
             nqmax = max(nqmax, start[b + 1] - start[b])
             nkmax = max(nkmax, _csx(cs, b + 1, ncell) - _csx(cs, b - 2, ncell))
         lq = np.empty(nqmax, qs.dtype)
-        res = np.empty((nqmax, out.shape[0]))  # a bucket's rows, then scattered
+        res = np.empty((nqmax, out.shape[1]))  # a bucket's rows, then scattered
         lo_out = np.empty(nqmax, np.int64)
         hi_out = np.empty(nqmax, np.int64)
         lp = np.empty(nqmax, np.int64)
@@ -320,13 +320,16 @@ def run(
     threads = numba.get_num_threads()
     target = int(min(keys_per_task * (1.0 + m / max(n, 1)), max(256, (n + m) // (4 * threads))))
     tasks = jit.plan(cs, start, ncell, max(1, target))
-    out = np.empty((ncol, m))  # column by column, each query's entries written once
+    out = np.empty((m, ncol))  # a row per query, each written once, then made columns
     args = (qsort, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, esort, *middle, qidx, out)
     from nadaraya._support.jit import run_ranges
+    from nadaraya.backends._windowed_sweep import columns
 
     # the shared pool, as the plain sweep; a small pass stays on the calling thread (SERIAL_WORK):
     # the plain sweep's measured work per key, query and column, times the moment columns
     work = 16.0 * (n + m) * ncol * math.log2(n + 2)
     run_ranges(lambda t0, t1: loop(t0, t1, *args), (), tasks.size - 1, (), grain=1, work=work)
-    flag = np.isnan(out[0])
-    return out, flag
+    cols = np.empty((ncol, m))
+    run_ranges(columns, (out,), m, (cols,), work=4.0 * m * ncol)
+    flag = np.isnan(cols[0])
+    return cols, flag

@@ -332,7 +332,7 @@ def trig_sweep(cosine: bool, nf: int, p: int, degree: int, div: int) -> Callable
         g = h / DIV
         inv_g = inv_h * DIV
         lq = np.empty(nqmax, qs.dtype)
-        res = np.empty((nqmax, out.shape[0]))  # a bucket's rows, then scattered
+        res = np.empty((nqmax, out.shape[1]))  # a bucket's rows, then scattered
         lo_out = np.empty(nqmax, np.int64)
         hi_out = np.empty(nqmax, np.int64)
         lp = np.empty(nqmax, np.int64)
