@@ -88,3 +88,25 @@ def test_search_objective_scores_as_before() -> None:
         assert choice.name == "truncated"
         assert obj.at(bw) == obj.from_partials(parts)
     assert obj._prepared is not None and obj.n_passes == 3
+
+
+@pytest.mark.parametrize("offset", [0.0, -3.0, 1e6])
+def test_one_cell_centred_on_the_data_against_reference(offset: float) -> None:
+    # bandwidths where every key and query fits in one cell: the cell is centred on the data and
+    # its series takes fewer terms; every query within 1e-12 of the reference, with and without
+    # leave-one-out, queries other than the keys included
+    from nadaraya.backends import _truncated_cells as cells
+
+    rng = np.random.default_rng(5)
+    x = offset + rng.uniform(0, 1, 3000)
+    q = offset + rng.uniform(-0.05, 1.05, 700)
+    v = rng.normal(size=(x.size, 2))
+    assert cells._half(abs(offset) + 1, 3.0, 1.0) < 0.2 < cells._half(abs(offset) + 1, 3.0)
+    for h in [0.7, 3.0, 50.0]:
+        bw = np.array([h])
+        for qq, ex in [(x[:, None], np.arange(x.size)), (q[:, None], None)]:
+            got = truncated.partials(qq, x[:, None], v, kernel=GAUSS, bandwidth=bw, exclude=ex)
+            ref = reference.partials(qq, x[:, None], v, kernel=GAUSS, bandwidth=bw, exclude=ex)
+            np.testing.assert_allclose(got.finalize(), ref.finalize(), rtol=1e-12, atol=0)
+            lw = np.log(got.weight) + got.shift
+            np.testing.assert_allclose(lw, np.log(ref.weight) + ref.shift, rtol=1e-12, atol=1e-12)
