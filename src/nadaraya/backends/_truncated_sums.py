@@ -193,14 +193,15 @@ def nearest(ks, qs, ex):  # type: ignore[no-untyped-def]  # pragma: no cover
 
 
 @numba.njit(cache=True, nogil=True)
-def near_windows(ks, qs, pos_of, near, h, inv_h, big_l, lo, hi, top):  # type: ignore[no-untyped-def]  # pragma: no cover
+def near_windows(ks, qs, pos_of, near, h, inv_h, big_l, i0, i1, lo, hi, top):  # type: ignore[no-untyped-def]  # pragma: no cover
     """The truncated backend's windows and shifts without sample weights or moments, from each
-    query's nearest key (:func:`nearest`): the same ``lo``, ``hi`` and ``top``, each search
-    starting from the last query's end (neighbouring queries' windows end close together)."""
+    query's nearest key (:func:`nearest`), for the queries ``i0 .. i1 - 1``: the same ``lo``,
+    ``hi`` and ``top``, each search starting from the last query's end (neighbouring queries'
+    windows end close together)."""
     n = ks.size
     a = 0
     b = 0
-    for i in range(qs.size):
+    for i in range(i0, i1):
         q = qs[i]
         best = -np.inf
         if near[i] >= 0:

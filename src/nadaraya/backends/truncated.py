@@ -325,10 +325,10 @@ def _windows_of(st: _Sorted, h: float, jp: int
     top = np.full(m, -np.inf)
     if ne == 0:
         return lo, hi, top
-    if st.near is not None and jp == 0 and st.ls.size == 0:
-        near_windows(st.ks, st.qs, *st.near, h, 1.0 / h, log_ratio(ne), lo, hi, top)
-        return lo, hi, top
     with threads_for(m * (math.log2(ne) + 4) * 8):
+        if st.near is not None and jp == 0 and st.ls.size == 0:
+            run_ranges(near_windows, (st.ks, st.qs, *st.near, h, 1.0 / h, log_ratio(ne)), m, (lo, hi, top))
+            return lo, hi, top
         args = (st.ks, st.ls, st.ls_max, st.block_max, st.qs, st.ex, h, 1.0 / h, log_ratio(ne), jp)
         run_ranges(_windows, args, m, (lo, hi, top))
     return lo, hi, top
