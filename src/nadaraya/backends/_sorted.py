@@ -8,7 +8,7 @@ import numba
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["argsort_spread", "counting_order", "counting_pairs", "scatter_rows", "sorted_exclude",
+__all__ = ["argsort_spread", "counting_order", "counting_pairs", "runs", "scatter_rows", "sorted_exclude",
            "sorted_order", "sorted_pairs", "sorted_weighted", "unsort_rows"]
 
 
@@ -227,3 +227,15 @@ def argsort_spread(x: NDArray[np.float64]) -> NDArray[np.int64]:
         return np.arange(x.size)
     out = _bucket_pairs(x, lo, x.size / (hi - lo), x.size, 32)[0]
     return out if out.size == x.size else np.argsort(x)
+
+
+def runs(ids: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The distinct values of the sorted ``ids`` and where each run starts (and the end).
+
+    Examples
+    --------
+    >>> [a.tolist() for a in runs(np.array([3, 3, 5, 8, 8, 8]))]
+    [[3, 5, 8], [0, 2, 3, 6]]
+    """
+    first = np.flatnonzero(np.concatenate([[True], ids[1:] != ids[:-1]]))
+    return np.ascontiguousarray(ids[first]), np.append(first, ids.size).astype(np.int64)

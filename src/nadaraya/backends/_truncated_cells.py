@@ -63,7 +63,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nadaraya._support.jit import exp_flushed, run_ranges, threads_for
-from nadaraya.backends._sorted import counting_order
+from nadaraya.backends._sorted import counting_order, runs
 from nadaraya.backends._truncated_sums import BITS, BLOCK, FASTMATH, pair_terms, part, terms
 
 __all__ = ["BITS", "NEAR", "RHO", "SPARSE", "priced_terms", "sums", "terms", "worth"]
@@ -467,8 +467,11 @@ def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, widt
                 out[o, s] = acc[s, i]
 
 
-def _half(scale: float, h: float) -> float:
-    """The most ``|a|`` and ``|b|`` of the cells, in bandwidths, for data within ``scale`` of 0."""
+def _half(scale: float, h: float, spread: float = math.inf) -> float:
+    """The most ``|a|`` and ``|b|`` of the cells, in bandwidths, for data within ``scale`` of 0;
+    data ``spread`` wide in one cell centred on their middle: half that, and the centre's rounding."""
+    if spread < RHO * h:
+        return min(_half(scale, h), (0.5 * spread * (1.0 + 1e-9) + 8.0 * max(scale, RHO * h) * 2.0**-52) / h)
     return RHO / 2.0 * (1.0 + 1e-9) + 8.0 * scale * 2.0**-52 / h
 
 
@@ -476,12 +479,6 @@ def _gridded(n: int, spread: float, width: float) -> bool:
     """Whether cells ``width`` wide over keys ``spread`` wide hold :data:`SPARSE` keys or more
     on average, and are not too many to index."""
     return n > 0 and n * width >= SPARSE * spread and spread / width < 2.0**40
-
-
-def _runs(ids: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """The distinct values of the sorted ``ids`` and where each run starts (and the end)."""
-    first = np.flatnonzero(np.concatenate([[True], ids[1:] != ids[:-1]]))
-    return np.ascontiguousarray(ids[first]), np.append(first, ids.size).astype(np.int64)
 
 
 def sums(ks: NDArray[np.float64], vt: NDArray[np.float64], qs: NDArray[np.float64], ex: NDArray[np.int64],
@@ -516,17 +513,20 @@ def sums(ks: NDArray[np.float64], vt: NDArray[np.float64], qs: NDArray[np.float6
     if near.size == 0:
         return done
     inv_w = 1.0 / width
-    g0 = float(ks[0])
-    kid, kst = _runs(np.floor((ks - g0) * inv_w).astype(np.int64))
+    ends = (min(float(ks[0]), float(qs[near].min())), max(float(ks[-1]), float(qs[near].max())))
+    middle = ends[1] - ends[0] < width  # one cell centred on the data's middle: fewer terms (_half)
+    g0 = 0.5 * (ends[0] + ends[1]) - 0.5 * width if middle else float(ks[0])
+    kid, kst = runs(np.floor((ks - g0) * inv_w).astype(np.int64))
     qc = np.floor((qs[near] - g0) * inv_w).astype(np.int64)
     low = int(qc.min())
     span = int(qc.max()) - low + 1
     order = counting_order(qc - low, span) if span <= 4 * (m + n) else np.argsort(qc, kind="stable")
     mem = np.ascontiguousarray(near[order])
-    qid, qst = _runs(qc[order])
+    qid, qst = runs(qc[order])
     # |a| and |b| are at most RHO / 2, plus the rounding of a cell's centre and of the offsets from
     # it (far from the origin a centre's ulp may be a sizeable part of h); too many terms: no cells
-    half = _half(max(abs(float(ks[0])), abs(float(ks[-1])), float(np.abs(qs[near]).max())), h)
+    one = middle and kid.size == qid.size == 1 and kid[0] == qid[0] == 0
+    half = _half(max(abs(ends[0]), abs(ends[1])), h, ends[1] - ends[0] if one else math.inf)
     if half > RHO:
         return done
     nts = pair_terms(half, big_l, r, RHO, NEAR)

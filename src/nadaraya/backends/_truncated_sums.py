@@ -10,7 +10,8 @@ from numpy.typing import NDArray
 
 from nadaraya._support.jit import exp_flushed
 
-__all__ = ["BITS", "BLOCK", "FASTMATH", "pair_terms", "part", "sums", "terms"]
+__all__ = ["BITS", "BLOCK", "FASTMATH", "gallop", "near_windows", "nearest", "pair_terms", "part", "sums",
+           "terms"]
 
 #: the dense cells' series: the remainder is at most ``2^-BITS`` of each cross term
 BITS = 60
@@ -122,6 +123,102 @@ def sums(ks, ls, vt, qs, ex, inv_h, lo, hi, top, r, edges, a, b, out):  # type: 
                     part(ks, ls, vt, qs[i], inv_h, t, lo[i], hi[i], r, buf, du, pw, acc)
             for s in range(width):
                 out[i, s] = acc[s]
+
+
+@numba.njit(cache=True, nogil=True)
+def _search(ks, x, a, b, strict):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The first index ``j`` in ``[a, b)`` with ``ks[j] >= x`` (``> x`` if ``strict``), else ``b``."""
+    while a < b:
+        mid = (a + b) >> 1
+        if ks[mid] < x or (strict and ks[mid] == x):
+            a = mid + 1
+        else:
+            b = mid
+    return a
+
+
+@numba.njit(cache=True, nogil=True)
+def gallop(ks, x, start, strict):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`_search` over all of ``ks``, in steps doubling outward from ``start``: O(log distance)."""
+    n = ks.size
+    step = 1
+    if start < n and (ks[start] < x or (strict and ks[start] == x)):  # the answer is right of start
+        a = start + 1
+        while True:
+            b = start + step
+            if b >= n:
+                return _search(ks, x, a, n, strict)
+            if not (ks[b] < x or (strict and ks[b] == x)):
+                return _search(ks, x, a, b, strict)
+            a = b + 1
+            step *= 2
+    b = start  # the answer is at or left of start
+    while True:
+        a = start - step
+        if a < 0:
+            return _search(ks, x, 0, b, strict)
+        if ks[a] < x or (strict and ks[a] == x):
+            return _search(ks, x, a + 1, b, strict)
+        b = a
+        step *= 2
+
+
+@numba.njit(cache=True, nogil=True)
+def nearest(ks, qs, ex):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """For each query: its position among the sorted keys ``ks`` (the first key at or above it)
+    and the key nearest to it of the two on each side, its left-out key ``ex`` not among them
+    (-1 where there is none). The largest log weight ``-u^2 / 2`` of those four keys is that
+    key's at every bandwidth: ``(q - k) * (1 / h)`` rounds monotonically in ``q - k``."""
+    n = ks.size
+    pos_of = np.empty(qs.size, dtype=np.int64)
+    near = np.full(qs.size, -1, dtype=np.int64)
+    pos = 0
+    for i in range(qs.size):
+        q = qs[i]
+        pos = gallop(ks, q, min(pos, n - 1), False)
+        pos_of[i] = pos
+        best = np.inf
+        for side in (-1, 1):
+            j = pos - 1 if side < 0 else pos
+            found = 0
+            while 0 <= j < n and found < 2:
+                if j != ex[i]:
+                    d = abs(q - ks[j])
+                    if d < best:
+                        best = d
+                        near[i] = j
+                    found += 1
+                j += side
+    return pos_of, near
+
+
+@numba.njit(cache=True, nogil=True)
+def near_windows(ks, qs, pos_of, near, h, inv_h, big_l, i0, i1, lo, hi, top):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The truncated backend's windows and shifts without sample weights or moments, from each
+    query's nearest key (:func:`nearest`), for the queries ``i0 .. i1 - 1``: the same ``lo``,
+    ``hi`` and ``top``, each search starting from the last query's end (neighbouring queries'
+    windows end close together)."""
+    n = ks.size
+    a = 0
+    b = 0
+    for i in range(i0, i1):
+        q = qs[i]
+        best = -np.inf
+        if near[i] >= 0:
+            u = (q - ks[near[i]]) * inv_h
+            best = -0.5 * u * u
+        if best == -np.inf:
+            lo[i] = pos_of[i]
+            hi[i] = pos_of[i]
+            top[i] = -np.inf
+            continue
+        slack = 0.0 - best + big_l
+        dist = math.sqrt(2.0 * slack) * h * (1.0 + 2.0**-40)
+        a = 0 if q - dist < ks[0] else gallop(ks, q - dist, min(a, n - 1), False)
+        b = n if q + dist >= ks[-1] else gallop(ks, q + dist, min(b, n - 1), True)
+        lo[i] = a
+        hi[i] = b
+        top[i] = best
 
 
 def terms(t: float) -> int:

@@ -99,6 +99,8 @@ from nadaraya.backends import _truncated_grid as _grid
 from nadaraya.backends._rows import assemble
 from nadaraya.backends._sorted import scatter_rows, sorted_exclude, sorted_order
 from nadaraya.backends._truncated_grid import BITS, log_ratio
+from nadaraya.backends._truncated_sums import gallop as _gallop
+from nadaraya.backends._truncated_sums import near_windows, nearest
 from nadaraya.backends._truncated_sums import sums as _sums
 from nadaraya.backends.laplace import SORT_QUERIES_ABOVE
 from nadaraya.kernels import Kernel
@@ -132,44 +134,6 @@ def supports(kernel: Kernel, d: int) -> bool:
 
 
 # -- the jitted pieces ------------------------------------------------------------------------
-
-
-@numba.njit(cache=True, nogil=True)
-def _search(ks, x, a, b, strict):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """The first index ``j`` in ``[a, b)`` with ``ks[j] >= x`` (``> x`` if ``strict``), else ``b``."""
-    while a < b:
-        mid = (a + b) >> 1
-        if ks[mid] < x or (strict and ks[mid] == x):
-            a = mid + 1
-        else:
-            b = mid
-    return a
-
-
-@numba.njit(cache=True, nogil=True)
-def _gallop(ks, x, start, strict):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """:func:`_search` over all of ``ks``, in steps doubling outward from ``start``: O(log distance)."""
-    n = ks.size
-    step = 1
-    if start < n and (ks[start] < x or (strict and ks[start] == x)):  # the answer is right of start
-        a = start + 1
-        while True:
-            b = start + step
-            if b >= n:
-                return _search(ks, x, a, n, strict)
-            if not (ks[b] < x or (strict and ks[b] == x)):
-                return _search(ks, x, a, b, strict)
-            a = b + 1
-            step *= 2
-    b = start  # the answer is at or left of start
-    while True:
-        a = start - step
-        if a < 0:
-            return _search(ks, x, 0, b, strict)
-        if ks[a] < x or (strict and ks[a] == x):
-            return _search(ks, x, a + 1, b, strict)
-        b = a
-        step *= 2
 
 
 @numba.njit(cache=True, nogil=True)
@@ -335,6 +299,21 @@ class _Sorted:
             qs, ex = qs[self.order], ex[self.order]
         self.qs = np.ascontiguousarray(qs)
         self.ex = np.ascontiguousarray(ex)
+        #: each query's position among the keys and nearest key (:func:`prepare_loo` only)
+        self.near: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None
+
+
+def prepare_loo(keys: NDArray[np.float64], values: NDArray[np.float64]) -> _Sorted:
+    """The parts of a leave-one-out pass over ``keys`` (1-D, float64, no sample weights: each key
+    a query that leaves itself out) that no bandwidth changes, for ``partials(keys, keys,
+    values, exclude=arange(n), _prepared=...)`` at many bandwidths: the keys sorted, the queries'
+    order (none where it is theirs) and each one's nearest other key, which gives its window."""
+    n = keys.shape[0]
+    st = _Sorted(keys, keys, values, None, np.arange(n))
+    if st.order is not None and bool((st.order == np.arange(n)).all()):
+        st.order = None  # the same rows in the same order, without moving them
+    st.near = nearest(st.ks, st.qs, st.ex)
+    return st
 
 
 def _windows_of(st: _Sorted, h: float, jp: int
@@ -347,6 +326,9 @@ def _windows_of(st: _Sorted, h: float, jp: int
     if ne == 0:
         return lo, hi, top
     with threads_for(m * (math.log2(ne) + 4) * 8):
+        if st.near is not None and jp == 0 and st.ls.size == 0:
+            run_ranges(near_windows, (st.ks, st.qs, *st.near, h, 1.0 / h, log_ratio(ne)), m, (lo, hi, top))
+            return lo, hi, top
         args = (st.ks, st.ls, st.ls_max, st.block_max, st.qs, st.ex, h, 1.0 / h, log_ratio(ne), jp)
         run_ranges(_windows, args, m, (lo, hi, top))
     return lo, hi, top
@@ -374,12 +356,14 @@ def partials(
     sample_weight: NDArray[np.floating] | None = None,
     exclude: NDArray[np.integer] | None = None,
     moments: int = 0,
+    _prepared: _Sorted | None = None,
 ) -> Partials:
     """Exact partial sums of the Gaussian kernel in 1-D over the keys that can change them.
 
     Same arguments and result as :func:`nadaraya.backends.reference.partials` (the skipped keys
     weigh less than ``2^-60`` of each query's largest term, together; see the module docstring);
-    ``moments`` up to :data:`MAX_DEGREE`.
+    ``moments`` up to :data:`MAX_DEGREE`. ``_prepared``: :func:`prepare_loo` of these keys
+    and values (a search's leave-one-out passes at many bandwidths).
 
     Raises
     ------
@@ -410,7 +394,7 @@ def partials(
                         bandwidth=bandwidth, sample_weight=sample_weight, exclude=exclude, moments=moments)
         return Partials(part.shift, part.weight, part.value[:, :0],
                         part.moments[:2 * r] + tuple(x[..., :0] for x in part.moments[2 * r:]))
-    st = _Sorted(queries, keys, values, sample_weight, exclude)
+    st = _Sorted(queries, keys, values, sample_weight, exclude) if _prepared is None else _prepared
     h = float(np.asarray(bandwidth, dtype=np.float64)[0])
     inv_h = 1.0 / h
     lo, hi, top = _windows_of(st, h, 2 * r)

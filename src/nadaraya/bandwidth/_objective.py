@@ -180,6 +180,8 @@ class _Objective:
         #: called as ``progress(stage, n_evaluated, n_passes)`` after each bandwidth evaluated
         self.progress: Callable[[str, int, int], None] | None = None
         self._nearest: tuple[NDArray[np.float64], NDArray[np.float64], float, NDArray[np.int64]] | None = None
+        #: the truncated sums' sorted keys, shared by every pass where the cells pay (:meth:`_cells_pass`)
+        self._prepared: Any = None
 
     @property
     def fast(self) -> bool:
@@ -282,11 +284,26 @@ class _Objective:
         from nadaraya._core.call import Call, compute_partials
         from nadaraya._support.jit import threads_for
 
-        call = Call(self.X, self.X, self.Y, False, self.kernel, np.asarray(h, np.float64), self.sw)
+        h = np.asarray(h, np.float64)
         with threads_for(self.n**2 * self.d):
-            parts, _ = compute_partials(call, exclude=self.exclude, backend=self.backend, tol=self.tol)
+            if self._cells_pay:
+                parts = self._cells_pass(h)
+            else:
+                call = Call(self.X, self.X, self.Y, False, self.kernel, h, self.sw)
+                parts, _ = compute_partials(call, exclude=self.exclude, backend=self.backend, tol=self.tol)
         self.n_passes += 1
         return self._record(h, self.from_partials(parts), stage)
+
+    def _cells_pass(self, h: NDArray[np.float64]) -> Partials:
+        """One leave-one-out pass of the truncated sums, which ``auto`` runs where the cells pay
+        (:attr:`_cells_pay`), on the parts no bandwidth changes (the sorted keys, each one's
+        nearest other key), prepared once for the search."""
+        from nadaraya.backends import truncated
+
+        if self._prepared is None:
+            self._prepared = truncated.prepare_loo(self.X, self.Y)
+        return truncated.partials(self.X, self.X, self.Y, kernel=self.kernel, bandwidth=h,
+                                  exclude=self.exclude, _prepared=self._prepared)
 
     def from_partials(self, parts: Partials) -> float:
         with np.errstate(divide="ignore", invalid="ignore"):
