@@ -299,7 +299,7 @@ class _Sorted:
             qs, ex = qs[self.order], ex[self.order]
         self.qs = np.ascontiguousarray(qs)
         self.ex = np.ascontiguousarray(ex)
-        #: each query's position among the keys and nearest key (:func:`prepare_loo` only)
+        #: each query's position among the keys and nearest key (``prepare_loo`` only)
         self.near: tuple[NDArray[np.int64], NDArray[np.int64]] | None = None
 
 
@@ -362,7 +362,7 @@ def partials(
 
     Same arguments and result as :func:`nadaraya.backends.reference.partials` (the skipped keys
     weigh less than ``2^-60`` of each query's largest term, together; see the module docstring);
-    ``moments`` up to :data:`MAX_DEGREE`. ``_prepared``: :func:`prepare_loo` of these keys
+    ``moments`` up to :data:`MAX_DEGREE`. ``_prepared``: ``prepare_loo`` of these keys
     and values (a search's leave-one-out passes at many bandwidths).
 
     Raises
