@@ -313,8 +313,9 @@ class _Objective:
     # -- Gaussian: many bandwidths per pass, and gradients -----------------------------------
     @functools.cached_property
     def _middle(self) -> NDArray[np.float64]:
-        """Each feature's midrange, which the passes' scaled keys are taken about."""
-        return (self.X.min(axis=0) + self.X.max(axis=0)) / 2.0
+        """Each feature's median, which the passes' scaled keys are taken about (not the
+        midrange: one far key would move it, and the bulk's differences would lose its digits)."""
+        return np.median(self.X, axis=0)
 
     def _scaled(
         self, h: NDArray[np.float64], exact: bool = True

@@ -109,7 +109,7 @@ def lbfgsb(
         unit = np.ones(v0.size)
         if curv is not None:
             diag = np.diag(curv)[free] / scale
-            if np.isfinite(diag).all() and diag.max() > 0:
+            if diag.size and np.isfinite(diag).all() and diag.max() > 0:
                 unit = np.sqrt(np.maximum(diag, 1e-6 * diag.max()))
         u0 = v0 * unit
 
