@@ -425,7 +425,7 @@ class _Objective:
         :func:`~nadaraya.bandwidth._column.loo_column`). With ``gradient``, also
         ``with_gradient(h, gauss_newton=True)``'s results from the same pass: ``(scores, those)``."""
         from nadaraya._support.jit import threads_for
-        from nadaraya.bandwidth._column import loo_column_moments
+        from nadaraya.bandwidth._column import loo_column
 
         cols = np.asarray(cols, dtype=np.int64)
         values = np.asarray(values, dtype=np.float64)
@@ -437,7 +437,7 @@ class _Objective:
         sy = np.ascontiguousarray((self.s[:, None] * self.Y).T)
         with threads_for(self.n**2 * (self.d + 2 * values.size)):
             grad = cols.size - 1 if gradient else -1
-            S, T, C, A, B = loo_column_moments(zt, ref, self.s, sy, cols, mult, grad)
+            S, T, C, A, B = loo_column(zt, ref, self.s, sy, cols, mult, grad)
         self.n_passes += 1
         # each row's exponents are relative to its reference point's g at each level
         share = (zt - zt[:, ref]) ** 2
