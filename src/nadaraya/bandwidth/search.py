@@ -499,7 +499,10 @@ def _per_feature(
     # as L-BFGS-B's five to eight; near the minimum, where the residuals' own curvature counts,
     # Gauss-Newton slows down, so the tight polish stays L-BFGS-B)
     newton = obj.fast and method == "cv"
-    value_grad = (lambda h: obj.with_gradient(h, gauss_newton=True)) if newton else obj.with_gradient
+    # (the features at their upper bound are held there by every polish: no moments for them)
+    def value_grad(h: NDArray[np.float64]) -> tuple[Any, ...]:
+        return obj.with_gradient(h, gauss_newton=newton, held=h >= upper)
+
     f = Memo(lambda h: obj.at(h, "per_feature"), value_grad if obj.fast else None,
              column=obj.column if obj.fast else None, graded=newton)
     # L-BFGS-B stays below ten times each feature's range, where its weights vary by less than
