@@ -43,6 +43,11 @@ _GRID_ABOVE = 10
 _XATOL = 1e-3
 #: a ratio-2 grid adds the ratio-sqrt(2) points next to those within this of its best
 _FILL = 5e-3
+#: the per-feature search's one-pass grid (the Gaussian's) stops at 2**(this / 2) times the rule
+#: of thumb: it only picks the polishes' first start, the starts with features smoothed out
+#: stand for the wider bandwidths, and each level above costs a pass over every pair (no
+#: far tile to skip). Where its best point is its top, the whole grid is scored after all
+_PF_ABOVE = 3
 #: L-BFGS-B's upper bound per feature, in units of the feature's range
 _CAP = 10.0
 
@@ -109,7 +114,9 @@ def select_bandwidth(
     and the larger of ``2**5`` times it and ``10**4`` times the feature's range: L-BFGS-B on
     ``log h_k`` from several starts (the grid's best point along the rule, the same with
     features smoothed out where that costs nothing, the rule itself, where statsmodels' search
-    starts), loosely from each and tightly from the best, then a coordinate sweep on a grid per
+    starts; the Gaussian's one-pass grid along the rule stops at ``2**1.5`` times it, and goes
+    on to three times the range only where its best point is that top), loosely from each and
+    tightly from the best, then a coordinate sweep on a grid per
     feature (:mod:`nadaraya.bandwidth._multistart`; the design page says how each step pays).
     The Gaussian's criterion gives L-BFGS-B its analytic gradient; other kernels take finite
     differences, and compact ones polish every start tightly (their criterion has kinks). A
@@ -417,7 +424,14 @@ def _grid(s: _Search) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
         ts = ts[ts > t_floor]
         if ts.size == 0 or ts[-1] > t_floor * 1.01:
             ts = np.append(ts, t_floor)
-    if s.obj.fast:
+    if s.obj.fast and s.per_feature and s.d > 1 and ks[0] > _PF_ABOVE:
+        # the levels from _PF_ABOVE down; all of them only where the best is that top
+        short = ts[ks <= _PF_ABOVE]
+        grid = s.obj.levels(short[0] * s.direction, short.size)
+        if int(np.argmin(grid)) > 0:
+            return short, grid, t_floor
+        grid = s.obj.levels(ts[0] * s.direction, ts.size)
+    elif s.obj.fast:
         grid = s.obj.levels(ts[0] * s.direction, ts.size)
     else:
         grid = np.array([s.obj.at(t * s.direction, "grid") for t in ts])
