@@ -114,9 +114,7 @@ def select_bandwidth(
     and the larger of ``2**5`` times it and ``10**4`` times the feature's range: L-BFGS-B on
     ``log h_k`` from several starts (the grid's best point along the rule, the same with
     features smoothed out where that costs nothing, the rule itself, where statsmodels' search
-    starts; the Gaussian's one-pass grid along the rule stops at ``2**1.5`` times it, and goes
-    on to three times the range only where its best point is that top), loosely from each and
-    tightly from the best, then a coordinate sweep on a grid per
+    starts), loosely from each and tightly from the best, then a coordinate sweep on a grid per
     feature (:mod:`nadaraya.bandwidth._multistart`; the design page says how each step pays).
     The Gaussian's criterion gives L-BFGS-B its analytic gradient; other kernels take finite
     differences, and compact ones polish every start tightly (their criterion has kinks). A
@@ -408,7 +406,9 @@ def _filled(s: _Search) -> bool:
 
 def _grid(s: _Search) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
     """The coarse grid in ``t`` (descending) and its scores; ``t_floor`` > 0 where a compact
-    kernel's CV needs every point to have a neighbour in its window."""
+    kernel's CV needs every point to have a neighbour in its window. The per-feature search's
+    one-pass grid (the Gaussian's) stops at ``2**(_PF_ABOVE / 2)`` times the rule of thumb, and
+    is scored whole only where its best point is that top."""
     t_floor = 0.0
     if s.kernel.compact and s.method == "cv":
         t_floor = _nn_linf(s.obj.X / s.direction) * (1.0 + 1e-9)
