@@ -44,7 +44,7 @@ def _check(X, Y, s, h, cols, values, ref=None, rtol=1e-12):
     sy = np.ascontiguousarray((s[:, None] * Y).T)
     with np.errstate(divide="ignore"):
         mult = (h[cols] / values) ** 2
-    S, T, C = loo_column(zt, ref, s, sy, np.asarray(cols), mult)
+    S, T, C, _, _ = loo_column(zt, ref, s, sy, np.asarray(cols), mult)
     share = (zt - zt[:, ref]) ** 2
     g_ref = share.sum(axis=0)[None, :] + (mult - 1.0)[:, None] * share[cols]
     for lev, (j, v) in enumerate(zip(cols, values)):
@@ -113,8 +113,8 @@ def test_keys_far_from_zero_and_duplicates():
     zc = np.ascontiguousarray(((X - 1e6) / (math.sqrt(2.0) * h)).T)
     _, ref = shifts(zc)
     mult = np.array([4.0, 0.0])
-    S, T, _ = loo_column(zt, ref, np.ones(70), np.ascontiguousarray(Y.T), np.array([0, 1]), mult)
-    Sc, Tc, _ = loo_column(zc, ref, np.ones(70), np.ascontiguousarray(Y.T), np.array([0, 1]), mult)
+    S, T, *_ = loo_column(zt, ref, np.ones(70), np.ascontiguousarray(Y.T), np.array([0, 1]), mult)
+    Sc, Tc, *_ = loo_column(zc, ref, np.ones(70), np.ascontiguousarray(Y.T), np.array([0, 1]), mult)
     np.testing.assert_allclose(T / S[..., None], Tc / Sc[..., None], rtol=1e-6, atol=1e-6)
 
 

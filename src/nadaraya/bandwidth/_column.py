@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 from nadaraya._support.jit import exp_flushed, run_ranges
 from nadaraya.bandwidth._passes import _CUT, _FAST, _OVER, _TILE, _dot, _tile_boxes
 
-__all__ = ["loo_column", "loo_column_moments"]
+__all__ = ["loo_column"]
 
 
 @numba.njit(inline="always", cache=True, fastmath=_FAST)
@@ -282,9 +282,12 @@ def loo_column(
     sy: NDArray[np.float64],
     cols: NDArray[np.int64],
     mult: NDArray[np.float64],
-) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    grad: int = -1,
+) -> tuple[NDArray[np.float64], ...]:
     """Leave-one-out sums at ``len(mult)`` bandwidths, level ``l`` changing feature ``cols[l]``'s
-    alone, in one pass over the pairs.
+    alone, in one pass over the pairs; and level ``grad``'s bandwidth moments (none for ``grad <
+    0``) in the same pass: a level at the current bandwidth (``mult`` 1) gives the gradient
+    pass's moments there at the cost of its sums.
 
     Parameters
     ----------
@@ -301,6 +304,8 @@ def loo_column(
         The feature each level changes.
     mult : ndarray of shape (G,)
         ``(h[cols[l]] / v_l)^2`` for the feature's new bandwidth ``v_l`` (0 for ``v_l = inf``).
+    grad : int, default -1
+        The level whose moments ``A``, ``B`` are summed too (none where negative).
 
     Returns
     -------
@@ -311,54 +316,26 @@ def loo_column(
     C : ndarray of shape (G, n)
         Each row's shift at each level: the least ``x_lij`` of its own tile of keys, or, for a
         row where that would overflow, ``min_{j != i} x_lij``.
+    A : ndarray of shape (n, d)
+        ``sum_{j != i} s_j w_ij (u_ijk^2 - u_irk^2)`` at level ``grad`` (``w`` shifted by its
+        ``C``, ``r = ref_i``), as :func:`nadaraya.bandwidth._gradient.loo_gradient`'s ``A``;
+        shape (0, d) for ``grad < 0``.
+    B : ndarray of shape (n, d, p)
+        The same with ``s_j y_j``; shape (0, d, p) for ``grad < 0``.
 
     Examples
     --------
     >>> import numpy as np
     >>> z = np.array([[0.0, 0.5, 2.0], [0.0, 1.0, 1.0]]); y = np.array([[1.0, 2.0, 4.0]])
-    >>> S, T, C = loo_column(z, np.array([1, 0, 1]), np.ones(3), y, np.array([1, 1]), np.array([1.0, 0.0]))
+    >>> S, T, C, A, B = loo_column(z, np.array([1, 0, 1]), np.ones(3), y, np.array([1, 1]),
+    ...                            np.array([1.0, 0.0]), 0)
     >>> g = np.array([[0.25 + 1.0, 4.0 + 1.0], [0.25, 4.0]])  # row 0 at each level
     >>> w = np.exp(-(g - g.min(axis=1, keepdims=True)))  # its nearest has weight one
     >>> bool(np.allclose(S[:, 0], w.sum(axis=1)) and np.allclose(T[:, 0, 0], w @ [2.0, 4.0]))
     True
-    """
-    S, T, C, _, _ = loo_column_moments(zt, ref, s, sy, cols, mult, -1)
-    return S, T, C
-
-
-def loo_column_moments(
-    zt: NDArray[np.float64],
-    ref: NDArray[np.int64],
-    s: NDArray[np.float64],
-    sy: NDArray[np.float64],
-    cols: NDArray[np.int64],
-    mult: NDArray[np.float64],
-    grad: int,
-) -> tuple[NDArray[np.float64], ...]:
-    """:func:`loo_column`'s sums, and level ``grad``'s bandwidth moments (none for ``grad < 0``)
-    in the same pass: a level at the current bandwidth (``mult`` 1) gives the gradient
-    pass's moments there at the cost of its sums.
-
-    Returns
-    -------
-    S, T, C
-        As :func:`loo_column`'s.
-    A : ndarray of shape (n, d)
-        ``sum_{j != i} s_j w_ij (u_ijk^2 - u_irk^2)`` at level ``grad`` (``w`` shifted by its
-        ``C``, ``r = ref_i``), as :func:`nadaraya.bandwidth._gradient.loo_gradient`'s ``A``.
-    B : ndarray of shape (n, d, p)
-        The same with ``s_j y_j``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> z = np.array([[0.0, 0.5, 2.0], [0.0, 1.0, 1.0]]); y = np.array([[1.0, 2.0, 4.0]])
-    >>> S, T, C, A, B = loo_column_moments(z, np.array([1, 0, 1]), np.ones(3), y, np.array([1, 1]),
-    ...                                    np.array([1.0, 0.0]), 0)
-    >>> g = np.array([[0.25, 4.0], [1.0, 1.0]])  # row 0's shares (features by keys 1, 2)
-    >>> w = np.exp(-(g.sum(axis=0) - g.sum(axis=0).min()))
-    >>> u = 2 * (g - g[:, :1])  # less the reference's (key 1)
-    >>> bool(np.allclose(A[0], u @ w) and np.allclose(B[0, :, 0], u @ (w * [2.0, 4.0])))
+    >>> shares = np.array([[0.25, 4.0], [1.0, 1.0]])  # row 0's (features by keys 1, 2)
+    >>> u = 2 * (shares - shares[:, :1])  # less the reference's (key 1)
+    >>> bool(np.allclose(A[0], u @ w[0]) and np.allclose(B[0, :, 0], u @ (w[0] * [2.0, 4.0])))
     True
     """
     n, d, p = zt.shape[1], zt.shape[0], sy.shape[0]

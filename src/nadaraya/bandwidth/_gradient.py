@@ -96,21 +96,31 @@ def gradient_tile(nf, zt, i, j0, m, r, s, sy, S, T, A, B):
 """
 
 
-def _gradient_source(nf: int) -> str:
-    """Python source of one row's sweep over one key tile for ``nf`` features and one output:
-    each feature's coordinates a 1-D view named in the source (a unit-stride load), its
-    squared difference, and the ``2 + 2 nf`` sums, all in registers."""
+def _key(nf: int, moments: int) -> int:
+    """The generated sweep's key: ``nf`` features, the moments of those whose bits are set in
+    ``moments`` (all of them: the key is ``nf``)."""
+    return nf if moments == (1 << nf) - 1 else nf | (moments << 4)
+
+
+def _gradient_source(key: int) -> str:
+    """Python source of one row's sweep over one key tile for ``nf`` features and one output
+    (``key`` from :func:`_key`): each feature's coordinates a 1-D view named in the source (a
+    unit-stride load), its squared difference, and the sums (two, and two per feature whose
+    moments are asked for), all in registers."""
+    nf = key & 15
+    moments = key >> 4 if key >> 4 else (1 << nf) - 1
     f = range(nf)
+    kept = [k for k in f if moments >> k & 1]
     return _GRADIENT_TILE.format(
         views="\n    ".join(
             f"k_{k} = zt[{k}, j0 : j0 + m]; z_{k} = zt[{k}, i]; r_{k} = zt[{k}, r]; tr_{k} = r_{k} - z_{k}"
             for k in f
         ),
-        init="\n    ".join(f"a_{k} = 0.0; b_{k} = 0.0" for k in f),
+        init="\n    ".join(f"a_{k} = 0.0; b_{k} = 0.0" for k in kept),
         terms="\n        ".join(f"t = k_{k}[j]; g_{k} = (t - r_{k}) * ((t - z_{k}) + tr_{k})" for k in f),
         total=" + ".join(f"g_{k}" for k in f),
-        moments="\n        ".join(f"a_{k} += a * g_{k}; b_{k} += b * g_{k}" for k in f),
-        store="\n    ".join(f"A[i, {k}] += 2.0 * a_{k}; B[i, {k}, 0] += 2.0 * b_{k}" for k in f),
+        moments="\n        ".join(f"a_{k} += a * g_{k}; b_{k} += b * g_{k}" for k in kept) or "pass",
+        store="\n    ".join(f"A[i, {k}] += 2.0 * a_{k}; B[i, {k}, 0] += 2.0 * b_{k}" for k in kept) or "pass",
     )
 
 
@@ -132,9 +142,9 @@ def _gradient_tile_impl(nf, zt, i, j0, m, r, s, sy, S, T, A, B):  # type: ignore
 
 
 def _gradient_kernel(nf: int) -> Any:
-    """The gradient pass over rows ``i0:i1`` for ``nf`` features and one output: ``nf`` is a
-    frozen closure constant (numba keys its on-disk cache on it), so the tile sweep is the
-    one generated for it."""
+    """The gradient pass over rows ``i0:i1`` for the key ``nf`` (:func:`_key`: the number of
+    features, and whose moments) and one output: ``nf`` is a frozen closure constant (numba
+    keys its on-disk cache on it), so the tile sweep is the one generated for it."""
 
     @numba.njit(cache=True, nogil=True)
     def rows(zt, shift, ref, s, sy, lo, hi, i0, i1, S, T, A, B):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
@@ -154,18 +164,23 @@ _KERNELS: dict[int, Any] = {}
 
 def loo_gradient(
     zt: NDArray[np.float64], shift: NDArray[np.float64], ref: NDArray[np.int64], s: NDArray[np.float64],
-    sy: NDArray[np.float64],
+    sy: NDArray[np.float64], moments: NDArray[np.bool_] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Leave-one-out sums and their bandwidth moments at one (per-feature) bandwidth.
 
     With one output and at most eight features the sweep is generated for the number of
-    features, which keeps every feature's squared difference and all the sums in registers
-    (the general loop is :func:`_gradient_rows`).
+    features (and the features whose moments are asked for), which keeps every feature's
+    squared difference and all the sums in registers (the general loop is
+    :func:`_gradient_rows`, which sums every feature's moments).
 
     Parameters
     ----------
     zt, shift, ref, s, sy
         As for :func:`~nadaraya.bandwidth._passes.loo_levels`.
+    moments : ndarray of bool, shape (d,), optional
+        The features whose moments ``A``, ``B`` are needed (default all): a search that holds
+        some features fixed needs no derivative along them, and a feature's moments cost two
+        sums per pair. The others' columns of ``A`` and ``B`` may be left at zero.
 
     Returns
     -------
@@ -199,9 +214,11 @@ def loo_gradient(
     B = np.zeros((n, d, p))
     lo, hi = _tile_boxes(zt)
     if p == 1 and d <= _MAX_GENERATED:
-        if d not in _KERNELS:
-            _KERNELS[d] = _gradient_kernel(d)
-        rows = _KERNELS[d]
+        keep = np.ones(d, dtype=bool) if moments is None else np.asarray(moments, dtype=bool)
+        key = _key(d, int(keep @ (1 << np.arange(d))))
+        if key not in _KERNELS:
+            _KERNELS[key] = _gradient_kernel(key)
+        rows = _KERNELS[key]
     else:
         rows = _gradient_rows
     run_ranges(rows, (zt, shift, np.ascontiguousarray(ref, dtype=np.int64), s, sy, lo, hi), n, (S, T, A, B))

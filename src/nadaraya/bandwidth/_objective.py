@@ -358,23 +358,32 @@ class _Objective:
             self._record(h_top * 2.0 ** (-lev / 2), float(out[lev]), stage)
         return out
 
-    def with_gradient(self, h: NDArray[np.float64], stage: str = "per_feature", gauss_newton: bool = False
-                      ) -> tuple[Any, ...]:
+    def with_gradient(self, h: NDArray[np.float64], stage: str = "per_feature", gauss_newton: bool = False,
+                      held: NDArray[np.bool_] | None = None) -> tuple[Any, ...]:
         """The criterion and its gradient with respect to ``log h`` (Gaussian, one pass). With
         ``gauss_newton``, also CV's Gauss-Newton matrix ``2 sum_i w_i J_i J_i^T`` (``J_i`` the
-        leave-one-out prediction's gradient along ``log h``, from the same pass; None for AICc)."""
+        leave-one-out prediction's gradient along ``log h``, from the same pass; None for AICc).
+        ``held``: the features a search holds fixed at ``h``, whose entries (of the gradient,
+        and the matrix's rows and columns) are NaN: the pass skips their moments."""
         from nadaraya._support.jit import threads_for
         from nadaraya.bandwidth._gradient import loo_gradient
 
         sy = np.ascontiguousarray((self.s[:, None] * self.Y).T)
         zt, c, ref = self._scaled(h, exact=False)
+        moments = None if held is None else ~np.asarray(held, dtype=bool)
         with threads_for(self.n**2 * (1 + self.d)):
-            S, T, A, B = loo_gradient(zt, c, ref, self.s, sy)
+            S, T, A, B = loo_gradient(zt, c, ref, self.s, sy, moments)
             if not np.isfinite(S).all():  # a shift far from the minimum: again, exactly
                 zt, c, ref = self._scaled(h)
-                S, T, A, B = loo_gradient(zt, c, ref, self.s, sy)
+                S, T, A, B = loo_gradient(zt, c, ref, self.s, sy, moments)
         self.n_passes += 1
-        return self._graded(h, S, T, A, B, np.log(S) - c - np.log(self.s), zt, ref, stage, gauss_newton)
+        out = self._graded(h, S, T, A, B, np.log(S) - c - np.log(self.s), zt, ref, stage, gauss_newton)
+        if held is not None and np.any(held):
+            out[1][held] = np.nan
+            if gauss_newton and out[2] is not None:
+                out[2][held, :] = np.nan
+                out[2][:, held] = np.nan
+        return out
 
     def _graded(self, h: NDArray[np.float64], S: NDArray[np.float64], T: NDArray[np.float64],
                 A: NDArray[np.float64], B: NDArray[np.float64], rho: NDArray[np.float64],
@@ -425,7 +434,7 @@ class _Objective:
         :func:`~nadaraya.bandwidth._column.loo_column`). With ``gradient``, also
         ``with_gradient(h, gauss_newton=True)``'s results from the same pass: ``(scores, those)``."""
         from nadaraya._support.jit import threads_for
-        from nadaraya.bandwidth._column import loo_column_moments
+        from nadaraya.bandwidth._column import loo_column
 
         cols = np.asarray(cols, dtype=np.int64)
         values = np.asarray(values, dtype=np.float64)
@@ -437,7 +446,7 @@ class _Objective:
         sy = np.ascontiguousarray((self.s[:, None] * self.Y).T)
         with threads_for(self.n**2 * (self.d + 2 * values.size)):
             grad = cols.size - 1 if gradient else -1
-            S, T, C, A, B = loo_column_moments(zt, ref, self.s, sy, cols, mult, grad)
+            S, T, C, A, B = loo_column(zt, ref, self.s, sy, cols, mult, grad)
         self.n_passes += 1
         # each row's exponents are relative to its reference point's g at each level
         share = (zt - zt[:, ref]) ** 2

@@ -72,6 +72,40 @@ class _Settled:
             raise StopIteration
 
 
+def _start(
+    h0: NDArray[np.float64], upper: NDArray[np.float64], lo: NDArray[np.float64], hi: NDArray[np.float64]
+) -> tuple[NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64],
+           Callable[[NDArray[np.float64]], NDArray[np.float64]]]:
+    """A polish's start from ``h0``: ``(free, v0, start, at)``, with ``free`` the columns below their
+    upper bound ``upper`` (the others are held), ``v0`` their ``log h`` clipped to ``[lo, hi]``,
+    ``start`` the bandwidth there and ``at(v)`` the bandwidth at the free columns' ``log h``
+    ``v``: the start exactly as given where ``v`` is ``v0`` (``exp(log h)`` may differ from
+    ``h`` in its last bit), so that a start scored before costs no pass.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> free, v0, start, at = _start(np.array([0.3, 1e4]), np.array([1e4, 1e4]),
+    ...                              np.log([0.01, 0.01]), np.log([10.0, 10.0]))
+    >>> free.tolist(), at(v0) is start, bool(np.isclose(at(v0 + np.log(2.0))[0], 0.6)), float(at(v0)[1])
+    ([True, False], True, True, 10000.0)
+    """
+    h0 = np.asarray(h0, dtype=np.float64)
+    free = h0 < upper
+    v0 = np.clip(np.log(h0[free]), lo[free], hi[free])
+    start = h0.copy()
+    start[free] = np.where(v0 == np.log(h0[free]), h0[free], np.exp(v0))
+
+    def at(v: NDArray[np.float64]) -> NDArray[np.float64]:
+        if np.array_equal(v, v0):
+            return start
+        h = h0.copy()
+        h[free] = np.exp(v)
+        return h
+
+    return free, v0, start, at
+
+
 def lbfgsb(
     memo: Memo, scale: float, lower: NDArray[np.float64], cap: NDArray[np.float64], upper: NDArray[np.float64]
 ) -> Any:
@@ -87,20 +121,7 @@ def lbfgsb(
     lo, hi = np.log(lower), np.log(cap)
 
     def run(h0: NDArray[np.float64], tolerance: str = "tight") -> tuple[NDArray[np.float64], float, Any]:
-        h0 = np.asarray(h0, dtype=np.float64)
-        free = h0 < upper
-        v0 = np.clip(np.log(h0[free]), lo[free], hi[free])
-        start = h0.copy()
-        start[free] = np.where(v0 == np.log(h0[free]), h0[free], np.exp(v0))
-
-        def at(v: NDArray[np.float64]) -> NDArray[np.float64]:
-            # the start exactly as given (exp(log h) may differ from h in its last bit): a
-            # start scored before costs no pass
-            if np.array_equal(v, v0):
-                return start
-            h = h0.copy()
-            h[free] = np.exp(v)
-            return h
+        free, v0, start, at = _start(h0, upper, lo, hi)
 
         # L-BFGS-B's first step is the gradient itself: on ``u = D log h``, with ``D^2`` the
         # Gauss-Newton matrix's diagonal at the start where the memo has it, that step is a
@@ -200,19 +221,8 @@ def gauss_newton(
     lo, hi = np.log(lower), np.log(cap)
 
     def run(h0: NDArray[np.float64], tolerance: str = "tight") -> tuple[NDArray[np.float64], float, Any]:
-        h0 = np.asarray(h0, dtype=np.float64)
-        free = h0 < upper
-        v0 = np.clip(np.log(h0[free]), lo[free], hi[free])
-        start = h0.copy()
-        start[free] = np.where(v0 == np.log(h0[free]), h0[free], np.exp(v0))
+        free, v0, _, at = _start(h0, upper, lo, hi)
         a, b = lo[free], hi[free]
-
-        def at(v: NDArray[np.float64]) -> NDArray[np.float64]:
-            if np.array_equal(v, v0):  # the start exactly as given (see lbfgsb)
-                return start
-            h = h0.copy()
-            h[free] = np.exp(v)
-            return h
 
         def score(v: NDArray[np.float64]) -> tuple[float, NDArray[np.float64], NDArray[np.float64] | None]:
             h = at(v)

@@ -43,6 +43,11 @@ _GRID_ABOVE = 10
 _XATOL = 1e-3
 #: a ratio-2 grid adds the ratio-sqrt(2) points next to those within this of its best
 _FILL = 5e-3
+#: the per-feature search's one-pass grid (the Gaussian's) stops at 2**(this / 2) times the rule
+#: of thumb: it only picks the polishes' first start, the starts with features smoothed out
+#: stand for the wider bandwidths, and each level above costs a pass over every pair (no
+#: far tile to skip). Where its best point is its top, the whole grid is scored after all
+_PF_ABOVE = 3
 #: L-BFGS-B's upper bound per feature, in units of the feature's range
 _CAP = 10.0
 
@@ -401,7 +406,9 @@ def _filled(s: _Search) -> bool:
 
 def _grid(s: _Search) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
     """The coarse grid in ``t`` (descending) and its scores; ``t_floor`` > 0 where a compact
-    kernel's CV needs every point to have a neighbour in its window."""
+    kernel's CV needs every point to have a neighbour in its window. The per-feature search's
+    one-pass grid (the Gaussian's) stops at ``2**(_PF_ABOVE / 2)`` times the rule of thumb, and
+    is scored whole only where its best point is that top."""
     t_floor = 0.0
     if s.kernel.compact and s.method == "cv":
         t_floor = _nn_linf(s.obj.X / s.direction) * (1.0 + 1e-9)
@@ -417,7 +424,14 @@ def _grid(s: _Search) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
         ts = ts[ts > t_floor]
         if ts.size == 0 or ts[-1] > t_floor * 1.01:
             ts = np.append(ts, t_floor)
-    if s.obj.fast:
+    if s.obj.fast and s.per_feature and s.d > 1 and ks[0] > _PF_ABOVE:
+        # the levels from _PF_ABOVE down; all of them only where the best is that top
+        short = ts[ks <= _PF_ABOVE]
+        grid = s.obj.levels(short[0] * s.direction, short.size)
+        if int(np.argmin(grid)) > 0:
+            return short, grid, t_floor
+        grid = s.obj.levels(ts[0] * s.direction, ts.size)
+    elif s.obj.fast:
         grid = s.obj.levels(ts[0] * s.direction, ts.size)
     else:
         grid = np.array([s.obj.at(t * s.direction, "grid") for t in ts])
@@ -499,7 +513,10 @@ def _per_feature(
     # as L-BFGS-B's five to eight; near the minimum, where the residuals' own curvature counts,
     # Gauss-Newton slows down, so the tight polish stays L-BFGS-B)
     newton = obj.fast and method == "cv"
-    value_grad = (lambda h: obj.with_gradient(h, gauss_newton=True)) if newton else obj.with_gradient
+    # (the features at their upper bound are held there by every polish: no moments for them)
+    def value_grad(h: NDArray[np.float64]) -> tuple[Any, ...]:
+        return obj.with_gradient(h, gauss_newton=newton, held=h >= upper)
+
     f = Memo(lambda h: obj.at(h, "per_feature"), value_grad if obj.fast else None,
              column=obj.column if obj.fast else None, graded=newton)
     # L-BFGS-B stays below ten times each feature's range, where its weights vary by less than
