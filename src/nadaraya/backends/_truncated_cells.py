@@ -46,7 +46,7 @@ weights) the window sums of the truncated backend.
 pair's series ``sum_x G_x exp(a b)`` is ``sum_x G_x b^j exp(a b)``, so each query's Horner pass
 carries its derivatives up to ``2 r`` (the weight) and ``r`` (each value): ``sum w b^j`` with no
 more sums over the keys. With ``(k - q) / h = b - s``, ``s = a + D``, the moments ``sum w (k -
-q)^j`` follow binomially (:func:`_emit`); the key sums take ``2 r`` more terms, so that the
+q)^j`` follow binomially (``emit`` of :mod:`nadaraya.backends._truncated_sums`); the key sums take ``2 r`` more terms, so that the
 ``2 r``-th derivative's remainder is under ``2^-60`` too, and the cells reach as far as the
 moments' windows. A query's passes then cost about ``2 r + 1 + (r + 1) p`` Horner columns
 against ``1 + p`` for plain pooling, and the keys' sums the same: degree 1 and 2 cost about 1.4-1.7x
@@ -64,7 +64,7 @@ from numpy.typing import NDArray
 
 from nadaraya._support.jit import exp_flushed, run_ranges, threads_for
 from nadaraya.backends._sorted import counting_order, runs
-from nadaraya.backends._truncated_sums import BITS, BLOCK, FASTMATH, pair_terms, part, terms
+from nadaraya.backends._truncated_sums import BITS, BLOCK, FASTMATH, emit, horner, horner_each, pair_terms, part, terms
 
 __all__ = ["BITS", "NEAR", "RHO", "SPARSE", "priced_terms", "sums", "terms", "worth"]
 
@@ -91,7 +91,7 @@ _WALK = 2.0
 def _series(ks, vt, s0, s1, qs, ex, top, mem, cq, cb, inv_h, nt, r, consts, scratch, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Add the keys ``s0 .. s1 - 1`` (cell centre ``cb``) to the rows ``acc`` of the queries
     ``mem`` (cell centre ``cq``) by the series of the cross term, with the moments of degree
-    ``r`` (the series' derivatives in ``a``: :func:`_horner`); a query that leaves out one of
+    ``r`` (the series' derivatives in ``a``: :func:`nadaraya.backends._truncated_sums.horner`); a query that leaves out one of
     these keys takes the keys before it and after it (:func:`_walk`), never its term."""
     tb, t0, bb, mom, aq, fq, fm, npf, pd, tmp, cut, who = scratch
     p = vt.shape[0]
@@ -139,8 +139,8 @@ def _series(ks, vt, s0, s1, qs, ex, top, mem, cq, cb, inv_h, nt, r, consts, scra
         i1 = min(nq, i0 + _CHUNK)  # where every query leaves out one of these keys: _walk serves them all)
         for c in range(p + 1):
             jmax = 0 if r == 0 else (2 * r if c == 0 else r)
-            _horner(mom, nt, c, jmax, aq[i0:i1], i1 - i0, pd)
-            _emit(pd, c, jmax, p, r, npf[:, i0:i1], fm[i0:i1], i1 - i0, consts, tmp, acc[:, i0:i1])
+            horner(mom, nt, c, jmax, aq[i0:i1], i1 - i0, pd)
+            emit(pd, c, jmax, p, r, npf[:, i0:i1], fm[i0:i1], i1 - i0, consts, tmp, acc[:, i0:i1])
     if split:
         split = 0
         for i in range(nq):
@@ -154,135 +154,30 @@ def _series(ks, vt, s0, s1, qs, ex, top, mem, cq, cb, inv_h, nt, r, consts, scra
 
 
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
-def _horner(mom, nt, c, jmax, aq, nq, pd):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """``pd[j, i]``, ``j = 0 .. jmax``: the ``j``-th derivative over ``j!`` of the series
-    ``sum_k mom[k, c] a^k`` at ``a = aq[i]`` (Horner's scheme carrying its derivatives: the
-    ``j``-th derivative of ``sum_x G_x exp(a b)`` is ``sum_x G_x b^j exp(a b)``); one pass over
-    the queries per term, every derivative in it (``jmax`` 0, 1, 2 or 4)."""
-    last = mom[nt - 1, c]
-    p0 = pd[0]
-    for i in range(nq):
-        p0[i] = last
-    if jmax == 0:
-        for k in range(nt - 2, -1, -1):
-            mk = mom[k, c]
-            for i in range(nq):
-                p0[i] = p0[i] * aq[i] + mk
-        return
-    p1 = pd[1]
-    for i in range(nq):
-        p1[i] = 0.0
-    if jmax == 1:
-        for k in range(nt - 2, -1, -1):
-            mk = mom[k, c]
-            for i in range(nq):
-                a = aq[i]
-                x0 = p0[i]
-                p1[i] = p1[i] * a + x0
-                p0[i] = x0 * a + mk
-        return
-    p2 = pd[2]
-    for i in range(nq):
-        p2[i] = 0.0
-    if jmax == 2:
-        for k in range(nt - 2, -1, -1):
-            mk = mom[k, c]
-            for i in range(nq):
-                a = aq[i]
-                x0 = p0[i]
-                x1 = p1[i]
-                p2[i] = p2[i] * a + x1
-                p1[i] = x1 * a + x0
-                p0[i] = x0 * a + mk
-        return
-    p3 = pd[3]
-    p4 = pd[4]
-    for i in range(nq):
-        p3[i] = 0.0
-        p4[i] = 0.0
-    for k in range(nt - 2, -1, -1):
-        mk = mom[k, c]
-        for i in range(nq):
-            a = aq[i]
-            x0 = p0[i]
-            x1 = p1[i]
-            x2 = p2[i]
-            x3 = p3[i]
-            p4[i] = p4[i] * a + x3
-            p3[i] = x3 * a + x2
-            p2[i] = x2 * a + x1
-            p1[i] = x1 * a + x0
-            p0[i] = x0 * a + mk
-
-
-@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
-def _emit(pd, c, jmax, p, r, npf, fm, nq, consts, tmp, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Add column ``c``'s sums to the columns ``acc[:, i]`` of the queries, each times ``fm[i]``
-    (0 for a query masked here): the plain sum, and for ``j = 1 .. jmax`` (0, 1, 2 or 4) the
-    moment ``sum w (k - q)^j`` (times the value of column ``c``), from ``(k - q) / h = b - s``:
-    ``h^j j! sum_i pd[i] (-s)^(j - i) / (j - i)!`` (``npf[e] = (-s)^e / e!``); one pass."""
-    hfact = consts[0]
-    a0 = acc[c]
-    p0 = pd[0]
-    if jmax == 0:
-        for i in range(nq):
-            a0[i] += fm[i] * p0[i]
-        return
-    base = p + 1 if c == 0 else p + 2 * r + c  # the column of j = 1; then every 1 (weight) or p (values)
-    step = 1 if c == 0 else p
-    a1 = acc[base]
-    p1 = pd[1]
-    n1 = npf[1]
-    g1 = hfact[1]
-    if jmax == 1:
-        for i in range(nq):
-            f = fm[i]
-            a0[i] += f * p0[i]
-            a1[i] += f * g1 * (p1[i] + p0[i] * n1[i])
-        return
-    a2 = acc[base + step]
-    p2 = pd[2]
-    n2 = npf[2]
-    g2 = hfact[2]
-    if jmax == 2:
-        for i in range(nq):
-            f = fm[i]
-            a0[i] += f * p0[i]
-            a1[i] += f * g1 * (p1[i] + p0[i] * n1[i])
-            a2[i] += f * g2 * (p2[i] + p1[i] * n1[i] + p0[i] * n2[i])
-        return
-    a3 = acc[base + 2 * step]
-    a4 = acc[base + 3 * step]
-    p3, p4, n3, n4 = pd[3], pd[4], npf[3], npf[4]
-    g3, g4 = hfact[3], hfact[4]
-    for i in range(nq):
-        f = fm[i]
-        x0, x1, x2, x3 = p0[i], p1[i], p2[i], p3[i]
-        m1, m2, m3 = n1[i], n2[i], n3[i]
-        a0[i] += f * x0
-        a1[i] += f * g1 * (x1 + x0 * m1)
-        a2[i] += f * g2 * (x2 + x1 * m1 + x0 * m2)
-        a3[i] += f * g3 * (x3 + x2 * m1 + x1 * m2 + x0 * m3)
-        a4[i] += f * g4 * (p4[i] + x3 * m1 + x2 * m2 + x1 * m3 + x0 * n4[i])
-
-
-@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _walk(vt, s0, nb, t0, bb, cut, who, aq, fq, npf, nt, r, consts, run, pd, tmp, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
     """For the queries ``who`` leaving out the cell's keys ``cut`` (ascending, offsets from
     ``s0``): the series of the keys before the cut plus that of those after it, from running
     moments (added key by key, from the left and from the right: no subtraction); the left
-    coefficients are kept per query and the right ones added to them, so each query takes one
-    Horner pass per column."""
+    coefficients are kept per query and the right ones added to them, and the queries take
+    their Horner passes together, a chunk at a time (each with its own coefficients)."""
     p = vt.shape[0]
+    ns = cut.size
     inv = np.empty(nt)
     for k in range(nt):
         inv[k] = 1.0 / (k + 1)
-    keep = np.empty((cut.size, nt, p + 1))
+    keep = np.empty((ns, nt, p + 1))
+    size = min(ns, _CHUNK) if r else 0
+    nd = npf.shape[0] if r else 0
+    co = np.empty((p + 1, nt, size))  # a chunk's coefficients, per column and term the queries in a row
+    aw = np.empty(size)
+    fw = np.empty(size)
+    nw = np.empty((nd, size))
+    accw = np.empty((acc.shape[0], size))
     for side in range(2):
         run[:, :] = 0.0
         j = 0 if side == 0 else nb - 1
-        for at_r in range(cut.size):
-            at = at_r if side == 0 else cut.size - 1 - at_r
+        for at_r in range(ns):
+            at = at_r if side == 0 else ns - 1 - at_r
             stop = cut[at]
             while (side == 0 and j < stop) or (side == 1 and j > stop):
                 t = t0[j]
@@ -297,61 +192,40 @@ def _walk(vt, s0, nb, t0, bb, cut, who, aq, fq, npf, nt, r, consts, run, pd, tmp
             if side == 0:
                 both[:, :] = run[:nt, :]
                 continue
+            i = who[at]
+            if r == 0:  # no moments: one Horner pass per column, in scalars, at once
+                a = aq[i]
+                for c in range(p + 1):
+                    v = both[nt - 1, c] + run[nt - 1, c]
+                    for k in range(nt - 2, -1, -1):
+                        v = v * a + (both[k, c] + run[k, c])
+                    acc[c, i] += fq[i] * v
+                continue
+            slot = at_r % size
             for k in range(nt):
                 for c in range(p + 1):
-                    both[k, c] += run[k, c]
-            i = who[at]
-            a = aq[i]
-            for c in range(p + 1):
-                jmax = 0 if r == 0 else (2 * r if c == 0 else r)
-                if jmax == 0:
-                    v = both[nt - 1, c]
-                    for k in range(nt - 2, -1, -1):
-                        v = v * a + both[k, c]
-                    acc[c, i] += fq[i] * v
-                    continue
-                _one(both, nt, c, jmax, a, fq[i], p, r, npf, i, consts[0], acc)
+                    co[c, k, slot] = both[k, c] + run[k, c]
+            aw[slot] = aq[i]
+            fw[slot] = fq[i]
+            for e in range(nd):
+                nw[e, slot] = npf[e, i]
+            if slot == size - 1 or at == 0:
+                _chunk(co, slot + 1, who, at, aw, fw, nw, nt, p, r, consts, pd, tmp, accw, acc)
 
 
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
-def _one(run, nt, c, jmax, a, f, p, r, npf, i, hfact, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """:func:`_horner` and :func:`_emit` for the one query ``i`` (column ``c``, offset ``a``,
-    factor ``f``) of a leave-one-out walk, in scalars (as many derivatives as ``jmax``)."""
-    x0 = run[nt - 1, c]
-    x1 = 0.0
-    x2 = 0.0
-    x3 = 0.0
-    x4 = 0.0
-    if jmax == 1:
-        for k in range(nt - 2, -1, -1):
-            x1 = x1 * a + x0
-            x0 = x0 * a + run[k, c]
-    elif jmax == 2:
-        for k in range(nt - 2, -1, -1):
-            x2 = x2 * a + x1
-            x1 = x1 * a + x0
-            x0 = x0 * a + run[k, c]
-    else:
-        for k in range(nt - 2, -1, -1):
-            x4 = x4 * a + x3
-            x3 = x3 * a + x2
-            x2 = x2 * a + x1
-            x1 = x1 * a + x0
-            x0 = x0 * a + run[k, c]
-    acc[c, i] += f * x0
-    base = p + 1 if c == 0 else p + 2 * r + c
-    step = 1 if c == 0 else p
-    m1 = npf[1, i]
-    acc[base, i] += f * hfact[1] * (x1 + x0 * m1)
-    if jmax == 1:
-        return
-    m2 = npf[2, i]
-    acc[base + step, i] += f * hfact[2] * (x2 + x1 * m1 + x0 * m2)
-    if jmax == 2:
-        return
-    m3 = npf[3, i]
-    acc[base + 2 * step, i] += f * hfact[3] * (x3 + x2 * m1 + x1 * m2 + x0 * m3)
-    acc[base + 3 * step, i] += f * hfact[4] * (x4 + x3 * m1 + x2 * m2 + x1 * m3 + x0 * npf[4, i])
+def _chunk(co, n, who, at, aw, fw, nw, nt, p, r, consts, pd, tmp, accw, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The Horner passes of a walk's ``n`` queries ``who[at + n - 1], .. who[at]`` (in that
+    order in the chunk) over their own coefficients ``co``, added to their columns of ``acc``."""
+    accw[:, :n] = 0.0
+    for c in range(p + 1):
+        jmax = 0 if r == 0 else (2 * r if c == 0 else r)
+        horner_each(co[c], 0, nt, jmax, aw, n, pd)
+        emit(pd, c, jmax, p, r, nw, fw, n, consts, tmp, accw)
+    for m in range(n):
+        i = who[at + n - 1 - m]
+        for s in range(acc.shape[0]):
+            acc[s, i] += accw[s, m]
 
 
 @numba.njit(cache=True, nogil=True)
