@@ -18,8 +18,8 @@ rounding, finer than its own rounding (``2^-53``). The pair of cells then costs,
 ``K`` sums over the keys (``sum_x v_x exp(D b - b^2 / 2) b^k / k!``) and ``K`` multiply-adds per
 query (Horner in ``a``), and one exponential per key and per query: ``(|Q| + |B|)`` exponentials
 where the window sums take ``|Q| |B|``. No cancellation beyond ``exp(2 t)`` (3.1 at ``RHO =
-1.5``): the rounding of each sum stays within a small multiple of ``2^-53`` times the sum of
-its terms' absolute values, as for the window sums.
+1.5``; the moments' wider cells below: 23): the rounding of each sum stays within a small
+multiple of ``2^-53`` times the sum of its terms' absolute values, as for the window sums.
 
 **Rounding.** Far from the origin the cells' centres and the offsets from them round by up to
 an ulp of the data: ``t`` takes that margin (in bandwidths), and where it would pass ``RHO^2``
@@ -46,11 +46,19 @@ weights) the window sums of the truncated backend.
 pair's series ``sum_x G_x exp(a b)`` is ``sum_x G_x b^j exp(a b)``, so each query's Horner pass
 carries its derivatives up to ``2 r`` (the weight) and ``r`` (each value): ``sum w b^j`` with no
 more sums over the keys. With ``(k - q) / h = b - s``, ``s = a + D``, the moments ``sum w (k -
-q)^j`` follow binomially (``emit`` of :mod:`nadaraya.backends._truncated_sums`); the key sums take ``2 r`` more terms, so that the
-``2 r``-th derivative's remainder is under ``2^-60`` too, and the cells reach as far as the
-moments' windows. A query's passes then cost about ``2 r + 1 + (r + 1) p`` Horner columns
-against ``1 + p`` for plain pooling, and the keys' sums the same: degree 1 and 2 cost about 1.4-1.7x
-and 1.9-2.3x degree 0 (measured, one thread, n = m = 2e5).
+q)^j`` follow binomially (``emit`` of :mod:`nadaraya.backends._truncated_sums`); the key sums
+take ``2 r`` more terms, so that the ``2 r``-th derivative's remainder is under ``2^-60`` too,
+and the cells reach as far as the moments' windows. A query's passes then cost about ``2 r + 1
++ (r + 1) p`` Horner columns against ``1 + p`` for plain pooling (four terms per pass over the
+queries), so with moments the cells are wider, :data:`RHO_MOMENTS` bandwidths: fewer pairs of
+cells per query (11 against 17 at ``n = 2e5``), each a few terms longer, and half the
+exponentials. The cancellation bound grows to ``exp(2 t)`` = 23 (``t = 1.5625``), still a small
+multiple of the rounding. With leave-one-out, the query cell's own key cell is summed as
+:data:`SUB` sub-cells (keys within ``RHO_MOMENTS / (2 SUB)`` of their centre, queries within
+``RHO_MOMENTS / 2``: ``t = 0.52``, 17 terms): the walks over the keys, which cost per key and
+term, take no more terms than at :data:`RHO`. The walks' queries take their Horner passes
+together, a chunk at a time, each with its own coefficients. Measured at n = m = 2e5, h = 0.01,
+one thread: degree 1 and 2 cost about 1.2x and 1.6x degree 0 (1.4x and 1.7x with leave-one-out).
 """
 
 from __future__ import annotations
@@ -64,12 +72,28 @@ from numpy.typing import NDArray
 
 from nadaraya._support.jit import exp_flushed, run_ranges, threads_for
 from nadaraya.backends._sorted import counting_order, runs
-from nadaraya.backends._truncated_sums import BITS, BLOCK, FASTMATH, emit, horner, horner_each, pair_terms, part, terms
+from nadaraya.backends._truncated_sums import (
+    BITS,
+    BLOCK,
+    FASTMATH,
+    emit,
+    horner,
+    horner_each,
+    pair_terms,
+    part,
+    terms,
+)
 
-__all__ = ["BITS", "NEAR", "RHO", "SPARSE", "priced_terms", "sums", "terms", "worth"]
+__all__ = ["BITS", "NEAR", "RHO", "RHO_MOMENTS", "SPARSE", "priced_terms", "sums", "terms", "worth"]
 
 #: cell width in bandwidths
 RHO = 1.5
+#: cell width in bandwidths for the moments of a local fit of degree 1 or 2 without leave-one-out:
+#: each query's Horner passes carry 3-5 series per value column against one, so fewer, wider
+#: pairs of cells pay (pool's local linear 1.25x degree 0, against 1.55x at RHO, n = m = 2e5)
+RHO_MOMENTS = 2.5
+#: with moments and leave-one-out, a query cell's own key cell is summed in this many sub-cells
+SUB = 3
 #: queries whose nearest key is within this many bandwidths ride on cells
 NEAR = 1.0
 #: below this many keys per cell on average, no cells (with as many queries, the cells pay from about 25)
@@ -91,8 +115,9 @@ _WALK = 2.0
 def _series(ks, vt, s0, s1, qs, ex, top, mem, cq, cb, inv_h, nt, r, consts, scratch, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Add the keys ``s0 .. s1 - 1`` (cell centre ``cb``) to the rows ``acc`` of the queries
     ``mem`` (cell centre ``cq``) by the series of the cross term, with the moments of degree
-    ``r`` (the series' derivatives in ``a``: :func:`nadaraya.backends._truncated_sums.horner`); a query that leaves out one of
-    these keys takes the keys before it and after it (:func:`_walk`), never its term."""
+    ``r`` (the series' derivatives in ``a``: ``horner`` of :mod:`nadaraya.backends._truncated_sums`); a
+    query that leaves out one of these keys takes the keys before it and after it (:func:`_walk`),
+    never its term."""
     tb, t0, bb, mom, aq, fq, fm, npf, pd, tmp, cut, who = scratch
     p = vt.shape[0]
     nb = s1 - s0
@@ -168,7 +193,9 @@ def _walk(vt, s0, nb, t0, bb, cut, who, aq, fq, npf, nt, r, consts, run, pd, tmp
     keep = np.empty((ns, nt, p + 1))
     size = min(ns, _CHUNK) if r else 0
     nd = npf.shape[0] if r else 0
-    co = np.empty((p + 1, nt, size))  # a chunk's coefficients, per column and term the queries in a row
+    # a chunk's coefficients, per column and term the queries in a row (padded: rows 2 KiB apart
+    # would share a few sets of the L1 cache, and each query writes one entry of every row)
+    co = np.empty((p + 1, nt, size + 8))
     aw = np.empty(size)
     fw = np.empty(size)
     nw = np.empty((nd, size))
@@ -229,6 +256,20 @@ def _chunk(co, n, who, at, aw, fw, nw, nt, p, r, consts, pd, tmp, accw, acc):  #
 
 
 @numba.njit(cache=True, nogil=True)
+def _sub_cells(ks, vt, s0, s1, qs, ex, top, mem, cq, cb, width, sub, inv_h, nt, r, consts, scratch, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`_series` of the keys ``s0 .. s1 - 1`` of a cell ``width`` wide (centre ``cb``) as
+    ``sub`` sub-cells of equal width, each about its own centre, with ``nt`` terms."""
+    left = cb - 0.5 * width
+    step = width / sub
+    for k in range(sub):
+        s2 = s1 if k == sub - 1 else s0 + np.searchsorted(ks[s0:s1], left + (k + 1) * step)
+        if s2 > s0:
+            centre = left + (k + 0.5) * step
+            _series(ks, vt, s0, s2, qs, ex, top, mem, cq, centre, inv_h, nt, r, consts, scratch, acc)
+        s0 = s2
+
+
+@numba.njit(cache=True, nogil=True)
 def _costs(nq, nb, split, p, nt, r):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """A pair of cells' estimated nanoseconds, ``(key by key, by the series)``: ``nq`` queries,
     ``nb`` keys, ``split`` queries leaving out one of those keys (they walk them twice), ``p``
@@ -246,8 +287,8 @@ def _costs(nq, nb, split, p, nt, r):  # type: ignore[no-untyped-def]  # pragma: 
 
 
 @numba.njit(cache=True, nogil=True)
-def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_h, nts, r, edges,
-           dest, a, b, out, done):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_h, nts, r, sub, nt_sub,
+           edges, dest, a, b, out, done):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Rows of ``out`` for the query cells of the ranges ``a .. b - 1`` (range ``r`` holds the
     cells ``edges[r] .. edges[r + 1] - 1``) that the cells serve; ``done`` marks them.
     ``big_b``: the most keys a cell holds; ``r`` the moments' degree; query ``i``'s row is
@@ -320,6 +361,10 @@ def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, widt
             s0, s1 = kst[j], kst[j + 1]
             if not direct[j - b0]:
                 cb = g0 + (kid[j] + 0.5) * width
+                if sub > 1 and kid[j] == jq:  # its own cell in sub-cells: shorter walks (see sums)
+                    _sub_cells(ks, vt, s0, s1, qs, ex, top, cm, cq, cb, width, sub, inv_h, nt_sub, r, consts,
+                               scratch, acc)
+                    continue
                 nt = nts[abs(kid[j] - jq)]
                 _series(ks, vt, s0, s1, qs, ex, top, cm, cq, cb, inv_h, nt, r, consts, scratch, acc)
                 continue
@@ -341,12 +386,14 @@ def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, widt
                 out[o, s] = acc[s, i]
 
 
-def _half(scale: float, h: float, spread: float = math.inf) -> float:
-    """The most ``|a|`` and ``|b|`` of the cells, in bandwidths, for data within ``scale`` of 0;
-    data ``spread`` wide in one cell centred on their middle: half that, and the centre's rounding."""
-    if spread < RHO * h:
-        return min(_half(scale, h), (0.5 * spread * (1.0 + 1e-9) + 8.0 * max(scale, RHO * h) * 2.0**-52) / h)
-    return RHO / 2.0 * (1.0 + 1e-9) + 8.0 * scale * 2.0**-52 / h
+def _half(scale: float, h: float, spread: float = math.inf, rho: float = RHO) -> float:
+    """The most ``|a|`` and ``|b|`` of cells ``rho`` bandwidths wide, in bandwidths, for data within
+    ``scale`` of 0; data ``spread`` wide in one cell centred on their middle: half that, and the
+    centre's rounding."""
+    if spread < rho * h:
+        rounding = 8.0 * max(scale, rho * h) * 2.0**-52
+        return min(_half(scale, h, rho=rho), (0.5 * spread * (1.0 + 1e-9) + rounding) / h)
+    return rho / 2.0 * (1.0 + 1e-9) + 8.0 * scale * 2.0**-52 / h
 
 
 def _gridded(n: int, spread: float, width: float) -> bool:
@@ -380,7 +427,12 @@ def sums(ks: NDArray[np.float64], vt: NDArray[np.float64], qs: NDArray[np.float6
     """
     m, n = qs.size, ks.size
     done = np.zeros(m, dtype=bool)
-    width = RHO * h
+    # with moments, wider cells (fewer pairs of cells per query); where queries leave out a key,
+    # its own cell's keys in SUB sub-cells, so that its walks take fewer terms
+    loo = bool((ex >= 0).any())
+    rho = RHO_MOMENTS if r else RHO
+    sub = SUB if r and loo else 1
+    width = rho * h
     if m == 0 or not _gridded(n, float(ks[-1] - ks[0]) if n else 0.0, width):
         return done
     near = np.flatnonzero(top >= -0.5 * NEAR**2)
@@ -400,16 +452,18 @@ def sums(ks: NDArray[np.float64], vt: NDArray[np.float64], qs: NDArray[np.float6
     # |a| and |b| are at most RHO / 2, plus the rounding of a cell's centre and of the offsets from
     # it (far from the origin a centre's ulp may be a sizeable part of h); too many terms: no cells
     one = middle and kid.size == qid.size == 1 and kid[0] == qid[0] == 0
-    half = _half(max(abs(ends[0]), abs(ends[1])), h, ends[1] - ends[0] if one else math.inf)
-    if half > RHO:
+    half = _half(max(abs(ends[0]), abs(ends[1])), h, ends[1] - ends[0] if one else math.inf, rho)
+    if half > rho:
         return done
-    nts = pair_terms(half, big_l, r, RHO, NEAR)
+    nts = pair_terms(half, big_l, r, rho, NEAR)
+    # a sub-cell's keys are within half / sub of its centre (and the rounding), its queries within half
+    nt_sub = terms(half * _half(max(abs(ends[0]), abs(ends[1])), h, math.inf, rho / sub)) + 2 * r
     served = np.zeros(qid.size, dtype=bool)
     cells = qid.size
     chunks = np.linspace(0, cells, min(cells, 64 * numba.get_num_threads()) + 1).astype(np.int64)
     with threads_for(float((hi - lo).sum()) * 4.0 * (1 + r)):
         args = (ks, vt, kid, kst, int(np.diff(kst).max()), qs, ex, lo, hi, top, mem, qid, qst, g0, width,
-                1.0 / h, nts, r, chunks, np.empty(0, dtype=np.int64) if dest is None else dest)
+                1.0 / h, nts, r, sub, nt_sub, chunks, np.empty(0, dtype=np.int64) if dest is None else dest)
         run_ranges(_cells, args, chunks.size - 1, (out, served), grain=1)
     done[mem[np.repeat(served, np.diff(qst))]] = True
     return done
