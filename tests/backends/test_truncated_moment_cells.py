@@ -68,10 +68,11 @@ def test_wide_cells_match_the_reference_on_every_query(served, degree, p):
 
 @pytest.mark.parametrize("degree", [1, 2])
 def test_leave_one_out_sub_cells_in_chunks_match_the_reference(served, degree):
-    """Cells of about 2250 keys: each sub-cell's walk has more queries than two chunks."""
-    x, v = _data(6000, seed=3 + degree)
-    h = 0.15
-    assert 6000 * _truncated_cells.RHO_MOMENTS * h / _truncated_cells.SUB > 2 * 256
+    """Wide cells of about 1600 keys: each sub-cell's walk has more queries than two chunks."""
+    x, v = _data(8000, seed=3 + degree)
+    h = 0.08
+    assert np.ptp(x) >= _truncated_cells.WIDE_CELLS * _truncated_cells.RHO_MOMENTS * h
+    assert 8000 * _truncated_cells.RHO_MOMENTS * h / _truncated_cells.SUB > 2 * 256
     _same_sums(x, x, v[:, :2], h, degree, exclude=np.arange(x.size))
     assert served[-1] > 0.9
 

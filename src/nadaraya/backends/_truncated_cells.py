@@ -84,7 +84,8 @@ from nadaraya.backends._truncated_sums import (
     terms,
 )
 
-__all__ = ["BITS", "NEAR", "RHO", "RHO_MOMENTS", "SPARSE", "priced_terms", "sums", "terms", "worth"]
+__all__ = ["BITS", "NEAR", "RHO", "RHO_MOMENTS", "SPARSE", "SUB", "WIDE_CELLS", "priced_terms", "sums",
+           "terms", "worth"]
 
 #: cell width in bandwidths
 RHO = 1.5
@@ -94,6 +95,9 @@ RHO = 1.5
 RHO_MOMENTS = 2.5
 #: with moments and leave-one-out, a query cell's own key cell is summed in this many sub-cells
 SUB = 3
+#: the wider cells where the keys span this many of them at least (with fewer, each query meets
+#: every cell anyway, and the longer series cost more: h = 0.3 on [0, 1])
+WIDE_CELLS = 4.0
 #: queries whose nearest key is within this many bandwidths ride on cells
 NEAR = 1.0
 #: below this many keys per cell on average, no cells (with as many queries, the cells pay from about 25)
@@ -427,11 +431,11 @@ def sums(ks: NDArray[np.float64], vt: NDArray[np.float64], qs: NDArray[np.float6
     """
     m, n = qs.size, ks.size
     done = np.zeros(m, dtype=bool)
-    # with moments, wider cells (fewer pairs of cells per query); where queries leave out a key,
-    # its own cell's keys in SUB sub-cells, so that its walks take fewer terms
-    loo = bool((ex >= 0).any())
-    rho = RHO_MOMENTS if r else RHO
-    sub = SUB if r and loo else 1
+    # with moments and keys over WIDE_CELLS wide cells or more, wider cells (fewer pairs of cells per
+    # query); where queries leave out a key, its own cell's keys in SUB sub-cells (shorter walks)
+    wide = r and n and float(ks[-1] - ks[0]) >= WIDE_CELLS * RHO_MOMENTS * h
+    rho = RHO_MOMENTS if wide else RHO
+    sub = SUB if wide and bool((ex >= 0).any()) else 1
     width = rho * h
     if m == 0 or not _gridded(n, float(ks[-1] - ks[0]) if n else 0.0, width):
         return done
