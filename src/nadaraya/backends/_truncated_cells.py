@@ -52,8 +52,8 @@ and the cells reach as far as the moments' windows. A query's passes then cost a
 + (r + 1) p`` Horner columns against ``1 + p`` for plain pooling (four terms per pass over the
 queries), so with moments the cells are wider, :data:`RHO_MOMENTS` bandwidths, where the keys
 span :data:`WIDE_CELLS` of them or more: fewer pairs of cells per query (11 against 17 at
-``n = 2e5``), each a few terms longer, and half the exponentials. The cancellation bound grows to ``exp(2 t)`` = 23 (``t = 1.5625``), still a small
-multiple of the rounding. With leave-one-out, the query cell's own key cell is summed as
+``n = 2e5``), each a few terms longer, and half the exponentials. The cancellation bound grows
+to ``exp(2 t)`` = 23 (``t = 1.5625``), still a small multiple of the rounding. With leave-one-out, the query cell's own key cell is summed as
 :data:`SUB` sub-cells (keys within ``RHO_MOMENTS / (2 SUB)`` of their centre, queries within
 ``RHO_MOMENTS / 2``: ``t = 0.52``, 17 terms): the walks over the keys, which cost per key and
 term, take no more terms than at :data:`RHO`. The walks' queries take their Horner passes
