@@ -42,24 +42,24 @@ subtracted. Per query cell, the cells when their estimated cost is lower than th
 windows; otherwise (and for queries farther than one bandwidth from every key, or with sample
 weights) the window sums of the truncated backend.
 
-**Moments** of a local fit of degree ``r`` (1 or 2): the ``j``-th derivative in ``a`` of the
-pair's series ``sum_x G_x exp(a b)`` is ``sum_x G_x b^j exp(a b)``, so each query's Horner pass
-carries its derivatives up to ``2 r`` (the weight) and ``r`` (each value): ``sum w b^j`` with no
-more sums over the keys. With ``(k - q) / h = b - s``, ``s = a + D``, the moments ``sum w (k -
-q)^j`` follow binomially (``emit`` of :mod:`nadaraya.backends._truncated_sums`); the key sums
-take ``2 r`` more terms, so that the ``2 r``-th derivative's remainder is under ``2^-60`` too,
-and the cells reach as far as the moments' windows. A query's passes then cost about ``2 r + 1
-+ (r + 1) p`` Horner columns against ``1 + p`` for plain pooling (four terms per pass over the
-queries), so with moments the cells are wider, :data:`RHO_MOMENTS` bandwidths, where the keys
-span :data:`WIDE_CELLS` of them or more: fewer pairs of cells per query (11 against 17 at
-``n = 2e5``), each a few terms longer, and half the exponentials. The cancellation bound grows
-to ``exp(2 t)`` = 23 (``t = 1.5625``), still a small multiple of the rounding. With leave-one-out, the query cell's own key cell is summed as
+**Moments** of a local fit of degree ``r`` (1 or 2): the ``j``-th derivative in ``a`` of the pair's
+series ``sum_x G_x exp(a b)`` is ``sum_x G_x b^j exp(a b)``, so each query's Horner pass carries its
+derivatives up to ``2 r`` (the weight) and ``r`` (each value): ``sum w b^j`` with no more sums over
+the keys. With ``(k - q) / h = b - s``, ``s = a + D``, the moments ``sum w (k - q)^j`` follow
+binomially (``emit`` of :mod:`nadaraya.backends._truncated_sums`); the key sums take ``2 r`` more
+terms, so that the ``2 r``-th derivative's remainder is under ``2^-60`` too, and the cells reach as
+far as the moments' windows. A query's passes then cost about ``2 r + 1 + (r + 1) p`` Horner columns
+against ``1 + p`` for plain pooling (four terms per pass over the queries), so with moments the
+cells are wider, :data:`RHO_MOMENTS` bandwidths, where the keys span :data:`WIDE_CELLS` of them or
+more: fewer pairs of cells per query (11 against 17 at ``n = 2e5``), each a few terms longer, and
+half the exponentials. The cancellation bound grows to ``exp(2 t)`` = 23 (``t = 1.5625``), still a
+small multiple of the rounding. With leave-one-out, the query cell's own key cell is summed as
 :data:`SUB` sub-cells (keys within ``RHO_MOMENTS / (2 SUB)`` of their centre, queries within
-``RHO_MOMENTS / 2``: ``t = 0.52``, 17 terms): the walks over the keys, which cost per key and
-term, take no more terms than at :data:`RHO`. The walks' queries take their Horner passes
-together, a chunk at a time, each with its own coefficients. Measured through
-:func:`nadaraya.pool` at n = m = 2e5, h = 0.01, one thread: degree 1 and 2 cost about 1.15x and
-1.45x degree 0 (1.2-1.3x and 1.5x with leave-one-out).
+``RHO_MOMENTS / 2``: ``t = 0.52``, 17 terms): the walks over the keys, which cost per key and term,
+take no more terms than at :data:`RHO`. The walks' queries take their Horner passes together, a
+chunk at a time, each with its own coefficients. Measured through :func:`nadaraya.pool` at n = m =
+2e5, h = 0.01, one thread: degree 1 and 2 cost about 1.15x and 1.45x degree 0 (1.2-1.3x and 1.5x
+with leave-one-out).
 """
 
 from __future__ import annotations
