@@ -18,8 +18,8 @@ rounding, finer than its own rounding (``2^-53``). The pair of cells then costs,
 ``K`` sums over the keys (``sum_x v_x exp(D b - b^2 / 2) b^k / k!``) and ``K`` multiply-adds per
 query (Horner in ``a``), and one exponential per key and per query: ``(|Q| + |B|)`` exponentials
 where the window sums take ``|Q| |B|``. No cancellation beyond ``exp(2 t)`` (3.1 at ``RHO =
-1.5``): the rounding of each sum stays within a small multiple of ``2^-53`` times the sum of
-its terms' absolute values, as for the window sums.
+1.5``; the moments' wider cells below: 23): the rounding of each sum stays within a small
+multiple of ``2^-53`` times the sum of its terms' absolute values, as for the window sums.
 
 **Rounding.** Far from the origin the cells' centres and the offsets from them round by up to
 an ulp of the data: ``t`` takes that margin (in bandwidths), and where it would pass ``RHO^2``
@@ -42,15 +42,24 @@ subtracted. Per query cell, the cells when their estimated cost is lower than th
 windows; otherwise (and for queries farther than one bandwidth from every key, or with sample
 weights) the window sums of the truncated backend.
 
-**Moments** of a local fit of degree ``r`` (1 or 2): the ``j``-th derivative in ``a`` of the
-pair's series ``sum_x G_x exp(a b)`` is ``sum_x G_x b^j exp(a b)``, so each query's Horner pass
-carries its derivatives up to ``2 r`` (the weight) and ``r`` (each value): ``sum w b^j`` with no
-more sums over the keys. With ``(k - q) / h = b - s``, ``s = a + D``, the moments ``sum w (k -
-q)^j`` follow binomially (:func:`_emit`); the key sums take ``2 r`` more terms, so that the
-``2 r``-th derivative's remainder is under ``2^-60`` too, and the cells reach as far as the
-moments' windows. A query's passes then cost about ``2 r + 1 + (r + 1) p`` Horner columns
-against ``1 + p`` for plain pooling, and the keys' sums the same: degree 1 and 2 cost about 1.4-1.7x
-and 1.9-2.3x degree 0 (measured, one thread, n = m = 2e5).
+**Moments** of a local fit of degree ``r`` (1 or 2): the ``j``-th derivative in ``a`` of the pair's
+series ``sum_x G_x exp(a b)`` is ``sum_x G_x b^j exp(a b)``, so each query's Horner pass carries its
+derivatives up to ``2 r`` (the weight) and ``r`` (each value): ``sum w b^j`` with no more sums over
+the keys. With ``(k - q) / h = b - s``, ``s = a + D``, the moments ``sum w (k - q)^j`` follow
+binomially (``emit`` of :mod:`nadaraya.backends._truncated_sums`); the key sums take ``2 r`` more
+terms, so that the ``2 r``-th derivative's remainder is under ``2^-60`` too, and the cells reach as
+far as the moments' windows. A query's passes then cost about ``2 r + 1 + (r + 1) p`` Horner columns
+against ``1 + p`` for plain pooling (four terms per pass over the queries), so with moments the
+cells are wider, :data:`RHO_MOMENTS` bandwidths, where the keys span :data:`WIDE_CELLS` of them or
+more: fewer pairs of cells per query (11 against 17 at ``n = 2e5``), each a few terms longer, and
+half the exponentials. The cancellation bound grows to ``exp(2 t)`` = 23 (``t = 1.5625``), still a
+small multiple of the rounding. With leave-one-out, the query cell's own key cell is summed as
+:data:`SUB` sub-cells (keys within ``RHO_MOMENTS / (2 SUB)`` of their centre, queries within
+``RHO_MOMENTS / 2``: ``t = 0.52``, 17 terms): the walks over the keys, which cost per key and term,
+take no more terms than at :data:`RHO`. The walks' queries take their Horner passes together, a
+chunk at a time, each with its own coefficients. Measured through :func:`nadaraya.pool` at n = m =
+2e5, h = 0.01, one thread: degree 1 and 2 cost about 1.15x and 1.45x degree 0 (1.2-1.3x and 1.5x
+with leave-one-out).
 """
 
 from __future__ import annotations
@@ -64,12 +73,32 @@ from numpy.typing import NDArray
 
 from nadaraya._support.jit import exp_flushed, run_ranges, threads_for
 from nadaraya.backends._sorted import counting_order, runs
-from nadaraya.backends._truncated_sums import BITS, BLOCK, FASTMATH, pair_terms, part, terms
+from nadaraya.backends._truncated_sums import (
+    BITS,
+    BLOCK,
+    FASTMATH,
+    emit,
+    horner,
+    horner_each,
+    pair_terms,
+    part,
+    terms,
+)
 
-__all__ = ["BITS", "NEAR", "RHO", "SPARSE", "priced_terms", "sums", "terms", "worth"]
+__all__ = ["BITS", "NEAR", "RHO", "RHO_MOMENTS", "SPARSE", "SUB", "WIDE_CELLS", "priced_terms", "sums",
+           "terms", "worth"]
 
 #: cell width in bandwidths
 RHO = 1.5
+#: cell width in bandwidths for the moments of a local fit of degree 1 or 2 without leave-one-out:
+#: each query's Horner passes carry 3-5 series per value column against one, so fewer, wider
+#: pairs of cells pay (pool's local linear 1.25x degree 0, against 1.55x at RHO, n = m = 2e5)
+RHO_MOMENTS = 2.5
+#: with moments and leave-one-out, a query cell's own key cell is summed in this many sub-cells
+SUB = 3
+#: the wider cells where the keys span this many of them at least (with fewer, each query meets
+#: every cell anyway, and the longer series cost more: h = 0.3 on [0, 1])
+WIDE_CELLS = 4.0
 #: queries whose nearest key is within this many bandwidths ride on cells
 NEAR = 1.0
 #: below this many keys per cell on average, no cells (with as many queries, the cells pay from about 25)
@@ -91,8 +120,9 @@ _WALK = 2.0
 def _series(ks, vt, s0, s1, qs, ex, top, mem, cq, cb, inv_h, nt, r, consts, scratch, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Add the keys ``s0 .. s1 - 1`` (cell centre ``cb``) to the rows ``acc`` of the queries
     ``mem`` (cell centre ``cq``) by the series of the cross term, with the moments of degree
-    ``r`` (the series' derivatives in ``a``: :func:`_horner`); a query that leaves out one of
-    these keys takes the keys before it and after it (:func:`_walk`), never its term."""
+    ``r`` (the series' derivatives in ``a``: ``horner`` of :mod:`nadaraya.backends._truncated_sums`); a
+    query that leaves out one of these keys takes the keys before it and after it (:func:`_walk`),
+    never its term."""
     tb, t0, bb, mom, aq, fq, fm, npf, pd, tmp, cut, who = scratch
     p = vt.shape[0]
     nb = s1 - s0
@@ -139,8 +169,8 @@ def _series(ks, vt, s0, s1, qs, ex, top, mem, cq, cb, inv_h, nt, r, consts, scra
         i1 = min(nq, i0 + _CHUNK)  # where every query leaves out one of these keys: _walk serves them all)
         for c in range(p + 1):
             jmax = 0 if r == 0 else (2 * r if c == 0 else r)
-            _horner(mom, nt, c, jmax, aq[i0:i1], i1 - i0, pd)
-            _emit(pd, c, jmax, p, r, npf[:, i0:i1], fm[i0:i1], i1 - i0, consts, tmp, acc[:, i0:i1])
+            horner(mom, nt, c, jmax, aq[i0:i1], i1 - i0, pd)
+            emit(pd, c, jmax, p, r, npf[:, i0:i1], fm[i0:i1], i1 - i0, consts, tmp, acc[:, i0:i1])
     if split:
         split = 0
         for i in range(nq):
@@ -154,135 +184,32 @@ def _series(ks, vt, s0, s1, qs, ex, top, mem, cq, cb, inv_h, nt, r, consts, scra
 
 
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
-def _horner(mom, nt, c, jmax, aq, nq, pd):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """``pd[j, i]``, ``j = 0 .. jmax``: the ``j``-th derivative over ``j!`` of the series
-    ``sum_k mom[k, c] a^k`` at ``a = aq[i]`` (Horner's scheme carrying its derivatives: the
-    ``j``-th derivative of ``sum_x G_x exp(a b)`` is ``sum_x G_x b^j exp(a b)``); one pass over
-    the queries per term, every derivative in it (``jmax`` 0, 1, 2 or 4)."""
-    last = mom[nt - 1, c]
-    p0 = pd[0]
-    for i in range(nq):
-        p0[i] = last
-    if jmax == 0:
-        for k in range(nt - 2, -1, -1):
-            mk = mom[k, c]
-            for i in range(nq):
-                p0[i] = p0[i] * aq[i] + mk
-        return
-    p1 = pd[1]
-    for i in range(nq):
-        p1[i] = 0.0
-    if jmax == 1:
-        for k in range(nt - 2, -1, -1):
-            mk = mom[k, c]
-            for i in range(nq):
-                a = aq[i]
-                x0 = p0[i]
-                p1[i] = p1[i] * a + x0
-                p0[i] = x0 * a + mk
-        return
-    p2 = pd[2]
-    for i in range(nq):
-        p2[i] = 0.0
-    if jmax == 2:
-        for k in range(nt - 2, -1, -1):
-            mk = mom[k, c]
-            for i in range(nq):
-                a = aq[i]
-                x0 = p0[i]
-                x1 = p1[i]
-                p2[i] = p2[i] * a + x1
-                p1[i] = x1 * a + x0
-                p0[i] = x0 * a + mk
-        return
-    p3 = pd[3]
-    p4 = pd[4]
-    for i in range(nq):
-        p3[i] = 0.0
-        p4[i] = 0.0
-    for k in range(nt - 2, -1, -1):
-        mk = mom[k, c]
-        for i in range(nq):
-            a = aq[i]
-            x0 = p0[i]
-            x1 = p1[i]
-            x2 = p2[i]
-            x3 = p3[i]
-            p4[i] = p4[i] * a + x3
-            p3[i] = x3 * a + x2
-            p2[i] = x2 * a + x1
-            p1[i] = x1 * a + x0
-            p0[i] = x0 * a + mk
-
-
-@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
-def _emit(pd, c, jmax, p, r, npf, fm, nq, consts, tmp, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Add column ``c``'s sums to the columns ``acc[:, i]`` of the queries, each times ``fm[i]``
-    (0 for a query masked here): the plain sum, and for ``j = 1 .. jmax`` (0, 1, 2 or 4) the
-    moment ``sum w (k - q)^j`` (times the value of column ``c``), from ``(k - q) / h = b - s``:
-    ``h^j j! sum_i pd[i] (-s)^(j - i) / (j - i)!`` (``npf[e] = (-s)^e / e!``); one pass."""
-    hfact = consts[0]
-    a0 = acc[c]
-    p0 = pd[0]
-    if jmax == 0:
-        for i in range(nq):
-            a0[i] += fm[i] * p0[i]
-        return
-    base = p + 1 if c == 0 else p + 2 * r + c  # the column of j = 1; then every 1 (weight) or p (values)
-    step = 1 if c == 0 else p
-    a1 = acc[base]
-    p1 = pd[1]
-    n1 = npf[1]
-    g1 = hfact[1]
-    if jmax == 1:
-        for i in range(nq):
-            f = fm[i]
-            a0[i] += f * p0[i]
-            a1[i] += f * g1 * (p1[i] + p0[i] * n1[i])
-        return
-    a2 = acc[base + step]
-    p2 = pd[2]
-    n2 = npf[2]
-    g2 = hfact[2]
-    if jmax == 2:
-        for i in range(nq):
-            f = fm[i]
-            a0[i] += f * p0[i]
-            a1[i] += f * g1 * (p1[i] + p0[i] * n1[i])
-            a2[i] += f * g2 * (p2[i] + p1[i] * n1[i] + p0[i] * n2[i])
-        return
-    a3 = acc[base + 2 * step]
-    a4 = acc[base + 3 * step]
-    p3, p4, n3, n4 = pd[3], pd[4], npf[3], npf[4]
-    g3, g4 = hfact[3], hfact[4]
-    for i in range(nq):
-        f = fm[i]
-        x0, x1, x2, x3 = p0[i], p1[i], p2[i], p3[i]
-        m1, m2, m3 = n1[i], n2[i], n3[i]
-        a0[i] += f * x0
-        a1[i] += f * g1 * (x1 + x0 * m1)
-        a2[i] += f * g2 * (x2 + x1 * m1 + x0 * m2)
-        a3[i] += f * g3 * (x3 + x2 * m1 + x1 * m2 + x0 * m3)
-        a4[i] += f * g4 * (p4[i] + x3 * m1 + x2 * m2 + x1 * m3 + x0 * n4[i])
-
-
-@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _walk(vt, s0, nb, t0, bb, cut, who, aq, fq, npf, nt, r, consts, run, pd, tmp, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
     """For the queries ``who`` leaving out the cell's keys ``cut`` (ascending, offsets from
     ``s0``): the series of the keys before the cut plus that of those after it, from running
     moments (added key by key, from the left and from the right: no subtraction); the left
-    coefficients are kept per query and the right ones added to them, so each query takes one
-    Horner pass per column."""
+    coefficients are kept per query and the right ones added to them, and the queries take
+    their Horner passes together, a chunk at a time (each with its own coefficients)."""
     p = vt.shape[0]
+    ns = cut.size
     inv = np.empty(nt)
     for k in range(nt):
         inv[k] = 1.0 / (k + 1)
-    keep = np.empty((cut.size, nt, p + 1))
+    keep = np.empty((ns, nt, p + 1))
+    size = min(ns, _CHUNK) if r else 0
+    nd = npf.shape[0] if r else 0
+    # a chunk's coefficients, per column and term the queries in a row (padded: rows 2 KiB apart
+    # would share a few sets of the L1 cache, and each query writes one entry of every row)
+    co = np.empty((p + 1, nt, size + 8))
+    aw = np.empty(size)
+    fw = np.empty(size)
+    nw = np.empty((nd, size))
+    accw = np.empty((acc.shape[0], size))
     for side in range(2):
         run[:, :] = 0.0
         j = 0 if side == 0 else nb - 1
-        for at_r in range(cut.size):
-            at = at_r if side == 0 else cut.size - 1 - at_r
+        for at_r in range(ns):
+            at = at_r if side == 0 else ns - 1 - at_r
             stop = cut[at]
             while (side == 0 and j < stop) or (side == 1 and j > stop):
                 t = t0[j]
@@ -297,61 +224,54 @@ def _walk(vt, s0, nb, t0, bb, cut, who, aq, fq, npf, nt, r, consts, run, pd, tmp
             if side == 0:
                 both[:, :] = run[:nt, :]
                 continue
+            i = who[at]
+            if r == 0:  # no moments: one Horner pass per column, in scalars, at once
+                a = aq[i]
+                for c in range(p + 1):
+                    v = both[nt - 1, c] + run[nt - 1, c]
+                    for k in range(nt - 2, -1, -1):
+                        v = v * a + (both[k, c] + run[k, c])
+                    acc[c, i] += fq[i] * v
+                continue
+            slot = at_r % size
             for k in range(nt):
                 for c in range(p + 1):
-                    both[k, c] += run[k, c]
-            i = who[at]
-            a = aq[i]
-            for c in range(p + 1):
-                jmax = 0 if r == 0 else (2 * r if c == 0 else r)
-                if jmax == 0:
-                    v = both[nt - 1, c]
-                    for k in range(nt - 2, -1, -1):
-                        v = v * a + both[k, c]
-                    acc[c, i] += fq[i] * v
-                    continue
-                _one(both, nt, c, jmax, a, fq[i], p, r, npf, i, consts[0], acc)
+                    co[c, k, slot] = both[k, c] + run[k, c]
+            aw[slot] = aq[i]
+            fw[slot] = fq[i]
+            for e in range(nd):
+                nw[e, slot] = npf[e, i]
+            if slot == size - 1 or at == 0:
+                _chunk(co, slot + 1, who, at, aw, fw, nw, nt, p, r, consts, pd, tmp, accw, acc)
 
 
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
-def _one(run, nt, c, jmax, a, f, p, r, npf, i, hfact, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """:func:`_horner` and :func:`_emit` for the one query ``i`` (column ``c``, offset ``a``,
-    factor ``f``) of a leave-one-out walk, in scalars (as many derivatives as ``jmax``)."""
-    x0 = run[nt - 1, c]
-    x1 = 0.0
-    x2 = 0.0
-    x3 = 0.0
-    x4 = 0.0
-    if jmax == 1:
-        for k in range(nt - 2, -1, -1):
-            x1 = x1 * a + x0
-            x0 = x0 * a + run[k, c]
-    elif jmax == 2:
-        for k in range(nt - 2, -1, -1):
-            x2 = x2 * a + x1
-            x1 = x1 * a + x0
-            x0 = x0 * a + run[k, c]
-    else:
-        for k in range(nt - 2, -1, -1):
-            x4 = x4 * a + x3
-            x3 = x3 * a + x2
-            x2 = x2 * a + x1
-            x1 = x1 * a + x0
-            x0 = x0 * a + run[k, c]
-    acc[c, i] += f * x0
-    base = p + 1 if c == 0 else p + 2 * r + c
-    step = 1 if c == 0 else p
-    m1 = npf[1, i]
-    acc[base, i] += f * hfact[1] * (x1 + x0 * m1)
-    if jmax == 1:
-        return
-    m2 = npf[2, i]
-    acc[base + step, i] += f * hfact[2] * (x2 + x1 * m1 + x0 * m2)
-    if jmax == 2:
-        return
-    m3 = npf[3, i]
-    acc[base + 2 * step, i] += f * hfact[3] * (x3 + x2 * m1 + x1 * m2 + x0 * m3)
-    acc[base + 3 * step, i] += f * hfact[4] * (x4 + x3 * m1 + x2 * m2 + x1 * m3 + x0 * npf[4, i])
+def _chunk(co, n, who, at, aw, fw, nw, nt, p, r, consts, pd, tmp, accw, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The Horner passes of a walk's ``n`` queries ``who[at + n - 1], .. who[at]`` (in that
+    order in the chunk) over their own coefficients ``co``, added to their columns of ``acc``."""
+    accw[:, :n] = 0.0
+    for c in range(p + 1):
+        jmax = 0 if r == 0 else (2 * r if c == 0 else r)
+        horner_each(co[c], 0, nt, jmax, aw, n, pd)
+        emit(pd, c, jmax, p, r, nw, fw, n, consts, tmp, accw)
+    for m in range(n):
+        i = who[at + n - 1 - m]
+        for s in range(acc.shape[0]):
+            acc[s, i] += accw[s, m]
+
+
+@numba.njit(cache=True, nogil=True)
+def _sub_cells(ks, vt, s0, s1, qs, ex, top, mem, cq, cb, width, sub, inv_h, nt, r, consts, scratch, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`_series` of the keys ``s0 .. s1 - 1`` of a cell ``width`` wide (centre ``cb``) as
+    ``sub`` sub-cells of equal width, each about its own centre, with ``nt`` terms."""
+    left = cb - 0.5 * width
+    step = width / sub
+    for k in range(sub):
+        s2 = s1 if k == sub - 1 else s0 + np.searchsorted(ks[s0:s1], left + (k + 1) * step)
+        if s2 > s0:
+            centre = left + (k + 0.5) * step
+            _series(ks, vt, s0, s2, qs, ex, top, mem, cq, centre, inv_h, nt, r, consts, scratch, acc)
+        s0 = s2
 
 
 @numba.njit(cache=True, nogil=True)
@@ -372,8 +292,8 @@ def _costs(nq, nb, split, p, nt, r):  # type: ignore[no-untyped-def]  # pragma: 
 
 
 @numba.njit(cache=True, nogil=True)
-def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_h, nts, r, edges,
-           dest, a, b, out, done):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, width, inv_h, nts, r, sub, nt_sub,
+           edges, dest, a, b, out, done):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Rows of ``out`` for the query cells of the ranges ``a .. b - 1`` (range ``r`` holds the
     cells ``edges[r] .. edges[r + 1] - 1``) that the cells serve; ``done`` marks them.
     ``big_b``: the most keys a cell holds; ``r`` the moments' degree; query ``i``'s row is
@@ -446,6 +366,10 @@ def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, widt
             s0, s1 = kst[j], kst[j + 1]
             if not direct[j - b0]:
                 cb = g0 + (kid[j] + 0.5) * width
+                if sub > 1 and kid[j] == jq:  # its own cell in sub-cells: shorter walks (see sums)
+                    _sub_cells(ks, vt, s0, s1, qs, ex, top, cm, cq, cb, width, sub, inv_h, nt_sub, r, consts,
+                               scratch, acc)
+                    continue
                 nt = nts[abs(kid[j] - jq)]
                 _series(ks, vt, s0, s1, qs, ex, top, cm, cq, cb, inv_h, nt, r, consts, scratch, acc)
                 continue
@@ -467,12 +391,14 @@ def _cells(ks, vt, kid, kst, big_b, qs, ex, lo, hi, top, mem, qid, qst, g0, widt
                 out[o, s] = acc[s, i]
 
 
-def _half(scale: float, h: float, spread: float = math.inf) -> float:
-    """The most ``|a|`` and ``|b|`` of the cells, in bandwidths, for data within ``scale`` of 0;
-    data ``spread`` wide in one cell centred on their middle: half that, and the centre's rounding."""
-    if spread < RHO * h:
-        return min(_half(scale, h), (0.5 * spread * (1.0 + 1e-9) + 8.0 * max(scale, RHO * h) * 2.0**-52) / h)
-    return RHO / 2.0 * (1.0 + 1e-9) + 8.0 * scale * 2.0**-52 / h
+def _half(scale: float, h: float, spread: float = math.inf, rho: float = RHO) -> float:
+    """The most ``|a|`` and ``|b|`` of cells ``rho`` bandwidths wide, in bandwidths, for data within
+    ``scale`` of 0; data ``spread`` wide in one cell centred on their middle: half that, and the
+    centre's rounding."""
+    if spread < rho * h:
+        rounding = 8.0 * max(scale, rho * h) * 2.0**-52
+        return min(_half(scale, h, rho=rho), (0.5 * spread * (1.0 + 1e-9) + rounding) / h)
+    return rho / 2.0 * (1.0 + 1e-9) + 8.0 * scale * 2.0**-52 / h
 
 
 def _gridded(n: int, spread: float, width: float) -> bool:
@@ -506,7 +432,12 @@ def sums(ks: NDArray[np.float64], vt: NDArray[np.float64], qs: NDArray[np.float6
     """
     m, n = qs.size, ks.size
     done = np.zeros(m, dtype=bool)
-    width = RHO * h
+    # with moments and keys over WIDE_CELLS wide cells or more, wider cells (fewer pairs of cells per
+    # query); where queries leave out a key, its own cell's keys in SUB sub-cells (shorter walks)
+    wide = r and n and float(ks[-1] - ks[0]) >= WIDE_CELLS * RHO_MOMENTS * h
+    rho = RHO_MOMENTS if wide else RHO
+    sub = SUB if wide and bool((ex >= 0).any()) else 1
+    width = rho * h
     if m == 0 or not _gridded(n, float(ks[-1] - ks[0]) if n else 0.0, width):
         return done
     near = np.flatnonzero(top >= -0.5 * NEAR**2)
@@ -526,16 +457,18 @@ def sums(ks: NDArray[np.float64], vt: NDArray[np.float64], qs: NDArray[np.float6
     # |a| and |b| are at most RHO / 2, plus the rounding of a cell's centre and of the offsets from
     # it (far from the origin a centre's ulp may be a sizeable part of h); too many terms: no cells
     one = middle and kid.size == qid.size == 1 and kid[0] == qid[0] == 0
-    half = _half(max(abs(ends[0]), abs(ends[1])), h, ends[1] - ends[0] if one else math.inf)
-    if half > RHO:
+    half = _half(max(abs(ends[0]), abs(ends[1])), h, ends[1] - ends[0] if one else math.inf, rho)
+    if half > rho:
         return done
-    nts = pair_terms(half, big_l, r, RHO, NEAR)
+    nts = pair_terms(half, big_l, r, rho, NEAR)
+    # a sub-cell's keys are within half / sub of its centre (and the rounding), its queries within half
+    nt_sub = terms(half * _half(max(abs(ends[0]), abs(ends[1])), h, math.inf, rho / sub)) + 2 * r
     served = np.zeros(qid.size, dtype=bool)
     cells = qid.size
     chunks = np.linspace(0, cells, min(cells, 64 * numba.get_num_threads()) + 1).astype(np.int64)
     with threads_for(float((hi - lo).sum()) * 4.0 * (1 + r)):
         args = (ks, vt, kid, kst, int(np.diff(kst).max()), qs, ex, lo, hi, top, mem, qid, qst, g0, width,
-                1.0 / h, nts, r, chunks, np.empty(0, dtype=np.int64) if dest is None else dest)
+                1.0 / h, nts, r, sub, nt_sub, chunks, np.empty(0, dtype=np.int64) if dest is None else dest)
         run_ranges(_cells, args, chunks.size - 1, (out, served), grain=1)
     done[mem[np.repeat(served, np.diff(qst))]] = True
     return done

@@ -10,8 +10,8 @@ from numpy.typing import NDArray
 
 from nadaraya._support.jit import exp_flushed
 
-__all__ = ["BITS", "BLOCK", "FASTMATH", "gallop", "near_windows", "nearest", "pair_terms", "part", "sums",
-           "terms"]
+__all__ = ["BITS", "BLOCK", "FASTMATH", "emit", "gallop", "horner", "horner_each", "near_windows", "nearest",
+           "pair_terms", "part", "sums", "terms"]
 
 #: the dense cells' series: the remainder is at most ``2^-BITS`` of each cross term
 BITS = 60
@@ -98,6 +98,266 @@ def part(ks, ls, vt, q, inv_h, t, s0, s1, r, buf, du, pw, acc):  # type: ignore[
                     for j in range(nb):
                         s += pw[j] * vb[j]
                     acc[p + 2 * r + 1 + (power - 1) * p + c] += s
+
+
+# -- the dense cells' series (nadaraya.backends._truncated_cells): Horner's passes over queries --
+
+
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+def horner(mom, nt, c, jmax, aq, nq, pd):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``pd[j, i]``, ``j = 0 .. jmax``: the ``j``-th derivative over ``j!`` of the series
+    ``sum_k mom[k, c] a^k`` at ``a = aq[i]`` (Horner's scheme carrying its derivatives: the
+    ``j``-th derivative of ``sum_x G_x exp(a b)`` is ``sum_x G_x b^j exp(a b)``); four terms
+    per pass over the queries, every derivative in it (``jmax`` 0, 1, 2 or 4), so that the
+    rows are read and written once per four terms."""
+    p0, p1, p2, p3, p4 = pd[0], pd[min(1, jmax)], pd[min(2, jmax)], pd[min(3, jmax)], pd[min(4, jmax)]
+    last = mom[nt - 1, c]
+    for i in range(nq):
+        p0[i] = last
+    for j in range(1, jmax + 1):
+        for i in range(nq):
+            pd[j, i] = 0.0
+    k = nt - 2
+    while k >= 0 and (k + 1) % 4:
+        mk = mom[k, c]
+        _steps1(jmax, aq, nq, mk, p0, p1, p2, p3, p4)
+        k -= 1
+    while k >= 0:
+        _steps4(jmax, aq, nq, mom[k, c], mom[k - 1, c], mom[k - 2, c], mom[k - 3, c], p0, p1, p2, p3, p4)
+        k -= 4
+
+
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+def _steps1(jmax, aq, nq, mk, p0, p1, p2, p3, p4):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """One term of :func:`horner`."""
+    if jmax == 0:
+        for i in range(nq):
+            p0[i] = p0[i] * aq[i] + mk
+    elif jmax == 1:
+        for i in range(nq):
+            a = aq[i]
+            x0 = p0[i]
+            p1[i] = p1[i] * a + x0
+            p0[i] = x0 * a + mk
+    elif jmax == 2:
+        for i in range(nq):
+            a = aq[i]
+            x0 = p0[i]
+            x1 = p1[i]
+            p2[i] = p2[i] * a + x1
+            p1[i] = x1 * a + x0
+            p0[i] = x0 * a + mk
+    else:
+        for i in range(nq):
+            a = aq[i]
+            x0, x1, x2, x3 = p0[i], p1[i], p2[i], p3[i]
+            p4[i] = p4[i] * a + x3
+            p3[i] = x3 * a + x2
+            p2[i] = x2 * a + x1
+            p1[i] = x1 * a + x0
+            p0[i] = x0 * a + mk
+
+
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+def _steps4(jmax, aq, nq, m0, m1, m2, m3, p0, p1, p2, p3, p4):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Four terms of :func:`horner` (coefficients ``m0 .. m3``, the highest first) in one pass."""
+    if jmax == 0:
+        for i in range(nq):
+            a = aq[i]
+            p0[i] = (((p0[i] * a + m0) * a + m1) * a + m2) * a + m3
+    elif jmax == 1:
+        for i in range(nq):
+            a = aq[i]
+            x0, x1 = p0[i], p1[i]
+            x1 = x1 * a + x0
+            x0 = x0 * a + m0
+            x1 = x1 * a + x0
+            x0 = x0 * a + m1
+            x1 = x1 * a + x0
+            x0 = x0 * a + m2
+            p1[i] = x1 * a + x0
+            p0[i] = x0 * a + m3
+    elif jmax == 2:
+        for i in range(nq):
+            a = aq[i]
+            x0, x1, x2 = p0[i], p1[i], p2[i]
+            x2 = x2 * a + x1
+            x1 = x1 * a + x0
+            x0 = x0 * a + m0
+            x2 = x2 * a + x1
+            x1 = x1 * a + x0
+            x0 = x0 * a + m1
+            x2 = x2 * a + x1
+            x1 = x1 * a + x0
+            x0 = x0 * a + m2
+            p2[i] = x2 * a + x1
+            p1[i] = x1 * a + x0
+            p0[i] = x0 * a + m3
+    else:
+        for i in range(nq):
+            a = aq[i]
+            x0, x1, x2, x3, x4 = p0[i], p1[i], p2[i], p3[i], p4[i]
+            for mk in (m0, m1, m2, m3):
+                x4 = x4 * a + x3
+                x3 = x3 * a + x2
+                x2 = x2 * a + x1
+                x1 = x1 * a + x0
+                x0 = x0 * a + mk
+            p0[i], p1[i], p2[i], p3[i], p4[i] = x0, x1, x2, x3, x4
+
+
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+def emit(pd, c, jmax, p, r, npf, fm, nq, consts, tmp, acc):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Add column ``c``'s sums to the columns ``acc[:, i]`` of the queries, each times ``fm[i]``
+    (0 for a query masked here): the plain sum, and for ``j = 1 .. jmax`` (0, 1, 2 or 4) the
+    moment ``sum w (k - q)^j`` (times the value of column ``c``), from ``(k - q) / h = b - s``:
+    ``h^j j! sum_i pd[i] (-s)^(j - i) / (j - i)!`` (``npf[e] = (-s)^e / e!``); one pass."""
+    hfact = consts[0]
+    a0 = acc[c]
+    p0 = pd[0]
+    if jmax == 0:
+        for i in range(nq):
+            a0[i] += fm[i] * p0[i]
+        return
+    base = p + 1 if c == 0 else p + 2 * r + c  # the column of j = 1; then every 1 (weight) or p (values)
+    step = 1 if c == 0 else p
+    a1 = acc[base]
+    p1 = pd[1]
+    n1 = npf[1]
+    g1 = hfact[1]
+    if jmax == 1:
+        for i in range(nq):
+            f = fm[i]
+            a0[i] += f * p0[i]
+            a1[i] += f * g1 * (p1[i] + p0[i] * n1[i])
+        return
+    a2 = acc[base + step]
+    p2 = pd[2]
+    n2 = npf[2]
+    g2 = hfact[2]
+    if jmax == 2:
+        for i in range(nq):
+            f = fm[i]
+            a0[i] += f * p0[i]
+            a1[i] += f * g1 * (p1[i] + p0[i] * n1[i])
+            a2[i] += f * g2 * (p2[i] + p1[i] * n1[i] + p0[i] * n2[i])
+        return
+    a3 = acc[base + 2 * step]
+    a4 = acc[base + 3 * step]
+    p3, p4, n3, n4 = pd[3], pd[4], npf[3], npf[4]
+    g3, g4 = hfact[3], hfact[4]
+    for i in range(nq):
+        f = fm[i]
+        x0, x1, x2, x3 = p0[i], p1[i], p2[i], p3[i]
+        m1, m2, m3 = n1[i], n2[i], n3[i]
+        a0[i] += f * x0
+        a1[i] += f * g1 * (x1 + x0 * m1)
+        a2[i] += f * g2 * (x2 + x1 * m1 + x0 * m2)
+        a3[i] += f * g3 * (x3 + x2 * m1 + x1 * m2 + x0 * m3)
+        a4[i] += f * g4 * (p4[i] + x3 * m1 + x2 * m2 + x1 * m3 + x0 * n4[i])
+
+
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+def horner_each(co, i0, nt, jmax, aq, nq, pd):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """:func:`horner` with coefficients of their own per query: ``co[k, i0 + i]`` for query
+    ``i`` (a leave-one-out walk's keys before and after each query's own key)."""
+    p0, p1, p2, p3, p4 = pd[0], pd[min(1, jmax)], pd[min(2, jmax)], pd[min(3, jmax)], pd[min(4, jmax)]
+    last = co[nt - 1]
+    for i in range(nq):
+        p0[i] = last[i0 + i]
+    for j in range(1, jmax + 1):
+        for i in range(nq):
+            pd[j, i] = 0.0
+    k = nt - 2
+    while k >= 0 and (k + 1) % 4:
+        _steps1e(jmax, aq, nq, co[k], i0, p0, p1, p2, p3, p4)
+        k -= 1
+    while k >= 0:
+        _steps4e(jmax, aq, nq, co[k], co[k - 1], co[k - 2], co[k - 3], i0, p0, p1, p2, p3, p4)
+        k -= 4
+
+
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+def _steps1e(jmax, aq, nq, mk, i0, p0, p1, p2, p3, p4):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """One term of :func:`horner_each`."""
+    if jmax == 0:
+        for i in range(nq):
+            p0[i] = p0[i] * aq[i] + mk[i0 + i]
+    elif jmax == 1:
+        for i in range(nq):
+            a = aq[i]
+            x0 = p0[i]
+            p1[i] = p1[i] * a + x0
+            p0[i] = x0 * a + mk[i0 + i]
+    elif jmax == 2:
+        for i in range(nq):
+            a = aq[i]
+            x0 = p0[i]
+            x1 = p1[i]
+            p2[i] = p2[i] * a + x1
+            p1[i] = x1 * a + x0
+            p0[i] = x0 * a + mk[i0 + i]
+    else:
+        for i in range(nq):
+            a = aq[i]
+            x0, x1, x2, x3 = p0[i], p1[i], p2[i], p3[i]
+            p4[i] = p4[i] * a + x3
+            p3[i] = x3 * a + x2
+            p2[i] = x2 * a + x1
+            p1[i] = x1 * a + x0
+            p0[i] = x0 * a + mk[i0 + i]
+
+
+@numba.njit(cache=True, nogil=True, fastmath=FASTMATH)
+def _steps4e(jmax, aq, nq, c0, c1, c2, c3, i0, p0, p1, p2, p3, p4):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """Four terms of :func:`horner_each` (coefficient rows ``c0 .. c3``, the highest first)."""
+    if jmax == 0:
+        for i in range(nq):
+            a = aq[i]
+            j = i0 + i
+            p0[i] = (((p0[i] * a + c0[j]) * a + c1[j]) * a + c2[j]) * a + c3[j]
+    elif jmax == 1:
+        for i in range(nq):
+            a = aq[i]
+            j = i0 + i
+            x0, x1 = p0[i], p1[i]
+            x1 = x1 * a + x0
+            x0 = x0 * a + c0[j]
+            x1 = x1 * a + x0
+            x0 = x0 * a + c1[j]
+            x1 = x1 * a + x0
+            x0 = x0 * a + c2[j]
+            p1[i] = x1 * a + x0
+            p0[i] = x0 * a + c3[j]
+    elif jmax == 2:
+        for i in range(nq):
+            a = aq[i]
+            j = i0 + i
+            x0, x1, x2 = p0[i], p1[i], p2[i]
+            x2 = x2 * a + x1
+            x1 = x1 * a + x0
+            x0 = x0 * a + c0[j]
+            x2 = x2 * a + x1
+            x1 = x1 * a + x0
+            x0 = x0 * a + c1[j]
+            x2 = x2 * a + x1
+            x1 = x1 * a + x0
+            x0 = x0 * a + c2[j]
+            p2[i] = x2 * a + x1
+            p1[i] = x1 * a + x0
+            p0[i] = x0 * a + c3[j]
+    else:
+        for i in range(nq):
+            a = aq[i]
+            j = i0 + i
+            x0, x1, x2, x3, x4 = p0[i], p1[i], p2[i], p3[i], p4[i]
+            for mk in (c0[j], c1[j], c2[j], c3[j]):
+                x4 = x4 * a + x3
+                x3 = x3 * a + x2
+                x2 = x2 * a + x1
+                x1 = x1 * a + x0
+                x0 = x0 * a + mk
+            p0[i], p1[i], p2[i], p3[i], p4[i] = x0, x1, x2, x3, x4
 
 
 @numba.njit(cache=True, nogil=True)

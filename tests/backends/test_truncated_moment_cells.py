@@ -1,0 +1,134 @@
+"""The dense cells' moments (local fits of degree 1 and 2): wider cells, the leave-one-out cell's
+sub-cells and the walks' chunked Horner passes, every moment sum against the reference backend."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from nadaraya.backends import _truncated_cells, reference, truncated
+from nadaraya.backends._truncated_sums import horner, horner_each
+from nadaraya.kernels import get
+
+GAUSS = get("gaussian")
+
+
+@pytest.fixture
+def served(monkeypatch):
+    """The share of queries the dense cells served in the last truncated call."""
+    seen = []
+    real = _truncated_cells.sums
+
+    def spy(*args, **kw):
+        done = real(*args, **kw)
+        seen.append(float(done.mean()) if done.size else 0.0)
+        return done
+
+    monkeypatch.setattr(truncated._cells, "sums", spy)
+    return seen
+
+
+def _same_sums(q, k, v, h, degree, exclude=None, tol=1e-14):
+    """Every sum of the truncated backend (weight, values, each moment) against the reference's, per
+    column, within ``tol`` of that column's largest absolute term (the reference's sum of
+    ``|terms|``), on every query."""
+    kw = {"kernel": GAUSS, "bandwidth": np.array([h]), "moments": degree, "exclude": exclude}
+    a = truncated.partials(q[:, None], k[:, None], v, **kw)
+    b = reference.partials(q[:, None], k[:, None], v, **kw)
+    mags = reference.partials(q[:, None], k[:, None], np.abs(v), **{**kw, "moments": 0})
+    scale = np.exp(a.shift - b.shift)
+    np.testing.assert_allclose(a.weight * scale, b.weight, rtol=tol, atol=0)
+    vmax = mags.value.max() / mags.weight.min()  # a bound of every value column's scale
+    np.testing.assert_allclose(a.value * scale[:, None], b.value, rtol=0, atol=tol * vmax * b.weight.max())
+    spread = float(np.ptp(np.concatenate([q, k]))) + h
+    for j, (ma, mb) in enumerate(zip(a.moments, b.moments, strict=True)):
+        power = j + 1 if j < 2 * degree else j + 1 - 2 * degree
+        bound = spread**power * b.weight.max() * (1.0 if j < 2 * degree else vmax)
+        ma = ma.reshape(q.size, -1) * scale[:, None]
+        np.testing.assert_allclose(ma, mb.reshape(q.size, -1), rtol=0, atol=tol * bound)
+
+
+def _data(n, seed, origin=0.0):
+    rng = np.random.default_rng(seed)
+    x = origin + rng.uniform(0.0, 1.0, n)
+    v = np.column_stack([np.sin(6 * (x - origin)), rng.normal(size=n), np.ones(n)])
+    return x, v
+
+
+@pytest.mark.parametrize("degree", [1, 2])
+@pytest.mark.parametrize("p", [1, 3])
+def test_wide_cells_match_the_reference_on_every_query(served, degree, p):
+    x, v = _data(3000, seed=degree)
+    q = np.linspace(-0.05, 1.05, 2500)
+    _same_sums(q, x, v[:, :p], 0.01, degree)
+    assert served[-1] > 0.9
+
+
+@pytest.mark.parametrize("degree", [1, 2])
+def test_leave_one_out_sub_cells_in_chunks_match_the_reference(served, degree):
+    """Wide cells of about 1600 keys: each sub-cell's walk has more queries than two chunks."""
+    x, v = _data(8000, seed=3 + degree)
+    h = 0.08
+    assert np.ptp(x) >= _truncated_cells.WIDE_CELLS * _truncated_cells.RHO_MOMENTS * h
+    assert 8000 * _truncated_cells.RHO_MOMENTS * h / _truncated_cells.SUB > 2 * 256
+    _same_sums(x, x, v[:, :2], h, degree, exclude=np.arange(x.size))
+    assert served[-1] > 0.9
+
+
+def test_some_queries_leave_out_a_key_and_duplicates(served):
+    """Duplicated keys (their twin stays in), and only every third query leaving out its key."""
+    x, v = _data(2000, seed=7)
+    x = np.concatenate([x, x[:500]])
+    v = np.concatenate([v, v[:500]])
+    ex = np.where(np.arange(x.size) % 3 == 0, np.arange(x.size), -1)
+    _same_sums(x, x, v[:, :1], 0.01, 1, exclude=ex)
+    assert served[-1] > 0.9
+
+
+@pytest.mark.parametrize("exclude", [False, True])
+def test_far_from_the_origin(served, exclude):
+    """Keys near 1e6 with a small bandwidth: the centres' rounding widens the cells' bound."""
+    x, v = _data(3000, seed=11, origin=1e6)
+    _same_sums(x, x, v[:, :1], 0.01, 2, exclude=np.arange(x.size) if exclude else None, tol=1e-11)
+    assert served[-1] > 0.9
+
+
+def test_float32_rounds_once():
+    x, v = _data(3000, seed=13)
+    kw = {"kernel": GAUSS, "bandwidth": np.array([0.01]), "moments": 1, "exclude": np.arange(x.size)}
+    a = truncated.partials(x[:, None].astype(np.float32), x[:, None].astype(np.float32),
+                           v[:, :1].astype(np.float32), **kw)
+    b = truncated.partials(x.astype(np.float32).astype(np.float64)[:, None],
+                           x.astype(np.float32).astype(np.float64)[:, None],
+                           v[:, :1].astype(np.float32).astype(np.float64), **kw)
+    assert a.weight.dtype == np.float32
+    got = a.finalize()[:, 0].astype(np.float64)
+    np.testing.assert_allclose(got, b.finalize()[:, 0], rtol=2e-6, atol=2e-6)
+
+
+def _derivative(coef, a, j):
+    """The ``j``-th derivative over ``j!`` of ``sum_k coef[k] a^k``, term by term."""
+    out = np.zeros_like(a)
+    for k in range(j, coef.size):
+        out += coef[k] * math.comb(k, j) * a ** (k - j)
+    return out
+
+
+def test_horner_passes_against_a_plain_polynomial():
+    """The four-terms-at-a-time passes (shared and per-query coefficients) and their derivatives."""
+    rng = np.random.default_rng(17)
+    a = rng.uniform(-1.25, 1.25, 37)
+    for nt in (1, 2, 5, 8, 17, 23):
+        mom = rng.normal(size=(nt, 2))
+        co = rng.normal(size=(nt, 40))
+        for jmax in (0, 1, 2, 4):
+            pd = np.full((5, 37), np.nan)
+            horner(mom, nt, 1, jmax, a, 37, pd)
+            pe = np.full((5, 37), np.nan)
+            horner_each(co, 3, nt, jmax, a, 37, pe)
+            for j in range(jmax + 1):
+                np.testing.assert_allclose(pd[j], _derivative(mom[:, 1], a, j), rtol=1e-12, atol=1e-12)
+                each = [_derivative(co[:, 3 + i], a[i:i + 1], j)[0] for i in range(37)]
+                np.testing.assert_allclose(pe[j], each, rtol=1e-12, atol=1e-12)
