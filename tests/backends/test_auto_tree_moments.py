@@ -66,6 +66,9 @@ def test_small_windows_of_a_local_linear_fit_go_to_the_tree():
     """The measured cell: 2-D Epanechnikov, h = 0.01, degree 1 (the tree twice as fast)."""
     x = np.random.default_rng(0).uniform(0.0, 1.0, (20000, 2))
     h = 0.01 * np.sqrt(np.arange(1, 3))
-    pick = lambda bw: choose_backend(prepare(x, x, x[:, 0], kernel="epanechnikov", bandwidth=bw), moments=1).name  # noqa: E731
+
+    def pick(bw):
+        return choose_backend(prepare(x, x, x[:, 0], kernel="epanechnikov", bandwidth=bw), moments=1).name
+
     assert pick(h) == "windowed"
     assert pick(4 * h) == "fused"
