@@ -18,12 +18,20 @@ Workloads, y = sin 6x + x + N(0, 0.3^2) on x ~ U(0, 1), ``backend="auto"``, exac
 - D5, the logistic kernel's exact tails (``backend="logistic"``, which ``auto`` takes at degree 0
   in 1-D): ``pool`` and ``loo_pool`` at n = m = 2e5, h = 0.05 and 0.01, against the fused loop
   over every pair timed on 2000 queries and scaled to all 2e5 (best of two): the ratio.
+- D6, the neighbours of D1 that D4 does not sweep: seven kernels at n = m = 2e5 in 1-D with
+  positive seeded sample weights and with float32 keys and values (the result float32), and
+  three kernels with 2-D keys (n = m = 5e4) and 3-D keys (n = m = 2e4), a bandwidth per feature;
+  ``pool`` and ``loo_pool`` at degree 0, 1, 2 (the best of 1-15 interleaved rounds, as many as
+  fill 2 s in 1-D and 1.5 s in 2-D and 3-D; a call over them is timed once): the ratio of each
+  degree to degree 0 of the same inputs (D1's targets), and each weighted or float32 degree 0
+  against the plain float64 degree 0 of its kernel (flagged above 1.5x).
 
 The machine this runs on may be shared: the ratios are taken in one run, interleaved.
 
     python benchmarks/bench_degrees.py           # full sizes
     python benchmarks/bench_degrees.py --quick   # small sizes, a smoke run
     python benchmarks/bench_degrees.py --only epanechnikov,tricube   # D1 rows of those kernels only
+    python benchmarks/bench_degrees.py --only D6   # the neighbours: weights, float32, 2-D, 3-D
 """
 
 from __future__ import annotations
@@ -76,8 +84,8 @@ def plain_wls(at: np.ndarray, x: np.ndarray, y: np.ndarray, kernel: str, h: floa
     return out
 
 
-def interleaved(calls: dict[int, Callable[[], Any]], budget: float = 1.5, least: int = 3,
-                most: int = 15) -> tuple[dict[int, float], dict[int, Any]]:
+def interleaved(calls: dict[Any, Callable[[], Any]], budget: float = 1.5, least: int = 3,
+                most: int = 15) -> tuple[dict[Any, float], dict[Any, Any]]:
     """Best wall time of each call and its last result, the calls run in turns: as many rounds
     as fill about ``budget`` seconds, between ``least`` and ``most`` (a 15 ms call's best of
     two moved its ratio by a third between runs here)."""
@@ -184,6 +192,93 @@ def d5(n: int) -> None:
                 f"{fused / seconds:.0f}x the fused loop (scaled)")
 
 
+#: D6's kernels in 1-D (n = m = 2e5): D1's and D4's bandwidths where they name the kernel
+D6_KERNELS = (("gaussian", 0.01), ("epanechnikov", 0.002), ("tricube", 0.01), ("triweight", 0.01),
+              ("laplacian", 0.05), ("logistic", 0.05), ("constant", 0.01))
+#: D6's kernels in 2 and 3 features, the first feature's bandwidth (feature j's is sqrt(j + 1)
+#: times it: a bandwidth per feature; the compact windows hold about 100 keys in 2-D, 400 in 3-D)
+D6_ND = {2: (("gaussian", 0.01), ("epanechnikov", 0.02), ("laplacian", 0.05)),
+         3: (("gaussian", 0.05), ("epanechnikov", 0.1), ("laplacian", 0.1))}
+D6_SIZES = {2: 50_000, 3: 20_000}
+#: a weighted or float32 degree 0 above this many times the plain float64 degree 0 is flagged
+D6_FLAG = 1.5
+
+
+def _degree_note(deg: int, seconds: float, base: float) -> str:
+    limit = 1.6 if deg == 1 else 2.5
+    ratio = seconds / base
+    return f"ratio {ratio:.2f}x degree 0 (D1's target <= {limit}x: {'met' if ratio <= limit else 'NOT MET'})"
+
+
+def _d6_1d(n: int, kernel: str, h: float) -> None:
+    x, y = data(n)
+    sw = np.random.default_rng(6).uniform(0.2, 5.0, n)  # positive, seeded
+    inputs = {"plain": (x, y, None), "weights": (x, y, sw),
+              "float32": (x.astype(np.float32), y.astype(np.float32), None)}
+    for xc, yc, wc in inputs.values():  # compile outside the timing
+        for deg in (0, 1, 2):
+            kw = {"kernel": kernel, "bandwidth": h, "degree": deg,
+                  "sample_weight": None if wc is None else wc[:3000]}
+            nadaraya.pool(xc[:3000], xc[:3000], yc[:3000], **kw)
+            nadaraya.loo_pool(xc[:3000], yc[:3000], **kw)
+    for mode in ("pool", "loo_pool"):
+        fn = nadaraya.pool if mode == "pool" else nadaraya.loo_pool
+        calls = {}
+        for case, (xc, yc, wc) in inputs.items():
+            args = (xc, xc, yc) if mode == "pool" else (xc, yc)
+            for deg in (0,) if case == "plain" else (0, 1, 2):
+                calls[case, deg] = functools.partial(fn, *args, kernel=kernel, bandwidth=h, degree=deg,
+                                                     sample_weight=wc)
+        times, _ = interleaved(calls, budget=2.0, least=1)  # the weighted Gaussian's round: a minute
+        name = f"D6 {kernel[:8]} h={h}"
+        plain = times["plain", 0]
+        row(name, f"{mode} plain float64 degree=0", plain)
+        for case in ("weights", "float32"):
+            slow = times[case, 0] / plain
+            flag = f"FLAG: > {D6_FLAG}x" if slow > D6_FLAG else "ok"
+            row(name, f"{mode} {case} degree=0", times[case, 0],
+                f"{slow:.2f}x plain float64 degree 0 ({flag})")
+            for deg in (1, 2):
+                row(name, f"{mode} {case} degree={deg}", times[case, deg],
+                    _degree_note(deg, times[case, deg], times[case, 0]))
+
+
+def _d6_nd(d: int, n: int, kernel: str, h: float) -> None:
+    rng = np.random.default_rng(d)
+    x = rng.uniform(0.0, 1.0, (n, d))
+    y = np.sin(6 * x[:, 0]) + x[:, 1:].sum(axis=1) + rng.normal(0.0, 0.3, n)
+    hh = h * np.sqrt(np.arange(1, d + 1))
+    for deg in (0, 1, 2):  # compile outside the timing
+        nadaraya.pool(x[:2000], x[:2000], y[:2000], kernel=kernel, bandwidth=hh, degree=deg)
+        nadaraya.loo_pool(x[:2000], y[:2000], kernel=kernel, bandwidth=hh, degree=deg)
+    for mode in ("pool", "loo_pool"):
+        fn = nadaraya.pool if mode == "pool" else nadaraya.loo_pool
+        args = (x, x, y) if mode == "pool" else (x, y)
+        times, _ = interleaved({deg: functools.partial(fn, *args, kernel=kernel, bandwidth=hh, degree=deg)
+                                for deg in (0, 1, 2)}, least=1)
+        name = f"D6 {d}-D {kernel[:8]} h={h:g}.."
+        for deg in (0, 1, 2):
+            note = _degree_note(deg, times[deg], times[0]) if deg else ""
+            row(name, f"{mode} degree={deg}", times[deg], note)
+
+
+def d6(n: int, only: set[str] | None = None, quick: bool = False) -> None:
+    """The 1-D rows at ``n`` keys and queries, the 2-D and 3-D rows at ``D6_SIZES`` (a tenth with
+    ``quick``); the singular and empty local systems of the small windows are not warned about."""
+    print(f"D6: 1-D n = m = {n}; 2-D n = m = {D6_SIZES[2] // (10 if quick else 1)}, "
+          f"3-D n = m = {D6_SIZES[3] // (10 if quick else 1)}", flush=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", nadaraya.SingularFitWarning)
+        warnings.simplefilter("ignore", nadaraya.EmptyWindowWarning)
+        for kernel, h in D6_KERNELS:
+            if only is None or kernel in only or "D6" in only:
+                _d6_1d(n, kernel, h)
+        for d, size in D6_SIZES.items():
+            for kernel, h in D6_ND[d]:
+                if only is None or kernel in only or "D6" in only:
+                    _d6_nd(d, size // 10 if quick else size, kernel, h)
+
+
 def _mixed_data(n: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(2)
     c = rng.uniform(0, 5, n)
@@ -283,7 +378,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--only", default=None,
-                        help="workloads (D1, D2, D3, D4, D5) or D1/D4 kernels, comma-separated: "
+                        help="workloads (D1, D2, D3, D4, D5, D6) or D1/D4/D6 kernels, comma-separated: "
                              "epanechnikov,tricube")
     args = parser.parse_args()
     only = None if args.only is None else {t.strip() for t in args.only.split(",") if t.strip()}
@@ -298,6 +393,8 @@ def main() -> None:
         d4(20_000 if args.quick else 200_000, only)
     if only is None or "D5" in only:
         d5(20_000 if args.quick else 200_000)
+    if only is None or "D6" in only or only & {k for k, _ in D6_KERNELS}:
+        d6(20_000 if args.quick else 200_000, only, args.quick)
 
 
 if __name__ == "__main__":

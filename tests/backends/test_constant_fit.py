@@ -199,8 +199,14 @@ def test_pool_and_loo_pool_end_to_end(degree, monkeypatch):
                 old = call()
         assert [str(m.message) for m in new_warn] == [str(m.message) for m in old_warn]
         assert new.dtype == old.dtype
-        if i == 4:
-            np.testing.assert_array_equal(new, old)
+        if i == 4:  # float32: the one polynomial in float64, rounded once, at the float32 rule's degrees
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                wide = nadaraya.pool(q.astype(f32).astype(float), x[:, 0].astype(f32).astype(float),
+                                     y[:, 0].astype(f32).astype(float), **kw)
+            inside = slice(0, 60)  # the float64 rule fits these at the same degree
+            assert np.all(np.abs(new[inside] - wide[inside]) <= 1e-6 * np.maximum(1.0, np.abs(wide[inside])))
+            assert np.all(np.isfinite(new))
         else:
             np.testing.assert_allclose(new, old, rtol=1e-6, atol=1e-9)
 

@@ -165,8 +165,14 @@ NS = {"reference_pair": 6.0, "fused_pair": 0.45, "windowed_point": 3.0, "tree_po
 #: above this many features a k-d tree's windows hold most keys: the windowed backend then costs
 #: the fused loop's pairs twice over
 WINDOWED_MAX_D = 3
-#: the fused loop's work with the moments of degree 0, 1, 2, 3 against degree 0 (2-3 features)
-FUSED_MOMENTS = (1.0, 1.2, 6.0, 12.0)
+#: the fused loop's work with the moments of degree 0, 1, 2, 3 against degree 0 (2-3 features;
+#: degree 1 and 2 measured 2026-12-06 at one thread, n = 2e4 in 2-D and 1e4 in 3-D: 1.3-1.9x and
+#: 1.8-3x, the compact kernels' cheap weights at the top, degree 2 from the generated loops)
+FUSED_MOMENTS = (1.0, 1.6, 3.0, 12.0)
+#: the k-d tree's work per point (2-3 features) with the moments of a degree against degree 0:
+#: ``1 + TREE_MOMENTS * degree`` (measured with the fused loop's: 1.0-1.35x at degree 1,
+#: 1.2-2x at degree 2; its pairs' share is weighed in ``nadaraya.backends.choose_for_data``)
+TREE_MOMENTS = 0.25
 
 
 #: the windowed backend's prefix moments in 1-D (the kernels polynomial in ``|u|``), degree 0, 1,
@@ -210,7 +216,7 @@ def cost(name: str, kernel: Kernel | str, *, n: int, m: int, d: int, degree: int
         per = NS["windowed_point"] if d == 1 else NS["tree_point"] * d
         if d == 1 and _polynomial(kernel):  # prefix moments at every degree
             return points * log_n * per * WINDOWED_MOMENTS[min(degree, 2)] * max(1, degree - 1)
-        return points * log_n * per * columns
+        return points * log_n * per * (columns if d == 1 else 1.0 + TREE_MOMENTS * degree)
     if name == "laplace":
         return points * (NS["laplace_point"] * (1 + degree) + NS["sort_point"] * log_n / 16)
     if name == "constant":  # a term per point and monomial (and its expansion per query)

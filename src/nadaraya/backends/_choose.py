@@ -446,8 +446,10 @@ COARSE_MARGIN = 2.0
 
 #: nanoseconds per (query, key) pair inside the windows of the windowed backend's k-d tree (2-3
 #: features: the candidate lists, the profile per pair, a sparse product; measured 2026-12 at 600-1100
-#: on a shared 2-core machine, taken at about half of that), times ``1 + degree`` with moments
+#: on a shared 2-core machine, taken at about half of that), times ``1 + TREE_PAIR_MOMENTS degree``
+#: with moments (its degree 1 and 2 measured at 1.0-1.35x and 1.2-2x its degree 0, 2026-12-06)
 TREE_PAIR_NS = 400.0
+TREE_PAIR_MOMENTS = 0.5
 
 
 def _choose_tree(kernel: Kernel, queries: NDArray[np.floating], keys: NDArray[np.floating],
@@ -460,7 +462,7 @@ def _choose_tree(kernel: Kernel, queries: NDArray[np.floating], keys: NDArray[np
     m, n, d = queries.shape[0], keys.shape[0], keys.shape[1]
     tree = cost("windowed", kernel, n=n, m=m, d=d, degree=moments)
     loop = cost("fused", kernel, n=n, m=m, d=d, degree=moments)
-    settled = loop <= tree or loop >= tree + m * n * TREE_PAIR_NS * (1 + moments)
+    settled = loop <= tree or loop >= tree + m * n * TREE_PAIR_NS * (1 + TREE_PAIR_MOMENTS * moments)
     if settled or not (math.isfinite(tree) and math.isfinite(loop)):
         return None  # the sizes pick the fused loop already, or the tree wins with every pair in a window
     rng = np.random.default_rng(0)
@@ -470,7 +472,7 @@ def _choose_tree(kernel: Kernel, queries: NDArray[np.floating], keys: NDArray[np
     ks = np.asarray(keys if n <= 4096 else keys[rng.integers(0, n, 4096)], dtype=np.float64) * inv_h
     near = cKDTree(ks).query_ball_point(qs, 1.0 + 1e-9, p=np.inf, return_length=True)
     pairs = m * float(np.mean(near)) * n / ks.shape[0]
-    tree += pairs * TREE_PAIR_NS * (1 + moments)
+    tree += pairs * TREE_PAIR_NS * (1 + TREE_PAIR_MOMENTS * moments)
     if tree <= loop:
         return None
     return Choice("fused", (

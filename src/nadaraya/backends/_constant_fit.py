@@ -25,6 +25,13 @@ system where the centre is within a standard deviation of the mean (checked). A 
 decided here only where these bounds, widened by :data:`NOISE` ``eps (1 + k4)``, lie on one
 side of ``RCOND`` at every degree tried; the others (within that band of the threshold, keys of
 no spread, a weight sum of zero) are marked ``-2`` for the general rule.
+
+**float32.** There the general rule takes the moments about the query rounded to float32, each
+to ``eps32 = 2^-24`` relative: the scaled system's entries (at most 1 in size) move by at most
+``2 eps32`` each, its eigenvalues (Weyl) by at most ``6 eps32`` (the largest is at least 1), its
+rcond by at most ``13 eps32``. The band then widens by ``wide (1 + k4)``, ``wide`` =
+:data:`FLOAT32_WIDE` (``1e3 eps32``), so a query decided here is decided so by the rule on
+either side of that rounding; the others go to the rule on their float32 partials.
 """
 
 from __future__ import annotations
@@ -34,12 +41,14 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["NOISE", "at_degree", "fit_rows", "loo_rows", "loo_rows1"]
+__all__ = ["FLOAT32_WIDE", "NOISE", "at_degree", "fit_rows", "loo_rows", "loo_rows1"]
 
 #: the band about RCOND, in units of ``eps (1 + k4)``, where a query's degree is left to the general rule
 NOISE = 1e5
 
 _EPS = 2.0**-52
+#: the band's widening for float32 inputs (``wide`` of :func:`fit_rows`), in units of ``1 + k4``
+FLOAT32_WIDE = 1e3 * 2.0**-24
 
 
 # Every helper takes and returns scalars only: a call with an array argument costs an atomic
@@ -88,13 +97,14 @@ def _coef(v0, v1, v2, iw, mu1, var, ivar, c3, idd, degree):  # type: ignore[no-u
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _degree(ok, u, ivar, c3, k4, dd, degree, rcond):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _degree(ok, u, ivar, c3, k4, dd, degree, rcond, wide):  # type: ignore[no-untyped-def]  # pragma: no cover
     """A query's degree at ``u = a_q - mean`` by the bounds of the module text (``-2``: left
-    to the general rule; ``-3``: so are its fits, the keys' distribution being degenerate)."""
+    to the general rule; ``-3``: so are its fits, the keys' distribution being degenerate);
+    ``wide``: the band's widening (0, or :data:`FLOAT32_WIDE`)."""
     if not ok:
         return -3
     z2 = u * u * ivar
-    noise = NOISE * _EPS * (1.0 + k4)
+    noise = (NOISE * _EPS + wide) * (1.0 + k4)
     rel = 1e3 * _EPS * (1.0 + k4)
     if degree == 2:
         k3sq = c3 * c3 * ivar * ivar * ivar
@@ -159,17 +169,17 @@ def _corner(deg, z2, p2, ivar, idd):  # type: ignore[no-untyped-def]  # pragma: 
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _reach(rcond):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+def _reach(rcond, wide):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
     """``z^2`` up to which :func:`_degree` gives degree 1 at the full degree 1 (``k4 = 1``):
     ``r1 = 1 / (R + z)^2 >= t`` where ``z <= (1 / t - 1) sqrt(t) / 2``."""
-    noise = NOISE * _EPS * 2.0
+    noise = (NOISE * _EPS + wide) * 2.0
     need = (rcond + noise) / (1.0 - 2e3 * _EPS) * (1.0 + 1e-12)
     reach = (1.0 / need - 1.0) * math.sqrt(need) / 2.0 * (1.0 - 1e-12) if need < 1.0 else 0.0
     return reach * reach
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _shared1(rows, q, centre, degree, rcond, inv, reach, lo, hi, est, used):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _shared1(rows, q, centre, degree, rcond, wide, inv, reach, lo, hi, est, used):  # type: ignore[no-untyped-def]  # pragma: no cover
     """:func:`fit_rows` for one shared row, one value column, estimates only: a loop without
     branches over the queries (the full degree's bound of :func:`_degree` without divisions;
     SIMD), then :func:`_degree` for the few it does not clear."""
@@ -179,7 +189,7 @@ def _shared1(rows, q, centre, degree, rcond, inv, reach, lo, hi, est, used):  # 
     ok, iw, mu1, var, ivar, c3, k4, dd, idd = _stats(rows[0, 0], rows[0, 1], rows[0, 2], w3, w4, degree)
     v2 = rows[0, nk + 2] if degree == 2 else 0.0
     g0, g1, g2 = _coef(rows[0, nk], rows[0, nk + 1], v2, iw, mu1, var, ivar, c3, idd, degree)
-    noise = NOISE * _EPS * (1.0 + k4)
+    noise = (NOISE * _EPS + wide) * (1.0 + k4)
     rel = 1e3 * _EPS * (1.0 + k4)
     room = 4.0 / 27.0 * (dd - noise * (1.0 + c3 * c3 * ivar * ivar * ivar)) * (1.0 - rel) * (1.0 - 1e-12)
     tight = (rcond + noise) * (1.0 + 1e-12)
@@ -201,26 +211,27 @@ def _shared1(rows, q, centre, degree, rcond, inv, reach, lo, hi, est, used):  # 
     for i in range(lo, hi):
         if used[i] == -2:  # the bounds at the full degree do not clear it: all of them
             u = (q[i] - centre) * inv - mu1
-            deg = _degree(ok, u, ivar, c3, k4, dd, degree, rcond)
+            deg = _degree(ok, u, ivar, c3, k4, dd, degree, rcond, wide)
             used[i] = deg
             est[i, 0] = _at(deg, g0, g1, g2, u, u * u - b * u - var)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def fit_rows(rows, q, centre, degree, rcond, inv, lo, hi, est, slope, used, inv00):  # type: ignore[no-untyped-def]  # pragma: no cover
+def fit_rows(rows, q, centre, degree, rcond, wide, inv, lo, hi, est, slope, used, inv00):  # type: ignore[no-untyped-def]  # pragma: no cover
     """Queries ``lo:hi``: ``rows`` (m, c) their moment rows, or (1, c) one row shared by all;
     ``q`` (m,) the queries (``(q - centre) inv`` in the units of the rows); outputs ``est``,
     ``slope`` (m, p) per unit of ``q``, ``used`` (``-2``: left to the general rule), ``inv00``
-    (``(M / sum w)^-1 [0, 0]``); slopes and ``inv00`` are not computed where ``inv00`` is empty."""
+    (``(M / sum w)^-1 [0, 0]``); slopes and ``inv00`` are not computed where ``inv00`` is empty.
+    ``wide``: 0, or :data:`FLOAT32_WIDE` where the general rule sees float32 moments."""
     p = est.shape[1]
     nk = 2 * degree + 1
     full = inv00.size > 0
     shared = rows.shape[0] == 1
     g = np.zeros((3, p))
     ok, iw, mu1, var, ivar, c3, k4, dd, idd = False, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 0.0
-    reach = _reach(rcond)
+    reach = _reach(rcond, wide)
     if shared and p == 1 and not full and hi > lo:
-        _shared1(rows, q, centre, degree, rcond, inv, reach, lo, hi, est, used)
+        _shared1(rows, q, centre, degree, rcond, wide, inv, reach, lo, hi, est, used)
         return
     for i in range(lo, hi):
         if not shared or i == lo:
@@ -241,7 +252,7 @@ def fit_rows(rows, q, centre, degree, rcond, inv, lo, hi, est, slope, used, inv0
         elif ok and degree == 2:
             # the degree-2 bound of _degree without divisions:
             # (1 + z^2) m4 (rcond + noise) <= 4 (D - err) (1 - rel) / 27
-            noise = NOISE * _EPS * (1.0 + k4)
+            noise = (NOISE * _EPS + wide) * (1.0 + k4)
             rel = 1e3 * _EPS * (1.0 + k4)
             err = noise * (1.0 + c3 * c3 * ivar * ivar * ivar)
             room = 4.0 / 27.0 * (dd - err) * (1.0 - rel) * (1.0 - 1e-12)
@@ -249,7 +260,7 @@ def fit_rows(rows, q, centre, degree, rcond, inv, lo, hi, est, slope, used, inv0
             if (1.0 + z2) * m4 * (rcond + noise) * (1.0 + 1e-12) <= room:
                 deg = 2
         if deg == -2:
-            deg = _degree(ok, u, ivar, c3, k4, dd, degree, rcond)
+            deg = _degree(ok, u, ivar, c3, k4, dd, degree, rcond, wide)
         used[i] = deg
         b = c3 * ivar
         p2 = u * u - b * u - var

@@ -12,12 +12,16 @@ nondecreasing feature sequences ``a_1 <= ... <= a_t`` (``t = 1 .. 2r``) in depth
 (:func:`layout`), then, for ``t <= r``, one entry per value column. :func:`expand` mirrors
 them into the full tensors at the end.
 
-Two ways to sum a block:
+Three ways to sum a block:
 
 - degree 1 with at most :data:`MAX_GENERATED` features: one loop generated per number of
   features (:func:`_linear_source`) holding each feature's query coordinate and every sum in
   registers, so a pair costs its ``d`` differences and one multiply-add per unique entry;
-- otherwise (degree 2, or more features): the differences of each feature go to a scratch row,
+- degree 2 with at most :data:`MAX_QUADRATIC` features: the same, generated from the walk
+  (:func:`_quadratic_source`): each unique entry's product ``w u_a1 ... u_at`` is its parent's
+  times one difference, a register per product and per sum (:func:`generated_key` names it;
+  from :data:`SPLIT_FROM` features in two loops over the block, fewer registers live in each);
+- otherwise (degree 3, or more features): the differences of each feature go to a scratch row,
   and the depth-first walk keeps one scratch row of products per depth (``w u_a1 ... u_at``),
   so each unique entry costs one pass of a multiply and an add over the block.
 
@@ -39,12 +43,34 @@ from numpy.typing import NDArray
 
 from nadaraya._support.jit import generated
 
-__all__ = ["MAX_GENERATED", "block_moments", "block_values", "exp_linear_source", "expand", "layout",
-           "merge_row", "scratch", "table", "width"]
+__all__ = ["MAX_GENERATED", "MAX_QUADRATIC", "block_moments", "block_values", "exp_linear_source", "expand",
+           "generated_key", "layout", "merge_row", "scratch", "table", "width"]
 
 _FASTMATH = {"contract", "reassoc"}  # reordered sums (so they vectorise) and FMA
 #: the most features whose degree-1 sums are generated with every sum in registers
 MAX_GENERATED = 8
+#: the most features whose degree-2 sums are generated with every sum in registers (3 features:
+#: 34 plain sums and 9 with the values)
+MAX_QUADRATIC = 3
+#: :func:`generated_key` of the degree-2 loops: this plus the number of features
+_QUADRATIC_KEY = 64
+
+
+def generated_key(degree: int, d: int) -> int:
+    """The compile-time constant ``md`` of :func:`block_moments` for a degree and ``d`` features:
+    ``d`` for the generated degree-1 loop, :data:`_QUADRATIC_KEY` + ``d`` for the degree-2 one,
+    0 for the depth-first walk.
+
+    Examples
+    --------
+    >>> generated_key(1, 2), generated_key(2, 2) > MAX_GENERATED, generated_key(2, 4), generated_key(3, 1)
+    (2, True, 0, 0)
+    """
+    if degree == 1 and d <= MAX_GENERATED:
+        return d
+    if degree == 2 and d <= MAX_QUADRATIC:
+        return _QUADRATIC_KEY + d
+    return 0
 
 
 def layout(degree: int, d: int) -> list[tuple[tuple[int, ...], bool]]:
@@ -298,7 +324,81 @@ def exp_linear_source(d: int) -> str:
     return _EXP_LINEAR.format(views=views, diffs=diffs, terms=terms, **parts)
 
 
+_QUADRATIC = """
+def quadratic(md, row, kt, vt, q, i, k0, nb, us, ps, walk, out):
+    p = vt.shape[0]
+    {views}
+    v_0 = vt[0, k0 : k0 + nb]
+    {loops}
+    for c in range(1, p):
+        vc = vt[c, k0 : k0 + nb]
+        {czeros}
+        for j in range(nb):
+            y = row[j] * vc[j]
+            {cdiffs}
+            {cbody}
+        {cstores}
+"""
+
+_LOOP = """{zeros}
+    for j in range(nb):
+        w = row[j]
+        y = v_0[j]
+        {diffs}
+        {body}
+    {stores}
+"""
+
+#: from this many features the degree-2 sums take two loops over the block (the sums of depth
+#: up to 2 with the values, then those of depth 3 and 4): fewer live registers each
+SPLIT_FROM = 3
+
+
+def _quadratic_source(d: int, degree: int = 2) -> str:
+    """Python source of the sums of a key block of ``degree`` (2) from its weights ``row``, for
+    ``d`` features, every sum a scalar, in the depth-first walk's order (:func:`layout`): per
+    pair ``u_a = k_a - q_a``, each entry's product ``t_s = t_parent u_last`` (the parent of a
+    first-depth entry is ``w``), ``sum t_s``, and ``sum t_s v_0`` for ``t <= degree``; from
+    :data:`SPLIT_FROM` features the sums of depth up to ``degree`` (with the values) and the
+    deeper ones take a loop each (the shared products recomputed); each further value column
+    takes one more loop, with ``w v_c`` at the root."""
+    plain, first, _ = _positions(degree, d, 1)
+    nodes = [seq for seq, _ in layout(degree, d)]
+    name = lambda seq: "_".join(map(str, seq))  # noqa: E731
+    parent = lambda seq: "w" if len(seq) == 1 else f"t_{name(seq[:-1])}"  # noqa: E731
+    low = [seq for seq in nodes if len(seq) <= degree]
+    n_plain = len(plain)
+    at = lambda s: f"out[{n_plain} + {first[s] - n_plain} * p"  # noqa: E731  # a value sum's first column
+    diffs = "\n        ".join(f"e_{a} = k_{a}[j] - q_{a}" for a in range(d))
+    parts = [nodes] if d < SPLIT_FROM else [low, [seq for seq in nodes if len(seq) > degree]]
+    loops = []
+    for summed in parts:
+        needed = sorted({seq[:t] for seq in summed for t in range(1, len(seq) + 1)}, key=nodes.index)
+        values = [seq for seq in summed if len(seq) <= degree]
+        body = [f"t_{name(s)} = {parent(s)} * e_{s[-1]}" for s in needed]
+        body += [f"s_{name(s)} += t_{name(s)}" for s in summed]
+        body += [f"r_{name(s)} += t_{name(s)} * y" for s in values]
+        zeros = [f"s_{name(s)} = 0.0" for s in summed] + [f"r_{name(s)} = 0.0" for s in values]
+        loops.append(_LOOP.format(
+            zeros="\n    ".join(zeros),
+            diffs=diffs, body="\n        ".join(body),
+            stores="\n    ".join([f"out[{plain[s]}] = s_{name(s)}" for s in summed]
+                                  + [f"{at(s)}] = r_{name(s)}" for s in values])))
+    cparent = lambda seq: "y" if len(seq) == 1 else f"t_{name(seq[:-1])}"  # noqa: E731
+    cbody = [f"t_{name(s)} = {cparent(s)} * e_{s[-1]}" for s in low]
+    cbody += [f"r_{name(s)} += t_{name(s)}" for s in low]
+    return _QUADRATIC.format(
+        views="\n    ".join(f"q_{a} = q[i, {a}]; k_{a} = kt[{a}, k0 : k0 + nb]" for a in range(d)),
+        loops="\n    ".join(loops),
+        czeros="\n        ".join(f"r_{name(s)} = 0.0" for s in low),
+        cdiffs="\n            ".join(f"e_{a} = k_{a}[j] - q_{a}" for a in range(d)),
+        cbody="\n            ".join(cbody),
+        cstores="\n        ".join(f"{at(s)} + c] = r_{name(s)}" for s in low),
+    )
+
+
 _GENERATED: dict[int, dict[str, Any]] = {}
+_GENERATED_QUADRATIC: dict[int, dict[str, Any]] = {}
 
 
 @numba.extending.overload(block_moments, inline="never", prefer_literal=True,
@@ -308,6 +408,10 @@ def _block_moments(md, row, kt, vt, q, i, k0, nb, us, ps, walk, out):  # type: i
         return None
     if md.literal_value == 0:
         return _walk
+    if md.literal_value > _QUADRATIC_KEY:
+        d = numba.types.IntegerLiteral(md.literal_value - _QUADRATIC_KEY)
+        namespace = generated(_GENERATED_QUADRATIC, d, _quadratic_source, "fused degree-2 moments", {})
+        return None if namespace is None else namespace["quadratic"]
     namespace = generated(_GENERATED, md, _linear_source, "fused degree-1 moments", {})
     return None if namespace is None else namespace["linear"]
 

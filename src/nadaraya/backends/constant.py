@@ -57,7 +57,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from nadaraya._support.jit import run_ranges
-from nadaraya.backends._constant_fit import at_degree, by_left_out, fit_rows, loo_rows, loo_rows1
+from nadaraya.backends._constant_fit import (
+    FLOAT32_WIDE,
+    at_degree,
+    by_left_out,
+    fit_rows,
+    loo_rows,
+    loo_rows1,
+)
 from nadaraya.kernels import Kernel
 from nadaraya.partials import Partials
 
@@ -368,8 +375,10 @@ def local_fit(
     sample_weight: NDArray[np.floating] | None = None, exclude: NDArray[np.integer] | None = None,
     slopes: bool = True,
 ) -> tuple[Partials, tuple[NDArray[np.float64], ...]] | None:
-    """The local fits of ``degree`` 1 or 2 in one feature (float64) as the keys' one weighted
-    polynomial (:mod:`nadaraya.backends._constant_fit`), without moments per query.
+    """The local fits of ``degree`` 1 or 2 in one feature as the keys' one weighted polynomial
+    (:mod:`nadaraya.backends._constant_fit`), without moments per query. float32 inputs (all of
+    them) are computed in float64, the fits and ``base`` rounded once at the end; the degrees are
+    the rule's on the float32 partials (the band of that module's float32 paragraph).
 
     Each query's degree is the one the per-query rule gives (reciprocal condition of its scaled
     system at least ``rcond``, else the highest lower degree): decided here where the bounds of
@@ -401,6 +410,7 @@ def local_fit(
     """
     f64 = np.float64
     m, p = queries.shape[0], values.shape[1]
+    dtype = np.result_type(queries, keys, values)
     k = np.ascontiguousarray(keys, dtype=f64)
     s, log_scale = _weights(sample_weight, k.shape[0])
     if not (s.size and s.max() > 0):
@@ -427,7 +437,8 @@ def local_fit(
     # the degrees in int8 (a tenth of the memory), widened below unless every query got ``degree``
     est, used = np.empty((m, p)), np.empty(m, dtype=np.int8)
     slope, inv00 = (np.empty((m, p)), np.empty(m)) if slopes else (np.empty((0, p)), np.empty(0))
-    run_ranges(fit_rows, (rows, q, c0, degree, float(rcond), inv), m, (est, slope, used, inv00),
+    wide = 0.0 if dtype == f64 else FLOAT32_WIDE
+    run_ranges(fit_rows, (rows, q, c0, degree, float(rcond), wide, inv), m, (est, slope, used, inv00),
                grain=4 * BLOCK, work=60.0 * m)
     low, high = (int(used.min()), int(used.max())) if m else (degree, degree)
     if low == high == degree and not slopes:
@@ -460,7 +471,44 @@ def local_fit(
         shift = np.broadcast_to(log_scale, (m,))
     else:
         shift = np.where(weight > 0, log_scale, -np.inf)
+    if dtype != f64:  # the weights' scale is a power of two: the shift's rounding moves no ratio
+        est, slope, inv00 = est.astype(dtype), slope.astype(dtype), inv00.astype(dtype)
+        shift, weight, value = (_narrow(a, dtype) for a in (shift, weight, value))
     return Partials(shift, weight, value), (est, slope, used, inv00)
+
+
+@numba.njit(cache=True, nogil=True)
+def _narrow_shift(weight, shift):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Per row, the weight's binary exponent ``e`` moved into the shift (``wide = shift + e log 2``,
+    where the weight is positive), that rounded to float32, and the factor that carries the
+    rounding into the sums, ``exp(wide - float32(wide)) 2^-e`` (``2^-e`` where the shift is not
+    finite in float32); one pass, a row whose shift and binade are the last row's reusing its
+    results (the constant kernel's rows mostly share both)."""
+    m = weight.size
+    shift32 = np.empty(m, dtype=np.float32)
+    factor = np.empty(m)
+    ln2 = math.log(2.0)
+    lo, hi, last, s32, f = 1.0, 0.0, 0.0, np.float32(0.0), 1.0  # the last binade [lo, hi) and shift
+    for i in range(m):
+        w = weight[i]
+        if not (lo <= w < hi and shift[i] == last):
+            e = math.frexp(w)[1] if w > 0 else 0
+            lo, hi = (math.ldexp(0.5, e), math.ldexp(1.0, e)) if w > 0 else (1.0, 0.0)
+            last = shift[i]
+            wide = last + e * ln2
+            s32 = np.float32(wide)
+            gap = wide - np.float64(s32)
+            f = math.ldexp(math.exp(gap if math.isfinite(gap) else 0.0), -e)
+        shift32[i] = s32
+        factor[i] = f
+    return shift32, factor
+
+
+def _narrow(a: NDArray[np.float64], dtype: np.dtype) -> NDArray[np.floating]:
+    """``a`` rounded to ``dtype``; a view that repeats one row (stride 0) stays one."""
+    if a.ndim and a.strides[0] == 0:
+        return np.broadcast_to(a[:1].astype(dtype), a.shape)
+    return a.astype(dtype)
 
 
 def _finish(out: NDArray[np.float64], mono: list[tuple[int, ...]], kv: int, d: int, p: int, r: int,
@@ -483,13 +531,7 @@ def _finish(out: NDArray[np.float64], mono: list[tuple[int, ...]], kv: int, d: i
     if dtype != np.float64:
         # move the weight's binary exponent into the shift, exactly; round the shift, carry its
         # rounding into the sums (in float64), then round the sums once
-        expo = np.where(weight > 0, np.frexp(weight)[1], 0)
-        wide = shift + expo * math.log(2.0)
-        with np.errstate(over="ignore"):
-            shift32 = wide.astype(dtype)
-        with np.errstate(invalid="ignore"):
-            gap = wide - shift32.astype(np.float64)
-        factor = np.ldexp(np.exp(np.where(np.isfinite(gap), gap, 0.0)), -expo)
+        shift32, factor = _narrow_shift(weight, shift)
 
         def rounded(x: NDArray[np.float64]) -> NDArray[np.floating]:
             return (x * factor.reshape((m,) + (1,) * (x.ndim - 1))).astype(dtype)

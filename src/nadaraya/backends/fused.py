@@ -553,7 +553,7 @@ def partials(
     kind = KINDS[kernel.name]
     d = queries.shape[1]
     degree = int(moments)
-    md = d if degree == 1 and d <= _fused_moments.MAX_GENERATED else 0
+    md = _fused_moments.generated_key(degree, d)
     key = (kind, _features_in_registers(kind, d)) + ((degree, md) if degree else ())
     if key not in _LOOPS:
         _LOOPS[key] = _compile(*key)

@@ -260,14 +260,13 @@ def _uniform(parts: Partials, fit: LocalFit, degree: int) -> bool:
 def _constant_fit(
     job: Job, exclude: NDArray[np.integer] | None, backend: str
 ) -> tuple[Partials, LocalFit] | None:
-    """Degree 1 or 2 in one feature on the constant backend (float64): every query's fit is the
-    keys' one weighted polynomial (:func:`nadaraya.backends.constant.local_fit`), at the degree
-    the rule of :func:`solve` gives each query. None: the call is not one of these. The fits'
-    slopes are not computed (pool reads the estimates)."""
+    """Degree 1 or 2 in one feature on the constant backend (float64 or float32): every query's
+    fit is the keys' one weighted polynomial (:func:`nadaraya.backends.constant.local_fit`), at
+    the degree the rule of :func:`solve` gives each query. None: the call is not one of these.
+    The fits' slopes are not computed (pool reads the estimates)."""
     call = job.call
     if (job.cat is not None or job.degree not in (1, 2) or call.keys.shape[1] != 1
-            or call.kernel.name != "constant" or call.values.dtype != np.float64
-            or call.keys.dtype != np.float64 or call.queries.dtype != np.float64):
+            or call.kernel.name != "constant"):
         return None
     choice = _call.choose_backend(call, exclude=exclude, backend=backend, moments=job.degree,
                                   device=job.device, tol=job.tol)

@@ -1,0 +1,141 @@
+"""The constant kernel's one-polynomial local fits with float32 inputs: the general rule's degrees.
+
+float32 calls of degree 1 and 2 in one feature take the keys' one polynomial (in float64,
+rounded once) where the rule's decision cannot move under the float32 rounding of its moments
+(the band of ``nadaraya.backends._constant_fit``'s float32 paragraph), and the rule itself on
+the float32 partials elsewhere. Checked on every query: the degree equals the general rule's
+on the float32 partials of the constant backend; the estimate is within 1e-6 (relative to
+``max(1, |fit|)``) of a plainly written float64 weighted least squares at that degree of the
+same (rounded) inputs; the result is float32.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+import nadaraya
+from nadaraya.backends import constant
+from nadaraya.kernels import get
+from nadaraya.local.solve import RCOND, solve
+
+F32 = np.float32
+
+
+def _case(name, seed=0):
+    rng = np.random.default_rng(seed)
+    n = 400
+    if name == "uniform":
+        k = rng.uniform(0, 1, n)
+    elif name == "skewed":
+        k = rng.exponential(1.0, n)
+    elif name == "duplicates":
+        k = rng.integers(0, 7, n).astype(float)
+    else:  # keys far from 0, a small spread
+        k = 1e6 + rng.uniform(0, 1e-1, n)
+    v = np.sin(3 * k) + rng.normal(0, 0.1, n)
+    w = rng.uniform(0.1, 4.0, n)
+    lo, hi = k.min(), k.max()
+    span = max(hi - lo, 1.0)
+    far = lo + span * np.array([40.0, -3e3])
+    q = np.concatenate([np.linspace(lo - 0.5 * span, hi + 0.5 * span, 50), far])
+    return q.astype(F32), k.astype(F32), v.astype(F32), w.astype(F32)
+
+
+def _plain(q, k, v, w, degrees, exclude=None):
+    """One float64 lstsq per query at its degree (keys about the query, every key, weights)."""
+    q, k, v, w = (np.asarray(a, dtype=np.float64) for a in (q, k, v, w))
+    out = np.empty(q.size)
+    for i in range(q.size):
+        ww = w.copy()
+        if exclude is not None:
+            ww[exclude[i]] = 0.0
+        design = np.vander(k - q[i], degrees[i] + 1, increasing=True)
+        root = np.sqrt(ww)
+        out[i] = np.linalg.lstsq(design * root[:, None], v * root, rcond=None)[0][0]
+    return out
+
+
+@pytest.mark.parametrize("name", ["uniform", "skewed", "duplicates", "far"])
+@pytest.mark.parametrize("degree", [1, 2])
+@pytest.mark.parametrize("loo", [False, True])
+def test_float32_degrees_are_the_rules_and_fits_the_plain_ones(name, degree, loo):
+    q, k, v, w = _case(name, degree)
+    if loo:
+        q = k
+    ex = np.arange(k.size) if loo else None
+    kern = get("constant")
+    h = np.ones(1)
+    base, (est, _, used, _) = constant.local_fit(
+        q[:, None], k[:, None], v[:, None], kernel=kern, degree=degree, rcond=RCOND,
+        solve=lambda parts: solve(parts, degree, h), sample_weight=w, exclude=ex, slopes=False)
+    assert est.dtype == F32 and base.weight.dtype == F32
+    parts = constant.partials(q[:, None], k[:, None], v[:, None], kernel=kern, bandwidth=h, sample_weight=w,
+                              exclude=ex, moments=degree)
+    assert parts.weight.dtype == F32
+    rule = solve(parts, degree, h)
+    np.testing.assert_array_equal(np.asarray(used), rule.degree)
+    degs = np.maximum(np.asarray(used), 0)
+    want = _plain(q, k, v, w, degs, ex)
+    # the far queries' systems are nearly singular (rcond near 1e-10 at degree 1): compare where
+    # the plain fit is itself well posed, the queries within the keys' span and half of it again
+    lo, hi = float(k.min()), float(k.max())
+    span = max(hi - lo, 1.0)
+    near = (q >= lo - span) & (q <= hi + span)
+    err = np.abs(est[near, 0].astype(np.float64) - want[near])
+    assert np.all(err <= 1e-6 * np.maximum(1.0, np.abs(want[near]))), float(err.max())
+
+
+@pytest.mark.parametrize("degree", [1, 2])
+def test_float32_pool_takes_the_polynomial_and_returns_float32(degree):
+    """``pool`` with float32 inputs: the same degrees as the general path (its warning), float32,
+    and within 5e-6 of the float64 fit of the same inputs inside the keys' span (``pool`` takes
+    the weights relative to their largest, rounded to float32: 6e-8 each, times the conditioning)."""
+    q, k, v, w = _case("uniform", 5)
+    kw = {"kernel": "constant", "bandwidth": 0.5, "degree": degree, "sample_weight": w}
+    with warnings.catch_warnings(record=True) as got_warn:
+        warnings.simplefilter("always")
+        got = nadaraya.pool(q, k, v, **kw)
+    assert got.dtype == F32
+    from nadaraya.local import fit as local_fit_module
+
+    keep = local_fit_module._constant_fit
+    local_fit_module._constant_fit = lambda *a: None
+    try:
+        with warnings.catch_warnings(record=True) as old_warn:
+            warnings.simplefilter("always")
+            nadaraya.pool(q, k, v, **kw)
+    finally:
+        local_fit_module._constant_fit = keep
+    assert [str(m.message) for m in got_warn] == [str(m.message) for m in old_warn]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wide = nadaraya.pool(*(a.astype(np.float64) for a in (q, k, v)),
+                             **{**kw, "sample_weight": w.astype(float)})
+    inside = (q >= k.min()) & (q <= k.max())
+    assert np.all(np.abs(got[inside] - wide[inside]) <= 5e-6 * np.maximum(1.0, np.abs(wide[inside])))
+
+
+def test_narrow_shift_is_the_formula_written_out():
+    """The float32 rounding's one pass against its NumPy form: rows of equal and differing
+    binades and shifts, zero weights, weights far below float32's range, a shift past it."""
+    rng = np.random.default_rng(3)
+    odd = [0.0, 1e-300, 1e-40, 7e300, 2.5, 2.5]
+    weight = np.concatenate([np.full(5, 3.0), rng.uniform(0.1, 9.0, 20), odd])
+    shift = np.full(weight.size, 1.234567)
+    shift[weight == 0] = -np.inf
+    shift[-1] = 1e39
+    shift[-2] = -800.0
+    got_shift, got_factor = constant._narrow_shift(weight, shift)
+    expo = np.where(weight > 0, np.frexp(weight)[1], 0)
+    wide = shift + expo * np.log(2.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want_shift = wide.astype(F32)
+        gap = wide - want_shift.astype(np.float64)
+    want_factor = np.ldexp(np.exp(np.where(np.isfinite(gap), gap, 0.0)), -expo)
+    np.testing.assert_array_equal(got_shift, want_shift)
+    np.testing.assert_allclose(got_factor, want_factor, rtol=4e-16, atol=0)
