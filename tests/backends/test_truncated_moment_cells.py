@@ -30,10 +30,23 @@ def served(monkeypatch):
     return seen
 
 
-def _same_sums(q, k, v, h, degree, exclude=None, tol=1e-14):
-    """Every sum of the truncated backend (weight, values, each moment) against the reference's, per
-    column, within ``tol`` of that column's largest absolute term (the reference's sum of
-    ``|terms|``), on every query."""
+def _abs_moments(q, k, v, h, shift, exclude):
+    """Per query under ``shift``, bounds of ``sum w |k - q|^j`` (j <= 4) and ``sum w |v| |k - q|^j``
+    (j <= 2), the scale each moment's rounding is held to: the even ones are the reference's own
+    (nothing cancels), the odd ones Cauchy-Schwarz's ``(S_(j-1) S_(j+1))^(1/2)``."""
+    kw = {"kernel": GAUSS, "bandwidth": np.array([h]), "moments": 2, "exclude": exclude}
+    ref = reference.partials(q[:, None], k[:, None], np.abs(v), **kw)
+    f = np.exp(ref.shift - shift)
+    w = [ref.weight * f] + [mom.reshape(q.size) * f for mom in ref.moments[:4]]
+    val = [ref.value * f[:, None]] + [mom.reshape(q.size, -1) * f[:, None] for mom in ref.moments[4:6]]
+    weight = np.stack([np.sqrt(w[0] * w[2]), w[2], np.sqrt(w[2] * w[4]), w[4]], 1)
+    return weight, np.stack([np.sqrt(val[0] * val[2]), val[2]], 1)
+
+
+def _same_sums(q, k, v, h, degree, exclude=None, tol=1e-14, mtol=4e-14):
+    """Every sum of the truncated backend (weight, values, each moment) against the reference's on
+    every query: the weight and values within ``tol`` of the column's largest absolute term, each
+    moment within ``mtol`` of its own query's sum of ``|terms|`` (``sum w |v| |k - q|^j``)."""
     kw = {"kernel": GAUSS, "bandwidth": np.array([h]), "moments": degree, "exclude": exclude}
     a = truncated.partials(q[:, None], k[:, None], v, **kw)
     b = reference.partials(q[:, None], k[:, None], v, **kw)
@@ -42,12 +55,12 @@ def _same_sums(q, k, v, h, degree, exclude=None, tol=1e-14):
     np.testing.assert_allclose(a.weight * scale, b.weight, rtol=tol, atol=0)
     vmax = mags.value.max() / mags.weight.min()  # a bound of every value column's scale
     np.testing.assert_allclose(a.value * scale[:, None], b.value, rtol=0, atol=tol * vmax * b.weight.max())
-    spread = float(np.ptp(np.concatenate([q, k]))) + h
+    aw, av = _abs_moments(q, k, v, h, b.shift, exclude)
     for j, (ma, mb) in enumerate(zip(a.moments, b.moments, strict=True)):
-        power = j + 1 if j < 2 * degree else j + 1 - 2 * degree
-        bound = spread**power * b.weight.max() * (1.0 if j < 2 * degree else vmax)
+        bound = aw[:, j, None] if j < 2 * degree else av[:, j - 2 * degree]
         ma = ma.reshape(q.size, -1) * scale[:, None]
-        np.testing.assert_allclose(ma, mb.reshape(q.size, -1), rtol=0, atol=tol * bound)
+        err = np.abs(ma - mb.reshape(q.size, -1))
+        assert np.all(err <= mtol * bound), (j, float(np.max(err / bound)))
 
 
 def _data(n, seed, origin=0.0):
@@ -91,7 +104,8 @@ def test_some_queries_leave_out_a_key_and_duplicates(served):
 def test_far_from_the_origin(served, exclude):
     """Keys near 1e6 with a small bandwidth: the centres' rounding widens the cells' bound."""
     x, v = _data(3000, seed=11, origin=1e6)
-    _same_sums(x, x, v[:, :1], 0.01, 2, exclude=np.arange(x.size) if exclude else None, tol=1e-11)
+    _same_sums(x, x, v[:, :1], 0.01, 2, exclude=np.arange(x.size) if exclude else None, tol=1e-11,
+               mtol=1e-11)
     assert served[-1] > 0.9
 
 
@@ -132,3 +146,30 @@ def test_horner_passes_against_a_plain_polynomial():
                 np.testing.assert_allclose(pd[j], _derivative(mom[:, 1], a, j), rtol=1e-12, atol=1e-12)
                 each = [_derivative(co[:, 3 + i], a[i:i + 1], j)[0] for i in range(37)]
                 np.testing.assert_allclose(pe[j], each, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("degree", [1, 2])
+@pytest.mark.parametrize("jitter", [1e-3, 1e-5])
+def test_clustered_keys_hold_every_moment_to_its_own_size(degree, jitter):
+    """Keys in tight clusters, the queries on them: the moments about a query are far below the
+    cells' centred powers; the queries whose shift from the centres would lose digits are summed
+    key by key (each moment within 4e-14 of its own sum of |terms|)."""
+    rng = np.random.default_rng(5)
+    h = 0.01
+    centres = np.arange(40) * 6 * h + 0.37 * h
+    x = np.sort((centres[:, None] + rng.normal(0.0, jitter * h, (40, 60))).ravel())
+    v = np.column_stack([np.sin(50 * x), (x - np.repeat(centres, 60)) / (jitter * h)])
+    _same_sums(x, x, v, h, degree)
+    _same_sums(x, x, v, h, degree, exclude=np.arange(x.size))
+
+
+@pytest.mark.parametrize("h", [1.5e-9, 3.6e-9])
+def test_bandwidth_a_few_ulps_of_the_keys(h):
+    """Keys near 1e6 and a bandwidth of a few of their ulps: the wide cells' bound would pass 2.5
+    bandwidths, so the cells are the narrow ones (or none); every moment stays exact."""
+    rng = np.random.default_rng(0)
+    x = 1e6 + np.sort(rng.uniform(0.0, 60 * h, 1500))
+    v = np.sin(x / h)[:, None]
+    for degree in (1, 2):
+        _same_sums(x, x, v, h, degree, tol=1e-11, mtol=1e-11)
+        _same_sums(x, x, v, h, degree, exclude=np.arange(x.size), tol=1e-11, mtol=1e-11)

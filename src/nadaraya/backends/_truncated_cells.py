@@ -52,8 +52,13 @@ far as the moments' windows. A query's passes then cost about ``2 r + 1 + (r + 1
 against ``1 + p`` for plain pooling (four terms per pass over the queries), so with moments the
 cells are wider, :data:`RHO_MOMENTS` bandwidths, where the keys span :data:`WIDE_CELLS` of them or
 more: fewer pairs of cells per query (11 against 17 at ``n = 2e5``), each a few terms longer, and
-half the exponentials. The cancellation bound grows to ``exp(2 t)`` = 23 (``t = 1.5625``), still a
-small multiple of the rounding. With leave-one-out, the query cell's own key cell is summed as
+half the exponentials (only where the centres' rounding leaves ``|a|, |b|`` within 1.1 of
+``RHO_MOMENTS / 2``). The cancellation bound grows to ``exp(2 t)`` = 23 (``t = 1.5625``), still a
+small multiple of the rounding. The moments about a query come from powers about a centre up to
+``c`` away, so each is rounded relative to ``sum w (|k - q| + 2 c)^j``, not its own ``sum w |k -
+q|^j``: every query's moments are certified afterwards (``_uncertain``, to ``2^-36`` of their
+own sums of ``|terms|``), and the queries they do not hold for (keys clustered well inside a cell
+about the query) are summed key by key. With leave-one-out, the query cell's own key cell is summed as
 :data:`SUB` sub-cells (keys within ``RHO_MOMENTS / (2 SUB)`` of their centre, queries within
 ``RHO_MOMENTS / 2``: ``t = 0.52``, 17 terms): the walks over the keys, which cost per key and term,
 take no more terms than at :data:`RHO`. The walks' queries take their Horner passes together, a
@@ -90,9 +95,9 @@ __all__ = ["BITS", "NEAR", "RHO", "RHO_MOMENTS", "SPARSE", "SUB", "WIDE_CELLS", 
 
 #: cell width in bandwidths
 RHO = 1.5
-#: cell width in bandwidths for the moments of a local fit of degree 1 or 2 without leave-one-out:
-#: each query's Horner passes carry 3-5 series per value column against one, so fewer, wider
-#: pairs of cells pay (pool's local linear 1.25x degree 0, against 1.55x at RHO, n = m = 2e5)
+#: cell width in bandwidths for the moments of a local fit of degree 1 or 2 (with leave-one-out
+#: too, its own cell in sub-cells): each query's Horner passes carry 3-5 series per value column
+#: against one, so fewer, wider pairs of cells pay (local linear 1.15x degree 0, one thread)
 RHO_MOMENTS = 2.5
 #: with moments and leave-one-out, a query cell's own key cell is summed in this many sub-cells
 SUB = 3
@@ -435,6 +440,9 @@ def sums(ks: NDArray[np.float64], vt: NDArray[np.float64], qs: NDArray[np.float6
     # with moments and keys over WIDE_CELLS wide cells or more, wider cells (fewer pairs of cells per
     # query); where queries leave out a key, its own cell's keys in SUB sub-cells (shorter walks)
     wide = r and n and float(ks[-1] - ks[0]) >= WIDE_CELLS * RHO_MOMENTS * h
+    if wide:  # and only where the centres' rounding leaves |a|, |b| near RHO_MOMENTS / 2
+        scale = max(abs(float(ks[0])), abs(float(ks[-1])), float(np.abs(qs).max()) if m else 0.0)
+        wide = _half(scale, h, rho=RHO_MOMENTS) <= 1.1 * RHO_MOMENTS / 2
     rho = RHO_MOMENTS if wide else RHO
     sub = SUB if wide and bool((ex >= 0).any()) else 1
     width = rho * h
@@ -471,7 +479,37 @@ def sums(ks: NDArray[np.float64], vt: NDArray[np.float64], qs: NDArray[np.float6
                 1.0 / h, nts, r, sub, nt_sub, chunks, np.empty(0, dtype=np.int64) if dest is None else dest)
         run_ranges(_cells, args, chunks.size - 1, (out, served), grain=1)
     done[mem[np.repeat(served, np.diff(qst))]] = True
+    if r:  # the moments' binomial shift from the cells' centres to the queries, certified per query
+        rows = np.flatnonzero(done)
+        done[rows[_uncertain(out, rows if dest is None else dest[rows], vt.shape[0], r, half * h)]] = False
     return done
+
+
+#: the moments' rounding, per query: at most ``_ROUND * 2^-53`` times ``sum w (|k - q| + 2 c)^j``
+#: (a key's offset from its cell's centre at most ``c``; the series' cancellation ``exp(2 t) <= 23``
+#: times the sums' own), and certified where that is under ``_HOLD`` times ``sum w |k - q|^j``
+_ROUND = 2.0**9
+_HOLD = 2.0**-36
+
+
+def _uncertain(out: NDArray[np.float64], rows: NDArray[np.int64], p: int, r: int,
+               c: float) -> NDArray[np.bool_]:
+    """Which of the ``rows`` of ``out`` (weight, ``p`` values, the ``2 r`` weight moments ``M_j =
+    sum w (k - q)^j``, ...) the cells' moments do not hold to ``_HOLD``: for even ``j`` (2 and
+    ``2 r``) Minkowski's inequality bounds ``sum w (|k - q| + 2 c)^j`` by ``(M_j^(1/j) + 2 c
+    M_0^(1/j))^j``, so the rounding is within ``_HOLD M_j`` where ``_ROUND 2^-53 (1 + 2 c (M_0 /
+    M_j)^(1/j))^j <= _HOLD``; the odd moments lie between their even neighbours (``sum w |k - q|^j
+    <= (M_(j-1) M_(j+1))^(1/2)``). Keys clustered well within ``c`` of a query fail: they are
+    summed key by key."""
+    m0 = out[rows, 0]
+    bad = ~(m0 > 0)
+    limit = (_HOLD / (_ROUND * 2.0**-53))
+    for j in sorted({2, 2 * r}):
+        mj = out[rows, p + j]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            grow = (1.0 + 2.0 * c * (m0 / mj) ** (1.0 / j)) ** j
+        bad |= ~(mj > 0) | ~(grow <= limit)
+    return bad
 
 
 #: queries sampled by :func:`worth` for their density

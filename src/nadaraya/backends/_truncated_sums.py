@@ -1,4 +1,4 @@
-"""The truncated backend's sums in one feature: each query's window of sorted keys, term by term."""
+"""The truncated backend's 1-D sums: each query's window key by key, and the dense cells' Horner passes."""
 
 from __future__ import annotations
 
