@@ -56,19 +56,23 @@ def test_the_short_grid_leads_where_the_whole_one_does(monkeypatch, method):
 
 def test_a_best_at_the_short_top_scores_the_whole_grid():
     """y barely depends on X: along the rule the criterion falls to the largest bandwidths, so
-    the short grid's best is its top and the whole grid is scored (one pass more); the search's
-    first start is the whole grid's best, whose score is the plain leave-one-out CV."""
+    the short grid's best is its top and the levels above it are scored too (one pass more, each
+    level once); the search's first start is the whole grid's best, whose score is the plain
+    leave-one-out CV."""
     rng = np.random.default_rng(2)
     X = rng.uniform(0, 1, (200, 2))
     y = 0.05 * X[:, 0] + rng.normal(0, 1.0, 200)
     res = _select(X, y)
     hs, scores = _grid_of(res)
-    assert len(hs) > 16 + 16  # the short grid, then the whole one
-    short, whole = scores[:16], scores[16:]
+    assert len(hs) > 16  # the short grid, then the levels above it
+    short, upper = scores[:16], scores[16:]
     assert int(np.argmin(short)) == 0
-    best = int(np.argmin(whole))
-    assert best < len(whole) - 16  # above the short grid's top
+    # every level once: the upper ones continue the chain above the short grid's top, by sqrt 2
+    chain = np.concatenate([hs[16:], hs[:16]])  # both descending
+    np.testing.assert_allclose(chain[:-1] / chain[1:], np.sqrt(2.0), rtol=1e-12)
+    best = int(np.argmin(upper))
+    assert upper[best] < short[0]  # above the short grid's top
     h0 = hs[16 + best]
-    assert whole[best] == pytest.approx(_loo_cv(X, y, h0), rel=1e-10)
+    assert upper[best] == pytest.approx(_loo_cv(X, y, h0), rel=1e-10)
     # the search ends no worse than its start
-    assert res.score <= whole[best] * (1 + 1e-12)
+    assert res.score <= upper[best] * (1 + 1e-12)

@@ -425,12 +425,13 @@ def _grid(s: _Search) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
         if ts.size == 0 or ts[-1] > t_floor * 1.01:
             ts = np.append(ts, t_floor)
     if s.obj.fast and s.per_feature and s.d > 1 and ks[0] > _PF_ABOVE:
-        # the levels from _PF_ABOVE down; all of them only where the best is that top
-        short = ts[ks <= _PF_ABOVE]
-        grid = s.obj.levels(short[0] * s.direction, short.size)
+        # the levels from _PF_ABOVE down; those above only where the best is that top (ts is cut
+        # at t_floor from below only, so its first levels are ks's first)
+        above = int(np.count_nonzero(ks > _PF_ABOVE))
+        grid = s.obj.levels(ts[above] * s.direction, ts.size - above)
         if int(np.argmin(grid)) > 0:
-            return short, grid, t_floor
-        grid = s.obj.levels(ts[0] * s.direction, ts.size)
+            return ts[above:], grid, t_floor
+        grid = np.concatenate([s.obj.levels(ts[0] * s.direction, above), grid])
     elif s.obj.fast:
         grid = s.obj.levels(ts[0] * s.direction, ts.size)
     else:
