@@ -26,12 +26,9 @@ decided here only where these bounds, widened by :data:`NOISE` ``eps (1 + k4)``,
 side of ``RCOND`` at every degree tried; the others (within that band of the threshold, keys of
 no spread, a weight sum of zero) are marked ``-2`` for the general rule.
 
-**float32.** There the general rule takes the moments about the query rounded to float32, each
-to ``eps32 = 2^-24`` relative: the scaled system's entries (at most 1 in size) move by at most
-``2 eps32`` each, its eigenvalues (Weyl) by at most ``6 eps32`` (the largest is at least 1), its
-rcond by at most ``13 eps32``. The band then widens by ``wide (1 + k4)``, ``wide`` =
-:data:`FLOAT32_WIDE` (``1e3 eps32``), so a query decided here is decided so by the rule on
-either side of that rounding; the others go to the rule on their float32 partials.
+**float32.** float32 inputs are fitted and decided in float64, and rounded once: the general
+rule on float32 moments would decide a far query's degree on rounding noise (``1 - rho^2`` of
+about ``1e-7``) and a degree 1 there is a huge extrapolation, where float64 takes degree 0.
 """
 
 from __future__ import annotations
@@ -41,14 +38,12 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["FLOAT32_WIDE", "NOISE", "at_degree", "fit_rows", "loo_rows", "loo_rows1"]
+__all__ = ["NOISE", "at_degree", "fit_rows", "loo_rows", "loo_rows1"]
 
 #: the band about RCOND, in units of ``eps (1 + k4)``, where a query's degree is left to the general rule
 NOISE = 1e5
 
 _EPS = 2.0**-52
-#: the band's widening for float32 inputs (``wide`` of :func:`fit_rows`), in units of ``1 + k4``
-FLOAT32_WIDE = 1e3 * 2.0**-24
 
 
 # Every helper takes and returns scalars only: a call with an array argument costs an atomic
@@ -100,7 +95,7 @@ def _coef(v0, v1, v2, iw, mu1, var, ivar, c3, idd, degree):  # type: ignore[no-u
 def _degree(ok, u, ivar, c3, k4, dd, degree, rcond, wide):  # type: ignore[no-untyped-def]  # pragma: no cover
     """A query's degree at ``u = a_q - mean`` by the bounds of the module text (``-2``: left
     to the general rule; ``-3``: so are its fits, the keys' distribution being degenerate);
-    ``wide``: the band's widening (0, or :data:`FLOAT32_WIDE`)."""
+    ``wide``: a widening of the band (0 from ``constant.local_fit``)."""
     if not ok:
         return -3
     z2 = u * u * ivar
@@ -222,7 +217,7 @@ def fit_rows(rows, q, centre, degree, rcond, wide, inv, lo, hi, est, slope, used
     ``q`` (m,) the queries (``(q - centre) inv`` in the units of the rows); outputs ``est``,
     ``slope`` (m, p) per unit of ``q``, ``used`` (``-2``: left to the general rule), ``inv00``
     (``(M / sum w)^-1 [0, 0]``); slopes and ``inv00`` are not computed where ``inv00`` is empty.
-    ``wide``: 0, or :data:`FLOAT32_WIDE` where the general rule sees float32 moments."""
+    ``wide``: a widening of the band (0 from ``constant.local_fit``)."""
     p = est.shape[1]
     nk = 2 * degree + 1
     full = inv00.size > 0

@@ -58,7 +58,6 @@ from numpy.typing import NDArray
 
 from nadaraya._support.jit import run_ranges
 from nadaraya.backends._constant_fit import (
-    FLOAT32_WIDE,
     at_degree,
     by_left_out,
     fit_rows,
@@ -377,8 +376,8 @@ def local_fit(
 ) -> tuple[Partials, tuple[NDArray[np.float64], ...]] | None:
     """The local fits of ``degree`` 1 or 2 in one feature as the keys' one weighted polynomial
     (:mod:`nadaraya.backends._constant_fit`), without moments per query. float32 inputs (all of
-    them) are computed in float64, the fits and ``base`` rounded once at the end; the degrees are
-    the rule's on the float32 partials (the band of that module's float32 paragraph).
+    them) are computed and decided in float64, the fits and ``base`` rounded once at the end (that
+    module's float32 paragraph).
 
     Each query's degree is the one the per-query rule gives (reciprocal condition of its scaled
     system at least ``rcond``, else the highest lower degree): decided here where the bounds of
@@ -437,7 +436,7 @@ def local_fit(
     # the degrees in int8 (a tenth of the memory), widened below unless every query got ``degree``
     est, used = np.empty((m, p)), np.empty(m, dtype=np.int8)
     slope, inv00 = (np.empty((m, p)), np.empty(m)) if slopes else (np.empty((0, p)), np.empty(0))
-    wide = 0.0 if dtype == f64 else FLOAT32_WIDE
+    wide = 0.0  # float32 inputs too: decided in float64 (float32 moments would decide far queries on noise)
     run_ranges(fit_rows, (rows, q, c0, degree, float(rcond), wide, inv), m, (est, slope, used, inv00),
                grain=4 * BLOCK, work=60.0 * m)
     low, high = (int(used.min()), int(used.max())) if m else (degree, degree)
@@ -447,8 +446,9 @@ def local_fit(
         used = used.astype(np.int64)
     rest = np.flatnonzero(used <= -2) if low <= -2 else np.zeros(0, dtype=np.intp)
     if rest.size:
-        parts = partials(queries[rest], keys, values, kernel=kernel, bandwidth=np.ones(1),
-                         sample_weight=sample_weight, moments=degree,
+        sw = None if sample_weight is None else np.asarray(sample_weight, dtype=f64)
+        parts = partials(np.asarray(queries[rest], dtype=f64), k, v, kernel=kernel, bandwidth=np.ones(1),
+                         sample_weight=sw, moments=degree,
                          exclude=None if exclude is None else np.asarray(exclude)[rest])
         sub = solve(parts)
         degs = np.asarray(sub.degree, dtype=np.int64)
