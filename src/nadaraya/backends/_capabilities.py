@@ -169,6 +169,9 @@ WINDOWED_MAX_D = 3
 #: degree 1 and 2 measured 2026-12-06 at one thread, n = 2e4 in 2-D and 1e4 in 3-D: 1.3-1.9x and
 #: 1.8-3x, the compact kernels' cheap weights at the top, degree 2 from the generated loops)
 FUSED_MOMENTS = (1.0, 1.6, 3.0, 12.0)
+#: the fused loop's degree 2 in 4 or more features (the depth-first walk, not the generated
+#: loops): 18.6x degree 0 at 4 features (one thread, n = 8e3, measured 2026-12-06)
+FUSED_WALK_QUADRATIC = 15.0
 #: the k-d tree's work per point (2-3 features) with the moments of a degree against degree 0:
 #: ``1 + TREE_MOMENTS * degree`` (measured with the fused loop's: 1.0-1.35x at degree 1,
 #: 1.2-2x at degree 2; its pairs' share is weighed in ``nadaraya.backends.choose_for_data``)
@@ -206,6 +209,8 @@ def cost(name: str, kernel: Kernel | str, *, n: int, m: int, d: int, degree: int
     log_n = math.log2(n + 2)
     columns = 1 + degree * (degree + 3) // 2
     moment_work = FUSED_MOMENTS[min(degree, 3)] * max(1, degree - 2)
+    if degree == 2 and d > 3:
+        moment_work = FUSED_WALK_QUADRATIC
     if name == "reference":
         return pairs * NS["reference_pair"] * columns
     if name == "fused":
