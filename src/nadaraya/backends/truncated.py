@@ -49,13 +49,18 @@ takes over, as for every backend.
 **Leave-one-out** (``exclude``): the left-out key never gives the bound ``b`` nor the shift, and
 its window is summed in two parts around it (its term is never added and subtracted).
 
-**Dense cells.** Without sample weights (with or without the moments of a local fit of degree
-1 or 2), where keys and queries are dense, pairs
-of cells ``1.5 h`` wide share one series of the cross term of the Gaussian, cut where its
-remainder is under ``2^-60`` of each term: exact as well, with one exponential per key and per
-query and pair of cells instead of one per pair of points (``nadaraya.backends._truncated_cells``,
-with its own text; a cost model chooses per cell of queries). At a million keys and queries on
-``[0, 5]`` this makes every bandwidth take about 0.35 s on two cores.
+**Dense cells.** Where keys and queries are dense (with or without the moments of a local fit of
+degree 1 or 2), pairs of cells ``1.5 h`` wide share one series of the cross term of the Gaussian,
+cut where its remainder is under ``2^-60`` of each term: exact as well, with one exponential per
+key and per query and pair of cells instead of one per pair of points
+(``nadaraya.backends._truncated_cells``, with its own text; a cost model chooses per cell of
+queries). At a million keys and queries on ``[0, 5]`` this makes every bandwidth take about 0.35 s
+on two cores. With sample weights whose ``log(s_max / s_min)`` is at most ``CELLS_SPREAD``,
+each key's factor carries ``s / s_max`` and the cells' ``L`` is ``log(s_max / s_min)`` wider
+(their module text); their queries' shift is ``log s_max - u_near^2 / 2``, at or above every log
+weight. The windows then keep the radius of ``s_max`` (not shrunk to the largest weight inside:
+reading it cost more than the cells' sums), which only adds keys; wider spreads take the window sums
+as before.
 
 Complexity: O(n log n) to sort the keys (O(n) when sorted), O(m log n) to find the windows, and
 O(sum of the window sizes) for the sums (times ``1 + p``, and ``2 r + r p`` more with moments), in
@@ -116,6 +121,9 @@ _MAX_BLOCK = 32
 #: terms at or below ``exp(-708)`` of the shift are flushed to zero
 #: (:func:`nadaraya._support.jit.exp_flushed`)
 _FLUSH = 708.0
+#: the dense cells serve sample weights whose ``log(s_max / s_min)`` is at most this (it widens
+#: their reach and cut, as it widens ``L``); wider spreads take the window sums
+CELLS_SPREAD = 30.0
 
 
 def supports(kernel: Kernel, d: int) -> bool:
@@ -214,9 +222,11 @@ def _window_max(ks, ls, q, e, inv_h, a, b):  # type: ignore[no-untyped-def]  # p
 
 
 @numba.njit(cache=True, nogil=True)
-def _windows(ks, ls, ls_max, block_max, qs, ex, h, inv_h, big_l, jp, a, b, lo, hi, top):  # type: ignore[no-untyped-def]  # pragma: no cover
+def _windows(ks, ls, ls_max, block_max, qs, ex, h, inv_h, big_l, jp, shrink, a, b, lo, hi, top, tu):  # type: ignore[no-untyped-def]  # pragma: no cover
     """For the queries ``a .. b - 1``: each window ``lo .. hi - 1`` of sorted keys and its shift
-    ``top`` (``-inf`` and an empty window where no key has a finite log weight)."""
+    ``top`` (``-inf`` and an empty window where no key has a finite log weight); with sample
+    weights, ``tu`` the nearest key's ``-u^2 / 2`` (the dense cells' shift), and the windows shrink to
+    the largest weight inside them where ``shrink``."""
     weighted = ls.size > 0
     pos = 0
     grid, x_grid = -1.0, 0.0  # the last slack rounded up to 1/64 and its radius (logs once per step)
@@ -225,13 +235,15 @@ def _windows(ks, ls, ls_max, block_max, qs, ex, h, inv_h, big_l, jp, a, b, lo, h
         e = ex[i]
         pos = _gallop(ks, q, min(pos, ks.size - 1), False)  # from the previous query's position
         best, u2min = _bound(ks, ls, q, e, inv_h, pos)
+        if weighted:
+            tu[i] = -0.5 * u2min
         if best == -np.inf:
             lo[i] = pos
             hi[i] = pos
             top[i] = -np.inf
             continue
         lead = ls_max if weighted else 0.0
-        for again in range(2 if weighted else 1):
+        for again in range(2 if weighted and shrink else 1):
             slack = lead - best + big_l
             if jp == 0:
                 r2 = 2.0 * slack
@@ -246,7 +258,7 @@ def _windows(ks, ls, ls_max, block_max, qs, ex, h, inv_h, big_l, jp, a, b, lo, h
             # a window past either end of the keys takes that end without a search (wide bandwidths)
             lo[i] = 0 if q - dist < ks[0] else _gallop(ks, q - dist, pos, False)
             hi[i] = ks.size if q + dist >= ks[-1] else _gallop(ks, q + dist, pos, True)
-            if weighted and again == 0:
+            if weighted and shrink and again == 0:
                 # every key left out already has l < b - L; the largest sample weight inside the
                 # window bounds the others, so the radius may shrink to it
                 local = _range_max(ls, block_max, lo[i], hi[i])
@@ -270,17 +282,25 @@ class _Sorted:
     def __init__(self, queries, keys, values, sample_weight, exclude):  # type: ignore[no-untyped-def]
         f64 = np.float64
         m, n = queries.shape[0], keys.shape[0]
+        #: the dense cells' sample weights over the largest and their logs (empty: none)
+        self.sw = self.lw = np.empty(0)
         k = np.asarray(keys[:, 0], dtype=f64)
         if sample_weight is None:
             kept = sorted_order(k)
             self.ls = np.empty(0)
             self.ls_max = 0.0
+            self.spread = 0.0
         else:
             sw = np.asarray(sample_weight, dtype=f64)
             pos = np.nonzero(sw > 0)[0]
             kept = pos[sorted_order(k[pos])]
             self.ls = np.ascontiguousarray(np.log(sw[kept]))
             self.ls_max = float(self.ls.max()) if kept.size else 0.0
+            #: ``log(s_max / s_min)``, which widens the dense cells' ``L`` (``CELLS_SPREAD``)
+            self.spread = self.ls_max - float(self.ls.min()) if kept.size else 0.0
+            if self.spread <= CELLS_SPREAD and kept.size:  # the cells' factors and logs: over the largest
+                self.sw = np.ascontiguousarray(sw[kept] / float(sw[kept].max()))
+                self.lw = np.ascontiguousarray(self.ls - self.ls_max)
         full = self.ls.size // _MAX_BLOCK * _MAX_BLOCK
         self.block_max = np.ascontiguousarray(self.ls[:full].reshape(-1, _MAX_BLOCK).max(axis=1)
                                               if full else np.empty(0))
@@ -319,19 +339,31 @@ def prepare_loo(keys: NDArray[np.float64], values: NDArray[np.float64]) -> _Sort
 def _windows_of(st: _Sorted, h: float, jp: int
                 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
     """Every query's window (``lo``, ``hi`` in the sorted kept keys) and shift, in visiting order."""
+    return _windows_near(st, h, jp)[:3]
+
+
+def _windows_near(st: _Sorted, h: float, jp: int) -> tuple[NDArray[np.int64], NDArray[np.int64],
+                                                           NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`_windows_of` and, with sample weights, each query's nearest key's ``-u^2 / 2``
+    (the dense cells' shift; empty without)."""
     m, ne = st.qs.size, st.ks.size
     lo = np.zeros(m, dtype=np.int64)
     hi = np.zeros(m, dtype=np.int64)
     top = np.full(m, -np.inf)
+    tu = np.full(m if st.ls.size else 0, -np.inf)
     if ne == 0:
-        return lo, hi, top
+        return lo, hi, top, tu
     with threads_for(m * (math.log2(ne) + 4) * 8):
         if st.near is not None and jp == 0 and st.ls.size == 0:
             run_ranges(near_windows, (st.ks, st.qs, *st.near, h, 1.0 / h, log_ratio(ne)), m, (lo, hi, top))
-            return lo, hi, top
-        args = (st.ks, st.ls, st.ls_max, st.block_max, st.qs, st.ex, h, 1.0 / h, log_ratio(ne), jp)
-        run_ranges(_windows, args, m, (lo, hi, top))
-    return lo, hi, top
+            return lo, hi, top, tu
+        # where the dense cells may serve sample weights, the windows keep the radius of the largest
+        # (reading the largest weight inside each costs more than the cells' sums; the shift stays
+        # within log(s_max / s_min) <= CELLS_SPREAD of the bound, far from the flush)
+        shrink = st.spread > CELLS_SPREAD
+        args = (st.ks, st.ls, st.ls_max, st.block_max, st.qs, st.ex, h, 1.0 / h, log_ratio(ne), jp, shrink)
+        run_ranges(_windows, args, m, (lo, hi, top, tu))
+    return lo, hi, top, tu
 
 
 def _equal_work(cost: NDArray[np.int64], parts: int) -> NDArray[np.int64]:
@@ -397,16 +429,25 @@ def partials(
     st = _Sorted(queries, keys, values, sample_weight, exclude) if _prepared is None else _prepared
     h = float(np.asarray(bandwidth, dtype=np.float64)[0])
     inv_h = 1.0 / h
-    lo, hi, top = _windows_of(st, h, 2 * r)
+    lo, hi, top, tu = _windows_near(st, h, 2 * r)
     width = 1 + p + 2 * r + r * p
     # column-major rows: assemble takes each column as it stands (no copy per column)
     out = np.empty((width, m)).T
     rest: slice | NDArray[np.intp] = slice(None)
-    if st.ls.size == 0:  # dense cells share series (exact): _truncated_cells, their rows in query order
+    # dense cells share series (exact): _truncated_cells, their rows in query order; with sample
+    # weights, each key's factor times s / s_max, L widened by log(s_max / s_min), and the rows'
+    # shift log s_max above the nearest key's -u^2 / 2 (the module text)
+    served = None
+    if st.ls.size == 0:
         served = _cells.sums(st.ks, st.vt, st.qs, st.ex, lo, hi, top, h, log_ratio(st.ks.size), out, r,
                              dest=st.order)
-        if served.any():
-            rest = np.flatnonzero(~served)
+    elif st.spread <= CELLS_SPREAD and st.ks.size:
+        wide_l = log_ratio(st.ks.size) + st.spread
+        served = _cells.sums(st.ks, st.vt, st.qs, st.ex, lo, hi, tu, h, wide_l, out, r, dest=st.order,
+                             sw=st.sw, lw=st.lw)
+        top = np.where(served, st.ls_max + tu, top)
+    if served is not None and served.any():
+        rest = np.flatnonzero(~served)
     cost = hi[rest] - lo[rest] + 8
     work = float(cost.sum()) * (1 + p) * (1 + 2 * r) * 4
     whole = isinstance(rest, slice)
@@ -503,7 +544,7 @@ def pairs_1d(queries: NDArray[np.floating], keys: NDArray[np.floating],
         hi = np.zeros(qs.size, dtype=np.int64)
         none = np.empty(0)
         _windows(ks, none, 0.0, none, np.ascontiguousarray(qs), np.full(qs.size, -1, dtype=np.int64), h,
-                 1.0 / h, log_ratio(n), 0, 0, qs.size, lo, hi, np.empty(qs.size))
+                 1.0 / h, log_ratio(n), 0, False, 0, qs.size, lo, hi, np.empty(qs.size), none)
         per = np.maximum(hi - lo, 1).astype(np.float64)
     else:
         ks = np.sort(k[rng.integers(0, n, _SAMPLE_KEYS)])
