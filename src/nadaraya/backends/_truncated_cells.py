@@ -523,18 +523,19 @@ def _uncertain(out: NDArray[np.float64], rows: NDArray[np.int64], p: int, r: int
     sum w (k - q)^j``, ...) the cells' moments do not hold to ``_HOLD``: for even ``j`` (2 and
     ``2 r``) Minkowski's inequality bounds ``sum w (|k - q| + 2 c)^j`` by ``(M_j^(1/j) + 2 c
     M_0^(1/j))^j``, so the rounding is within ``_HOLD M_j`` where ``_ROUND 2^-53 (1 + 2 c (M_0 /
-    M_j)^(1/j))^j <= _HOLD``; the odd moments lie between their even neighbours (``sum w |k - q|^j
-    <= (M_(j-1) M_(j+1))^(1/2)``). Keys clustered well within ``c`` of a query fail: they are
-    summed key by key."""
-    m0 = out[rows, 0]
+    M_j)^(1/j))^j <= _HOLD``, that is ``(2 c)^j M_0 <= ((_HOLD / (_ROUND 2^-53))^(1/j) - 1)^j
+    M_j``; the odd moments lie between their even neighbours (``sum w |k - q|^j <= (M_(j-1)
+    M_(j+1))^(1/2)``). Keys clustered well within ``c`` of a query fail: they are summed key by
+    key. The columns are tested whole (contiguous), then read at ``rows``."""
+    m0 = out[:, 0]
     bad = ~(m0 > 0)
-    limit = (_HOLD / (_ROUND * 2.0**-53))
+    limit = _HOLD / (_ROUND * 2.0**-53)
     for j in sorted({2, 2 * r}):
-        mj = out[rows, p + j]
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            grow = (1.0 + 2.0 * c * (m0 / mj) ** (1.0 / j)) ** j
-        bad |= ~(mj > 0) | ~(grow <= limit)
-    return bad
+        mj = out[:, p + j]
+        room = (limit ** (1.0 / j) - 1.0) ** j / (2.0 * c) ** j
+        with np.errstate(invalid="ignore", over="ignore"):
+            bad |= ~(mj > 0) | ~(m0 <= room * mj)
+    return bad[rows]
 
 
 #: queries sampled by :func:`worth` for their density
