@@ -199,3 +199,21 @@ def test_heavy_keys_reach_the_light_ones(degree, served):
     q = rng.uniform(0.0, 1.0, 3000)
     _check(q, k, v, s, H, degree)
     assert served[-1] > 0.9
+
+
+def test_auto_takes_the_cells_for_weights_they_take():
+    """``auto``'s choice follows ``cells_refuse``: weights within exp(CELLS_SPREAD) of each other
+    ride the dense cells (the truncated backend); one weight 1e-20 of the rest does not."""
+    from nadaraya._core.call import choose_backend, prepare
+
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.0, 1.0, 10_000)
+    y = np.sin(6 * x)
+    near = rng.uniform(0.5, 2.0, x.size)
+    far = np.r_[1e-20, np.ones(x.size - 1)]
+    assert not truncated.cells_refuse(near) and truncated.cells_refuse(far)
+    assert not truncated.cells_refuse(None) and not truncated.cells_refuse(np.r_[0.0, 1.0, 2.0])
+    for w, want in ((near, True), (far, False)):
+        call = prepare(x, x, y, kernel="gaussian", bandwidth=0.05, sample_weight=w)
+        got = choose_backend(call, moments=1)
+        assert (got.name == "truncated") == want, got

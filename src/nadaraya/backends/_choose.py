@@ -243,12 +243,12 @@ def choose_for_data(
     leaves keys out; ``merged``: the partials will be merged with others, so only a method whose
     bound holds per sum, not the binned certificate per prediction); else, for the Gaussian in 1
     to 3 features, the exact truncated sums where the windows hold few of the pairs
-    (:func:`choose_window`, from a sampled estimate; ``weighted``: the call has sample weights,
-    which the dense cells of 1-D do not take); for a compact kernel in 2-3 features, the
-    fused loop where the windows hold too many keys for the k-d tree (:func:`_choose_tree`); for
-    the logistic kernel in 1-D (degree up to 2), its exact near windows and tails' series
-    (:func:`nadaraya.backends.logistic.choice`); ``None`` where none pays (then :func:`choose`
-    decides from the sizes alone).
+    (:func:`choose_window`, from a sampled estimate; ``weighted``: the call has sample weights
+    which the dense cells of 1-D do not take, ``truncated.cells_refuse``); for a compact kernel
+    in 2-3 features, the fused loop where the windows hold too many keys for the k-d tree
+    (:func:`_choose_tree`); for the logistic kernel in 1-D (degree up to 2), its exact near
+    windows and tails' series (:func:`nadaraya.backends.logistic.choice`); ``None`` where none
+    pays (then :func:`choose` decides from the sizes alone).
 
     The estimate of the truncated sums' pairs is not taken where it would cost more than those
     sums could save (``worth_estimating``), nor where every key lies within every query's
@@ -294,7 +294,8 @@ def choose_for_data(
         return None  # in 2-3 features the exact truncated sums carry no moments (nor, without tol, a series)
     if not worth_estimating(kernel, n=n, m=m, d=d, moments=moments):
         return None  # the estimate would cost more than the truncated sums could save: the sizes decide
-    # the dense cells (1-D) take no sample weights: weighted calls sum every window key by key
+    # the dense cells (1-D) take sample weights spread within exp(CELLS_SPREAD); the others sum every
+    # window key by key
     cells_serve = d == 1 and moments <= truncated.MAX_DEGREE and not weighted
     if all_near(queries, keys, bandwidth):  # the windows hold all pairs: no need to count them
         windows = float(m) * n

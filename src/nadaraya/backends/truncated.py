@@ -111,8 +111,8 @@ from nadaraya.backends.laplace import SORT_QUERIES_ABOVE
 from nadaraya.kernels import Kernel
 from nadaraya.partials import Partials
 
-__all__ = ["BITS", "MAX_DEGREE", "SORT_QUERIES_ABOVE", "log_ratio", "pairs", "pairs_1d", "partials",
-           "supports"]
+__all__ = ["BITS", "MAX_DEGREE", "SORT_QUERIES_ABOVE", "cells_refuse", "log_ratio", "pairs", "pairs_1d",
+           "partials", "supports"]
 
 #: the largest local polynomial degree (``moments=``) this backend computes
 MAX_DEGREE = 2
@@ -470,6 +470,23 @@ def partials(
         shift = np.empty_like(top)
         shift[st.order] = top
     return assemble(shift, out, dtype, m, p, r)
+
+
+def cells_refuse(sample_weight: NDArray[np.floating] | None) -> bool:
+    """Whether the dense cells (1-D) leave these sample weights to the windows: their positive
+    ones spread over more than ``exp(CELLS_SPREAD)`` (no weights: False).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cells_refuse(None), cells_refuse(np.array([0.5, 2.0, 0.0])), cells_refuse(np.array([1e-20, 1.0]))
+    (False, False, True)
+    """
+    if sample_weight is None:
+        return False
+    sw = np.asarray(sample_weight, dtype=np.float64)
+    pos = sw[sw > 0]
+    return bool(pos.size) and math.log(float(pos.max()) / float(pos.min())) > CELLS_SPREAD
 
 
 #: queries and keys that :func:`pairs` samples
