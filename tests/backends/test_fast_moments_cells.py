@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import nadaraya
-from nadaraya.backends import compute, truncated
+from nadaraya.backends import _truncated_cells, compute, truncated
 from nadaraya.kernels import get
 
 
@@ -27,6 +27,21 @@ def plain_wls(xq, xk, y, h, degree, sw=None, loo=False):
         beta = np.linalg.lstsq(design * root[:, None], y * root, rcond=None)[0]
         out[i] = beta[0]
     return out
+
+
+@pytest.fixture
+def served(monkeypatch):
+    """The share of queries the dense cells served in the last truncated call."""
+    seen = []
+    real = _truncated_cells.sums
+
+    def spy(*args, **kw):
+        done = real(*args, **kw)
+        seen.append(float(done.mean()) if done.size else 0.0)
+        return done
+
+    monkeypatch.setattr(truncated._cells, "sums", spy)
+    return seen
 
 
 def data(n, seed=0):

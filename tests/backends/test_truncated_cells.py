@@ -25,6 +25,21 @@ from nadaraya.bandwidth import score_bandwidth
 from nadaraya.kernels import get
 
 
+@pytest.fixture
+def served(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The share of queries the cells served in each call of the truncated backend."""
+    shares: list[float] = []
+    real = cells.sums
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        done = real(*args, **kwargs)
+        shares.append(float(done.mean()) if done.size else 0.0)
+        return done
+
+    monkeypatch.setattr(truncated._cells, "sums", spy)
+    return shares
+
+
 def _dense(kind: str, n: int, m: int, p: int, seed: int):
     """Keys and queries on ``[0, 5]`` (uniform, few distinct values, or a dense core with Cauchy
     tails), values of mixed sign and size; some queries far away."""

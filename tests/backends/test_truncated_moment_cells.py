@@ -15,6 +15,21 @@ from nadaraya.kernels import get
 GAUSS = get("gaussian")
 
 
+@pytest.fixture
+def served(monkeypatch):
+    """The share of queries the dense cells served in the last truncated call."""
+    seen = []
+    real = _truncated_cells.sums
+
+    def spy(*args, **kw):
+        done = real(*args, **kw)
+        seen.append(float(done.mean()) if done.size else 0.0)
+        return done
+
+    monkeypatch.setattr(truncated._cells, "sums", spy)
+    return seen
+
+
 def _abs_moments(q, k, v, h, shift, exclude):
     """Per query under ``shift``, bounds of ``sum w |k - q|^j`` (j <= 4) and ``sum w |v| |k - q|^j``
     (j <= 2), the scale each moment's rounding is held to: the even ones are the reference's own
