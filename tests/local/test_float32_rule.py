@@ -212,3 +212,21 @@ def test_float32_sums_are_decided_above_their_noise(kernel, d, degree):
             bound = (2 * U32 * np.linalg.norm(r) + noise * np.linalg.norm(beta)) / (ev[0] - noise)
             assert abs(float(fit.estimate[i, 0]) - est) <= 2 * bound + 1e-12 * abs(est), (i, got, ev[0])
     assert banded  # some query lies between RCOND and the float32 threshold: the scaling decides it
+
+
+def test_only_cpu_calls_are_widened():
+    """On an accelerator the call keeps float32 (its sums are float32: the scaled rule decides);
+    degree 0 keeps it everywhere (no local system); float64 calls are never rounded."""
+    Q, X, y = _data("gaussian")
+
+    def job(degree, device=None, dtype=F32):
+        return job_module.prepare(Q.astype(dtype), X.astype(dtype), y.astype(dtype), kernel="gaussian",
+                                  bandwidth=H, sample_weight=None, degree=degree, var_types=None,
+                                  categorical_kernel="classic", device=device)
+
+    for j in (job(1), job(2, "cpu")):
+        assert j.call.keys.dtype == np.float64 and j.call.queries.dtype == np.float64 and j.dtype == F32
+    for j in (job(1, "cuda"), job(2, "mps:0"), job(0)):
+        assert j.call.keys.dtype == F32 and j.dtype is None
+    assert job(1, dtype=np.float64).dtype is None
+    assert job(1).narrowed(np.ones(2)).dtype == F32
