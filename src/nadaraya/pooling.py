@@ -159,9 +159,9 @@ def pool(
 
         job = _job.prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth,
                            sample_weight=sample_weight, degree=degree, var_types=var_types,
-                           categorical_kernel=categorical_kernel)
+                           categorical_kernel=categorical_kernel, device=device)
         job.device, job.tol = device, tol
-        return _fit.pool(job, empty, backend=backend)
+        return job.narrowed(_fit.pool(job, empty, backend=backend))
     call = prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight)
     parts, _ = compute_partials(call, backend=backend, device=device, tol=tol)
     return finish(parts, call, empty)
@@ -224,9 +224,9 @@ bandwidth_type
 
         job = _job.prepare(None, keys, values, kernel=kernel, bandwidth=bandwidth,
                            sample_weight=sample_weight, degree=degree, var_types=var_types,
-                           categorical_kernel=categorical_kernel)
+                           categorical_kernel=categorical_kernel, device=device)
         job.device, job.tol = device, tol
-        return _fit.pool(job, empty, np.arange(job.call.keys.shape[0]), backend)
+        return job.narrowed(_fit.pool(job, empty, np.arange(job.call.keys.shape[0]), backend))
     call = prepare(None, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight)
     exclude = np.arange(call.keys.shape[0])
     parts, _ = compute_partials(call, exclude=exclude, backend=backend, device=device, tol=tol)

@@ -131,6 +131,9 @@ def parabola(
     estimate, slope, inv00 = np.empty((m, p)), np.empty((m, p)), np.empty(m)
     from nadaraya._support.jit import run_ranges
 
-    args = (np.ascontiguousarray(parts.weight, dtype=f64), *mom, r0, r1, r2, float(h), max(MARGIN, rcond))
+    # a threshold above MARGIN (sums narrower than float64) is cleared by MARGIN more, the closed
+    # form's error: the queries it decides are those the general solve would
+    floor = MARGIN if rcond <= MARGIN else rcond + MARGIN
+    args = (np.ascontiguousarray(parts.weight, dtype=f64), *mom, r0, r1, r2, float(h), floor)
     run_ranges(_rows, args, m, (done, estimate, slope, inv00), work=100.0 * m)
     return done, estimate, slope, inv00

@@ -56,6 +56,22 @@ class Job:
     #: the continuous columns (queries, keys and bandwidth) were multiplied by ``2**-x_exp``
     #: (exact), one exponent per column, so that the moment sums stay in range (see :func:`scaled`)
     x_exp: NDArray[np.int64] | None = None
+    #: the caller's dtype where the call was widened to float64 (see :func:`prepare`); None: the call's
+    dtype: np.dtype | None = None
+
+    def narrowed(self, out: NDArray[np.floating]) -> NDArray[np.floating]:
+        """Predictions in the caller's dtype: rounded once where the job was widened.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> x = np.linspace(0.0, 1.0, 5, dtype=np.float32)
+        >>> job = prepare(x, x, x, kernel="gaussian", bandwidth=0.5, sample_weight=None, degree=1,
+        ...               var_types=None, categorical_kernel="classic")
+        >>> job.call.keys.dtype, job.narrowed(np.zeros(2)).dtype
+        (dtype('float64'), dtype('float32'))
+        """
+        return out if self.dtype is None else out.astype(self.dtype)
 
     def per_x(self) -> NDArray[np.float64]:
         """The factor per continuous column that turns a slope in the job's coordinates into
@@ -113,19 +129,33 @@ def prepare(
     categorical_kernel: str,
     levels: NDArray[np.int64] | None = None,
     trusted: _call.Trusted | None = None,
+    device: str | None = None,
 ) -> Job:
     """Validate a local or mixed call (``queries=None`` means the keys themselves); with
-    ``trusted``, the training data validated once (see :func:`nadaraya._core.call.prepare`)."""
+    ``trusted``, the training data validated once (see :func:`nadaraya._core.call.prepare`).
+
+    float32 calls of degree 1 or more are widened to float64 (exact) and their predictions
+    rounded once (:meth:`Job.narrowed`): every CPU backend sums in float64, and its sums rounded to
+    float32 would leave a nearly singular local system (a far query, weight on a cluster of
+    keys) to rounding noise, its degree and its fit. On an accelerator (``device`` other than
+    the CPU) the call keeps its dtype: the sums there are the dtype's, and
+    :func:`nadaraya.local.solve.rcond_for` scales the rule to them."""
     deg = as_degree(degree)
     ck = as_categorical_kernel(categorical_kernel)
     k = get_kernel(kernel)
     if trusted is not None:
         kk, vv, one_d, sw, value_exp = (trusted.keys, trusted.values, trusted.one_d, trusted.sample_weight,
                                         trusted.value_exp)
+        caller = kk.dtype
+        if _widened(caller, deg, device):
+            kk, vv = kk.astype(np.float64), vv.astype(np.float64)
+            sw = None if sw is None else sw.astype(np.float64)
         qq = kk if queries is None else np.ascontiguousarray(queries, dtype=kk.dtype)
         n, d = kk.shape
     else:
-        dtype = pick_dtype(keys, values, keys if queries is None else queries)
+        dtype = caller = pick_dtype(keys, values, keys if queries is None else queries)
+        if _widened(caller, deg, device):
+            dtype = np.dtype(np.float64)
         kk = as_points("keys", keys, dtype)
         n, d = kk.shape
         qq = kk if queries is None else as_points("queries", queries, dtype, d=d)
@@ -143,7 +173,15 @@ def prepare(
     if catc.size:
         kinds = "".join(vt[j] for j in catc)
         cat = Categorical.build(kinds, kk[:, catc], qq[:, catc], h[catc], ck, levels, catc)
-    return Job(call, cat, deg if cont.size else 0, cont, d, x_exp=x_exp)
+    return Job(call, cat, deg if cont.size else 0, cont, d, x_exp=x_exp,
+               dtype=caller if caller != kk.dtype else None)
+
+
+def _widened(dtype: np.dtype, degree: int, device: str | None) -> bool:
+    """Whether a call of ``dtype`` and ``degree`` is widened to float64 (on the CPU, ``device``
+    None or ``"cpu"``: see :func:`prepare`)."""
+    cpu = device is None or str(device).split(":")[0] == "cpu"
+    return degree >= 1 and np.dtype(dtype).itemsize < 8 and cpu
 
 
 def _bandwidth(bandwidth: ArrayLike, vt: str) -> NDArray[np.float64]:

@@ -17,11 +17,20 @@ positive weight). A system counts as singular when the reciprocal condition numb
 after symmetric diagonal scaling (which makes it independent of the units of ``z``) is below
 :data:`RCOND`, or a diagonal entry is zero. The lower-degree system is the leading block of the
 same sums, so a fallback costs nothing. :class:`LocalFit` says which degree each query got.
+
+**Sums narrower than float64.** Rounding the sums to float32 (relative ``6e-8``) moves the
+scaled system by about ``1e-7``: below that a reciprocal condition is rounding noise, and a
+solve near it amplifies the rounding by its condition. Local fits on float32 inputs are
+therefore summed and solved in float64 (:func:`nadaraya.local.job.prepare`); sums that arrive
+in float32 all the same (the torch backend on an accelerator, Dask tasks) are decided against
+:func:`rcond_for` their dtype, the threshold that keeps the share of their digits that
+:data:`RCOND` keeps of float64's.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,11 +38,40 @@ from numpy.typing import NDArray
 
 from nadaraya.partials import Partials, merge
 
-__all__ = ["RCOND", "LocalFit", "hat_diagonal", "monomials", "solve"]
+__all__ = ["RCOND", "LocalFit", "hat_diagonal", "monomials", "rcond_for", "solve"]
 
 #: a scaled local system whose reciprocal condition number is below this is singular: its
 #: solution could lose more than about six of float64's sixteen digits
 RCOND = 1e-10
+
+_EPS64 = float(np.finfo(np.float64).eps)
+
+
+def rcond_for(dtype: np.dtype | type) -> float:
+    """The singular threshold for local systems whose sums are held in ``dtype``.
+
+    :data:`RCOND` for float64; for a narrower dtype of machine epsilon ``eps`` the threshold
+    that keeps the same share of its digits, ``eps ** (log RCOND / log eps64)`` (about 3.8e-5
+    for float32): above the rounding noise of the scaled system (about ``P eps`` for ``P``
+    unknowns), and a solve there keeps about three of float32's seven digits.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rcond_for(np.float64) == RCOND, float(f"{rcond_for(np.float32):.2g}")
+    (True, 3.8e-05)
+    """
+    eps = float(np.finfo(dtype).eps)
+    if eps <= _EPS64:
+        return RCOND
+    return float(RCOND ** (math.log(eps) / math.log(_EPS64)))
+
+
+
+def _threshold(parts: Partials) -> float:
+    """:func:`rcond_for` the narrowest dtype among the sums of ``parts``."""
+    arrays = (parts.weight, parts.value, *parts.moments)
+    return max(rcond_for(a.dtype) for a in arrays)
 
 
 def monomials(degree: int, d: int) -> list[tuple[int, ...]]:
@@ -110,8 +148,11 @@ def _systems(parts: Partials, degree: int, h: NDArray[np.float64]) -> tuple[NDAr
     return M, R
 
 
-def _regular(M: NDArray[np.float64]) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
-    """Which systems are regular, and the diagonal scaling ``D^-1/2`` that equilibrates them."""
+def _regular(
+    M: NDArray[np.float64], rcond_min: float = RCOND
+) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
+    """Which systems are regular (reciprocal condition at least ``rcond_min``), and the diagonal
+    scaling ``D^-1/2`` that equilibrates them."""
     diag = np.einsum("mii->mi", M)
     positive = (diag > 0).all(axis=1) & np.isfinite(M).all(axis=(1, 2))
     scale = 1.0 / np.sqrt(np.where(diag > 0, diag, 1.0))
@@ -121,12 +162,12 @@ def _regular(M: NDArray[np.float64]) -> tuple[NDArray[np.bool_], NDArray[np.floa
     # rounding below zero means singular), and eigvalsh costs a third of an SVD
     ev = np.linalg.eigvalsh(S)
     rcond = ev[:, 0] / ev[:, -1]
-    return positive & (rcond >= RCOND), scale
+    return positive & (rcond >= rcond_min), scale
 
 
-def _line(parts: Partials, h: NDArray[np.float64]) -> LocalFit:
+def _line(parts: Partials, h: NDArray[np.float64], rcond_min: float) -> LocalFit:
     """Degree 1 in one feature, in closed form: the same rule as the general solve (the 2 x 2
-    system equilibrated, singular below :data:`RCOND`, then degree 0) at a tenth of its cost,
+    system equilibrated, singular below ``rcond_min``, then degree 0) at a tenth of its cost,
     which the bandwidth search pays once per pass (every row is written there: no fill here)."""
     from nadaraya.local._line import line_rows
 
@@ -135,7 +176,7 @@ def _line(parts: Partials, h: NDArray[np.float64]) -> LocalFit:
     used, inv00 = np.empty(m, dtype=np.int64), np.empty(m)
 
     line_rows(parts.weight, parts.moments[0][:, 0], parts.moments[1][:, 0, 0], parts.value,
-              parts.moments[2][:, 0, :], float(h[0]), RCOND, estimate, slope[:, 0, :], used, inv00)
+              parts.moments[2][:, 0, :], float(h[0]), rcond_min, estimate, slope[:, 0, :], used, inv00)
     return LocalFit(estimate, slope, used, inv00)
 
 
@@ -170,13 +211,14 @@ def solve(parts: Partials, degree: int, bandwidth: NDArray[np.floating]) -> Loca
     h = np.asarray(bandwidth, dtype=np.float64)
     m, p = parts.value.shape
     d = h.size
+    rcond_min = _threshold(parts)
     if degree == 1 and d == 1:
-        return _line(parts, h)
+        return _line(parts, h, rcond_min)
     done = None
     if degree == 2 and d == 1:  # closed form; the queries it leaves take the general solve below
         from nadaraya.local._parabola import parabola
 
-        done, est2, slope2, inv2 = parabola(parts, float(h[0]), RCOND)
+        done, est2, slope2, inv2 = parabola(parts, float(h[0]), rcond_min)
         if done.all():
             return LocalFit(est2, slope2[:, None, :], np.full(m, 2, dtype=np.int64), inv2)
     ok = parts.weight > 0
@@ -198,13 +240,15 @@ def solve(parts: Partials, degree: int, bandwidth: NDArray[np.floating]) -> Loca
             estimate[rest], slope[rest], inv00[rest] = sub.estimate, sub.slope, sub.inverse00
             used[rest] = sub.degree
             return LocalFit(estimate, slope, used, inv00)
-        return _general(parts, degree, h, estimate, slope, used, inv00)
-    return _general(parts, degree, h, estimate, slope, used, inv00)
+        return _general(parts, degree, h, estimate, slope, used, inv00, rcond_min)
+    return _general(parts, degree, h, estimate, slope, used, inv00, rcond_min)
 
 
 def _general(parts: Partials, degree: int, h: NDArray[np.float64], estimate: NDArray[np.float64],
-             slope: NDArray[np.float64], used: NDArray[np.int64], inv00: NDArray[np.float64]) -> LocalFit:
-    """Every query's system by the general solve (any degree and number of features)."""
+             slope: NDArray[np.float64], used: NDArray[np.int64], inv00: NDArray[np.float64],
+             rcond_min: float = RCOND) -> LocalFit:
+    """Every query's system by the general solve (any degree and number of features), singular
+    below ``rcond_min``."""
     p = parts.value.shape[1]
     d = h.size
     ok = parts.weight > 0
@@ -214,7 +258,7 @@ def _general(parts: Partials, degree: int, h: NDArray[np.float64], estimate: NDA
     for r in range(degree, 0, -1):
         size = len(monomials(r, d))
         Mr, Rr = M[:, :size, :size], R[:, :size, :]
-        regular, scale = _regular(Mr)
+        regular, scale = _regular(Mr, rcond_min)
         now = todo & regular
         if now.any():
             S = Mr[now] * scale[now, :, None] * scale[now, None, :]
