@@ -91,7 +91,7 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
     Capability("fused", _ALL),
     Capability("windowed", compact=True),
     Capability("laplace", ("laplacian",), dims=(1, 1), degree=(2, 0, 0)),
-    Capability("truncated", ("gaussian",), dims=(1, 3), degree=(2, 0, 0)),
+    Capability("truncated", ("gaussian",), dims=(1, 3), degree=(2, 2, 2)),
     Capability("torch", devices=("cpu", "cuda", "mps")),
     Capability("dask", lazy=True),
     Capability("taylor", ("gaussian",), dims=(1, 3), degree=(2, 2, 2), exact=False),

@@ -417,7 +417,7 @@ def partials(
     d = queries.shape[1]
     _threads.configure()
     if d > 1:
-        return _grid.partials(queries, keys, values, kernel, bandwidth, sample_weight, exclude)
+        return _grid.partials(queries, keys, values, kernel, bandwidth, sample_weight, exclude, moments)
     dtype = queries.dtype
     r = moments
     m, p = queries.shape[0], values.shape[1]
