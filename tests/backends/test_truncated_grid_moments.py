@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 import nadaraya
+from nadaraya._core.call import choose_backend, prepare
+from nadaraya.backends import _choose, truncated
 from nadaraya.backends import _truncated_grid as grid
-from nadaraya.backends import truncated
-from nadaraya.backends._capabilities import CAPABILITIES
+from nadaraya.backends._capabilities import CAPABILITIES, FUSED_MOMENTS
 from nadaraya.kernels import get
 
 GAUSS = get("gaussian")
@@ -187,3 +188,33 @@ def test_local_fits_match_the_reference_backend(d, degree):
         a = nadaraya.loo_pool(k, y, bandwidth=h, degree=degree, backend="truncated", **kw)
         b = nadaraya.loo_pool(k, y, bandwidth=h, degree=degree, backend="reference", **kw)
         np.testing.assert_allclose(a, b, rtol=rtol, atol=0)
+
+
+@pytest.mark.parametrize("d", [2, 3])
+@pytest.mark.parametrize("degree", [0, 1, 2])
+def test_the_window_cost_model_with_moments(d, degree):
+    """``choose_window`` takes the grid where its pairs at ``GRID_MOMENTS`` cost under half the fused
+    loop's at ``FUSED_MOMENTS`` (written out here), on both sides of that line."""
+    n = m = 10**5
+    exact = n * m * _choose.EXACT_NS_PER_PAIR * FUSED_MOMENTS[degree]
+    per_pair = _choose.TRUNCATED_NS["pair"] * _choose.GRID_MOMENTS[d][degree]
+    line = (exact / 2 - (n + m) * _choose.TRUNCATED_NS["point"]) / per_pair  # the pairs where it stops paying
+    assert _choose.choose_window(GAUSS, n=n, m=m, d=d, moments=degree, pairs=0.98 * line).name == "truncated"
+    assert _choose.choose_window(GAUSS, n=n, m=m, d=d, moments=degree, pairs=1.02 * line) is None
+    assert _choose.choose_window(GAUSS, n=n, m=m, d=d, moments=3, pairs=1.0) is None
+
+
+def test_auto_takes_the_grid_for_a_local_linear_fit_with_small_windows():
+    """The bench's 2-D cell (n = 5e4 there; 2e4 here, h = 0.01 and 0.014): the windows hold about 1/12
+    of the keys; the grid costs about a ninth of the fused loop, and auto's fit is the reference's."""
+    x = np.random.default_rng(2).uniform(0.0, 1.0, (20000, 2))
+    y = np.sin(6 * x[:, 0]) + x[:, 1]
+    h = 0.01 * np.sqrt([1.0, 2.0])
+    for degree in (1, 2):
+        got = choose_backend(prepare(x, x, y, kernel="gaussian", bandwidth=h), moments=degree)
+        assert got.name == "truncated", got
+        got = choose_backend(prepare(x, x, y, kernel="gaussian", bandwidth=50 * h), moments=degree)
+        assert got.name != "truncated", got  # the windows hold every key
+    a = nadaraya.pool(x[:300], x, y, bandwidth=h, degree=1)
+    b = nadaraya.pool(x[:300], x, y, bandwidth=h, degree=1, backend="reference")
+    np.testing.assert_allclose(a, b, rtol=1e-12, atol=0)
