@@ -238,7 +238,8 @@ def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs
     if not 1 <= d <= 3 or kernel.name != "gaussian" or n * m < SMALL_PAIRS or moments > 2:
         return None
     cost = pairs * TRUNCATED_NS["pair"] * window_moments(d, moments) + (n + m) * TRUNCATED_NS["point"]
-    exact = n * m * EXACT_NS_PER_PAIR * (1 + MOMENT_COST["fused"] * moments if d == 1 else FUSED_MOMENTS[moments])
+    fused = 1 + MOMENT_COST["fused"] * moments if d == 1 else FUSED_MOMENTS[moments]
+    exact = n * m * EXACT_NS_PER_PAIR * fused
     if cost > exact / 2:
         return None
     if cells:

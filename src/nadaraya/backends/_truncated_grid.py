@@ -276,7 +276,8 @@ def _compile(degree: int, md: int):  # type: ignore[no-untyped-def]
     degree 0 compiles without them)."""
 
     @numba.njit(cache=True, nogil=True)
-    def task(qt, zq, kt, ls, vt, inv_h, starts, shape, side, slack, ls_max, ex, rings, walk, a, b, out, top, far):  # type: ignore[no-untyped-def]  # pragma: no cover
+    def task(qt, zq, kt, ls, vt, inv_h, starts, shape, side, slack, ls_max, ex, rings, walk,  # type: ignore[no-untyped-def]
+             a, b, out, top, far):  # pragma: no cover - compiled
         """Queries ``a:b``: their sums over the cells that meet their balls (``slack = log s_max + L``)
         into ``out`` (weight, values, then the flat moment sums); ``far`` marks those left to the
         caller (no key near, or the bound too far below the largest weight)."""
@@ -454,7 +455,8 @@ def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: 
     columns = 1 + p + (_fused_moments.width(r, d, p) if r else 0)
     work = float(pairs(queries, keys, bandwidth, log_ratio(n_kept))) * columns * 8
     with threads_for(work):
-        shift, flat, far = sums(queries, keys, values, bandwidth, sample_weight, exclude, log_ratio(n_kept), r)
+        shift, flat, far = sums(queries, keys, values, bandwidth, sample_weight, exclude, log_ratio(n_kept),
+                                r)
     # the moments' full tensors, flattened in the order of reference.moment_shapes (as _rows.assemble takes)
     full = [x.reshape(m, -1) for x in _fused_moments.expand(flat[:, 1 + p:], r, d, p)] if r else []
     out = np.concatenate([flat[:, :1 + p], *full], axis=1) if r else flat
