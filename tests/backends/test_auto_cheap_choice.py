@@ -51,8 +51,6 @@ def test_the_cheap_choice_is_the_full_estimates_choice(d: int, h: float, weighte
     without weights and moments: the same backend as the full sampled estimate's ranking."""
     x = np.random.default_rng(d).uniform(0.0, 1.0, (2000, d))
     bw = np.full(d, h)
-    if d > 1 and moments:
-        moments = 0  # the truncated sums carry no moments in 2-3 features (no estimate taken)
     got = backends.choose_for_data(GAUSS, x, x, bw, moments=moments, weighted=weighted)
     sizes = backends.choose(GAUSS, n=2000, m=2000, d=d, moments=moments)
     got_name = got.name if got is not None else sizes.name

@@ -133,4 +133,4 @@ def test_named_backend_that_cannot_serve_says_why() -> None:
     with pytest.raises(ValueError, match=said):
         backends.choose(get_kernel("gaussian"), n=10, m=10, d=1, backend="laplace")
     with pytest.raises(ValueError, match=r"degree \(moments\) up to 0 in d=2"):
-        backends.choose(get_kernel("gaussian"), n=10, m=10, d=2, backend="truncated", moments=1)
+        backends.choose(get_kernel("gaussian"), n=10, m=10, d=2, backend="binned", moments=1)

@@ -195,7 +195,8 @@ def test_auto_takes_the_exact_windows_where_they_are_small() -> None:
     assert backends.choose_window(g, n=10**5, m=10**5, d=1, moments=0, pairs=0.9e10) is None
     assert backends.choose_window(g, n=10**5, m=10**5, d=3, moments=0, pairs=2.1e6).name == "truncated"
     assert backends.choose_window(g, n=10**5, m=10**5, d=4, moments=0, pairs=2.1e6) is None
-    assert backends.choose_window(g, n=10**5, m=10**5, d=2, moments=1, pairs=2.1e6) is None
+    assert backends.choose_window(g, n=10**5, m=10**5, d=2, moments=1, pairs=2.1e6).name == "truncated"
+    assert backends.choose_window(g, n=10**5, m=10**5, d=2, moments=3, pairs=2.1e6) is None
     assert backends.choose_window(g, n=10**5, m=10**5, d=1, moments=3, pairs=2.1e6) is None
     assert backends.choose_window(kernel("laplacian"), n=10**5, m=10**5, d=1, moments=0, pairs=2.1e6) is None
     rng = np.random.default_rng(4)

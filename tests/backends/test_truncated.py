@@ -207,8 +207,8 @@ def test_bad_input_names_the_argument() -> None:
     with pytest.raises(ValueError, match=r"backend='truncated'.*d=4: it computes .* 1 to 3 features"):
         door("truncated", x4, x4, x, kernel=K, bandwidth=np.ones(4))
     x2 = np.ones((4, 2))
-    with pytest.raises(ValueError, match=r"up to 0 in d=2; got 1"):
-        door("truncated", x2, x2, x, kernel=K, bandwidth=np.ones(2), moments=1)
+    with pytest.raises(ValueError, match=r"up to 2 in d=2; got 3"):
+        door("truncated", x2, x2, x, kernel=K, bandwidth=np.ones(2), moments=3)
     with pytest.raises(ValueError, match=r"up to 2 in d=1; got 3"):
         door("truncated", x, x, x, kernel=K, bandwidth=np.ones(1), moments=3)
     with pytest.raises(ValueError, match=r"moments must be a non-negative int.*-1"):

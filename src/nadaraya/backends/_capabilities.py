@@ -67,7 +67,7 @@ class Capability:
         Examples
         --------
         >>> CAPABILITIES["truncated"].max_degree(1), CAPABILITIES["truncated"].max_degree(2)
-        (2, 0)
+        (2, 2)
         """
         return self.degree[min(max(d, 1), 3) - 1]
 
@@ -91,7 +91,7 @@ CAPABILITIES: dict[str, Capability] = {c.name: c for c in (
     Capability("fused", _ALL),
     Capability("windowed", compact=True),
     Capability("laplace", ("laplacian",), dims=(1, 1), degree=(2, 0, 0)),
-    Capability("truncated", ("gaussian",), dims=(1, 3), degree=(2, 0, 0)),
+    Capability("truncated", ("gaussian",), dims=(1, 3), degree=(2, 2, 2)),
     Capability("torch", devices=("cpu", "cuda", "mps")),
     Capability("dask", lazy=True),
     Capability("taylor", ("gaussian",), dims=(1, 3), degree=(2, 2, 2), exact=False),
@@ -109,8 +109,8 @@ def why_not(name: str, kernel: Kernel | str, *, d: int, degree: int = 0, loo: bo
     --------
     >>> why_not("laplace", "gaussian", d=1)
     "does not support kernel='gaussian' with d=1: it computes the 'laplacian' kernel in 1 feature"
-    >>> why_not("truncated", "gaussian", d=2, degree=1)
-    'computes local polynomial degree (moments) up to 0 in d=2; got 1'
+    >>> why_not("truncated", "gaussian", d=2, degree=3)
+    'computes local polynomial degree (moments) up to 2 in d=2; got 3'
     >>> why_not("fused", "gaussian", d=3, degree=2, loo=True) is None
     True
     """

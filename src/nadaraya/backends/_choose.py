@@ -7,7 +7,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from nadaraya.backends._capabilities import WINDOWED_MAX_D, cost, why_not
+from nadaraya.backends._capabilities import FUSED_MOMENTS, WINDOWED_MAX_D, cost, why_not
 from nadaraya.backends._registry import SMALL_PAIRS, Choice, available, get
 from nadaraya.kernels import Kernel
 
@@ -195,12 +195,32 @@ TRUNCATED_NS = {"pair": 0.55, "point": 60.0}
 #: fused loop and ``1 + 0.45 r`` on the truncated sums (measured at n = m = 1e3 and 2e3, leave-one-out,
 #: h from 0.03 to 1 on U(0, 5), 2026-12: fused 1.3-2x and 2.4-5x, truncated 1.4x and 1.9x)
 MOMENT_COST = {"fused": 1.0, "truncated": 0.45}
+#: in 2 and 3 features, the grid's time with the moments of degree 0, 1, 2 over degree 0 (the
+#: fused loop's: ``FUSED_MOMENTS``); measured one thread, leave-one-out, U(0, 1)^d, 2026-12-06:
+#: 2-D n = 5e4 at h = 0.01 and 2e4 at 0.03: 1.52-1.56x and 1.71-1.97x; 3-D n = 2e4 at h = 0.05 and
+#: 0.02, 4e4 at 0.01: 1.31-1.65x and 2.69-3.51x
+GRID_MOMENTS = {2: (1.0, 1.6, 1.9), 3: (1.0, 1.6, 3.1)}
+
+
+def window_moments(d: int, moments: int) -> float:
+    """The truncated sums' work per pair with the moments of degree ``moments`` (up to 2) in ``d``
+    features, against degree 0 (:data:`MOMENT_COST` in 1-D, :data:`GRID_MOMENTS` in 2-3).
+
+    Examples
+    --------
+    >>> window_moments(1, 2), window_moments(2, 0), window_moments(3, 2)
+    (1.9, 1.0, 3.1)
+    """
+    if d == 1:
+        return 1 + MOMENT_COST["truncated"] * moments
+    return GRID_MOMENTS[min(max(d, 2), 3)][moments]
 
 
 def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs: float,
                   cells: bool = False) -> Choice | None:
-    """The exact truncated backend for the Gaussian kernel in 1 to 3 features (``moments`` up to
-    its degree in one, none above) when the ``pairs`` its windows hold
+    """The exact truncated backend for the Gaussian kernel in 1 to 3 features (``moments`` up to 2:
+    :data:`MOMENT_COST` in 1-D, :data:`GRID_MOMENTS` against ``FUSED_MOMENTS`` in 2-3) when the
+    ``pairs`` its windows hold
     (:func:`nadaraya.backends.truncated.pairs`) make it cheaper than the exact loop over all
     ``m n`` pairs by half; ``None`` otherwise. ``cells``: in 1-D, ``pairs`` is the work of the
     dense cells' series, which serve most queries (local fits of degree 1 and 2 too).
@@ -212,12 +232,14 @@ def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs
     'truncated'
     >>> choose_window(kernel("gaussian"), n=10**5, m=10**5, d=1, moments=0, pairs=9e9) is None
     True
+    >>> choose_window(kernel("gaussian"), n=10**5, m=10**5, d=2, moments=2, pairs=2.1e8).name
+    'truncated'
     """
-    if not 1 <= d <= 3 or kernel.name != "gaussian" or n * m < SMALL_PAIRS or moments > (2 if d == 1 else 0):
+    if not 1 <= d <= 3 or kernel.name != "gaussian" or n * m < SMALL_PAIRS or moments > 2:
         return None
-    cost = (pairs * TRUNCATED_NS["pair"] * (1 + MOMENT_COST["truncated"] * moments)
-            + (n + m) * TRUNCATED_NS["point"])
-    exact = n * m * EXACT_NS_PER_PAIR * (1 + MOMENT_COST["fused"] * moments)
+    cost = pairs * TRUNCATED_NS["pair"] * window_moments(d, moments) + (n + m) * TRUNCATED_NS["point"]
+    fused = 1 + MOMENT_COST["fused"] * moments if d == 1 else FUSED_MOMENTS[moments]
+    exact = n * m * EXACT_NS_PER_PAIR * fused
     if cost > exact / 2:
         return None
     if cells:
@@ -290,8 +312,8 @@ def choose_for_data(
         import nadaraya.backends.logistic as logistic
 
         return logistic.choice(queries, keys, bandwidth, moments)
-    if kernel.name != "gaussian" or (d > 1 and moments and (tol is None or moments > 2)):
-        return None  # in 2-3 features the exact truncated sums carry no moments (nor, without tol, a series)
+    if kernel.name != "gaussian" or moments > 2:
+        return None  # the truncated sums and the series carry the moments up to degree 2
     if not worth_estimating(kernel, n=n, m=m, d=d, moments=moments):
         return None  # the estimate would cost more than the truncated sums could save: the sizes decide
     # the dense cells (1-D) take sample weights spread within exp(CELLS_SPREAD); the others sum every
@@ -485,8 +507,7 @@ def _choose_tree(kernel: Kernel, queries: NDArray[np.floating], keys: NDArray[np
 def _choose_series(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: NDArray[np.floating],
                    tol: float, pairs: float, moments: int = 0) -> Choice | None:
     """The taylor backend in 2 or 3 features where its modelled cost is under half the cheaper
-    exact method's (the truncated sums over ``pairs``, or every pair; with the moments of a local
-    fit, every pair)."""
+    exact method's (the truncated sums over ``pairs``, or every pair)."""
     import nadaraya.backends._taylor_nd as _taylor_nd
     import nadaraya.backends.taylor as taylor
 
@@ -495,10 +516,10 @@ def _choose_series(queries: NDArray[np.floating], keys: NDArray[np.floating], ba
     m, n, d = queries.shape[0], keys.shape[0], keys.shape[1]
     cost, terms, rho = _taylor_nd.estimate(queries, keys, bandwidth, tol, pairs, moments)
     # the fused loop's moments cost about 1x, 1.2x and 6x its plain pairs (degree 0, 1, 2; measured
-    # in 2 and 3 features, 2026-11)
+    # in 2 and 3 features, 2026-11); the truncated grid's, GRID_MOMENTS
     exact = n * m * EXACT_NS_PER_PAIR * (1.0, 1.2, 6.0)[moments]
-    if not moments:
-        exact = min(pairs * TRUNCATED_NS["pair"] + (n + m) * TRUNCATED_NS["point"], exact)
+    grid = pairs * TRUNCATED_NS["pair"] * window_moments(d, moments) + (n + m) * TRUNCATED_NS["point"]
+    exact = min(grid, exact)
     if not cost < exact / 2:
         return None
     return Choice("taylor", (

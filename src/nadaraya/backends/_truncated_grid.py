@@ -24,23 +24,38 @@ sums are taken relative to ``b``; the shift is then ``b + e ln 2`` with ``2^(e-1
 2^e``, an upper bound of ``M`` (the weight, at least ``exp(M - b)``, is scaled by the exact power
 ``2^-e``).
 
+**Moments** (local polynomial fits of degree ``r`` = 1 or 2). Each chunk of a slice has its
+weights computed as above (the left-out key's set to 0: masked, never subtracted) and passes
+them to the fused backend's generated sums of a key block
+(:func:`nadaraya.backends._fused_moments.block_moments`: ``sum w u_a1 ... u_at`` for ``t <= 2 r``
+and ``sum w u_a1 ... u_at v`` for ``t <= r``, ``u = k - q`` exact in the data's units, the unique
+entries only), under the same ``b``. A skipped key's term ``w |u|^j`` carries ``|u|^j`` too, so
+the radius grows until ``R^2 / 2 - j ln R >= log s_max - b + L`` with ``j = 2 r``
+(:func:`_radius2`): every skipped moment term is then below ``2^-60 / n`` of ``w_max h^j``,
+as in one feature (:mod:`nadaraya.backends.truncated`).
+
 **Far queries.** A query with no key within :data:`FAR` bandwidths' worth of cells, or whose
 ``b`` is far from ``M``, is computed by the exact fused backend instead (every key, in the log
 domain), so that the far-query rules of every backend hold unchanged.
 
 Cost: O(n + m) to sort by cell, then per query the keys of the cells that meet its ball: about
-``(1 + 1.6 / CELLS_PER_RADIUS)^d`` times the keys within ``R`` bandwidths.
+``(1 + 1.6 / CELLS_PER_RADIUS)^d`` times the keys within ``R`` bandwidths. The moments of degree 1
+and 2 take about 1.3-1.65x and 1.7-3.5x the time of degree 0 (their wider radius included;
+one thread, 2-D and 3-D).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numba
 import numpy as np
 from numpy.typing import NDArray
 
 from nadaraya._support.jit import exp_flushed, run_ranges, threads_for
+from nadaraya.backends import _fused_moments
+from nadaraya.backends._fused_moments import block_moments, generated_key, scratch
 from nadaraya.backends._sorted import counting_order, sorted_exclude
 from nadaraya.kernels import Kernel
 from nadaraya.partials import Partials
@@ -240,40 +255,96 @@ def ball_slices(z, radius, side, shape, starts, d, slices):  # type: ignore[no-u
 
 
 @numba.njit(cache=True, nogil=True)
-def _sums(qt, zq, kt, ls, vt, inv_h, starts, shape, side, slack, ls_max, ex, rings, a, b, out, top, far):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """Queries ``a:b``: their sums over the cells that meet their balls (``slack = log s_max + L``);
-    ``far`` marks those left to the caller (no key near, or the bound too far below the largest weight)."""
-    d = kt.shape[0]
-    p = vt.shape[0]
-    buf = np.empty(_CHUNK)
-    acc = np.empty(1 + p)
-    qv = np.empty(d)
-    z = np.empty(3)
-    cell = np.zeros(3, dtype=np.int64)  # _bound's scratch, allocated once per range of queries
-    lo = np.zeros(3, dtype=np.int64)
-    hi = np.zeros(3, dtype=np.int64)
-    slices = np.empty((shape[1] * (shape[2] if d == 3 else 1), 2), dtype=np.int64)
-    for i in range(a, b):
-        for j in range(d):
-            qv[j] = qt[j, i]
-        z[:] = 0.0
-        for j in range(d):
-            z[j] = zq[i, j]
-        best = _bound(qv, z, kt, ls, inv_h, starts, shape, side, ex[i], rings, cell, lo, hi)
-        if not best > -np.inf or ls_max - best > 0.5 * FAR * FAR:
-            far[i] = True
-            continue
-        radius = math.sqrt(2.0 * (slack - best))
-        acc[:] = 0.0
-        for k in range(ball_slices(z, radius, side, shape, starts, d, slices)):
-            _slice(qv, kt, ls, vt, inv_h, slices[k, 0], slices[k, 1], ex[i], best, buf, acc)
-        w = acc[0]
-        e = math.frexp(w)[1] if w > 1.0 else 0  # 2^(e-1) <= w < 2^e: w * 2^-e is exact
-        scale = 2.0 ** (-e)
-        top[i] = best + e * math.log(2.0)
-        out[i, 0] = w * scale
-        for j in range(p):
-            out[i, 1 + j] = acc[1 + j] * scale
+def _radius2(slack, jp):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The squared radius ``x = R^2`` (bandwidths) beyond which no key's moment term
+    ``w |u|^jp`` reaches ``exp(-slack)`` of the bound: ``x / 2 - (jp / 2) ln x >= slack``;
+    ``2 slack`` without moments (``jp = 0``)."""
+    x = 2.0 * slack
+    if jp == 0:
+        return x
+    for _ in range(4):  # the fixed point x = 2 slack + jp ln x, approached from below
+        x = 2.0 * slack + jp * math.log(x)
+    x *= 1.0 + 1e-9
+    while 0.5 * x - 0.5 * jp * math.log(x) < slack:
+        x *= 1.001
+    return x
+
+
+def _compile(degree: int, md: int):  # type: ignore[no-untyped-def]
+    """The loop over queries, with the moment sums of a local polynomial of ``degree`` (``md``:
+    :func:`nadaraya.backends._fused_moments.generated_key`; both frozen closure constants, so that
+    degree 0 compiles without them)."""
+
+    @numba.njit(cache=True, nogil=True)
+    def task(qt, zq, kt, ls, vt, inv_h, starts, shape, side, slack, ls_max, ex, rings, walk,  # type: ignore[no-untyped-def]
+             a, b, out, top, far):  # pragma: no cover - compiled
+        """Queries ``a:b``: their sums over the cells that meet their balls (``slack = log s_max + L``)
+        into ``out`` (weight, values, then the flat moment sums); ``far`` marks those left to the
+        caller (no key near, or the bound too far below the largest weight)."""
+        d = kt.shape[0]
+        p = vt.shape[0]
+        buf = np.empty(_CHUNK)
+        acc = np.empty(1 + p)
+        qv = np.empty(d)
+        z = np.empty(3)
+        cell = np.zeros(3, dtype=np.int64)  # _bound's scratch, allocated once per range of queries
+        lo = np.zeros(3, dtype=np.int64)
+        hi = np.zeros(3, dtype=np.int64)
+        slices = np.empty((shape[1] * (shape[2] if d == 3 else 1), 2), dtype=np.int64)
+        width = out.shape[1] - 1 - p
+        if degree > 0:  # the moment sums' scratch, one chunk's flat sums and the query's
+            us, ps, msum = scratch(d, degree, width, _CHUNK)
+            mom = np.empty(width)
+            q1 = np.empty((1, d))
+        for i in range(a, b):
+            for j in range(d):
+                qv[j] = qt[j, i]
+            z[:] = 0.0
+            for j in range(d):
+                z[j] = zq[i, j]
+            best = _bound(qv, z, kt, ls, inv_h, starts, shape, side, ex[i], rings, cell, lo, hi)
+            if not best > -np.inf or ls_max - best > 0.5 * FAR * FAR:
+                far[i] = True
+                continue
+            radius = math.sqrt(_radius2(slack - best, 2 * degree))
+            acc[:] = 0.0
+            if degree > 0:
+                mom[:] = 0.0
+                for j in range(d):
+                    q1[0, j] = qv[j]
+            for k in range(ball_slices(z, radius, side, shape, starts, d, slices)):
+                if degree == 0:
+                    _slice(qv, kt, ls, vt, inv_h, slices[k, 0], slices[k, 1], ex[i], best, buf, acc)
+                else:  # chunk by chunk: the chunk's weights (own key masked) feed its moment sums
+                    for c0 in range(slices[k, 0], slices[k, 1], _CHUNK):
+                        c1 = min(slices[k, 1], c0 + _CHUNK)
+                        _slice(qv, kt, ls, vt, inv_h, c0, c1, ex[i], best, buf, acc)
+                        block_moments(md, buf, kt, vt, q1, 0, c0, c1 - c0, us, ps, walk, msum)
+                        for t in range(width):
+                            mom[t] += msum[t]
+            w = acc[0]
+            e = math.frexp(w)[1] if w > 1.0 else 0  # 2^(e-1) <= w < 2^e: w * 2^-e is exact
+            scale = 2.0 ** (-e)
+            top[i] = best + e * math.log(2.0)
+            out[i, 0] = w * scale
+            for j in range(p):
+                out[i, 1 + j] = acc[1 + j] * scale
+            if degree > 0:
+                for t in range(width):
+                    out[i, 1 + p + t] = mom[t] * scale
+
+    return task
+
+
+_LOOPS: dict[tuple[int, int], Any] = {}
+
+
+def _loop(degree: int, d: int) -> Any:
+    """The compiled loop over queries for ``degree`` in ``d`` features (compiled once)."""
+    key = (degree, generated_key(degree, d) if degree else 0)
+    if key not in _LOOPS:
+        _LOOPS[key] = _compile(*key)
+    return _LOOPS[key]
 
 
 def sums(
@@ -284,9 +355,11 @@ def sums(
     sample_weight: NDArray[np.floating] | None,
     exclude: NDArray[np.integer] | None,
     big_l: float,
+    moments: int = 0,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
-    """Every query's shift, its sums (weight, then the value columns) in float64, and whether it
-    is far (left to the caller: shift ``-inf``, sums 0), for 2 or 3 features.
+    """Every query's shift, its sums (weight, then the value columns, then the flat moment sums of
+    a local polynomial of degree ``moments``, :func:`nadaraya.backends._fused_moments.layout`) in
+    float64, and whether it is far (left to the caller: shift ``-inf``, sums 0), for 2 or 3 features.
 
     ``big_l``: the log ratio ``L`` below which keys are skipped (see the module's text).
 
@@ -299,10 +372,11 @@ def sums(
     (2.0, False, True)
     """
     f64 = np.float64
-    m, n, p = queries.shape[0], keys.shape[0], values.shape[1]
+    m, n, p, d = queries.shape[0], keys.shape[0], values.shape[1], queries.shape[1]
     inv_h = 1.0 / np.asarray(bandwidth, dtype=f64)
     kept = np.arange(n) if sample_weight is None else np.flatnonzero(np.asarray(sample_weight) > 0)
-    out = np.zeros((m, 1 + p))
+    cols = 1 + p + (_fused_moments.width(moments, d, p) if moments else 0)
+    out = np.zeros((m, cols))
     top = np.full(m, -np.inf)
     far = np.ones(m, dtype=np.bool_)
     if kept.size == 0 or m == 0:
@@ -322,9 +396,9 @@ def sums(
     vt = np.ascontiguousarray(np.asarray(values, dtype=f64)[kept[order]].T)
     qt, kt = np.ascontiguousarray(q[qorder].T), np.ascontiguousarray(k[order].T)
     args = (qt, np.ascontiguousarray(zq[qorder]), kt, ls, vt, inv_h, starts, shape, side, ls_max + big_l,
-            ls_max, ex, math.ceil(FAR / side) + 1)
-    s_out, s_top, s_far = np.zeros((m, 1 + p)), np.full(m, -np.inf), np.zeros(m, dtype=np.bool_)
-    run_ranges(_sums, args, m, (s_out, s_top, s_far))
+            ls_max, ex, math.ceil(FAR / side) + 1, _fused_moments.table(moments, d, p))
+    s_out, s_top, s_far = np.zeros((m, cols)), np.full(m, -np.inf), np.zeros(m, dtype=np.bool_)
+    run_ranges(_loop(moments, d), args, m, (s_out, s_top, s_far))
     out[qorder], top[qorder], far[qorder] = s_out, s_top, s_far
     top[far] = -np.inf
     out[far] = 0.0
@@ -364,16 +438,28 @@ def pairs(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: 
 
 def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: NDArray[np.floating],
              kernel: Kernel, bandwidth: NDArray[np.floating], sample_weight: NDArray[np.floating] | None,
-             exclude: NDArray[np.integer] | None) -> Partials:
+             exclude: NDArray[np.integer] | None, moments: int = 0) -> Partials:
     """The grid's partials in 2 or 3 features (what :func:`nadaraya.backends.truncated.partials`
-    returns there); its far queries from the exact fused backend."""
+    returns there), with the moments of a local polynomial of degree ``moments`` (up to 2); its
+    far queries from the exact fused backend."""
     from nadaraya.backends._rows import assemble
 
-    m, p = queries.shape[0], values.shape[1]
+    r = int(moments)
+    m, p, d = queries.shape[0], values.shape[1], queries.shape[1]
+    if r and p == 0:  # the moment loops carry the first value column along: give it one, and drop it
+        part = partials(queries, keys, np.zeros((keys.shape[0], 1), dtype=values.dtype), kernel, bandwidth,
+                        sample_weight, exclude, r)
+        return Partials(part.shift, part.weight, part.value[:, :0],
+                        part.moments[:2 * r] + tuple(x[..., :0] for x in part.moments[2 * r:]))
     n_kept = keys.shape[0] if sample_weight is None else int(np.count_nonzero(np.asarray(sample_weight) > 0))
-    work = float(pairs(queries, keys, bandwidth, log_ratio(n_kept))) * (1 + p) * 8
+    columns = 1 + p + (_fused_moments.width(r, d, p) if r else 0)
+    work = float(pairs(queries, keys, bandwidth, log_ratio(n_kept))) * columns * 8
     with threads_for(work):
-        shift, out, far = sums(queries, keys, values, bandwidth, sample_weight, exclude, log_ratio(n_kept))
+        shift, flat, far = sums(queries, keys, values, bandwidth, sample_weight, exclude, log_ratio(n_kept),
+                                r)
+    # the moments' full tensors, flattened in the order of reference.moment_shapes (as _rows.assemble takes)
+    full = [x.reshape(m, -1) for x in _fused_moments.expand(flat[:, 1 + p:], r, d, p)] if r else []
+    out = np.concatenate([flat[:, :1 + p], *full], axis=1) if r else flat
     if far.any():
         from nadaraya.backends import fused
 
@@ -383,9 +469,12 @@ def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: 
         ex = None if exclude is None else np.asarray(exclude)[rows]
         part = fused.partials(np.asarray(queries, dtype=f64)[rows], np.asarray(keys, dtype=f64),
                               np.asarray(values, dtype=f64), kernel=kernel,
-                              bandwidth=np.asarray(bandwidth, dtype=f64), sample_weight=sw, exclude=ex)
-        shift[rows], out[rows, 0], out[rows, 1:] = part.shift, part.weight, part.value
-    return assemble(shift, out, queries.dtype, m, p, 0)
+                              bandwidth=np.asarray(bandwidth, dtype=f64), sample_weight=sw, exclude=ex,
+                              moments=r)
+        out[rows] = np.concatenate([part.weight[:, None], part.value,
+                                    *(x.reshape(rows.size, -1) for x in part.moments)], axis=1)
+        shift[rows] = part.shift
+    return assemble(shift, out, queries.dtype, m, p, r, d)
 
 
 #: skipped keys weigh less than ``2^-BITS`` of a query's largest term, all together

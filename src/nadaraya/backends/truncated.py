@@ -10,7 +10,8 @@ weighs less than ``2^-60 / n`` of the largest term, so all such keys together we
 ``2^-60`` of it: they cannot change a float64 sum (whose rounding is ``2^-53`` of it), and they are
 skipped. That is still exact. In one feature the keys are sorted (below); in two and three
 they are sorted by the cells of a grid, and each query sums the rows of cells that meet its
-window's ball (``nadaraya.backends._truncated_grid``, with its own text).
+window's ball (``nadaraya.backends._truncated_grid``, with its own text; the moments of local fits
+of degree 1 and 2 there too).
 
 **The window.** Keys are sorted once (not when they already are; keys of zero weight are dropped
 first, they add nothing). For each query the nearest keys on each side (two on each side, the
@@ -390,7 +391,7 @@ def partials(
     moments: int = 0,
     _prepared: _Sorted | None = None,
 ) -> Partials:
-    """Exact partial sums of the Gaussian kernel in 1-D over the keys that can change them.
+    """Exact partial sums of the Gaussian kernel in 1-3 features over the keys that can change them.
 
     Same arguments and result as :func:`nadaraya.backends.reference.partials` (the skipped keys
     weigh less than ``2^-60`` of each query's largest term, together; see the module docstring);
@@ -400,7 +401,7 @@ def partials(
     Raises
     ------
     ValueError
-        For another kernel or more than one feature, or ``moments`` above :data:`MAX_DEGREE`.
+        For another kernel or more than three features, or ``moments`` above :data:`MAX_DEGREE`.
 
     Examples
     --------
@@ -417,7 +418,7 @@ def partials(
     d = queries.shape[1]
     _threads.configure()
     if d > 1:
-        return _grid.partials(queries, keys, values, kernel, bandwidth, sample_weight, exclude)
+        return _grid.partials(queries, keys, values, kernel, bandwidth, sample_weight, exclude, moments)
     dtype = queries.dtype
     r = moments
     m, p = queries.shape[0], values.shape[1]
