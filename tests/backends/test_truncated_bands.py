@@ -100,11 +100,13 @@ def test_log_uniform_weights_and_leave_one_out(degree, decades, calls):
 
 
 @pytest.mark.parametrize("degree", [0, 1, 2])
-def test_zero_weights_among_a_wide_spread(degree, calls):
+def test_zero_weights_and_far_queries_among_a_wide_spread(degree, calls):
+    """Zero weights dropped; far queries (log weights near -1e21) skip the bands whose nearest key is
+    farther, computed as the reference computes each log weight (so its rounding agrees)."""
     k, v, rng = _data(3000, 7 + degree)
     s = np.exp(rng.uniform(-200.0, 200.0, k.size))
     s[rng.random(k.size) < 0.3] = 0.0
-    q = rng.uniform(0.0, 1.0, 1000)
+    q = np.concatenate([rng.uniform(0.0, 1.0, 1000), [-3.0, 1.4, 2e3, -1e9]])
     _check(q, k, v, s, H, degree)
     _check(k, k, v, s, H, degree, ex=np.arange(k.size))
     assert len(calls) > 2

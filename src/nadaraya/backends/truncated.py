@@ -125,7 +125,9 @@ MAX_DEGREE = 2
 #: (:func:`nadaraya._support.jit.exp_flushed`)
 _FLUSH = 708.0
 #: the dense cells serve sample weights whose ``log(s_max / s_min)`` is at most this (it widens
-#: their reach and cut, as it widens ``L``); wider spreads take the window sums
+#: their reach and cut, as it widens ``L``); wider spreads are split into bands of keys by weight
+#: (``_truncated_bands``). One band this wide costs less than two (n = m = 2e5, h = 0.01, one
+#: thread, weights over 1e40: one band 0.19 s, bands of 64 of log 0.42 s, of 30 0.51 s)
 CELLS_SPREAD = 128.0
 
 
