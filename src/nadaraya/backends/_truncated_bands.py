@@ -191,7 +191,7 @@ def shares(sample_weight: NDArray[np.floating] | None, limit: float) -> tuple[tu
     >>> shares(None, 128.0), shares(np.array([1.0, 1.0, 0.0]), 128.0)
     (((1.0, 1.0),), ((1.0, 1.0),))
     >>> [(a, round(b, 3)) for a, b in shares(np.r_[1e-20, np.ones(9)], 128.0)]  # one band, 46 of log wide
-    [(1.0, 1.431)]
+    [(1.0, 1.432)]
     >>> len(shares(np.exp(np.linspace(0.0, 690.0, 1000)), 128.0))  # 6 bands of 115, 2 taken
     2
     """
