@@ -16,6 +16,8 @@ from nadaraya.backends._capabilities import cost
 from nadaraya.kernels import get as get_kernel
 
 GAUSS = get_kernel("gaussian")
+#: the bands of sample weights log-uniform over 1e-100 .. 1e100 (``truncated.cells_shares``)
+WIDE = truncated.cells_shares(np.exp(np.random.default_rng(0).uniform(-230.0, 230.0, 2000)))
 
 
 def _full_estimate_choice(x: np.ndarray, h: np.ndarray, *, moments: int = 0,
@@ -25,7 +27,8 @@ def _full_estimate_choice(x: np.ndarray, h: np.ndarray, *, moments: int = 0,
     m, n, d = x.shape[0], x.shape[0], x.shape[1]
     if d == 1:
         windows, with_cells = truncated.pairs_1d(x, x, h)
-        pairs = with_cells if moments <= truncated.MAX_DEGREE and not weighted else windows
+        with_cells = with_cells if moments <= truncated.MAX_DEGREE else windows
+        pairs = truncated.priced(windows, with_cells, WIDE if weighted else ((1.0, 1.0),))
         cells = pairs < 0.9 * windows
     else:
         pairs, cells = truncated.pairs(x, x, h), False
@@ -51,7 +54,8 @@ def test_the_cheap_choice_is_the_full_estimates_choice(d: int, h: float, weighte
     without weights and moments: the same backend as the full sampled estimate's ranking."""
     x = np.random.default_rng(d).uniform(0.0, 1.0, (2000, d))
     bw = np.full(d, h)
-    got = backends.choose_for_data(GAUSS, x, x, bw, moments=moments, weighted=weighted)
+    shares = WIDE if weighted else ((1.0, 1.0),)  # weighted: sample weights over 1e-100 .. 1e100, in bands
+    got = backends.choose_for_data(GAUSS, x, x, bw, moments=moments, shares=shares)
     sizes = backends.choose(GAUSS, n=2000, m=2000, d=d, moments=moments)
     got_name = got.name if got is not None else sizes.name
     assert got_name == _full_estimate_choice(x, bw, moments=moments, weighted=weighted)
@@ -134,7 +138,7 @@ def test_a_coarse_count_stands_only_far_over_where_truncated_stops(monkeypatch: 
     coarse = chooser._sampled_pairs(x, x, h)
     assert coarse > chooser.COARSE_MARGIN * 1e6
     assert backends.choose_for_data(GAUSS, x, x, h) is None
-    assert backends.choose_for_data(GAUSS, x, x, h, weighted=True) is None
+    assert backends.choose_for_data(GAUSS, x, x, h, shares=WIDE) is None
 
 
 @pytest.mark.parametrize("degree", [0, 1, 2])

@@ -112,15 +112,17 @@ def test_one_heavy_key_far_away(degree, served):
 
 
 @pytest.mark.parametrize("degree", [0, 1])
-def test_a_wider_spread_takes_the_windows(degree, served):
+def test_a_wider_spread_takes_bands_on_the_cells(degree, served):
+    """Above CELLS_SPREAD the keys are split into bands by weight (``_truncated_bands``, tested
+    there), each on the dense cells."""
     k, v, rng = _data(2000, 5, 3)
-    s = np.exp(rng.uniform(np.log(1e-10), np.log(1e5), k.size))
-    s[:2] = 1e-10, 1e5  # log ratio 34.5, above CELLS_SPREAD
+    s = np.exp(rng.uniform(np.log(1e-40), np.log(1e40), k.size))
+    s[:2] = 1e-40, 1e40  # log ratio 184, above CELLS_SPREAD
     assert np.log(s.max() / s.min()) > truncated.CELLS_SPREAD
     q = rng.uniform(0.0, 1.0, 1000)
     _check(q, k, v, s, H, degree)
+    assert len(served) == 2  # two bands, each offered to the cells
     _check(k, k, v, s, H, degree, ex=np.arange(k.size))
-    assert served == []
 
 
 @pytest.mark.parametrize("degree", [0, 1, 2])
@@ -202,18 +204,23 @@ def test_heavy_keys_reach_the_light_ones(degree, served):
 
 
 def test_auto_takes_the_cells_for_weights_they_take():
-    """``auto``'s choice follows ``cells_refuse``: weights within exp(CELLS_SPREAD) of each other
-    ride the dense cells (the truncated backend); one weight 1e-20 of the rest does not."""
+    """``auto`` prices sample weights by ``cells_shares``: weights within exp(CELLS_SPREAD) of each
+    other ride the dense cells at a widened reach; one weight 1e-60 of the rest (log spread 138)
+    puts that key in a band of its own, and the call still takes the truncated backend."""
     from nadaraya._core.call import choose_backend, prepare
 
     rng = np.random.default_rng(3)
     x = rng.uniform(0.0, 1.0, 10_000)
     y = np.sin(6 * x)
     near = rng.uniform(0.5, 2.0, x.size)
-    far = np.r_[1e-20, np.ones(x.size - 1)]
-    assert not truncated.cells_refuse(near) and truncated.cells_refuse(far)
-    assert not truncated.cells_refuse(None) and not truncated.cells_refuse(np.r_[0.0, 1.0, 2.0])
-    for w, want in ((near, True), (far, False)):
+    far = np.r_[1e-60, np.ones(x.size - 1)]
+    assert np.log(far.max() / far.min()) > truncated.CELLS_SPREAD
+    assert len(truncated.cells_shares(near)) == 1 and len(truncated.cells_shares(far)) == 2
+    assert truncated.cells_shares(None) == truncated.cells_shares(np.r_[0.0, 1.0, 1.0]) == ((1.0, 1.0),)
+    plain = truncated.pairs(x, x, 0.05, moments=1)
+    assert plain < truncated.pairs(x, x, 0.05, moments=1, sample_weight=near) < 1.1 * plain
+    assert plain < truncated.pairs(x, x, 0.05, moments=1, sample_weight=far) < 1.2 * plain
+    for w in (near, far):
         call = prepare(x, x, y, kernel="gaussian", bandwidth=0.05, sample_weight=w)
         got = choose_backend(call, moments=1)
-        assert (got.name == "truncated") == want, got
+        assert got.name == "truncated", got

@@ -137,14 +137,14 @@ def choose_backend(
         backend = "torch"  # a device names the torch backend
     choice = None
     if backend == "auto":
-        refuse = False  # sample weights the dense cells of 1-D leave to the windows
+        shares = ((1.0, 1.0),)  # the bands of keys by sample weight the dense cells of 1-D take
         if call.sample_weight is not None:
-            from nadaraya.backends.truncated import cells_refuse
+            from nadaraya.backends.truncated import cells_shares
 
-            refuse = cells_refuse(call.sample_weight)
+            shares = cells_shares(call.sample_weight)
         choice = backends.choose_for_data(call.kernel, call.queries, call.keys, call.bandwidth,
                                           moments=moments, tol=tol, loo=exclude is not None, merged=merged,
-                                          weighted=refuse)
+                                          shares=shares)
     if choice is None:
         choice = backends.choose(call.kernel, n=n, m=m, d=d, backend=backend, moments=moments,
                                  loo=exclude is not None, tol=tol)

@@ -258,16 +258,16 @@ def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs
 def choose_for_data(
     kernel: Kernel, queries: NDArray[np.floating], keys: NDArray[np.floating],
     bandwidth: NDArray[np.floating], *, moments: int = 0, tol: float | None = None, loo: bool = False,
-    merged: bool = False, weighted: bool = False,
+    merged: bool = False, shares: tuple[tuple[float, float], ...] = ((1.0, 1.0),),
 ) -> Choice | None:
     """The data-aware part of ``backend="auto"``: within ``tol`` in 1-D, the Taylor series of the
     Gaussian or the binned sums of the logistic kernel (:func:`choose_within`; ``loo``: the call
     leaves keys out; ``merged``: the partials will be merged with others, so only a method whose
     bound holds per sum, not the binned certificate per prediction); else, for the Gaussian in 1
     to 3 features, the exact truncated sums where the windows hold few of the pairs
-    (:func:`choose_window`, from a sampled estimate; ``weighted``: the call has sample weights
-    which the dense cells of 1-D do not take, ``truncated.cells_refuse``); for a compact kernel
-    in 2-3 features, the fused loop where the windows hold too many keys for the k-d tree
+    (:func:`choose_window`, from a sampled estimate; ``shares``: in 1-D, the bands of keys by
+    sample weight a query takes, ``truncated.cells_shares``, priced by ``truncated.priced``); for
+    a compact kernel in 2-3 features, the fused loop where the windows hold too many keys for the k-d tree
     (:func:`_choose_tree`); for the logistic kernel in 1-D (degree up to 2), its exact near
     windows and tails' series (:func:`nadaraya.backends.logistic.choice`); ``None`` where none
     pays (then :func:`choose` decides from the sizes alone).
@@ -316,15 +316,15 @@ def choose_for_data(
         return None  # the truncated sums and the series carry the moments up to degree 2
     if not worth_estimating(kernel, n=n, m=m, d=d, moments=moments):
         return None  # the estimate would cost more than the truncated sums could save: the sizes decide
-    # the dense cells (1-D) take sample weights spread within exp(CELLS_SPREAD); the others sum every
-    # window key by key
-    cells_serve = d == 1 and moments <= truncated.MAX_DEGREE and not weighted
+    # the dense cells (1-D) take sample weights in bands of keys by weight, each priced
+    cells_serve = d == 1 and moments <= truncated.MAX_DEGREE
     if all_near(queries, keys, bandwidth):  # the windows hold all pairs: no need to count them
         windows = float(m) * n
-        pairs = _cells_pairs(queries, keys, bandwidth) if cells_serve else windows
+        with_cells = _cells_pairs(queries, keys, bandwidth) if cells_serve else windows
+        pairs = truncated.priced(windows, with_cells, shares) if d == 1 else windows
     elif d == 1:
         windows, with_cells = truncated.pairs_1d(queries, keys, bandwidth)
-        pairs = with_cells if cells_serve else windows
+        pairs = truncated.priced(windows, with_cells if cells_serve else windows, shares)
     else:
         pairs = _sampled_pairs(queries, keys, bandwidth)
     if tol is not None and d > 1:

@@ -51,8 +51,10 @@ term: at least ``s'_min exp(-NEAR^2 / 2)`` (its nearest key within a bandwidth m
 so the reach and the far pairs' cut (:func:`nadaraya.backends._truncated_sums.pair_terms`) take
 ``L + log(s_max / s_min)`` for ``L``: every left-out or truncated term is still under ``2^-60 / n``
 of the query's largest. The truncated backend serves the cells only where ``log(s_max / s_min)``
-is at most 30 (its ``CELLS_SPREAD``): then the light keys' factors stay far above the underflow,
-and the reach grows from about 10.4 to 12.8 bandwidths at most (at ``n = 2e5``). The
+is at most 128 (its ``CELLS_SPREAD``; wider spreads in bands of keys by weight, each within it):
+then the light keys' factors (at least ``e^-128``) and every term kept (at least ``e^-(128 + L)``
+of the shift) stay far above the underflow, and the reach grows from about 10.4 to 19.1
+bandwidths at most (at ``n = 2e5``). The
 moments' ``k - q`` is ``h (b - s)``, each exact to an ulp of ``h``, weighted or not: a moment's
 error is a few ulps of ``sum w (|k - q| + h)^j``.
 

@@ -10,14 +10,16 @@ from numpy.typing import NDArray
 
 from nadaraya._support.jit import exp_flushed
 
-__all__ = ["BITS", "BLOCK", "FASTMATH", "emit", "gallop", "horner", "horner_each", "near_windows", "nearest",
-           "pair_terms", "part", "sums", "terms"]
+__all__ = ["BITS", "BLOCK", "FASTMATH", "MAX_BLOCK", "bound", "emit", "gallop", "horner", "horner_each",
+           "near_windows", "nearest", "pair_terms", "part", "range_max", "sums", "terms", "window_max"]
 
 #: the dense cells' series: the remainder is at most ``2^-BITS`` of each cross term
 BITS = 60
 
 #: keys per block of the inner loop (its scratch rows stay in L1)
 BLOCK = 512
+#: keys per block of the truncated backend's table of block maxima of the log sample weights
+MAX_BLOCK = 32
 #: reductions may be reordered (so they vectorise) and products fused with sums (the exponential's
 #: polynomial; 1.3x faster); each log weight ``-0.5 u^2`` is stored before it is used, so that it is
 #: rounded exactly as the reference rounds it (``nnan``/``nsz`` cost the tests' 1e-13 agreement)
@@ -383,6 +385,59 @@ def sums(ks, ls, vt, qs, ex, inv_h, lo, hi, top, r, edges, a, b, out):  # type: 
                     part(ks, ls, vt, qs[i], inv_h, t, lo[i], hi[i], r, buf, du, pw, acc)
             for s in range(width):
                 out[i, s] = acc[s]
+
+
+@numba.njit(cache=True, nogil=True)
+def bound(ks, ls, q, e, inv_h, pos):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """``(b, u2)``: the largest log weight among the two nearest keys on each side of position
+    ``pos`` (key ``e`` left out), and the smallest ``u^2`` (the nearest key's)."""
+    n = ks.size
+    weighted = ls.size > 0
+    best = -np.inf
+    u2min = np.inf
+    for side in (-1, 1):
+        j = pos - 1 if side < 0 else pos
+        found = 0
+        while 0 <= j < n and found < 2:
+            if j != e:
+                u = (q - ks[j]) * inv_h
+                lw = -0.5 * u * u
+                if weighted:
+                    lw = lw + ls[j]
+                best = max(best, lw)
+                u2min = min(u2min, u * u)
+                found += 1
+            j += side
+    return best, u2min
+
+
+@numba.njit(cache=True, nogil=True)
+def range_max(ls, block_max, a, b):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The largest of ``ls[a:b]`` (``-inf`` if empty), whole blocks of :data:`MAX_BLOCK` read
+    from ``block_max``."""
+    top = -np.inf
+    j = a
+    while j < b and j % MAX_BLOCK:
+        top = max(top, ls[j])
+        j += 1
+    while j + MAX_BLOCK <= b:
+        top = max(top, block_max[j // MAX_BLOCK])
+        j += MAX_BLOCK
+    while j < b:
+        top = max(top, ls[j])
+        j += 1
+    return top
+
+
+@numba.njit(cache=True, nogil=True)
+def window_max(ks, ls, q, e, inv_h, a, b):  # type: ignore[no-untyped-def]  # pragma: no cover
+    """The largest log weight of the keys ``a .. b - 1`` but ``e``."""
+    top = -np.inf
+    for j in range(a, b):
+        if j != e:
+            u = (q - ks[j]) * inv_h
+            top = max(top, -0.5 * u * u + ls[j])
+    return top
 
 
 @numba.njit(cache=True, nogil=True)

@@ -56,12 +56,13 @@ cut where its remainder is under ``2^-60`` of each term: exact as well, with one
 key and per query and pair of cells instead of one per pair of points
 (``nadaraya.backends._truncated_cells``, with its own text; a cost model chooses per cell of
 queries). At a million keys and queries on ``[0, 5]`` this makes every bandwidth take about 0.35 s
-on two cores. With sample weights whose ``log(s_max / s_min)`` is at most ``CELLS_SPREAD``,
+on two cores. With sample weights whose ``log(s_max / s_min)`` is at most :data:`CELLS_SPREAD`,
 each key's factor carries ``s / s_max`` and the cells' ``L`` is ``log(s_max / s_min)`` wider
 (their module text); their queries' shift is ``log s_max - u_near^2 / 2``, at or above every log
-weight. The windows then keep the radius of ``s_max`` (not shrunk to the largest weight inside:
-reading it cost more than the cells' sums), which only adds keys; wider spreads take the window sums
-as before.
+weight, and the windows keep the radius of ``s_max`` (not shrunk: reading the largest weight inside
+cost more than the cells' sums). Wider spreads are split into bands of keys by weight, each
+summed so, with the ``L`` of all the keys, and merged exactly; a query skips a band whose terms
+are all below ``2^-60 / n`` of one it holds (``nadaraya.backends._truncated_bands``).
 
 Complexity: O(n log n) to sort the keys (O(n) when sorted), O(m log n) to find the windows, and
 O(sum of the window sizes) for the sums (times ``1 + p``, and ``2 r + r p`` more with moments), in
@@ -92,6 +93,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numba
@@ -100,31 +102,34 @@ from numpy.typing import NDArray
 
 from nadaraya._support import threads as _threads
 from nadaraya._support.jit import run_ranges, threads_for
+from nadaraya.backends import _truncated_bands as _bands
 from nadaraya.backends import _truncated_cells as _cells
 from nadaraya.backends import _truncated_grid as _grid
 from nadaraya.backends._rows import assemble
 from nadaraya.backends._sorted import scatter_rows, sorted_exclude, sorted_order
 from nadaraya.backends._truncated_grid import BITS, log_ratio
+from nadaraya.backends._truncated_sums import MAX_BLOCK as _MAX_BLOCK
+from nadaraya.backends._truncated_sums import bound as _bound
 from nadaraya.backends._truncated_sums import gallop as _gallop
-from nadaraya.backends._truncated_sums import near_windows, nearest
+from nadaraya.backends._truncated_sums import near_windows, nearest, range_max, window_max
 from nadaraya.backends._truncated_sums import sums as _sums
 from nadaraya.backends.laplace import SORT_QUERIES_ABOVE
 from nadaraya.kernels import Kernel
 from nadaraya.partials import Partials
 
-__all__ = ["BITS", "MAX_DEGREE", "SORT_QUERIES_ABOVE", "cells_refuse", "log_ratio", "pairs", "pairs_1d",
-           "partials", "supports"]
+__all__ = ["BITS", "MAX_DEGREE", "SORT_QUERIES_ABOVE", "cells_shares", "log_ratio", "pairs", "pairs_1d",
+           "partials", "priced", "supports"]
 
 #: the largest local polynomial degree (``moments=``) this backend computes
 MAX_DEGREE = 2
-#: keys per block of the table of block maxima of the log sample weights
-_MAX_BLOCK = 32
 #: terms at or below ``exp(-708)`` of the shift are flushed to zero
 #: (:func:`nadaraya._support.jit.exp_flushed`)
 _FLUSH = 708.0
 #: the dense cells serve sample weights whose ``log(s_max / s_min)`` is at most this (it widens
-#: their reach and cut, as it widens ``L``); wider spreads take the window sums
-CELLS_SPREAD = 30.0
+#: their reach and cut, as it widens ``L``); wider spreads are split into bands of keys by weight
+#: (``_truncated_bands``). One band this wide costs less than two (n = m = 2e5, h = 0.01, one
+#: thread, weights over 1e40: one band 0.19 s, bands of 64 of log 0.42 s, of 30 0.51 s)
+CELLS_SPREAD = 128.0
 
 
 def supports(kernel: Kernel, d: int) -> bool:
@@ -170,59 +175,6 @@ def _buckets(qs, lo, hi, nb):  # type: ignore[no-untyped-def]  # pragma: no cove
 
 
 @numba.njit(cache=True, nogil=True)
-def _bound(ks, ls, q, e, inv_h, pos):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """``(b, u2)``: the largest log weight among the two nearest keys on each side of position
-    ``pos`` (key ``e`` left out), and the smallest ``u^2`` (the nearest key's)."""
-    n = ks.size
-    weighted = ls.size > 0
-    best = -np.inf
-    u2min = np.inf
-    for side in (-1, 1):
-        j = pos - 1 if side < 0 else pos
-        found = 0
-        while 0 <= j < n and found < 2:
-            if j != e:
-                u = (q - ks[j]) * inv_h
-                lw = -0.5 * u * u
-                if weighted:
-                    lw = lw + ls[j]
-                best = max(best, lw)
-                u2min = min(u2min, u * u)
-                found += 1
-            j += side
-    return best, u2min
-
-
-@numba.njit(cache=True, nogil=True)
-def _range_max(ls, block_max, a, b):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """The largest of ``ls[a:b]`` (``-inf`` if empty), whole blocks of :data:`_MAX_BLOCK` read
-    from ``block_max``."""
-    top = -np.inf
-    j = a
-    while j < b and j % _MAX_BLOCK:
-        top = max(top, ls[j])
-        j += 1
-    while j + _MAX_BLOCK <= b:
-        top = max(top, block_max[j // _MAX_BLOCK])
-        j += _MAX_BLOCK
-    while j < b:
-        top = max(top, ls[j])
-        j += 1
-    return top
-
-
-@numba.njit(cache=True, nogil=True)
-def _window_max(ks, ls, q, e, inv_h, a, b):  # type: ignore[no-untyped-def]  # pragma: no cover
-    """The largest log weight of the keys ``a .. b - 1`` but ``e``."""
-    top = -np.inf
-    for j in range(a, b):
-        if j != e:
-            u = (q - ks[j]) * inv_h
-            top = max(top, -0.5 * u * u + ls[j])
-    return top
-
-
-@numba.njit(cache=True, nogil=True)
 def _windows(ks, ls, ls_max, block_max, qs, ex, h, inv_h, big_l, jp, shrink, a, b, lo, hi, top, tu):  # type: ignore[no-untyped-def]  # pragma: no cover
     """For the queries ``a .. b - 1``: each window ``lo .. hi - 1`` of sorted keys and its shift
     ``top`` (``-inf`` and an empty window where no key has a finite log weight); with sample
@@ -262,7 +214,7 @@ def _windows(ks, ls, ls_max, block_max, qs, ex, h, inv_h, big_l, jp, shrink, a, 
             if weighted and shrink and again == 0:
                 # every key left out already has l < b - L; the largest sample weight inside the
                 # window bounds the others, so the radius may shrink to it
-                local = _range_max(ls, block_max, lo[i], hi[i])
+                local = range_max(ls, block_max, lo[i], hi[i])
                 if not local < lead:
                     break
                 lead = local
@@ -270,7 +222,7 @@ def _windows(ks, ls, ls_max, block_max, qs, ex, h, inv_h, big_l, jp, shrink, a, 
             top[i] = best
         else:
             t = lead - 0.5 * u2min
-            top[i] = t if t - best <= _FLUSH - big_l - 1.0 else _window_max(ks, ls, q, e, inv_h, lo[i], hi[i])
+            top[i] = t if t - best <= _FLUSH - big_l - 1.0 else window_max(ks, ls, q, e, inv_h, lo[i], hi[i])
 
 
 # -- the driver ---------------------------------------------------------------------------------
@@ -280,7 +232,7 @@ class _Sorted:
     """The kept keys (positive weight) in sorted order, their log weights and values, and the
     queries in the order they are visited."""
 
-    def __init__(self, queries, keys, values, sample_weight, exclude):  # type: ignore[no-untyped-def]
+    def __init__(self, queries, keys, values, sample_weight, exclude, big_l=None):  # type: ignore[no-untyped-def]
         f64 = np.float64
         m, n = queries.shape[0], keys.shape[0]
         #: the dense cells' sample weights over the largest and their logs (empty: none)
@@ -306,6 +258,8 @@ class _Sorted:
         self.block_max = np.ascontiguousarray(self.ls[:full].reshape(-1, _MAX_BLOCK).max(axis=1)
                                               if full else np.empty(0))
         self.ks = np.ascontiguousarray(k[kept])
+        #: the ``L`` of the skipped keys (a band's is that of all the kept keys: ``_truncated_bands``)
+        self.big_l = log_ratio(kept.size) if big_l is None else big_l
         self.vt = np.ascontiguousarray(np.asarray(values, dtype=f64)[kept].T)
         qs = np.asarray(queries[:, 0], dtype=f64)
         ex = sorted_exclude(exclude, n, kept, m)
@@ -356,13 +310,13 @@ def _windows_near(st: _Sorted, h: float, jp: int) -> tuple[NDArray[np.int64], ND
         return lo, hi, top, tu
     with threads_for(m * (math.log2(ne) + 4) * 8):
         if st.near is not None and jp == 0 and st.ls.size == 0:
-            run_ranges(near_windows, (st.ks, st.qs, *st.near, h, 1.0 / h, log_ratio(ne)), m, (lo, hi, top))
+            run_ranges(near_windows, (st.ks, st.qs, *st.near, h, 1.0 / h, st.big_l), m, (lo, hi, top))
             return lo, hi, top, tu
         # where the dense cells may serve sample weights, the windows keep the radius of the largest
         # (reading the largest weight inside each costs more than the cells' sums; the shift stays
         # within log(s_max / s_min) <= CELLS_SPREAD of the bound, far from the flush)
         shrink = st.spread > CELLS_SPREAD
-        args = (st.ks, st.ls, st.ls_max, st.block_max, st.qs, st.ex, h, 1.0 / h, log_ratio(ne), jp, shrink)
+        args = (st.ks, st.ls, st.ls_max, st.block_max, st.qs, st.ex, h, 1.0 / h, st.big_l, jp, shrink)
         run_ranges(_windows, args, m, (lo, hi, top, tu))
     return lo, hi, top, tu
 
@@ -427,8 +381,20 @@ def partials(
                         bandwidth=bandwidth, sample_weight=sample_weight, exclude=exclude, moments=moments)
         return Partials(part.shift, part.weight, part.value[:, :0],
                         part.moments[:2 * r] + tuple(x[..., :0] for x in part.moments[2 * r:]))
-    st = _Sorted(queries, keys, values, sample_weight, exclude) if _prepared is None else _prepared
     h = float(np.asarray(bandwidth, dtype=np.float64)[0])
+    if _prepared is None and _spread(sample_weight) > CELLS_SPREAD:
+        shift, out = _banded(queries, keys, values, sample_weight, exclude, h, r)
+    else:
+        st = _Sorted(queries, keys, values, sample_weight, exclude) if _prepared is None else _prepared
+        shift, out = _rows(st, h, r, p)
+    return assemble(shift, out, dtype, m, p, r)
+
+
+
+def _rows(st: _Sorted, h: float, r: int, p: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Every query's shift and row (weight, ``p`` values, the moments of degree ``r``), in float64
+    and the queries' own order."""
+    m = st.qs.size
     inv_h = 1.0 / h
     lo, hi, top, tu = _windows_near(st, h, 2 * r)
     width = 1 + p + 2 * r + r * p
@@ -440,10 +406,10 @@ def partials(
     # shift log s_max above the nearest key's -u^2 / 2 (the module text)
     served = None
     if st.ls.size == 0:
-        served = _cells.sums(st.ks, st.vt, st.qs, st.ex, lo, hi, top, h, log_ratio(st.ks.size), out, r,
+        served = _cells.sums(st.ks, st.vt, st.qs, st.ex, lo, hi, top, h, st.big_l, out, r,
                              dest=st.order)
     elif st.spread <= CELLS_SPREAD and st.ks.size:
-        wide_l = log_ratio(st.ks.size) + st.spread
+        wide_l = st.big_l + st.spread
         served = _cells.sums(st.ks, st.vt, st.qs, st.ex, lo, hi, tu, h, wide_l, out, r, dest=st.order,
                              sw=st.sw, lw=st.lw)
         top = np.where(served, st.ls_max + tu, top)
@@ -470,24 +436,60 @@ def partials(
             out = final
         shift = np.empty_like(top)
         shift[st.order] = top
-    return assemble(shift, out, dtype, m, p, r)
+    return shift, out
 
 
-def cells_refuse(sample_weight: NDArray[np.floating] | None) -> bool:
-    """Whether the dense cells (1-D) leave these sample weights to the windows: their positive
-    ones spread over more than ``exp(CELLS_SPREAD)`` (no weights: False).
+def _banded(queries: NDArray[np.floating], keys: NDArray[np.floating], values: NDArray[np.floating],
+            sample_weight: NDArray[np.floating], exclude: NDArray[np.integer] | None, h: float,
+            r: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`_rows` for sample weights spread over more than ``exp(CELLS_SPREAD)``: bands of keys
+    by weight, each summed as one call, merged exactly (``nadaraya.backends._truncated_bands``)."""
+    p = values.shape[1]
+
+    def rows_of(qs, ks, vals, sw, ex, big_l):  # type: ignore[no-untyped-def]
+        return _rows(_Sorted(qs[:, None], ks[:, None], vals, sw, ex, big_l=big_l), h, r, p)
+
+    order_of = functools.partial(_buckets, nb=2**16)
+    return _bands.banded(queries, keys, values, sample_weight, exclude, h, r, CELLS_SPREAD, rows_of, order_of)
+
+
+def _spread(sample_weight: NDArray[np.floating] | None) -> float:
+    """``log(s_max / s_min)`` over the positive sample weights (0 without)."""
+    if sample_weight is None:
+        return 0.0
+    sw = np.asarray(sample_weight, dtype=np.float64)
+    pos = sw[sw > 0]
+    return float(np.log(pos.max()) - np.log(pos.min())) if pos.size else 0.0
+
+
+def cells_shares(sample_weight: NDArray[np.floating] | None) -> tuple[tuple[float, float], ...]:
+    """The dense cells' work (1-D) with these sample weights, for the cost model: per band of keys a
+    query may take, ``(share, reach)`` (``nadaraya.backends._truncated_bands.shares``); ``((1.0,
+    1.0),)`` without sample weights. :func:`pairs` prices each band as ``reach`` times the least of the
+    cells' work and its share of the windows' pairs.
 
     Examples
     --------
     >>> import numpy as np
-    >>> cells_refuse(None), cells_refuse(np.array([0.5, 2.0, 0.0])), cells_refuse(np.array([1e-20, 1.0]))
-    (False, False, True)
+    >>> cells_shares(None), cells_shares(np.array([0.5, 0.5, 0.0]))
+    (((1.0, 1.0),), ((1.0, 1.0),))
+    >>> len(cells_shares(np.r_[1e-60, np.ones(9)]))  # log spread 138: two bands
+    2
     """
-    if sample_weight is None:
-        return False
-    sw = np.asarray(sample_weight, dtype=np.float64)
-    pos = sw[sw > 0]
-    return bool(pos.size) and math.log(float(pos.max()) / float(pos.min())) > CELLS_SPREAD
+    return _bands.shares(sample_weight, CELLS_SPREAD)
+
+
+def priced(windows: float, with_cells: float, shares: tuple[tuple[float, float], ...]) -> float:
+    """The pairs the 1-D work is worth with sample weights in bands (:func:`cells_shares`), from the
+    two counts of :func:`pairs_1d`: per band, ``reach`` times the least of the cells' work and its
+    share of the windows' pairs.
+
+    Examples
+    --------
+    >>> priced(1e6, 1e5, ((1.0, 1.0),)), priced(1e6, 1e5, ((0.9, 1.5), (0.01, 1.5)))
+    (100000.0, 165000.0)
+    """
+    return sum(reach * min(with_cells, windows * share) for share, reach in shares)
 
 
 #: queries and keys that :func:`pairs` samples
@@ -496,7 +498,7 @@ _SAMPLE_KEYS = 8192
 
 
 def pairs(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: float | NDArray[np.floating],
-          moments: int = 0) -> float:
+          moments: int = 0, sample_weight: NDArray[np.floating] | None = None) -> float:
     """An estimate of the (query, key) pairs :func:`partials` visits, for a cost model.
 
     From at most 512 queries: with at most 8192 keys, their windows exactly (no sample weights,
@@ -514,6 +516,8 @@ def pairs(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: 
     bandwidth : float or ndarray of shape (1,) or (d,)
     moments : int, default 0
         The local polynomial degree (the cells serve degrees 0 to :data:`MAX_DEGREE`).
+    sample_weight : ndarray of shape (n,), optional
+        In 1-D, the work of the bands of keys by weight (:func:`cells_shares`, :func:`priced`).
 
     Returns
     -------
@@ -532,7 +536,7 @@ def pairs(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: 
         h_all = np.asarray(bandwidth, dtype=np.float64)
         return _grid.pairs(queries, keys, h_all, log_ratio(np.shape(keys)[0]))
     windows, with_cells = pairs_1d(queries, keys, bandwidth)
-    return with_cells if moments <= MAX_DEGREE else windows
+    return priced(windows, with_cells if moments <= MAX_DEGREE else windows, cells_shares(sample_weight))
 
 
 def pairs_1d(queries: NDArray[np.floating], keys: NDArray[np.floating],
