@@ -431,9 +431,8 @@ def partials(
     inv_h = 1.0 / h
     lo, hi, top, tu = _windows_near(st, h, 2 * r)
     width = 1 + p + 2 * r + r * p
-    # a row per query (one cache line where the cells write it in query order); assemble
-    # takes each field as a view of the rows (no copy per column)
-    out = np.empty((m, width))
+    # column-major rows: assemble takes each column as it stands (no copy per column)
+    out = np.empty((width, m)).T
     rest: slice | NDArray[np.intp] = slice(None)
     # dense cells share series (exact): _truncated_cells, their rows in query order; with sample
     # weights, each key's factor times s / s_max, L widened by log(s_max / s_min), and the rows'
@@ -465,7 +464,7 @@ def partials(
     shift = top
     if st.order is not None:
         if whole:
-            final = np.empty((m, width))
+            final = np.empty((width, m)).T
             scatter_rows(final, out, st.order)
             out = final
         shift = np.empty_like(top)
