@@ -18,7 +18,8 @@ def assemble(shift: NDArray[np.float64], out: NDArray[np.float64], dtype: np.dty
     degree ``r`` in ``d`` features, each flattened, in the order of
     :func:`nadaraya.backends.reference.moment_shapes`: ``2 r`` and ``r p`` columns in 1-D) under
     ``shift``, rounded to ``dtype`` with the weight's binary exponent moved into
-    the shift first (so that a float32 weight never underflows).
+    the shift first (so that a float32 weight never underflows). The fields are views of one
+    array of rows (``out`` itself where ``dtype`` is float64), in ``out``'s layout.
 
     Examples
     --------
@@ -31,11 +32,13 @@ def assemble(shift: NDArray[np.float64], out: NDArray[np.float64], dtype: np.dty
     if dtype != np.float64:
         mant, expo = np.frexp(weight)
         shift = np.where(weight > 0, shift + expo * math.log(2.0), shift)
-        rest = np.ldexp(rest, -expo[:, None])
-        weight = mant
         with np.errstate(over="ignore"):  # a far query's shift may pass float32's range: -inf
             shift = shift.astype(dtype)
-        weight, rest = weight.astype(dtype), rest.astype(dtype)
+        # one array of the dtype's rows: the scaled sums rounded once, as astype rounds them
+        rows = np.empty(out.shape, dtype=dtype)
+        rows[:, 0] = mant
+        np.ldexp(rest, -expo[:, None], out=rows[:, 1:], casting="same_kind")
+        weight, rest = rows[:, 0], rows[:, 1:]
     value = rest[:, :p]
     shapes = [(d,) * j for j in range(1, 2 * r + 1)] + [(d,) * j + (p,) for j in range(1, r + 1)]
     extra, at = [], p
@@ -43,7 +46,5 @@ def assemble(shift: NDArray[np.float64], out: NDArray[np.float64], dtype: np.dty
         size = math.prod(shape)
         extra.append(rest[:, at:at + size].reshape((m, *shape)))
         at += size
-    return Partials(np.ascontiguousarray(shift), np.ascontiguousarray(weight), np.ascontiguousarray(value),
-                    tuple(np.ascontiguousarray(x) for x in extra))
-
-
+    # the fields are views of the rows (strided where ``out`` is row-major): no copy per field
+    return Partials(np.ascontiguousarray(shift), weight, value, tuple(extra))

@@ -326,12 +326,12 @@ def moment_partials(
 
 
 def _unpack(cols: NDArray[np.float64], degree: int, d: int, p: int, dtype: np.dtype) -> Partials:
-    """The columns of :func:`_columns`, ``cols`` (columns, m), as contiguous Partials in the
-    data's dtype (views of ``cols`` where they already are: one column each, float64)."""
+    """The columns of :func:`_columns`, ``cols`` (columns, m), as Partials in the data's dtype
+    (views of ``cols`` where it is float64: no copy per field)."""
     m = cols.shape[1]
     fields, off = [], 0
     for shape in [(), (p,), *moment_shapes(degree, d, p)]:
         size = math.prod(shape)
-        fields.append(np.ascontiguousarray(cols[off:off + size].T.reshape((m, *shape)), dtype=dtype))
+        fields.append(np.asarray(cols[off:off + size].T.reshape((m, *shape)), dtype=dtype))
         off += size
     return Partials(np.zeros(m, dtype=dtype), fields[0], fields[1], tuple(fields[2:]))

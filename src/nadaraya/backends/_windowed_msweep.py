@@ -320,16 +320,16 @@ def run(
     threads = numba.get_num_threads()
     target = int(min(keys_per_task * (1.0 + m / max(n, 1)), max(256, (n + m) // (4 * threads))))
     tasks = jit.plan(cs, start, ncell, max(1, target))
-    out = np.empty((m, ncol))  # a row per query, each written once, then made columns
+    out = np.empty((m, ncol))  # a row per query, each written once
     args = (qsort, xs, inv, x0, h, inv_h, cs, ncell, start, tasks, values, sw, esort, *middle, qidx, out)
     from nadaraya._support.jit import run_ranges
-    from nadaraya.backends._windowed_sweep import columns
 
     # the shared pool, as the plain sweep; a small pass stays on the calling thread (SERIAL_WORK):
     # the plain sweep's measured work per key, query and column, times the moment columns
     work = 16.0 * (n + m) * ncol * math.log2(n + 2)
     run_ranges(lambda t0, t1: loop(t0, t1, *args), (), tasks.size - 1, (), grain=1, work=work)
-    cols = np.empty((ncol, m))
-    run_ranges(columns, (out,), m, (cols,), work=4.0 * m * ncol)
+    # the columns are views of the rows (no transposed copy: the local fit reads each query's
+    # row, one cache line, in sequence)
+    cols = out.T
     flag = np.isnan(cols[0])
     return cols, flag

@@ -56,21 +56,11 @@ def _scatter(out, res, lp, qidx, nq):  # pragma: no cover - compiled
     """The rows ``0 .. nq - 1`` of a bucket's results ``res`` (the sorted queries at the bucket
     positions ``lp``) to the queries' own rows ``qidx[lp]`` of ``out`` (m, columns): one
     contiguous row a query (a line or two of cache, where a column each would store to one line
-    a column), ``res`` reused (in cache); :func:`columns` turns ``out`` into columns after the
-    sweep."""
+    a column), ``res`` reused (in cache); the caller reads ``out.T`` as columns (views)."""
     for r in range(nq):
         j = qidx[lp[r]]
         for c in range(out.shape[1]):
             out[j, c] = res[r, c]
-
-
-@njit(cache=True, nogil=True)
-def columns(rows, a, b, cols):  # pragma: no cover - compiled
-    """``cols[:, a:b] = rows[a:b].T``: the sweeps' rows (m, columns) as contiguous columns, both
-    read and written in sequence."""
-    for k in range(a, b):
-        for c in range(rows.shape[1]):
-            cols[c, k] = rows[k, c]
 
 
 @njit(cache=True, inline="always")

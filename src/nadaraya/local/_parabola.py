@@ -122,11 +122,12 @@ def parabola(
     """
     m, p = parts.value.shape
     f64 = np.float64
-    # views where the partials hold float64 already (no copies): the first moments' columns
-    mom = [np.ascontiguousarray(parts.moments[j].reshape(m, -1)[:, 0], dtype=f64) for j in range(4)]
-    r0 = np.ascontiguousarray(parts.value, dtype=f64)
-    r1 = np.ascontiguousarray(parts.moments[4].reshape(m, p), dtype=f64)
-    r2 = np.ascontiguousarray(parts.moments[5].reshape(m, p), dtype=f64)
+    # views where the partials hold float64 already, strided or not (no copies): the first
+    # moments' columns
+    mom = [np.asarray(parts.moments[j].reshape(m, -1)[:, 0], dtype=f64) for j in range(4)]
+    r0 = np.asarray(parts.value, dtype=f64)
+    r1 = np.asarray(parts.moments[4].reshape(m, p), dtype=f64)
+    r2 = np.asarray(parts.moments[5].reshape(m, p), dtype=f64)
     done = np.empty(m, dtype=np.bool_)
     estimate, slope, inv00 = np.empty((m, p)), np.empty((m, p)), np.empty(m)
     from nadaraya._support.jit import run_ranges
@@ -134,6 +135,6 @@ def parabola(
     # a threshold above MARGIN (sums narrower than float64) is cleared by MARGIN more, the closed
     # form's error: the queries it decides are those the general solve would
     floor = MARGIN if rcond <= MARGIN else rcond + MARGIN
-    args = (np.ascontiguousarray(parts.weight, dtype=f64), *mom, r0, r1, r2, float(h), floor)
+    args = (np.asarray(parts.weight, dtype=f64), *mom, r0, r1, r2, float(h), floor)
     run_ranges(_rows, args, m, (done, estimate, slope, inv00), work=100.0 * m)
     return done, estimate, slope, inv00
