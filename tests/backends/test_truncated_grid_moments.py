@@ -8,7 +8,7 @@ import pytest
 
 import nadaraya
 from nadaraya._core.call import choose_backend, prepare
-from nadaraya.backends import _choose, truncated
+from nadaraya.backends import _choose, reference, truncated
 from nadaraya.backends import _truncated_grid as grid
 from nadaraya.backends._capabilities import CAPABILITIES, FUSED_MOMENTS
 from nadaraya.kernels import get
@@ -155,6 +155,15 @@ def test_no_value_columns():
     assert [x.shape for x in part.moments[4:]] == [(300, 2, 0), (300, 2, 2, 0)]
     for a, b in zip(part.moments[:4], full.moments[:4], strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-14, atol=0)
+
+
+@pytest.mark.parametrize("degree", [1, 2])
+def test_no_queries(degree):
+    """No queries: empty moments of the right shapes (the full tensors gathered from no rows)."""
+    k, v = _data(2, 300, seed=3)
+    part = truncated.partials(k[:0], k, v, kernel=GAUSS, bandwidth=np.array([0.1, 0.2]), moments=degree)
+    want = reference.moment_shapes(degree, 2, v.shape[1])
+    assert [x.shape for x in part.moments] == [(0, *s) for s in want]
 
 
 def test_the_moment_radius_covers_every_skipped_term():

@@ -31,8 +31,11 @@ them to the fused backend's generated sums of a key block
 and ``sum w u_a1 ... u_at v`` for ``t <= r``, ``u = k - q`` exact in the data's units, the unique
 entries only), under the same ``b``. A skipped key's term ``w |u|^j`` carries ``|u|^j`` too, so
 the radius grows until ``R^2 / 2 - j ln R >= log s_max - b + L`` with ``j = 2 r``
-(:func:`_radius2`): every skipped moment term is then below ``2^-60 / n`` of ``w_max h^j``,
-as in one feature (:mod:`nadaraya.backends.truncated`).
+(:func:`_radius2`): every skipped moment term is then below ``2^-60 / n`` of ``w_max h^j``
+(``w_max`` the query's largest weight, ``h^j`` the product of the bandwidths along the term's
+features), as in one feature (:mod:`nadaraya.backends.truncated`). That bound is relative to
+``w_max h^j``, not to the moment sum itself: a moment whose kept terms cancel, or whose keys all
+sit much nearer than a bandwidth, can be far smaller, and then carries that absolute error.
 
 **Far queries.** A query with no key within :data:`FAR` bandwidths' worth of cells, or whose
 ``b`` is far from ``M``, is computed by the exact fused backend instead (every key, in the log
@@ -457,9 +460,7 @@ def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: 
     with threads_for(work):
         shift, flat, far = sums(queries, keys, values, bandwidth, sample_weight, exclude, log_ratio(n_kept),
                                 r)
-    # the moments' full tensors, flattened in the order of reference.moment_shapes (as _rows.assemble takes)
-    full = [x.reshape(m, -1) for x in _fused_moments.expand(flat[:, 1 + p:], r, d, p)] if r else []
-    out = np.concatenate([flat[:, :1 + p], *full], axis=1) if r else flat
+    out = flat if not r else _full_rows(flat, r, d, p)
     if far.any():
         from nadaraya.backends import fused
 
@@ -476,6 +477,20 @@ def partials(queries: NDArray[np.floating], keys: NDArray[np.floating], values: 
         shift[rows] = part.shift
     return assemble(shift, out, queries.dtype, m, p, r, d)
 
+
+
+def _full_rows(flat: NDArray[np.float64], r: int, d: int, p: int) -> NDArray[np.float64]:
+    """The rows ``flat`` (weight, values, the unique moment sums of :func:`_fused_moments.layout`)
+    with the moments' full tensors, flattened in the order of ``reference.moment_shapes`` (as
+    ``_rows.assemble`` takes them), gathered straight into one array (no copy per tensor)."""
+    gathers = [g.ravel() for g in _fused_moments._gathers(r, d, p)]
+    out = np.empty((flat.shape[0], 1 + p + sum(g.size for g in gathers)))
+    out[:, :1 + p] = flat[:, :1 + p]
+    at = 1 + p
+    for g in gathers:
+        np.take(flat, g + 1 + p, axis=1, out=out[:, at:at + g.size], mode="clip")
+        at += g.size
+    return out
 
 #: skipped keys weigh less than ``2^-BITS`` of a query's largest term, all together
 BITS = 60
