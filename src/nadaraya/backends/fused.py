@@ -62,7 +62,7 @@ from numpy.typing import NDArray
 
 from nadaraya._support import threads as _threads
 from nadaraya._support.jit import exp_flushed, generated, run_ranges
-from nadaraya.backends import _fused_moments
+from nadaraya.backends import _fused_compact, _fused_moments
 from nadaraya.backends._fused_moments import block_moments, block_values, merge_row, scratch
 from nadaraya.kernels import Kernel
 from nadaraya.partials import Partials
@@ -553,6 +553,11 @@ def partials(
     kind = KINDS[kernel.name]
     d = queries.shape[1]
     degree = int(moments)
+    if _fused_compact.serves(log_domain, d, degree):  # keys in leaves, one pass a pair
+        shift = np.zeros(m)
+        weight, value, mom = _fused_compact.run(kind, q, kt, vt, inv_h, key_weight, ex, degree,
+                                                _fused_moments.width(degree, d, p))
+        return _finish(dtype, shift, weight, value, mom, degree, d, p)
     md = _fused_moments.generated_key(degree, d)
     key = (kind, _features_in_registers(kind, d)) + ((degree, md) if degree else ())
     if key not in _LOOPS:
@@ -562,7 +567,12 @@ def partials(
     mom = np.zeros((m, _fused_moments.width(degree, d, p)))
     run_ranges(_LOOPS[key], (q, kt, vt, inv_h, key_weight, ex, lo, hi, kw_top, walk), m,
                (shift, weight, value, mom), work=float(m) * kt.shape[-1] * (d + 1 + p + mom.shape[1]))
-    if dtype != f64:
+    return _finish(dtype, shift, weight, value, mom, degree, d, p)
+
+
+def _finish(dtype: Any, shift: Any, weight: Any, value: Any, mom: Any, degree: int, d: int, p: int) -> Partials:
+    """The partials in the inputs' dtype, the flat moment sums expanded."""
+    if dtype != np.float64:
         # the weight may be as small as exp(-300) (the shift is an upper bound, not the maximum):
         # move its binary exponent into the shift, exactly, before rounding to float32
         mant, expo = np.frexp(weight)
