@@ -5,11 +5,11 @@ the log domain) in at most :data:`MAX_FEATURES` features (degree 2: at most
 :data:`~nadaraya.backends._fused_moments.MAX_QUADRATIC`), :func:`partials` runs this loop in
 place of the general one:
 
-- the keys are put in leaves of :func:`leaf_size` keys by a median split on the feature of the
-  widest extent in bandwidths (:func:`leaf_order`), so that each leaf's bounding box is small;
-- per leaf and query, a leaf whose box lies beyond the support in some feature
-  (``|q - box| / h > 1``, computed as the kernel computes ``|q - k| / h``, so that no key of
-  the leaf can weigh) is skipped whole;
+- the keys are put in a tree of boxes, each node split at the median of the feature of widest
+  extent in bandwidths, down to leaves of :data:`LEAF` keys (:func:`leaf_order`);
+- per query, the tree is walked from the root, and a node whose box lies beyond the support in
+  some feature (``|q - box| / h > 1``, computed as the kernel computes ``|q - k| / h``, so that
+  no key of the node can weigh) is skipped whole;
 - otherwise one generated loop (:func:`compact_source`) computes each pair's weight (the
   product of the features' factors and the sample weight) and, in the same pass, the weight's
   sum, the values' and the unique entries of the moment sums of degree 1 or 2 (every sum in a
@@ -25,9 +25,9 @@ left-out key weighs zero in its query's sums (its sample weight masked, never su
 Examples
 --------
 >>> import numpy as np
->>> perm, starts = leaf_order(np.random.default_rng(0).uniform(size=(10, 2)), np.ones(2), 4)
->>> sorted(perm.tolist()) == list(range(10)), starts.tolist()
-(True, [0, 4, 8, 10])
+>>> perm, nodes, lo, hi = leaf_order(np.random.default_rng(0).uniform(size=(10, 2)), np.ones(2), 4)
+>>> sorted(perm.tolist()) == list(range(10)), nodes[:3].tolist()
+(True, [[0, 10, 1, 2], [0, 4, -1, -1], [4, 10, 3, 4]])
 """
 
 from __future__ import annotations
@@ -43,13 +43,14 @@ from nadaraya._support.jit import generated
 from nadaraya.backends import _fused_moments
 from nadaraya.backends._fused_moments import MAX_QUADRATIC, layout
 
-__all__ = ["MAX_FEATURES", "compact_source", "leaf_order", "leaf_size", "serves"]
+__all__ = ["MAX_FEATURES", "compact_source", "leaf_order", "serves"]
 
 _FASTMATH = {"contract", "reassoc", "nnan", "nsz"}
 #: the most features of the generated loop (every feature's query and bandwidth in registers)
 MAX_FEATURES = 8
-#: leaves of at least and at most this many keys (:func:`leaf_size`)
-LEAF_MIN, LEAF_MAX = 256, 2048
+#: keys per leaf of the tree (:func:`leaf_order`); ``LEAF_MAX`` where few queries do not pay for
+#: a deep tree (fewer than :data:`SORT_FROM`)
+LEAF, LEAF_MAX = 64, 2048
 
 
 def serves(kernel_log_domain: bool, d: int, degree: int) -> bool:
@@ -64,45 +65,85 @@ def serves(kernel_log_domain: bool, d: int, degree: int) -> bool:
     return not kernel_log_domain and 1 <= d <= MAX_FEATURES and (degree <= 1 or (degree == 2 and d <= MAX_QUADRATIC))
 
 
-def leaf_size(n: int, keys: NDArray[np.float64], h: NDArray[np.float64]) -> int:
-    """The keys per leaf: about the keys in one support box ``2h`` (uniform over the keys'
-    bounding box), rounded to a power of two within ``LEAF_MIN .. LEAF_MAX``.
-
-    Examples
-    --------
-    >>> leaf_size(10**5, np.random.default_rng(0).uniform(size=(1000, 2)), np.array([0.01, 0.01]))
-    256
-    """
-    if n == 0:
-        return LEAF_MAX
-    extent = keys.max(axis=0) - keys.min(axis=0)
-    frac = float(np.prod(np.minimum(1.0, 2.0 * h / np.maximum(extent, 1e-300))))
-    want = max(n * frac, 1.0)
-    return int(min(LEAF_MAX, max(LEAF_MIN, 2 ** round(math.log2(want)))))
-
-
-def leaf_order(keys: NDArray[np.float64], inv_h: NDArray[np.float64], leaf: int) -> tuple[NDArray[np.int64], ...]:
-    """An order of the keys ``(n, d)`` in leaves of ``leaf`` keys (the last may hold fewer),
-    each split at the median of the feature of widest extent in bandwidths: the permutation and
-    the leaves' starts (with ``n`` at the end)."""
-    n = keys.shape[0]
-    scaled = keys * inv_h
+def leaf_order(keys: NDArray[np.float64], inv_h: NDArray[np.float64], leaf: int) -> tuple[NDArray[Any], ...]:
+    """The keys ``(n, d)`` in a tree of boxes: each node splits its keys at the median of the
+    feature of widest extent in bandwidths, so that its left child holds a multiple of ``leaf``
+    keys, down to leaves of at most ``leaf`` keys. Returns the order of the keys (leaves and
+    nodes hold contiguous ranges of it), the nodes ``(N, 4)`` (first key, end, left and right
+    child, ``-1`` for a leaf; the root first) and their boxes' lower and upper corners ``(d, N)``."""
+    n, d = keys.shape
+    kt = np.ascontiguousarray(keys.T, dtype=np.float64)
+    scaled = kt * np.asarray(inv_h, dtype=np.float64)[:, None]
     perm = np.arange(n, dtype=np.int64)
-    starts = []
-    todo = [(0, n)]
-    while todo:
-        a, b = todo.pop()
+    size = 2 * max(1, -(-n // leaf)) + 1
+    nodes = np.full((size, 4), -1, dtype=np.int64)
+    lo, hi = np.zeros((d, size)), np.zeros((d, size))
+    count = _order(kt, scaled, int(leaf), perm, nodes, lo, hi)
+    return perm, nodes[:count], lo[:, :count].copy(), hi[:, :count].copy()
+
+
+@numba.njit(cache=True)
+def _select(scaled, f, perm, a, b, k):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """Reorder ``perm[a:b]`` so that ``perm[k]`` holds the key of rank ``k - a`` in feature ``f``
+    and no key before it is larger, none after it smaller (quickselect, median of three)."""
+    lo, hi = a, b - 1
+    while hi > lo:
+        mid = (lo + hi) // 2
+        x, y, z = scaled[f, perm[lo]], scaled[f, perm[mid]], scaled[f, perm[hi]]
+        pivot = max(min(x, y), min(max(x, y), z))
+        i, j = lo, hi
+        while i <= j:
+            while scaled[f, perm[i]] < pivot:
+                i += 1
+            while scaled[f, perm[j]] > pivot:
+                j -= 1
+            if i <= j:
+                perm[i], perm[j] = perm[j], perm[i]
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return
+
+
+@numba.njit(cache=True)
+def _order(kt, scaled, leaf, perm, nodes, lo, hi):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+    """The tree of :func:`leaf_order`, built in place (``perm``, ``nodes``, the boxes ``lo`` and
+    ``hi`` in the keys' units); returns the number of nodes."""
+    d, n = scaled.shape
+    todo = np.empty(nodes.shape[0], dtype=np.int64)
+    nodes[0, 0], nodes[0, 1] = 0, n
+    todo[0] = 0
+    top, count = 1, 1
+    while top > 0:
+        top -= 1
+        node = todo[top]
+        a, b = nodes[node, 0], nodes[node, 1]
+        best, f = -1.0, 0
+        for g in range(d):
+            kl, kh, sl, sh = np.inf, -np.inf, np.inf, -np.inf
+            for t in range(a, b):
+                x = kt[g, perm[t]]
+                kl, kh = min(kl, x), max(kh, x)
+                x = scaled[g, perm[t]]
+                sl, sh = min(sl, x), max(sh, x)
+            lo[g, node], hi[g, node] = kl, kh
+            if sh - sl > best:
+                best, f = sh - sl, g
         if b - a <= leaf:
-            if b > a:
-                starts.append(a)
             continue
-        idx = perm[a:b]
-        pts = scaled[idx]
-        f = int(np.argmax(pts.max(axis=0) - pts.min(axis=0)))
         left = (-(-(b - a) // leaf) // 2) * leaf
-        perm[a:b] = idx[np.argpartition(pts[:, f], left)]
-        todo += [(a + left, b), (a, a + left)]
-    return perm, np.array(sorted(starts) + [n], dtype=np.int64)
+        _select(scaled, f, perm, a, b, a + left)
+        for child, (ca, cb) in enumerate(((a, a + left), (a + left, b))):
+            nodes[count, 0], nodes[count, 1] = ca, cb
+            nodes[node, 2 + child] = count
+            todo[top] = count
+            top += 1
+            count += 1
+    return count
 
 
 _SOURCE = """
@@ -222,44 +263,51 @@ def compile_task(kind: int, d: int, degree: int):  # type: ignore[no-untyped-def
     key = degree * 16 + d
 
     @numba.njit(cache=True, nogil=True, fastmath=_FASTMATH)
-    def task(q, kt, vt, inv_h, key_weight, exclude, starts, lo, hi, q0, q1, weight, value, mom):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
-        """Add every leaf's sums into the rows of queries ``q0:q1`` (keys in leaf order)."""
-        leaves = starts.size - 1
-        big = 0
-        for b in range(leaves):
-            big = max(big, starts[b + 1] - starts[b])
+    def task(q, kt, vt, inv_h, key_weight, exclude, nodes, lo, hi, q0, q1, weight, value, mom):  # type: ignore[no-untyped-def]  # pragma: no cover - compiled
+        """Add the sums of every leaf that meets a query's support into the rows of queries
+        ``q0:q1`` (keys in the tree's order; nodes beyond the support skipped whole)."""
+        big = 1
+        for node in range(nodes.shape[0]):
+            big = max(big, nodes[node, 1] - nodes[node, 0]) if nodes[node, 2] < 0 else big
         row = np.empty(big)
         kwb = np.empty(big)
-        for b in range(leaves):
-            k0 = starts[b]
-            nb = starts[b + 1] - k0
-            for j in range(nb):
-                kwb[j] = key_weight[k0 + j]
-            kw = kwb[:nb]
-            for i in range(q0, q1):
+        todo = np.empty(nodes.shape[0] + 1, dtype=np.int64)
+        for i in range(q0, q1):
+            todo[0] = 0
+            top = 1 if nodes.shape[0] > 0 else 0
+            while top > 0:
+                top -= 1
+                node = todo[top]
                 far = False
                 for f in range(d):
                     qa = q[i, f]
-                    dist = lo[f, b] - qa if qa < lo[f, b] else (qa - hi[f, b] if qa > hi[f, b] else 0.0)
-                    if dist * inv_h[f] > 1.0:
+                    if (lo[f, node] - qa) * inv_h[f] > 1.0 or (qa - hi[f, node]) * inv_h[f] > 1.0:
                         far = True
                         break
                 if far:
                     continue
+                if nodes[node, 2] >= 0:
+                    todo[top] = nodes[node, 3]
+                    todo[top + 1] = nodes[node, 2]
+                    top += 2
+                    continue
+                k0 = nodes[node, 0]
+                nb = nodes[node, 1] - k0
                 e = exclude[i] - k0
-                excluded = 0 <= e < nb
-                if excluded:
+                if 0 <= e < nb:  # the left-out key's weight masked in a copy
+                    for j in range(nb):
+                        kwb[j] = key_weight[k0 + j]
                     kwb[e] = 0.0
+                    kw = kwb[:nb]
+                else:
+                    kw = key_weight[k0 : k0 + nb]
                 block_compact(kind, key, kt, vt, kw, q, i, k0, nb, inv_h, row, weight, value, mom)
-                if excluded:
-                    kwb[e] = key_weight[k0 + e]
 
     return task
 
 
 _TASKS: dict[tuple[int, int, int], Any] = {}
-#: below this many queries the keys are not put in leaves (the order costs more than it saves):
-#: blocks of ``LEAF_MAX`` keys in their own order
+#: from this many queries the tree's leaves hold ``LEAF`` keys (else ``LEAF_MAX``)
 SORT_FROM = 64
 
 
@@ -270,23 +318,17 @@ def run(kind: int, q: NDArray[np.float64], kt: NDArray[np.float64], vt: NDArray[
     sample weights ``key_weight`` (n,) and left-out key per query ``exclude`` (-1: none): the
     weights' sums (m,), the values' (m, p) and the flat moment sums (m, width)."""
     (m, d), n = q.shape, kt.shape[1]
-    if m >= SORT_FROM and n > LEAF_MIN:
-        perm, starts = leaf_order(kt.T, inv_h, leaf_size(n, kt.T, 1.0 / inv_h))
-        kt, vt, key_weight = (np.ascontiguousarray(a[..., perm]) for a in (kt, vt, key_weight))
-        where = np.empty(n, dtype=np.int64)
-        where[perm] = np.arange(n, dtype=np.int64)
-        exclude = np.where(exclude >= 0, where[np.maximum(exclude, 0)], -1)
-    else:
-        starts = np.append(np.arange(0, n, LEAF_MAX, dtype=np.int64), n)
-    if n:
-        lo, hi = (f.reduceat(kt, starts[:-1], axis=1) for f in (np.minimum, np.maximum))
-    else:
-        lo = hi = np.empty((d, 0))
+    leaf = LEAF if m >= SORT_FROM else LEAF_MAX
+    perm, nodes, lo, hi = leaf_order(kt.T, inv_h, leaf)
+    kt, vt, key_weight = (np.ascontiguousarray(a[..., perm]) for a in (kt, vt, key_weight))
+    where = np.empty(n, dtype=np.int64)
+    where[perm] = np.arange(n, dtype=np.int64)
+    exclude = np.where(exclude >= 0, where[np.maximum(exclude, 0)], -1) if n else exclude
     weight, value, mom = np.zeros(m), np.zeros((m, vt.shape[0])), np.zeros((m, width))
     if (kind, d, degree) not in _TASKS:
         _TASKS[kind, d, degree] = compile_task(kind, d, degree)
     from nadaraya._support.jit import run_ranges
 
-    run_ranges(_TASKS[kind, d, degree], (q, kt, vt, inv_h, key_weight, exclude, starts, lo, hi), m,
+    run_ranges(_TASKS[kind, d, degree], (q, kt, vt, inv_h, key_weight, exclude, nodes, lo, hi), m,
                (weight, value, mom), work=float(m) * n * (d + 1 + vt.shape[0] + width))
     return weight, value, mom
