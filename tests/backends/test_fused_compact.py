@@ -39,7 +39,7 @@ def _data(seed, n, m, d, p, zeros=True, dtype=np.float64):
         sw[rng.uniform(size=n) < 0.2] = 0.0
     h = rng.uniform(0.15, 0.35, size=d)
     exclude = rng.integers(-1, n, size=m)
-    return tuple(a.astype(dtype) for a in (queries, keys, values, sw, h)) + (exclude,)
+    return (*(a.astype(dtype) for a in (queries, keys, values, sw, h)), exclude)
 
 
 def _natural(queries, keys, values, kernel, h, sw, exclude, degree):
@@ -64,8 +64,7 @@ def _check(got, want, sizes, rtol):
         assert np.all(got.shift == 0.0) and np.all(want.shift == 0.0)  # compact weights: no shift
     # float32 partials carry the weight's binary exponent in the shift
     up, up_want = (np.exp(p.shift.astype(np.float64)) for p in (got, want))
-    pairs = [(got.weight, want.weight), (got.value, want.value)] + list(zip(got.moments, want.moments,
-                                                                            strict=True))
+    pairs = [(got.weight, want.weight), (got.value, want.value), *zip(got.moments, want.moments, strict=True)]
     for (a, b), size in zip(pairs, sizes, strict=True):
         assert a.shape == b.shape
         tail = (slice(None),) + (None,) * (a.ndim - 1)
@@ -107,7 +106,8 @@ def test_leave_one_out_one_output(kernel, d, degree):
     assert np.all(kept.weight > got.weight)  # each query's own key weighed in the plain sums only
 
 
-@pytest.mark.parametrize(("kernel", "d", "degree"), [("epanechnikov", 3, 2), ("cosine", 2, 1), ("parzen", 3, 0)])
+@pytest.mark.parametrize(("kernel", "d", "degree"),
+                         [("epanechnikov", 3, 2), ("cosine", 2, 1), ("parzen", 3, 0)])
 def test_float32(kernel, d, degree):
     """float32 inputs: the result float32, within its rounding of the float64 sums."""
     q, k, v, sw, h, ex = _data(3 + d, 800, 70, d, 2, dtype=np.float32)
@@ -140,7 +140,7 @@ def test_keys_on_the_support_boundary_weigh():
     v = np.sin(k[:, :1]) + k[:, 1:]
     h = np.array([0.25, 0.25])
     got, want = _both(q, k, v, "boxcar", h, None, None, 1)
-    w, sizes = _natural(q, k, v, "boxcar", h, np.ones(len(k)), None, 1)
+    sizes = _natural(q, k, v, "boxcar", h, np.ones(len(k)), None, 1)[1]
     _check(got, want, sizes, RTOL)
     # 5 x 5 keys in each inner query's closed box, 16 of them on its edge
     inner = np.all((q >= 0.25) & (q <= 3.625 - 0.25), axis=1)

@@ -32,7 +32,6 @@ Examples
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numba
@@ -62,7 +61,8 @@ def serves(kernel_log_domain: bool, d: int, degree: int) -> bool:
     >>> serves(False, 3, 2), serves(False, 4, 2), serves(True, 1, 0)
     (True, False, False)
     """
-    return not kernel_log_domain and 1 <= d <= MAX_FEATURES and (degree <= 1 or (degree == 2 and d <= MAX_QUADRATIC))
+    degree_served = degree <= 1 or (degree == 2 and d <= MAX_QUADRATIC)
+    return not kernel_log_domain and 1 <= d <= MAX_FEATURES and degree_served
 
 
 def leaf_order(keys: NDArray[np.float64], inv_h: NDArray[np.float64], leaf: int) -> tuple[NDArray[Any], ...]:
@@ -203,7 +203,8 @@ def compact_source(key: int) -> str:
     sign = lambda seq: "-" if len(seq) % 2 else ""  # noqa: E731
     at = lambda seq: f"{len(plain)} + {first[seq]} * p"  # noqa: E731  # a value sum's first column
     low = [seq for seq in nodes if len(seq) <= degree]
-    parts = [nodes] if d < _fused_moments.SPLIT_FROM or degree < 2 else [low, [s for s in nodes if len(s) > degree]]
+    high = [s for s in nodes if len(s) > degree]
+    parts = [nodes] if d < _fused_moments.SPLIT_FROM or degree < 2 else [low, high]
     diffs = [f"e_{a} = q_{a} - k_{a}[j]" for a in range(d)]
     texts = []
     for summed in parts:
@@ -212,7 +213,8 @@ def compact_source(key: int) -> str:
         body = [f"t_{name(s)} = {parent(s)} * e_{s[-1]}" for s in needed]
         body += [f"s_{name(s)} += t_{name(s)}" for s in summed]
         body += [f"r_{name(s)} += t_{name(s)} * y" for s in summed if len(s) <= degree]
-        zeros = [f"s_{name(s)} = 0.0" for s in summed] + [f"r_{name(s)} = 0.0" for s in summed if len(s) <= degree]
+        zeros = [f"s_{name(s)} = 0.0" for s in summed]
+        zeros += [f"r_{name(s)} = 0.0" for s in summed if len(s) <= degree]
         stores = [f"mom[i, {plain[s]}] += {sign(s)}s_{name(s)}" for s in summed]
         stores += [f"mom[i, {at(s)}] += {sign(s)}r_{name(s)}" for s in summed if len(s) <= degree]
         texts.append(("\n    ".join(zeros), "\n        ".join(body), "\n    ".join(stores)))
@@ -245,15 +247,14 @@ def block_compact(kind, key, kt, vt, kw, q, i, k0, nb, inv_h, row, weight, value
     raise NotImplementedError("only callable from jitted code")
 
 
-def _namespace_names() -> dict[str, Any]:
-    from nadaraya.backends.fused import _term
-
-    return {"_term": _term}
+#: the generated loop's globals: ``_term`` (one feature's factor), set by :mod:`nadaraya.backends.fused`
+NAMES: dict[str, Any] = {}
 
 
-@numba.extending.overload(block_compact, inline="never", prefer_literal=True, jit_options={"fastmath": _FASTMATH})
+@numba.extending.overload(block_compact, inline="never", prefer_literal=True,
+                          jit_options={"fastmath": _FASTMATH})
 def _block_compact(kind, key, kt, vt, kw, q, i, k0, nb, inv_h, row, weight, value, mom):  # type: ignore[no-untyped-def]
-    namespace = generated(_GENERATED, key, compact_source, "fused compact loop", _namespace_names())
+    namespace = generated(_GENERATED, key, compact_source, "fused compact loop", NAMES)
     return None if namespace is None else namespace["compact"]
 
 

@@ -11,9 +11,10 @@ Specialisation: the loop is built per kernel (:func:`_compile`) and, for the gau
 laplacian, per number of features up to :data:`MAX_FUSED` (generated source,
 :func:`_one_pass_source`, through :func:`nadaraya._support.jit.generated`); both are closure constants,
 so each loop compiles only its own kernel's expression, and numba caches it on disk keyed on
-them. Beyond ``MAX_FUSED`` features the first ``d - MAX_FUSED`` go through the scratch row;
-kernels not in the log domain (compact support) write the features' product to the scratch
-row and sum it.
+them. Beyond ``MAX_FUSED`` features the first ``d - MAX_FUSED`` go through the scratch row.
+Kernels of compact support take :mod:`nadaraya.backends._fused_compact` (keys in a tree of boxes,
+nodes beyond a query's support skipped, one generated pass a pair) up to 8 features (degree 2:
+up to 3); beyond, they write the features' product to the scratch row and sum it.
 
 Per key block and query, log-domain kernels take one pass against an upper bound of the
 block's largest term (from the block's largest log sample weight and the query's distance to
@@ -180,6 +181,9 @@ def _term_compiled(kind, u):  # type: ignore[no-untyped-def]
         return None
     term = _TERMS_JIT[kind.literal_value]
     return lambda kind, u: term(u)
+
+
+_fused_compact.NAMES["_term"] = _term
 
 
 @numba.njit(inline="always", cache=True, fastmath=_FASTMATH_MAX)
@@ -570,7 +574,8 @@ def partials(
     return _finish(dtype, shift, weight, value, mom, degree, d, p)
 
 
-def _finish(dtype: Any, shift: Any, weight: Any, value: Any, mom: Any, degree: int, d: int, p: int) -> Partials:
+def _finish(dtype: Any, shift: Any, weight: Any, value: Any, mom: Any, degree: int, d: int,
+            p: int) -> Partials:
     """The partials in the inputs' dtype, the flat moment sums expanded."""
     if dtype != np.float64:
         # the weight may be as small as exp(-300) (the shift is an upper bound, not the maximum):
