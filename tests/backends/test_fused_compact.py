@@ -85,7 +85,7 @@ def test_every_compact_kernel_matches_the_reference(kernel, d, degree):
     """1100 keys (17 leaves of 64 and a part one), 80 queries (the tree's leaves), 3 outputs
     (the further columns' loop), sample weights with zeros, a random left-out key per query."""
     q, k, v, sw, h, ex = _data(100 * d + 10 * degree + COMPACT.index(kernel), 1100, 80, d, 3)
-    assert _fused_compact.serves(False, d, degree) and len(q) >= _fused_compact.SORT_FROM
+    assert _fused_compact.serves(False, d, degree, len(q))
     got, want = _both(q, k, v, kernel, h, sw, ex, degree)
     w, sizes = _natural(q, k, v, kernel, h, sw, ex, degree)
     _check(got, want, sizes, RTOL)
@@ -118,10 +118,10 @@ def test_float32(kernel, d, degree):
     _check(got, want, _natural(q, k, v, kernel, h, sw, ex, degree)[1], 1e-7 * (1.0 + np.abs(got.shift)))
 
 
-@pytest.mark.parametrize(("n", "m"), [(1, 1), (3, 2), (65, 64), (64, 200), (2049, 5), (0, 3)])
+@pytest.mark.parametrize(("n", "m"), [(1, 64), (3, 70), (65, 64), (64, 200), (0, 64), (2049, 5)])
 def test_small_and_empty(n, m):
-    """One key; a leaf exactly full; a last leaf of one key; fewer queries than SORT_FROM (leaves of
-    LEAF_MAX keys); no key at all (every sum zero)."""
+    """One key; a leaf exactly full; a last leaf of one key; no key at all (every sum zero); fewer
+    queries than SORT_FROM (the general loop)."""
     q, k, v, sw, h, ex = _data(n + m, max(n, 1), m, 2, 2)
     k, v, sw = k[:n], v[:n], sw[:n]
     ex = np.where(ex < n, ex, -1)
@@ -171,8 +171,9 @@ def test_the_tree(d):
 def test_served_calls():
     """The compact loop serves degree 0 and 1 up to MAX_FEATURES features and degree 2 up to 3;
     the others (and log-domain kernels) keep the general loop, whose results agree too."""
-    assert _fused_compact.serves(False, 8, 1) and not _fused_compact.serves(False, 9, 0)
-    assert not _fused_compact.serves(False, 4, 2) and not _fused_compact.serves(True, 2, 1)
+    serves = lambda *a: _fused_compact.serves(*a, 70)  # noqa: E731
+    assert serves(False, 8, 1) and not serves(False, 9, 0)
+    assert not serves(False, 4, 2) and not serves(True, 2, 1) and not _fused_compact.serves(False, 2, 1, 63)
     q, k, v, sw, h, ex = _data(11, 600, 70, 4, 2)
     for degree in (1, 2):
         got, want = _both(q, k, v, "tricube", h * 2, sw, ex, degree)

@@ -47,22 +47,25 @@ __all__ = ["MAX_FEATURES", "compact_source", "leaf_order", "serves"]
 _FASTMATH = {"contract", "reassoc", "nnan", "nsz"}
 #: the most features of the generated loop (every feature's query and bandwidth in registers)
 MAX_FEATURES = 8
-#: keys per leaf of the tree (:func:`leaf_order`); ``LEAF_MAX`` where few queries do not pay for
-#: a deep tree (fewer than :data:`SORT_FROM`)
-LEAF, LEAF_MAX = 64, 2048
+#: keys per leaf of the tree (:func:`leaf_order`)
+LEAF = 64
+#: the fewest queries that pay for the tree (it costs about ``n d log2(n / LEAF)`` steps; the general
+#: loop ``m n d``): fewer take the general loop
+SORT_FROM = 64
 
 
-def serves(kernel_log_domain: bool, d: int, degree: int) -> bool:
+def serves(kernel_log_domain: bool, d: int, degree: int, m: int) -> bool:
     """Whether the compact loop serves a call: a kernel of compact support, at most
-    :data:`MAX_FEATURES` features, degree 0 or 1 (degree 2: at most ``MAX_QUADRATIC`` features).
+    :data:`MAX_FEATURES` features, degree 0 or 1 (degree 2: at most ``MAX_QUADRATIC`` features),
+    at least :data:`SORT_FROM` queries.
 
     Examples
     --------
-    >>> serves(False, 3, 2), serves(False, 4, 2), serves(True, 1, 0)
-    (True, False, False)
+    >>> serves(False, 3, 2, 100), serves(False, 4, 2, 100), serves(True, 1, 0, 100), serves(False, 1, 0, 5)
+    (True, False, False, False)
     """
     degree_served = degree <= 1 or (degree == 2 and d <= MAX_QUADRATIC)
-    return not kernel_log_domain and 1 <= d <= MAX_FEATURES and degree_served
+    return not kernel_log_domain and 1 <= d <= MAX_FEATURES and degree_served and m >= SORT_FROM
 
 
 def leaf_order(keys: NDArray[np.float64], inv_h: NDArray[np.float64], leaf: int) -> tuple[NDArray[Any], ...]:
@@ -308,10 +311,6 @@ def compile_task(kind: int, d: int, degree: int):  # type: ignore[no-untyped-def
 
 
 _TASKS: dict[tuple[int, int, int], Any] = {}
-#: from this many queries the tree's leaves hold ``LEAF`` keys (else ``LEAF_MAX``)
-SORT_FROM = 64
-
-
 def run(kind: int, q: NDArray[np.float64], kt: NDArray[np.float64], vt: NDArray[np.float64],
         inv_h: NDArray[np.float64], key_weight: NDArray[np.float64], exclude: NDArray[np.int64],
         degree: int, width: int) -> tuple[NDArray[np.float64], ...]:
@@ -319,8 +318,7 @@ def run(kind: int, q: NDArray[np.float64], kt: NDArray[np.float64], vt: NDArray[
     sample weights ``key_weight`` (n,) and left-out key per query ``exclude`` (-1: none): the
     weights' sums (m,), the values' (m, p) and the flat moment sums (m, width)."""
     (m, d), n = q.shape, kt.shape[1]
-    leaf = LEAF if m >= SORT_FROM else LEAF_MAX
-    perm, nodes, lo, hi = leaf_order(kt.T, inv_h, leaf)
+    perm, nodes, lo, hi = leaf_order(kt.T, inv_h, LEAF)
     kt, vt, key_weight = (np.ascontiguousarray(a[..., perm]) for a in (kt, vt, key_weight))
     where = np.empty(n, dtype=np.int64)
     where[perm] = np.arange(n, dtype=np.int64)

@@ -557,7 +557,7 @@ def partials(
     kind = KINDS[kernel.name]
     d = queries.shape[1]
     degree = int(moments)
-    if _fused_compact.serves(log_domain, d, degree):  # keys in leaves, one pass a pair
+    if _fused_compact.serves(log_domain, d, degree, m):  # keys in leaves, one pass a pair
         shift = np.zeros(m)
         weight, value, mom = _fused_compact.run(kind, q, kt, vt, inv_h, key_weight, ex, degree,
                                                 _fused_moments.width(degree, d, p))
