@@ -2,8 +2,8 @@
 
 For the kernels that vanish beyond ``|u| = 1`` (Epanechnikov, tricube, biweight, ...; not in
 the log domain) in at most :data:`MAX_FEATURES` features (degree 2: at most
-:data:`~nadaraya.backends._fused_moments.MAX_QUADRATIC`), :func:`partials` runs this loop in
-place of the general one:
+:data:`~nadaraya.backends._fused_moments.MAX_QUADRATIC`), from :data:`SORT_FROM` queries on,
+:func:`nadaraya.backends.fused.partials` runs this loop (:func:`run`) in place of the general one:
 
 - the keys are put in a tree of boxes, each node split at the median of the feature of widest
   extent in bandwidths, down to leaves of :data:`LEAF` keys (:func:`leaf_order`);
@@ -42,7 +42,7 @@ from nadaraya._support.jit import generated
 from nadaraya.backends import _fused_moments
 from nadaraya.backends._fused_moments import MAX_QUADRATIC, layout
 
-__all__ = ["MAX_FEATURES", "compact_source", "leaf_order", "serves"]
+__all__ = ["LEAF", "MAX_FEATURES", "SORT_FROM", "compact_source", "leaf_order", "run", "serves"]
 
 _FASTMATH = {"contract", "reassoc", "nnan", "nsz"}
 #: the most features of the generated loop (every feature's query and bandwidth in registers)
