@@ -26,6 +26,13 @@ RTOL = 1e-12
 COMPACT = sorted(name for name in fused.KINDS if REGISTRY[name].compact)
 
 
+@pytest.fixture(autouse=True)
+def _wide_supports_take_the_tree(monkeypatch):
+    """The supports here cover much of the keys' box (a few hundred keys each), where the fused
+    backend would take its general loop: these tests check the tree's sums, so it takes them all."""
+    monkeypatch.setattr(_fused_compact, "MAX_COVER", 1.0)
+
+
 def _data(seed, n, m, d, p, zeros=True, dtype=np.float64):
     """Keys in the unit cube, queries a little beyond it (some weigh nothing), sample weights
     with zeros, a left-out key per query or none, one bandwidth a feature."""
@@ -169,15 +176,18 @@ def test_the_tree(d):
 
 
 def test_served_calls():
-    """The compact loop serves degree 0 and 1 up to MAX_FEATURES features and degree 2 up to 3;
-    the others (and log-domain kernels) keep the general loop, whose results agree too."""
+    """The compact loop serves degree 0 to 2 up to MAX_FEATURES (3) features, from SORT_FROM queries,
+    where a support covers at most MAX_COVER of the keys' box; the others (and log-domain kernels)
+    keep the general loop, whose results agree too."""
     serves = lambda *a: _fused_compact.serves(*a, 70)  # noqa: E731
-    assert serves(False, 8, 1) and not serves(False, 9, 0)
-    assert not serves(False, 4, 2) and not serves(True, 2, 1) and not _fused_compact.serves(False, 2, 1, 63)
-    q, k, v, sw, h, ex = _data(11, 600, 70, 4, 2)
-    for degree in (1, 2):
-        got, want = _both(q, k, v, "tricube", h * 2, sw, ex, degree)
-        _check(got, want, _natural(q, k, v, "tricube", h * 2, sw, ex, degree)[1], RTOL)
+    assert serves(False, 3, 2) and not serves(False, 4, 0)
+    assert not serves(True, 2, 1) and not _fused_compact.serves(False, 2, 1, 63)
+    assert _fused_compact.covers(np.array([[0.0, 10.0], [0.0, 1.0]]), np.array([1.0, 0.5])) == 0.2
+    assert _fused_compact.covers(np.empty((2, 0)), np.ones(2)) == 1.0
+    for d, degree in ((4, 1), (4, 2), (8, 1)):
+        q, k, v, sw, h, ex = _data(11 + d, 600, 70, d, 2)
+        got, want = _both(q, k, v, "tricube", h * 3, sw, ex, degree)
+        _check(got, want, _natural(q, k, v, "tricube", h * 3, sw, ex, degree)[1], RTOL)
 
 
 def test_generated_source_splits_degree_two_from_three_features():

@@ -42,11 +42,17 @@ from nadaraya._support.jit import generated
 from nadaraya.backends import _fused_moments
 from nadaraya.backends._fused_moments import MAX_QUADRATIC, layout
 
-__all__ = ["LEAF", "MAX_FEATURES", "SORT_FROM", "compact_source", "leaf_order", "run", "serves"]
+__all__ = ["LEAF", "MAX_COVER", "MAX_FEATURES", "SORT_FROM", "compact_source", "covers", "leaf_order", "run",
+           "serves"]
 
 _FASTMATH = {"contract", "reassoc", "nnan", "nsz"}
-#: the most features of the generated loop (every feature's query and bandwidth in registers)
-MAX_FEATURES = 8
+#: the most features of the tree (measured in 1-3; in 5 and 8 features, with supports over most
+#: keys, the general loop was 1.5-2.7x faster)
+MAX_FEATURES = 3
+#: the largest share of the keys' bounding box that one support box may cover
+#: (``prod min(1, 2 h / extent)``): above it few nodes are skipped, and the leaves' calls cost
+#: more than they save (3-D, support over the whole box: 2x the general loop; 2 % of it: 5-10x less)
+MAX_COVER = 0.05
 #: keys per leaf of the tree (:func:`leaf_order`)
 LEAF = 64
 #: the fewest queries that pay for the tree (it costs about ``n d log2(n / LEAF)`` steps; the general
@@ -54,14 +60,28 @@ LEAF = 64
 SORT_FROM = 64
 
 
-def serves(kernel_log_domain: bool, d: int, degree: int, m: int) -> bool:
-    """Whether the compact loop serves a call: a kernel of compact support, at most
-    :data:`MAX_FEATURES` features, degree 0 or 1 (degree 2: at most ``MAX_QUADRATIC`` features),
-    at least :data:`SORT_FROM` queries.
+def covers(kt: NDArray[np.float64], inv_h: NDArray[np.float64]) -> float:
+    """The share of the keys' ``(d, n)`` bounding box that one support box covers.
 
     Examples
     --------
-    >>> serves(False, 3, 2, 100), serves(False, 4, 2, 100), serves(True, 1, 0, 100), serves(False, 1, 0, 5)
+    >>> covers(np.array([[0.0, 1.0], [0.0, 4.0]]), np.array([4.0, 1.0]))
+    0.25
+    """
+    if kt.shape[1] == 0:
+        return 1.0
+    extent = (kt.max(axis=1) - kt.min(axis=1)) * inv_h
+    return float(np.prod(np.minimum(1.0, 2.0 / np.maximum(extent, 1e-300))))
+
+
+def serves(kernel_log_domain: bool, d: int, degree: int, m: int) -> bool:
+    """Whether the compact loop serves a call: a kernel of compact support, at most
+    :data:`MAX_FEATURES` features, degree 0 to 2, at least :data:`SORT_FROM` queries (and, see
+    :func:`covers`, supports over at most :data:`MAX_COVER` of the keys' box).
+
+    Examples
+    --------
+    >>> serves(False, 3, 2, 100), serves(False, 4, 1, 100), serves(True, 1, 0, 100), serves(False, 1, 0, 5)
     (True, False, False, False)
     """
     degree_served = degree <= 1 or (degree == 2 and d <= MAX_QUADRATIC)

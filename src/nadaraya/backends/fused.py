@@ -13,8 +13,8 @@ laplacian, per number of features up to :data:`MAX_FUSED` (generated source,
 so each loop compiles only its own kernel's expression, and numba caches it on disk keyed on
 them. Beyond ``MAX_FUSED`` features the first ``d - MAX_FUSED`` go through the scratch row.
 Kernels of compact support take :mod:`nadaraya.backends._fused_compact` (keys in a tree of boxes,
-nodes beyond a query's support skipped, one generated pass a pair) up to 8 features (degree 2:
-up to 3); beyond, they write the features' product to the scratch row and sum it.
+nodes beyond a query's support skipped, one generated pass a pair) in 1-3 features where the
+supports are small; otherwise they write the features' product to the scratch row and sum it.
 
 Per key block and query, log-domain kernels take one pass against an upper bound of the
 block's largest term (from the block's largest log sample weight and the query's distance to
@@ -557,7 +557,8 @@ def partials(
     kind = KINDS[kernel.name]
     d = queries.shape[1]
     degree = int(moments)
-    if _fused_compact.serves(log_domain, d, degree, m):  # keys in leaves, one pass a pair
+    compact = _fused_compact.serves(log_domain, d, degree, m)
+    if compact and _fused_compact.covers(kt, inv_h) <= _fused_compact.MAX_COVER:  # a tree, one pass a pair
         shift = np.zeros(m)
         weight, value, mom = _fused_compact.run(kind, q, kt, vt, inv_h, key_weight, ex, degree,
                                                 _fused_moments.width(degree, d, p))
