@@ -11,9 +11,10 @@ Specialisation: the loop is built per kernel (:func:`_compile`) and, for the gau
 laplacian, per number of features up to :data:`MAX_FUSED` (generated source,
 :func:`_one_pass_source`, through :func:`nadaraya._support.jit.generated`); both are closure constants,
 so each loop compiles only its own kernel's expression, and numba caches it on disk keyed on
-them. Beyond ``MAX_FUSED`` features the first ``d - MAX_FUSED`` go through the scratch row;
-kernels not in the log domain (compact support) write the features' product to the scratch
-row and sum it.
+them. Beyond ``MAX_FUSED`` features the first ``d - MAX_FUSED`` go through the scratch row.
+Kernels of compact support take :mod:`nadaraya.backends._fused_compact` (keys in a tree of boxes,
+nodes beyond a query's support skipped, one generated pass a pair) in 1-3 features where the
+supports are small; otherwise they write the features' product to the scratch row and sum it.
 
 Per key block and query, log-domain kernels take one pass against an upper bound of the
 block's largest term (from the block's largest log sample weight and the query's distance to
@@ -62,7 +63,7 @@ from numpy.typing import NDArray
 
 from nadaraya._support import threads as _threads
 from nadaraya._support.jit import exp_flushed, generated, run_ranges
-from nadaraya.backends import _fused_moments
+from nadaraya.backends import _fused_compact, _fused_moments
 from nadaraya.backends._fused_moments import block_moments, block_values, merge_row, scratch
 from nadaraya.kernels import Kernel
 from nadaraya.partials import Partials
@@ -180,6 +181,9 @@ def _term_compiled(kind, u):  # type: ignore[no-untyped-def]
         return None
     term = _TERMS_JIT[kind.literal_value]
     return lambda kind, u: term(u)
+
+
+_fused_compact.NAMES["_term"] = _term
 
 
 @numba.njit(inline="always", cache=True, fastmath=_FASTMATH_MAX)
@@ -553,6 +557,12 @@ def partials(
     kind = KINDS[kernel.name]
     d = queries.shape[1]
     degree = int(moments)
+    compact = _fused_compact.serves(log_domain, d, degree, m)
+    if compact and _fused_compact.covers(kt, inv_h) <= _fused_compact.MAX_COVER:  # a tree, one pass a pair
+        shift = np.zeros(m)
+        weight, value, mom = _fused_compact.run(kind, q, kt, vt, inv_h, key_weight, ex, degree,
+                                                _fused_moments.width(degree, d, p))
+        return _finish(dtype, shift, weight, value, mom, degree, d, p)
     md = _fused_moments.generated_key(degree, d)
     key = (kind, _features_in_registers(kind, d)) + ((degree, md) if degree else ())
     if key not in _LOOPS:
@@ -562,7 +572,13 @@ def partials(
     mom = np.zeros((m, _fused_moments.width(degree, d, p)))
     run_ranges(_LOOPS[key], (q, kt, vt, inv_h, key_weight, ex, lo, hi, kw_top, walk), m,
                (shift, weight, value, mom), work=float(m) * kt.shape[-1] * (d + 1 + p + mom.shape[1]))
-    if dtype != f64:
+    return _finish(dtype, shift, weight, value, mom, degree, d, p)
+
+
+def _finish(dtype: Any, shift: Any, weight: Any, value: Any, mom: Any, degree: int, d: int,
+            p: int) -> Partials:
+    """The partials in the inputs' dtype, the flat moment sums expanded."""
+    if dtype != np.float64:
         # the weight may be as small as exp(-300) (the shift is an upper bound, not the maximum):
         # move its binary exponent into the shift, exactly, before rounding to float32
         mant, expo = np.frexp(weight)

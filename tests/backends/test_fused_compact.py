@@ -1,0 +1,197 @@
+"""The fused backend's loop for compact kernels (keys in a tree of boxes, one generated pass a pair).
+
+Against ``nadaraya.backends.reference.partials(..., moments=r)`` on every query, and against the
+weights written out plainly here from the kernel's profile. Each sum (the weights', the
+values', every moment entry) is compared entry by entry within ``RTOL`` times its natural size
+``sum w |u|^j`` (times ``max |v|`` for the sums with values; ``u = k - q``, ``|u|`` the largest
+coordinate): the two backends take the same exact differences and the same kernel factors, and
+differ only in the order of the sums, a few times ``n eps`` (n <= 1100 here: 2.4e-13) of it.
+float32 inputs are computed in float64 and rounded once: within 2^-24 (6e-8) of each sum's
+natural size from the float64 sums of the same numbers, taken here as 1e-7, plus the float32
+rounding of the shift (the weight's binary exponent, ``|shift| 2^-24`` relative in ``e^shift``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+from nadaraya.backends import _fused_compact, fused, reference
+from nadaraya.kernels import REGISTRY, get
+
+RTOL = 1e-12
+#: every kernel of compact support the fused backend names
+COMPACT = sorted(name for name in fused.KINDS if REGISTRY[name].compact)
+
+
+@pytest.fixture(autouse=True)
+def _wide_supports_take_the_tree(monkeypatch):
+    """The supports here cover much of the keys' box (a few hundred keys each), where the fused
+    backend would take its general loop: these tests check the tree's sums, so it takes them all."""
+    monkeypatch.setattr(_fused_compact, "MAX_COVER", 1.0)
+
+
+def _data(seed, n, m, d, p, zeros=True, dtype=np.float64):
+    """Keys in the unit cube, queries a little beyond it (some weigh nothing), sample weights
+    with zeros, a left-out key per query or none, one bandwidth a feature."""
+    rng = np.random.default_rng(seed)
+    keys = rng.uniform(size=(n, d))
+    queries = rng.uniform(-0.3, 1.3, size=(m, d))
+    queries[: m // 20] += 2.0  # beyond every key's support
+    values = rng.normal(size=(n, p))
+    sw = rng.uniform(0.5, 2.0, size=n)
+    if zeros:
+        sw[rng.uniform(size=n) < 0.2] = 0.0
+    h = rng.uniform(0.15, 0.35, size=d)
+    exclude = rng.integers(-1, n, size=m)
+    return (*(a.astype(dtype) for a in (queries, keys, values, sw, h)), exclude)
+
+
+def _natural(queries, keys, values, kernel, h, sw, exclude, degree):
+    """Per sum of a degree's partials (weight, values, each moment): its natural size (m,)."""
+    q, k, v, h = (np.asarray(a, dtype=np.float64) for a in (queries, keys, values, h))
+    z = (q[:, None, :] - k[None, :, :]) / h
+    w = np.prod(get(kernel).profile(z), axis=2) * np.asarray(sw, dtype=np.float64)[None, :]
+    if exclude is not None:
+        rows = np.nonzero(exclude >= 0)[0]
+        w[rows, exclude[rows]] = 0.0
+    norm = np.abs(k[None, :, :] - q[:, None, :]).max(axis=2)
+    vmax = np.abs(v).max(initial=0.0)
+    orders = [(j, False) for j in range(1, 2 * degree + 1)] + [(j, True) for j in range(1, degree + 1)]
+    sizes = [w.sum(axis=1), w.sum(axis=1) * vmax]
+    sizes += [(w * norm**j).sum(axis=1) * (vmax if with_v else 1.0) for j, with_v in orders]
+    return w, sizes
+
+
+def _check(got, want, sizes, rtol):
+    """Every sum of ``got`` within ``rtol`` of its natural size of ``want``'s, on every query."""
+    if got.weight.dtype == np.float64:
+        assert np.all(got.shift == 0.0) and np.all(want.shift == 0.0)  # compact weights: no shift
+    # float32 partials carry the weight's binary exponent in the shift
+    up, up_want = (np.exp(p.shift.astype(np.float64)) for p in (got, want))
+    pairs = [(got.weight, want.weight), (got.value, want.value), *zip(got.moments, want.moments, strict=True)]
+    for (a, b), size in zip(pairs, sizes, strict=True):
+        assert a.shape == b.shape
+        tail = (slice(None),) + (None,) * (a.ndim - 1)
+        err = np.abs(a.astype(np.float64) * up[tail] - b.astype(np.float64) * up_want[tail])
+        bound = (np.asarray(rtol) * np.ones(len(size)) * size)[tail]
+        assert np.all(err <= bound + 1e-300), float(np.max(err / (size[tail] + 1e-300)))
+
+
+def _both(q, k, v, kernel, h, sw, ex, degree):
+    args = dict(kernel=get(kernel), bandwidth=h, sample_weight=sw, exclude=ex, moments=degree)
+    return fused.partials(q, k, v, **args), reference.partials(q, k, v, **args)
+
+
+@pytest.mark.parametrize("kernel", COMPACT)
+@pytest.mark.parametrize("d", [1, 2, 3])
+@pytest.mark.parametrize("degree", [0, 1, 2])
+def test_every_compact_kernel_matches_the_reference(kernel, d, degree):
+    """1100 keys (17 leaves of 64 and a part one), 80 queries (the tree's leaves), 3 outputs
+    (the further columns' loop), sample weights with zeros, a random left-out key per query."""
+    q, k, v, sw, h, ex = _data(100 * d + 10 * degree + COMPACT.index(kernel), 1100, 80, d, 3)
+    assert _fused_compact.serves(False, d, degree, len(q))
+    got, want = _both(q, k, v, kernel, h, sw, ex, degree)
+    w, sizes = _natural(q, k, v, kernel, h, sw, ex, degree)
+    _check(got, want, sizes, RTOL)
+    assert np.any(w.sum(axis=1) == 0) and np.any(w.sum(axis=1) > 0)  # far queries and near ones
+    # the plain weights written out here, too
+    np.testing.assert_allclose(got.weight, w.sum(axis=1), rtol=RTOL * 10, atol=1e-300)
+
+
+@pytest.mark.parametrize(("kernel", "d", "degree"), [("epanechnikov", 2, 2), ("tricube", 3, 1),
+                                                     ("biweight", 3, 2), ("triangular", 1, 1)])
+def test_leave_one_out_one_output(kernel, d, degree):
+    """Queries are the keys, each leaving itself out (no sample weights, one output)."""
+    _, k, v, _, h, _ = _data(7 + d, 900, 1, d, 1, zeros=False)
+    ex = np.arange(900)
+    got, want = _both(k, k, v[:, :1], kernel, h, None, ex, degree)
+    _check(got, want, _natural(k, k, v[:, :1], kernel, h, np.ones(900), ex, degree)[1], RTOL)
+    kept = fused.partials(k, k, v[:, :1], kernel=get(kernel), bandwidth=h, moments=degree)
+    assert np.all(kept.weight > got.weight)  # each query's own key weighed in the plain sums only
+
+
+@pytest.mark.parametrize(("kernel", "d", "degree"),
+                         [("epanechnikov", 3, 2), ("cosine", 2, 1), ("parzen", 3, 0)])
+def test_float32(kernel, d, degree):
+    """float32 inputs: the result float32, within its rounding of the float64 sums."""
+    q, k, v, sw, h, ex = _data(3 + d, 800, 70, d, 2, dtype=np.float32)
+    got = _both(q, k, v, kernel, h, sw, ex, degree)[0]
+    want = _both(*(a.astype(np.float64) for a in (q, k, v)), kernel, h.astype(np.float64),
+                 sw.astype(np.float64), ex, degree)[1]  # the float64 sums of the same numbers
+    assert got.weight.dtype == np.float32 and all(mo.dtype == np.float32 for mo in got.moments)
+    _check(got, want, _natural(q, k, v, kernel, h, sw, ex, degree)[1], 1e-7 * (1.0 + np.abs(got.shift)))
+
+
+@pytest.mark.parametrize(("n", "m"), [(1, 64), (3, 70), (65, 64), (64, 200), (0, 64), (2049, 5)])
+def test_small_and_empty(n, m):
+    """One key; a leaf exactly full; a last leaf of one key; no key at all (every sum zero); fewer
+    queries than SORT_FROM (the general loop)."""
+    q, k, v, sw, h, ex = _data(n + m, max(n, 1), m, 2, 2)
+    k, v, sw = k[:n], v[:n], sw[:n]
+    ex = np.where(ex < n, ex, -1)
+    got, want = _both(q, k, v, "epanechnikov", h * 3, sw, ex, 2)
+    _check(got, want, _natural(q, k, v, "epanechnikov", h * 3, sw, ex, 2)[1], RTOL)
+    if n == 0:
+        assert np.all(got.weight == 0) and all(np.all(mo == 0) for mo in got.moments)
+
+
+def test_keys_on_the_support_boundary_weigh():
+    """Keys at exactly ``|u| = 1`` (a grid of eighths, h = 1/4, queries on the grid): the boxcar
+    kernel weighs them 1/2, so a node whose box touches the support must not be skipped."""
+    g = np.arange(0.0, 4.0, 0.125)
+    k = np.stack(np.meshgrid(g, g), axis=-1).reshape(-1, 2)
+    q = k[::7].copy()
+    v = np.sin(k[:, :1]) + k[:, 1:]
+    h = np.array([0.25, 0.25])
+    got, want = _both(q, k, v, "boxcar", h, None, None, 1)
+    sizes = _natural(q, k, v, "boxcar", h, np.ones(len(k)), None, 1)[1]
+    _check(got, want, sizes, RTOL)
+    # 5 x 5 keys in each inner query's closed box, 16 of them on its edge
+    inner = np.all((q >= 0.25) & (q <= 3.625 - 0.25), axis=1)
+    assert np.all(got.weight[inner] == 0.25 * 25)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_the_tree(d):
+    """The keys' order is a permutation; each node holds its children's keys and its box theirs;
+    leaves hold at most ``leaf`` keys, and every left child a multiple of it."""
+    keys = np.random.default_rng(d).normal(size=(1000, d))
+    perm, nodes, lo, hi = _fused_compact.leaf_order(keys, np.full(d, 3.0), 64)
+    assert np.array_equal(np.sort(perm), np.arange(1000))
+    assert nodes[0, 0] == 0 and nodes[0, 1] == 1000
+    ordered = keys[perm]
+    for node, (a, b, left, right) in enumerate(nodes):
+        assert np.array_equal(lo[:, node], ordered[a:b].min(axis=0))
+        assert np.array_equal(hi[:, node], ordered[a:b].max(axis=0))
+        if left < 0:
+            assert 0 < b - a <= 64
+        else:
+            assert nodes[left, 0] == a and nodes[left, 1] == nodes[right, 0] and nodes[right, 1] == b
+            assert (nodes[left, 1] - a) % 64 == 0
+            f = np.argmax(np.ptp(ordered[a:b], axis=0))  # split at the median of the widest feature
+            assert ordered[a:nodes[left, 1], f].max() <= ordered[nodes[left, 1]:b, f].min()
+
+
+def test_served_calls():
+    """The compact loop serves degree 0 to 2 up to MAX_FEATURES (3) features, from SORT_FROM queries,
+    where a support covers at most MAX_COVER of the keys' box; the others (and log-domain kernels)
+    keep the general loop, whose results agree too."""
+    serves = lambda *a: _fused_compact.serves(*a, 70)  # noqa: E731
+    assert serves(False, 3, 2) and not serves(False, 4, 0)
+    assert not serves(True, 2, 1) and not _fused_compact.serves(False, 2, 1, 63)
+    assert _fused_compact.covers(np.array([[0.0, 10.0], [0.0, 1.0]]), np.array([1.0, 0.5])) == 0.2
+    assert _fused_compact.covers(np.empty((2, 0)), np.ones(2)) == 1.0
+    for d, degree in ((4, 1), (4, 2), (8, 1)):
+        q, k, v, sw, h, ex = _data(11 + d, 600, 70, d, 2)
+        got, want = _both(q, k, v, "tricube", h * 3, sw, ex, degree)
+        _check(got, want, _natural(q, k, v, "tricube", h * 3, sw, ex, degree)[1], RTOL)
+
+
+def test_generated_source_splits_degree_two_from_three_features():
+    """From three features the sums of order 3 and 4 take a second loop over the stored weights."""
+    two, three = _fused_compact.compact_source(2 * 16 + 2), _fused_compact.compact_source(2 * 16 + 3)
+    assert two.count("for j in range(nb)") == 2 and three.count("for j in range(nb)") == 3
+    assert "mom[i, 0] += -s_0" in three  # odd orders negated once (e = q - k)
