@@ -200,3 +200,16 @@ def test_pool_and_loo_pool_are_weighted_least_squares(d, degree):
     np.testing.assert_allclose(got, _wls(q, x, y, h, degree), rtol=0, atol=1e-10)
     loo = nadaraya.loo_pool(x, y, bandwidth=h, degree=degree)
     np.testing.assert_allclose(loo, _wls(x, x, y, h, degree, exclude_self=True), rtol=0, atol=1e-10)
+
+
+def test_lu_fallback_solve():
+    """The LU solve (taken where a regular system's Cholesky factorisation fails) is np.linalg.solve."""
+    from nadaraya.local._small_solve import _lu_solve
+
+    rng = np.random.default_rng(5)
+    for n in (1, 3, 6, 10):
+        A = rng.normal(size=(n, n))
+        B = rng.normal(size=(n, 3))
+        X, work = B.copy(), np.empty((n, n))
+        _lu_solve(A, work, X, n, 3)
+        np.testing.assert_allclose(X, np.linalg.solve(A, B), rtol=1e-10, atol=1e-12)
