@@ -17,6 +17,9 @@ positive weight). A system counts as singular when the reciprocal condition numb
 after symmetric diagonal scaling (which makes it independent of the units of ``z``) is below
 :data:`RCOND`, or a diagonal entry is zero. The lower-degree system is the leading block of the
 same sums, so a fallback costs nothing. :class:`LocalFit` says which degree each query got.
+The general solve runs compiled, one query at a time (:mod:`nadaraya.local._small_solve`);
+one feature at degree 1 and 2 has closed forms (:mod:`nadaraya.local._line`,
+:mod:`nadaraya.local._parabola`).
 
 **Sums narrower than float64.** Rounding the sums to float32 (relative ``6e-8``) moves the
 scaled system by about ``1e-7``: below that a reciprocal condition is rounding noise, and a
@@ -282,7 +285,7 @@ def _general(parts: Partials, degree: int, h: NDArray[np.float64], estimate: NDA
     from nadaraya._support.jit import run_ranges
     from nadaraya.local._small_solve import rows
 
-    m, p = parts.value.shape
+    m = parts.value.shape[0]
     f64 = np.float64
     mom = (np.ascontiguousarray(parts.weight, dtype=f64).reshape(m, 1),
            *(np.ascontiguousarray(parts.moments[j].reshape(m, -1), dtype=f64) for j in range(2 * degree)))
