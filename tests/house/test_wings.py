@@ -142,10 +142,13 @@ def test_release_0_1_0_pickles_and_model_files_still_load(name: str) -> None:
     X = np.load(RELEASE / f"{name}_X.npy")
     expected = np.load(RELEASE / f"{name}_predict.npy")
     model = pickle.loads((RELEASE / f"{name}.pkl").read_bytes())
-    np.testing.assert_array_equal(model.predict(X), expected)
+    # the local-linear fixture to the rounding of its per-query solve (0.1.0 solved with LAPACK's
+    # LU, the compiled solve by Cholesky): a few ulp; the others bit for bit
+    rtol = 1e-13 if name == "linear_cv" else 0.0
+    np.testing.assert_allclose(model.predict(X), expected, rtol=rtol, atol=0)
     band = model.confidence_band(X[:3])
     assert np.all(band.lower <= band.upper)
-    np.testing.assert_array_equal(persist.load(RELEASE / f"{name}.npz").predict(X), expected)
+    np.testing.assert_allclose(persist.load(RELEASE / f"{name}.npz").predict(X), expected, rtol=rtol, atol=0)
 
 
 def test_release_0_1_0_names_still_import() -> None:

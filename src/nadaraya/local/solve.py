@@ -17,6 +17,9 @@ positive weight). A system counts as singular when the reciprocal condition numb
 after symmetric diagonal scaling (which makes it independent of the units of ``z``) is below
 :data:`RCOND`, or a diagonal entry is zero. The lower-degree system is the leading block of the
 same sums, so a fallback costs nothing. :class:`LocalFit` says which degree each query got.
+The general solve runs compiled, one query at a time (:mod:`nadaraya.local._small_solve`);
+one feature at degree 1 and 2 has closed forms (:mod:`nadaraya.local._line`,
+:mod:`nadaraya.local._parabola`).
 
 **Sums narrower than float64.** Rounding the sums to float32 (relative ``6e-8``) moves the
 scaled system by about ``1e-7``: below that a reciprocal condition is rounding noise, and a
@@ -244,11 +247,64 @@ def solve(parts: Partials, degree: int, bandwidth: NDArray[np.floating]) -> Loca
     return _general(parts, degree, h, estimate, slope, used, inv00, rcond_min)
 
 
+def _tables(degree: int, h: NDArray[np.float64]) -> tuple[NDArray, ...]:
+    """Where each entry of ``M`` and ``R`` sits among the moment sums, and its power of ``1 / h``:
+    the order and flat index of ``M[a, b]`` and ``R[a]`` (the layout of :func:`_systems`)."""
+    d = h.size
+    basis = monomials(degree, d)
+    size = len(basis)
+    inv_h = 1.0 / h
+
+    def flat(idx: tuple[int, ...]) -> int:
+        return int(np.ravel_multi_index(idx, (d,) * len(idx))) if idx else 0
+
+    def scale(idx: tuple[int, ...]) -> float:
+        return float(np.prod(inv_h[list(idx)])) if idx else 1.0
+
+    morder, mflat = np.zeros((size, size), dtype=np.int64), np.zeros((size, size), dtype=np.int64)
+    mscale = np.ones((size, size))
+    rorder, rflat, rscale = np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64), np.ones(size)
+    for a, ba in enumerate(basis):
+        rorder[a], rflat[a], rscale[a] = len(ba), flat(ba), scale(ba)
+        for b, bb in enumerate(basis[: a + 1]):
+            idx = tuple(sorted(ba + bb))
+            morder[a, b], mflat[a, b] = len(idx), flat(idx)
+            mscale[a, b] = scale(ba) * scale(bb)
+    sizes = np.array([len(monomials(r, d)) for r in range(degree + 1)], dtype=np.int64)
+    return morder, mflat, mscale, rorder, rflat, rscale, sizes
+
+
 def _general(parts: Partials, degree: int, h: NDArray[np.float64], estimate: NDArray[np.float64],
              slope: NDArray[np.float64], used: NDArray[np.int64], inv00: NDArray[np.float64],
-             rcond_min: float = RCOND) -> LocalFit:
+             rcond_min: float = RCOND, exact: bool = False) -> LocalFit:
     """Every query's system by the general solve (any degree and number of features), singular
-    below ``rcond_min``."""
+    below ``rcond_min``: compiled, one query at a time (:mod:`nadaraya.local._small_solve`), the
+    rule of :func:`_general_numpy`. Writes the rows with positive weight of the outputs given.
+    ``exact``: decide every system by its eigenvalues (for tests; the default skips them where
+    a lower bound on the reciprocal condition already clears the threshold)."""
+    from nadaraya._support.jit import run_ranges
+    from nadaraya.local._small_solve import rows
+
+    m = parts.value.shape[0]
+    f64 = np.float64
+    mom = (np.ascontiguousarray(parts.weight, dtype=f64).reshape(m, 1),
+           *(np.ascontiguousarray(parts.moments[j].reshape(m, -1), dtype=f64) for j in range(2 * degree)))
+    vmom = (np.ascontiguousarray(parts.value, dtype=f64),
+            *(np.ascontiguousarray(parts.moments[2 * degree + j].reshape(m, -1), dtype=f64)
+              for j in range(degree)))
+    tables = _tables(degree, h)
+    size = int(tables[-1][-1])
+    args = (mom[0][:, 0], mom, vmom, *tables, 1.0 / h, float(rcond_min), bool(exact))
+    run_ranges(rows, args, m, (estimate, slope, used, inv00), work=float(m) * size**3)
+    return LocalFit(estimate, slope, used, inv00)
+
+
+def _general_numpy(parts: Partials, degree: int, h: NDArray[np.float64], estimate: NDArray[np.float64],
+                   slope: NDArray[np.float64], used: NDArray[np.int64], inv00: NDArray[np.float64],
+                   rcond_min: float = RCOND) -> LocalFit:
+    """Every query's system by the general solve in NumPy, batched (the reference of
+    :func:`_general`): the systems of :func:`_systems`, decided by :func:`_regular`, solved by
+    ``np.linalg.solve``."""
     p = parts.value.shape[1]
     d = h.size
     ok = parts.weight > 0
