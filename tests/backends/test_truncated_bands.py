@@ -139,6 +139,20 @@ def test_a_skipped_band_would_matter_past_the_margin(degree, calls):
     assert len(calls) == 2 and 0 < calls[1][1] < q.size
 
 
+
+@pytest.mark.parametrize("u", [35.0, 50.0])
+def test_a_far_heavy_band_counts_in_the_moments(u):
+    """A query on two light keys (e^-740), a heavy one ``u`` bandwidths away whose weight term is
+    just below the band-skip margin (``L + 1``) but whose ``w u^4`` is not: the degree-2 moments
+    keep it (the band's bound carries ``|u|^(2r)``, as the cells' reach does; the review measured
+    5.4e-13 of the M_4 column's scale where the band was skipped on its weight alone)."""
+    from nadaraya.backends._truncated_grid import log_ratio
+
+    h, lo = 0.01, -740.0
+    heavy = u * u / 2 - log_ratio(3) - 1.2 + lo
+    k = np.array([0.3, 0.3 + u * h, 0.9])
+    _check(np.array([0.3]), k, k[:, None], np.exp([lo, heavy, lo]), h, 2)
+
 def test_float32(calls):
     """float32 inputs (the weights at most 1: a float32 shift near 0 rounds finely)."""
     k, v, rng = _data(3000, 21)

@@ -168,6 +168,12 @@ def banded(queries: NDArray[np.floating], keys: NDArray[np.floating], values: ND
         if idx.size == 0:
             continue
         bounds(*bound[b], qo, eb, el, b, 1.0 / h, np.full(m, -np.inf), upper)
+        if r:  # the moments' terms carry |u|^(2r) (bandwidths), as the cells' and windows' reach does:
+            # the band's largest w |u|^(2r) is below exp(ls_max_b + max over u >= u_near of
+            # (2r ln u - u^2 / 2)), the maximum at u^2 = 2r where the nearest key is nearer
+            u2 = np.maximum(2.0 * (bound[b][2] - upper), 2.0 * r)
+            with np.errstate(invalid="ignore"):  # no key of the band (u2 = inf): skipped as before
+                upper = np.where(np.isfinite(u2), bound[b][2] + r * np.log(u2) - 0.5 * u2, upper)
         # every term of the band is below 2^-60 / n of one the query holds: skipped (one nat of margin)
         take = order[np.flatnonzero(upper >= lower - big_l - 1.0)]
         if take.size == 0:
