@@ -213,3 +213,15 @@ def test_lu_fallback_solve():
         X, work = B.copy(), np.empty((n, n))
         _lu_solve(A, work, X, n, 3)
         np.testing.assert_allclose(X, np.linalg.solve(A, B), rtol=1e-10, atol=1e-12)
+
+
+def test_a_read_only_field_among_writeable_ones():
+    """A read-only field (memory-mapped, a shared buffer) beside writeable ones: the same fit."""
+    rng = np.random.default_rng(0)
+    x, h = rng.uniform(size=(50, 2)), np.full(2, 0.4)
+    p = reference.partials(x[:5], x, rng.normal(size=(50, 1)), kernel=get("gaussian"), bandwidth=h, moments=1)
+    w = p.weight.copy()
+    w.flags.writeable = False
+    got = S.solve(Partials(p.shift, w, p.value, p.moments), 1, h)
+    want = S.solve(p, 1, h)
+    np.testing.assert_array_equal(got.estimate, want.estimate)

@@ -242,6 +242,6 @@ def leverage_scale(
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         hii = np.exp(_own_log(job) - parts.shift - np.log(parts.weight)) * fit.inverse00
     s = np.ones(job.call.keys.shape[0]) if sw is None else np.where(sw > 0, sw, 1.0)
-    unit = variances(job, parts, 1.0 / s, backend)[:, 0]
+    unit = variances(job, parts, 1.0 / s, backend, used=fit.degree)[:, 0]  # the degree H_ii's fit used
     var = (1.0 - 2.0 * hii) / s + unit
     return np.sqrt((1.0 / s) / np.clip(np.nan_to_num(var, nan=1.0 / s), 1e-12 / s, None))

@@ -287,11 +287,13 @@ def _general(parts: Partials, degree: int, h: NDArray[np.float64], estimate: NDA
 
     m = parts.value.shape[0]
     f64 = np.float64
-    mom = (np.ascontiguousarray(parts.weight, dtype=f64).reshape(m, 1),
-           *(np.ascontiguousarray(parts.moments[j].reshape(m, -1), dtype=f64) for j in range(2 * degree)))
-    vmom = (np.ascontiguousarray(parts.value, dtype=f64),
-            *(np.ascontiguousarray(parts.moments[2 * degree + j].reshape(m, -1), dtype=f64)
-              for j in range(degree)))
+    def rows_of(x: NDArray[np.floating]) -> NDArray[np.float64]:
+        # contiguous, float64 and writeable alike: a tuple the compiled loop indexes at run time
+        # must hold one array type (a read-only field, e.g. memory-mapped, would be another)
+        return np.require(x.reshape(m, math.prod(x.shape[1:])), dtype=f64, requirements=["C", "W"])
+
+    mom = (rows_of(parts.weight), *(rows_of(parts.moments[j]) for j in range(2 * degree)))
+    vmom = (rows_of(parts.value), *(rows_of(parts.moments[2 * degree + j]) for j in range(degree)))
     tables = _tables(degree, h)
     size = int(tables[-1][-1])
     args = (mom[0][:, 0], mom, vmom, *tables, 1.0 / h, float(rcond_min), bool(exact))
