@@ -80,11 +80,22 @@ def _pool(Q, X, y, kernel, backend, degree):
         return nadaraya.pool(Q, X, y, kernel=kernel, bandwidth=H, degree=degree, backend=backend, tol=tol)
 
 
-def _degrees(Q, X, y, kernel, backend, degree):
-    job = job_module.prepare(Q, X, y, kernel=kernel, bandwidth=H, sample_weight=None, degree=degree,
-                             var_types=None, categorical_kernel="classic")
-    job.tol = 1e-8 if backend == "taylor" else None
-    return solve(_fit.partials(job, None, backend), degree, job.call.bandwidth).degree
+def _degrees(monkeypatch, Q, X, y, kernel, backend, degree):
+    """Each query's degree as the public ``nadaraya.pool`` call decides it, end to end: recorded
+    from the solve it makes (:func:`nadaraya.local.fit.finish_local`)."""
+    seen = []
+    real = _fit.finish_local
+
+    def spy(*a, **k):
+        fit = real(*a, **k)
+        seen.append(np.array(fit.degree))
+        return fit
+
+    with monkeypatch.context() as mp:
+        mp.setattr(_fit, "finish_local", spy)
+        _pool(Q, X, y, kernel, backend, degree)
+    assert len(seen) == 1
+    return seen[0]
 
 
 def _served(kernel: str, backend: str, d: int, degree: int) -> None:
@@ -95,15 +106,15 @@ def _served(kernel: str, backend: str, d: int, degree: int) -> None:
 
 @pytest.mark.parametrize(("kernel", "backend"), CELLS)
 @pytest.mark.parametrize("degree", [1, 2])
-def test_float32_is_float64_rounded_once(kernel, backend, degree):
+def test_float32_is_float64_rounded_once(kernel, backend, degree, monkeypatch):
     _served(kernel, backend, 1, degree)
     Q, X, y = _data(kernel)
     got = _pool(Q, X, y, kernel, backend, degree)
     want = _pool(*(a.astype(np.float64) for a in (Q, X, y)), kernel, backend, degree)
     assert got.dtype == F32
     np.testing.assert_array_equal(got, want.astype(F32))
-    d32 = _degrees(Q, X, y, kernel, backend, degree)
-    d64 = _degrees(*(a.astype(np.float64) for a in (Q, X, y)), kernel, backend, degree)
+    d32 = _degrees(monkeypatch, Q, X, y, kernel, backend, degree)
+    d64 = _degrees(monkeypatch, *(a.astype(np.float64) for a in (Q, X, y)), kernel, backend, degree)
     np.testing.assert_array_equal(d32, d64)
     assert (d64 < degree).any() and (d64 == degree).any()  # the cases reach both sides of the rule
 
@@ -111,7 +122,7 @@ def test_float32_is_float64_rounded_once(kernel, backend, degree):
 @pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
 @pytest.mark.parametrize("backend", ["auto", "fused", "reference"])
 @pytest.mark.parametrize("degree", [1, 2])
-def test_float32_is_float64_rounded_once_in_two_features(kernel, backend, degree):
+def test_float32_is_float64_rounded_once_in_two_features(kernel, backend, degree, monkeypatch):
     """Two features take the general solve (eigenvalues), not the closed forms of one."""
     Q, X, y = _data(kernel, d=2)
     got = _pool(Q, X, y, kernel, backend, degree)
@@ -119,8 +130,8 @@ def test_float32_is_float64_rounded_once_in_two_features(kernel, backend, degree
     assert got.dtype == F32
     np.testing.assert_array_equal(got, want.astype(F32))
     wide = (a.astype(np.float64) for a in (Q, X, y))
-    np.testing.assert_array_equal(_degrees(Q, X, y, kernel, backend, degree),
-                                  _degrees(*wide, kernel, backend, degree))
+    np.testing.assert_array_equal(_degrees(monkeypatch, Q, X, y, kernel, backend, degree),
+                                  _degrees(monkeypatch, *wide, kernel, backend, degree))
 
 
 @pytest.mark.parametrize("kernel", ["gaussian", "constant", "epanechnikov"])
@@ -230,3 +241,24 @@ def test_only_cpu_calls_are_widened():
         assert j.call.keys.dtype == F32 and j.dtype is None
     assert job(1, dtype=np.float64).dtype is None
     assert job(1).narrowed(np.ones(2)).dtype == F32
+
+
+@pytest.mark.parametrize("device", [None, "cpu", "cuda:0", "mps"])
+@pytest.mark.parametrize("loo", [False, True])
+def test_pool_passes_its_device_to_the_widening(monkeypatch, device, loo):
+    """``nadaraya.pool`` and ``loo_pool`` hand their ``device`` to the widening: the job the fit
+    receives is float64 on the CPU and stays float32 on an accelerator (a device string only: the
+    fit is replaced, nothing runs there), and the prediction comes back float32 either way."""
+    Q, X, y = _data("gaussian")
+    got = []
+
+    def fake(job, empty, *rest, **kw):
+        got.append(job.call.keys.dtype)
+        return np.zeros(job.call.queries.shape[0], dtype=job.call.keys.dtype)
+
+    monkeypatch.setattr(_fit, "pool", fake)
+    kw = dict(kernel="gaussian", bandwidth=H, degree=1, device=device)
+    out = nadaraya.loo_pool(X, y, **kw) if loo else nadaraya.pool(Q, X, y, **kw)
+    cpu = device in (None, "cpu")
+    assert got == [np.dtype(np.float64) if cpu else np.dtype(F32)]
+    assert out.dtype == F32
