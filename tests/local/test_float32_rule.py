@@ -243,13 +243,17 @@ def test_only_cpu_calls_are_widened():
     assert job(1).narrowed(np.ones(2)).dtype == F32
 
 
-@pytest.mark.parametrize("device", [None, "cpu", "cuda:0", "mps"])
+@pytest.mark.parametrize(("device", "backend", "wide"), [
+    (None, "auto", True), ("cpu", "auto", True), ("cpu:0", "torch", True), ("cuda:0", "auto", False),
+    ("mps", "torch", False), ("cuda", "fused", True), ("cuda", "constant", True)])
 @pytest.mark.parametrize("loo", [False, True])
-def test_pool_passes_its_device_to_the_widening(monkeypatch, device, loo):
-    """``nadaraya.pool`` and ``loo_pool`` hand their ``device`` to the widening: the job the fit
-    receives is float64 on the CPU and stays float32 on an accelerator (a device string only: the
-    fit is replaced, nothing runs there), and the prediction comes back float32 either way."""
-    Q, X, y = _data("gaussian")
+def test_pool_passes_its_device_to_the_widening(monkeypatch, device, backend, wide, loo):
+    """``nadaraya.pool`` and ``loo_pool`` hand their ``device`` and ``backend`` to the widening: the job
+    the fit receives is float64 where its sums are made on the CPU (a CPU backend named with a
+    device runs there too) and stays float32 where the torch backend makes them on an accelerator
+    (a device string only: the fit is replaced, nothing runs there); the prediction comes back
+    float32 either way."""
+    Q, X, y = _data("constant")
     got = []
 
     def fake(job, empty, *rest, **kw):
@@ -257,8 +261,7 @@ def test_pool_passes_its_device_to_the_widening(monkeypatch, device, loo):
         return np.zeros(job.call.queries.shape[0], dtype=job.call.keys.dtype)
 
     monkeypatch.setattr(_fit, "pool", fake)
-    kw = dict(kernel="gaussian", bandwidth=H, degree=1, device=device)
+    kw = dict(kernel="constant", bandwidth=H, degree=1, device=device, backend=backend)
     out = nadaraya.loo_pool(X, y, **kw) if loo else nadaraya.pool(Q, X, y, **kw)
-    cpu = device in (None, "cpu")
-    assert got == [np.dtype(np.float64) if cpu else np.dtype(F32)]
+    assert got == [np.dtype(np.float64) if wide else np.dtype(F32)]
     assert out.dtype == F32
