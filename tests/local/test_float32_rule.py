@@ -12,8 +12,8 @@ the float64 call's on the same values rounded to float32, bit for bit, on every 
 query's degree is the float64 rule's.
 
 Moments that arrive in float32 all the same (the torch backend on an accelerator sums in the
-inputs' dtype; so do the Dask tasks' partials) are solved under a threshold scaled to their
-resolution (:func:`nadaraya.local.solve.rcond_for`): checked against a plainly written float64
+inputs' dtype) are solved under a threshold scaled to their
+resolution and size (:func:`nadaraya.local.solve.rcond_for`, 16 P eps): checked against a plainly written float64
 weighted least squares, their degree is never one the float64 rule calls singular, it is float64's
 wherever float64's reciprocal condition is clear of the threshold, and the estimate is within
 the first-order bound of float32 rounding amplified by the system's condition.
@@ -33,7 +33,7 @@ from nadaraya.backends._capabilities import why_not
 from nadaraya.kernels import get
 from nadaraya.local import fit as _fit
 from nadaraya.local import job as job_module
-from nadaraya.local.solve import RCOND, rcond_for, solve
+from nadaraya.local.solve import RCOND, monomials, rcond_for, solve
 from nadaraya.partials import Partials
 from naive import PLAIN_KERNELS
 
@@ -197,7 +197,7 @@ def test_float32_sums_are_decided_above_their_noise(kernel, d, degree):
     narrow = Partials(*(a.astype(F32) for a in (parts.shift, parts.weight, parts.value)),
                       tuple(a.astype(F32) for a in parts.moments))
     fit = solve(narrow, degree, np.full(d, H))
-    T = rcond_for(F32)
+    T = rcond_for(F32, len(monomials(degree, d)))  # the size of the largest system the solve tries
     assert RCOND < 1e-3 * T
     banded = 0
     for i in range(Q.shape[0]):
@@ -265,3 +265,33 @@ def test_pool_passes_its_device_to_the_widening(monkeypatch, device, backend, wi
     out = nadaraya.loo_pool(X, y, **kw) if loo else nadaraya.pool(Q, X, y, **kw)
     assert got == [np.dtype(np.float64) if wide else np.dtype(F32)]
     assert out.dtype == F32
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "laplacian"])
+@pytest.mark.parametrize("degree", [1, 2])
+def test_float32_sums_keep_the_degree_outside_the_data(kernel, degree):
+    """The reviewer's queries 2.8 bandwidths outside the data (float64 reciprocal condition about
+    1e-5 at degree 2, well above the float32 noise floor 2 P u): exact float64 sums rounded to
+    float32, as an accelerator delivers them, keep float64's degree, and the estimate is within the
+    first-order bound of the rounding (twice, as above) of the float64 solve of the same sums."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (300, 1)).astype(F32)
+    y = np.sin(6 * X[:, 0]).astype(F32)
+    Q = np.array([[-0.14], [1.14]], dtype=F32)
+    Q64, X64, y64 = (a.astype(np.float64) for a in (Q, X, y))
+    parts = backends.compute("reference", Q64, X64, y64[:, None], kernel=get(kernel), bandwidth=np.full(1, H),
+                             moments=degree)
+    narrow = Partials(*(a.astype(F32) for a in (parts.shift, parts.weight, parts.value)),
+                      tuple(a.astype(F32) for a in parts.moments))
+    wide, fit = solve(parts, degree, np.full(1, H)), solve(narrow, degree, np.full(1, H))
+    np.testing.assert_array_equal(wide.degree, [degree, degree])
+    np.testing.assert_array_equal(fit.degree, wide.degree)
+    for i in range(2):
+        S, r, est = _plain_system(Q[i], X, y, kernel, degree)
+        ev = np.linalg.eigvalsh(S)
+        P = S.shape[0]
+        beta = np.linalg.solve(S, r)
+        noise = 2 * U32 * P
+        bound = (2 * U32 * np.linalg.norm(r) + noise * np.linalg.norm(beta)) / (ev[0] - noise)
+        assert abs(float(fit.estimate[i, 0]) - float(wide.estimate[i, 0])) <= 2 * bound, (i, ev[0])
+        assert abs(float(wide.estimate[i, 0]) - est) <= 1e-12 * (1 + abs(est)) / ev[0]  # float64 itself
