@@ -12,11 +12,13 @@ the float64 call's on the same values rounded to float32, bit for bit, on every 
 query's degree is the float64 rule's.
 
 Moments that arrive in float32 all the same (the torch backend on an accelerator sums in the
-inputs' dtype) are solved under a threshold scaled to their
-resolution and size (:func:`nadaraya.local.solve.rcond_for`, 16 P eps): checked against a plainly written float64
+inputs' dtype) are solved under a threshold scaled to their resolution and size
+(:func:`nadaraya.local.solve.rcond_for`, 16 P eps): checked against a plainly written float64
 weighted least squares, their degree is never one the float64 rule calls singular, it is float64's
 wherever float64's reciprocal condition is clear of the threshold, and the estimate is within
-the first-order bound of float32 rounding amplified by the system's condition.
+the first-order bound of float32 rounding amplified by the system's condition; queries 2.8
+bandwidths outside the data keep float64's degree. The degrees of float32 calls are read from the
+solve the public call makes.
 """
 
 from __future__ import annotations
