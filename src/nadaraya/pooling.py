@@ -159,7 +159,7 @@ def pool(
 
         job = _job.prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth,
                            sample_weight=sample_weight, degree=degree, var_types=var_types,
-                           categorical_kernel=categorical_kernel, device=device)
+                           categorical_kernel=categorical_kernel, device=device, backend=backend)
         job.device, job.tol = device, tol
         return job.narrowed(_fit.pool(job, empty, backend=backend))
     call = prepare(queries, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight)
@@ -224,7 +224,7 @@ bandwidth_type
 
         job = _job.prepare(None, keys, values, kernel=kernel, bandwidth=bandwidth,
                            sample_weight=sample_weight, degree=degree, var_types=var_types,
-                           categorical_kernel=categorical_kernel, device=device)
+                           categorical_kernel=categorical_kernel, device=device, backend=backend)
         job.device, job.tol = device, tol
         return job.narrowed(_fit.pool(job, empty, np.arange(job.call.keys.shape[0]), backend))
     call = prepare(None, keys, values, kernel=kernel, bandwidth=bandwidth, sample_weight=sample_weight)

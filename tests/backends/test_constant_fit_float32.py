@@ -1,11 +1,13 @@
 """The constant kernel's one-polynomial local fits with float32 inputs: float64's, rounded once.
 
-float32 calls of degree 1 and 2 in one feature are fitted and decided in float64 and rounded
-once. Checked on every query (far ones too, where float32 moments would leave the degree to
-rounding noise): the degree equals the general rule's on the float64 partials of the same
-(rounded) inputs, the estimate is the float64 call's rounded to float32, and within 1e-6
-(relative to ``max(1, |fit|)``) of a plainly written float64 weighted least squares at that
-degree where that fit is well posed.
+float32 calls of degree 1 and 2 in one feature are widened to float64 by the call
+(:func:`nadaraya.local.job.prepare`), fitted and decided there by :func:`constant.local_fit`, and
+rounded once. Checked on every query (far ones too, where float32 moments would leave the degree
+to rounding noise), through ``nadaraya.pool`` and ``loo_pool`` on the constant backend: the
+prediction is the float64 call's on the same (float32) inputs rounded to float32, bit for bit; the
+one polynomial's degree equals the general rule's on the float64 partials; and the prediction is
+within 1e-6 (relative to ``max(1, |fit|)``) of a plainly written float64 weighted least squares at
+that degree where that fit is well posed. ``local_fit`` itself is float64 only.
 """
 
 from __future__ import annotations
@@ -59,6 +61,13 @@ def _plain(q, k, v, w, degrees, exclude=None):
     return out
 
 
+def _pool(q, k, v, w, degree, loo):
+    kw = dict(kernel="constant", bandwidth=1.0, degree=degree, sample_weight=w, backend="constant")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return nadaraya.loo_pool(k, v, **kw) if loo else nadaraya.pool(q, k, v, **kw)
+
+
 @pytest.mark.parametrize("name", ["uniform", "skewed", "duplicates", "far"])
 @pytest.mark.parametrize("degree", [1, 2])
 @pytest.mark.parametrize("loo", [False, True])
@@ -67,21 +76,20 @@ def test_float32_degrees_are_the_rules_and_fits_the_plain_ones(name, degree, loo
     if loo:
         q = k
     ex = np.arange(k.size) if loo else None
+    got = _pool(q, k, v, w, degree, loo)
+    q64, k64, v64, w64 = (a.astype(np.float64) for a in (q, k, v, w))
+    assert got.dtype == F32
+    np.testing.assert_array_equal(got, _pool(q64, k64, v64, w64, degree, loo).astype(F32))
     kern = get("constant")
     h = np.ones(1)
-    base, (est, _, used, _) = constant.local_fit(
-        q[:, None], k[:, None], v[:, None], kernel=kern, degree=degree, rcond=RCOND,
-        solve=lambda parts: solve(parts, degree, h), sample_weight=w, exclude=ex, slopes=False)
-    assert est.dtype == F32 and base.weight.dtype == F32
-    q64, k64, v64, w64 = (a.astype(np.float64) for a in (q, k, v, w))
     parts = constant.partials(q64[:, None], k64[:, None], v64[:, None], kernel=kern, bandwidth=h,
                               sample_weight=w64, exclude=ex, moments=degree)
     rule = solve(parts, degree, h)
-    np.testing.assert_array_equal(np.asarray(used), rule.degree)
-    _, (est64, _, _, _) = constant.local_fit(
+    _, (est64, _, used, _) = constant.local_fit(
         q64[:, None], k64[:, None], v64[:, None], kernel=kern, degree=degree, rcond=RCOND,
         solve=lambda parts: solve(parts, degree, h), sample_weight=w64, exclude=ex, slopes=False)
-    np.testing.assert_array_equal(est, est64.astype(F32))
+    assert est64.dtype == np.float64
+    np.testing.assert_array_equal(np.asarray(used), rule.degree)
     degs = np.maximum(np.asarray(used), 0)
     want = _plain(q, k, v, w, degs, ex)
     # the far queries' systems are nearly singular (rcond near 1e-10 at degree 1): compare where
@@ -89,29 +97,24 @@ def test_float32_degrees_are_the_rules_and_fits_the_plain_ones(name, degree, loo
     lo, hi = float(k.min()), float(k.max())
     span = max(hi - lo, 1.0)
     near = (q >= lo - span) & (q <= hi + span)
-    err = np.abs(est[near, 0].astype(np.float64) - want[near])
+    err = np.abs(got[near].astype(np.float64) - want[near])
     assert np.all(err <= 1e-6 * np.maximum(1.0, np.abs(want[near]))), float(err.max())
 
 
 @pytest.mark.parametrize("degree", [1, 2])
 def test_float32_pool_takes_the_polynomial_and_returns_float32(degree):
-    """``pool`` with float32 inputs: float32, and within 5e-6 of the float64 call of the same
-    inputs inside the keys' span (``pool`` takes the weights relative to their largest, rounded to
-    float32: 6e-8 each, times the conditioning, so a far query near the rule's threshold may take
-    another degree than that call's: the local fit's own test above holds the degrees)."""
+    """``pool`` with float32 inputs (auto backend): float32, the float64 call of the same inputs
+    rounded once, on every query, far ones too."""
     q, k, v, w = _case("uniform", 5)
     kw = {"kernel": "constant", "bandwidth": 0.5, "degree": degree, "sample_weight": w}
-    with warnings.catch_warnings(record=True) as got_warn:
-        warnings.simplefilter("always")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         got = nadaraya.pool(q, k, v, **kw)
-    assert got.dtype == F32
-    with warnings.catch_warnings(record=True) as wide_warn:
-        warnings.simplefilter("always")
         wide = nadaraya.pool(*(a.astype(np.float64) for a in (q, k, v)),
                              **{**kw, "sample_weight": w.astype(float)})
-    inside = (q >= k.min()) & (q <= k.max())
-    assert np.all(np.abs(got[inside] - wide[inside]) <= 5e-6 * np.maximum(1.0, np.abs(wide[inside])))
-    assert np.all(np.isfinite(got)) and len(got_warn) <= len(wide_warn) + 1
+    assert got.dtype == F32
+    np.testing.assert_array_equal(got, wide.astype(F32))
+    assert np.all(np.isfinite(got))
 
 
 def test_narrow_shift_is_the_formula_written_out():

@@ -12,11 +12,13 @@ the float64 call's on the same values rounded to float32, bit for bit, on every 
 query's degree is the float64 rule's.
 
 Moments that arrive in float32 all the same (the torch backend on an accelerator sums in the
-inputs' dtype; so do the Dask tasks' partials) are solved under a threshold scaled to their
-resolution (:func:`nadaraya.local.solve.rcond_for`): checked against a plainly written float64
+inputs' dtype) are solved under a threshold scaled to their resolution and size
+(:func:`nadaraya.local.solve.rcond_for`, 16 P eps): checked against a plainly written float64
 weighted least squares, their degree is never one the float64 rule calls singular, it is float64's
 wherever float64's reciprocal condition is clear of the threshold, and the estimate is within
-the first-order bound of float32 rounding amplified by the system's condition.
+the first-order bound of float32 rounding amplified by the system's condition; queries 2.8
+bandwidths outside the data keep float64's degree. The degrees of float32 calls are read from the
+solve the public call makes.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from nadaraya.backends._capabilities import why_not
 from nadaraya.kernels import get
 from nadaraya.local import fit as _fit
 from nadaraya.local import job as job_module
-from nadaraya.local.solve import RCOND, rcond_for, solve
+from nadaraya.local.solve import RCOND, monomials, rcond_for, solve
 from nadaraya.partials import Partials
 from naive import PLAIN_KERNELS
 
@@ -80,11 +82,22 @@ def _pool(Q, X, y, kernel, backend, degree):
         return nadaraya.pool(Q, X, y, kernel=kernel, bandwidth=H, degree=degree, backend=backend, tol=tol)
 
 
-def _degrees(Q, X, y, kernel, backend, degree):
-    job = job_module.prepare(Q, X, y, kernel=kernel, bandwidth=H, sample_weight=None, degree=degree,
-                             var_types=None, categorical_kernel="classic")
-    job.tol = 1e-8 if backend == "taylor" else None
-    return solve(_fit.partials(job, None, backend), degree, job.call.bandwidth).degree
+def _degrees(monkeypatch, Q, X, y, kernel, backend, degree):
+    """Each query's degree as the public ``nadaraya.pool`` call decides it, end to end: recorded
+    from the solve it makes (:func:`nadaraya.local.fit.finish_local`)."""
+    seen = []
+    real = _fit.finish_local
+
+    def spy(*a, **k):
+        fit = real(*a, **k)
+        seen.append(np.array(fit.degree))
+        return fit
+
+    with monkeypatch.context() as mp:
+        mp.setattr(_fit, "finish_local", spy)
+        _pool(Q, X, y, kernel, backend, degree)
+    assert len(seen) == 1
+    return seen[0]
 
 
 def _served(kernel: str, backend: str, d: int, degree: int) -> None:
@@ -95,15 +108,15 @@ def _served(kernel: str, backend: str, d: int, degree: int) -> None:
 
 @pytest.mark.parametrize(("kernel", "backend"), CELLS)
 @pytest.mark.parametrize("degree", [1, 2])
-def test_float32_is_float64_rounded_once(kernel, backend, degree):
+def test_float32_is_float64_rounded_once(kernel, backend, degree, monkeypatch):
     _served(kernel, backend, 1, degree)
     Q, X, y = _data(kernel)
     got = _pool(Q, X, y, kernel, backend, degree)
     want = _pool(*(a.astype(np.float64) for a in (Q, X, y)), kernel, backend, degree)
     assert got.dtype == F32
     np.testing.assert_array_equal(got, want.astype(F32))
-    d32 = _degrees(Q, X, y, kernel, backend, degree)
-    d64 = _degrees(*(a.astype(np.float64) for a in (Q, X, y)), kernel, backend, degree)
+    d32 = _degrees(monkeypatch, Q, X, y, kernel, backend, degree)
+    d64 = _degrees(monkeypatch, *(a.astype(np.float64) for a in (Q, X, y)), kernel, backend, degree)
     np.testing.assert_array_equal(d32, d64)
     assert (d64 < degree).any() and (d64 == degree).any()  # the cases reach both sides of the rule
 
@@ -111,7 +124,7 @@ def test_float32_is_float64_rounded_once(kernel, backend, degree):
 @pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
 @pytest.mark.parametrize("backend", ["auto", "fused", "reference"])
 @pytest.mark.parametrize("degree", [1, 2])
-def test_float32_is_float64_rounded_once_in_two_features(kernel, backend, degree):
+def test_float32_is_float64_rounded_once_in_two_features(kernel, backend, degree, monkeypatch):
     """Two features take the general solve (eigenvalues), not the closed forms of one."""
     Q, X, y = _data(kernel, d=2)
     got = _pool(Q, X, y, kernel, backend, degree)
@@ -119,8 +132,8 @@ def test_float32_is_float64_rounded_once_in_two_features(kernel, backend, degree
     assert got.dtype == F32
     np.testing.assert_array_equal(got, want.astype(F32))
     wide = (a.astype(np.float64) for a in (Q, X, y))
-    np.testing.assert_array_equal(_degrees(Q, X, y, kernel, backend, degree),
-                                  _degrees(*wide, kernel, backend, degree))
+    np.testing.assert_array_equal(_degrees(monkeypatch, Q, X, y, kernel, backend, degree),
+                                  _degrees(monkeypatch, *wide, kernel, backend, degree))
 
 
 @pytest.mark.parametrize("kernel", ["gaussian", "constant", "epanechnikov"])
@@ -186,7 +199,7 @@ def test_float32_sums_are_decided_above_their_noise(kernel, d, degree):
     narrow = Partials(*(a.astype(F32) for a in (parts.shift, parts.weight, parts.value)),
                       tuple(a.astype(F32) for a in parts.moments))
     fit = solve(narrow, degree, np.full(d, H))
-    T = rcond_for(F32)
+    T = rcond_for(F32, len(monomials(degree, d)))  # the size of the largest system the solve tries
     assert RCOND < 1e-3 * T
     banded = 0
     for i in range(Q.shape[0]):
@@ -230,3 +243,57 @@ def test_only_cpu_calls_are_widened():
         assert j.call.keys.dtype == F32 and j.dtype is None
     assert job(1, dtype=np.float64).dtype is None
     assert job(1).narrowed(np.ones(2)).dtype == F32
+
+
+@pytest.mark.parametrize(("device", "backend", "wide"), [
+    (None, "auto", True), ("cpu", "auto", True), ("cpu:0", "torch", True), ("cuda:0", "auto", False),
+    ("mps", "torch", False), ("cuda", "fused", True), ("cuda", "constant", True)])
+@pytest.mark.parametrize("loo", [False, True])
+def test_pool_passes_its_device_to_the_widening(monkeypatch, device, backend, wide, loo):
+    """``nadaraya.pool`` and ``loo_pool`` hand their ``device`` and ``backend`` to the widening: the job
+    the fit receives is float64 where its sums are made on the CPU (a CPU backend named with a
+    device runs there too) and stays float32 where the torch backend makes them on an accelerator
+    (a device string only: the fit is replaced, nothing runs there); the prediction comes back
+    float32 either way."""
+    Q, X, y = _data("constant")
+    got = []
+
+    def fake(job, empty, *rest, **kw):
+        got.append(job.call.keys.dtype)
+        return np.zeros(job.call.queries.shape[0], dtype=job.call.keys.dtype)
+
+    monkeypatch.setattr(_fit, "pool", fake)
+    kw = dict(kernel="constant", bandwidth=H, degree=1, device=device, backend=backend)
+    out = nadaraya.loo_pool(X, y, **kw) if loo else nadaraya.pool(Q, X, y, **kw)
+    assert got == [np.dtype(np.float64) if wide else np.dtype(F32)]
+    assert out.dtype == F32
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "laplacian"])
+@pytest.mark.parametrize("degree", [1, 2])
+def test_float32_sums_keep_the_degree_outside_the_data(kernel, degree):
+    """The reviewer's queries 2.8 bandwidths outside the data (float64 reciprocal condition about
+    1e-5 at degree 2, well above the float32 noise floor 2 P u): exact float64 sums rounded to
+    float32, as an accelerator delivers them, keep float64's degree, and the estimate is within the
+    first-order bound of the rounding (twice, as above) of the float64 solve of the same sums."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (300, 1)).astype(F32)
+    y = np.sin(6 * X[:, 0]).astype(F32)
+    Q = np.array([[-0.14], [1.14]], dtype=F32)
+    Q64, X64, y64 = (a.astype(np.float64) for a in (Q, X, y))
+    parts = backends.compute("reference", Q64, X64, y64[:, None], kernel=get(kernel), bandwidth=np.full(1, H),
+                             moments=degree)
+    narrow = Partials(*(a.astype(F32) for a in (parts.shift, parts.weight, parts.value)),
+                      tuple(a.astype(F32) for a in parts.moments))
+    wide, fit = solve(parts, degree, np.full(1, H)), solve(narrow, degree, np.full(1, H))
+    np.testing.assert_array_equal(wide.degree, [degree, degree])
+    np.testing.assert_array_equal(fit.degree, wide.degree)
+    for i in range(2):
+        S, r, est = _plain_system(Q[i], X, y, kernel, degree)
+        ev = np.linalg.eigvalsh(S)
+        P = S.shape[0]
+        beta = np.linalg.solve(S, r)
+        noise = 2 * U32 * P
+        bound = (2 * U32 * np.linalg.norm(r) + noise * np.linalg.norm(beta)) / (ev[0] - noise)
+        assert abs(float(fit.estimate[i, 0]) - float(wide.estimate[i, 0])) <= 2 * bound, (i, ev[0])
+        assert abs(float(wide.estimate[i, 0]) - est) <= 1e-12 * (1 + abs(est)) / ev[0]  # float64 itself

@@ -26,9 +26,10 @@ decided here only where these bounds, widened by :data:`NOISE` ``eps (1 + k4)``,
 side of ``RCOND`` at every degree tried; the others (within that band of the threshold, keys of
 no spread, a weight sum of zero) are marked ``-2`` for the general rule.
 
-**float32.** float32 inputs are fitted and decided in float64, and rounded once: the general
-rule on float32 moments would decide a far query's degree on rounding noise (``1 - rho^2`` of
-about ``1e-7``) and a degree 1 there is a huge extrapolation, where float64 takes degree 0.
+**float32.** Everything here is float64: float32 calls arrive widened to float64 and are
+rounded once by their caller (:func:`nadaraya.local.job.prepare`). The general rule on float32
+moments would decide a far query's degree on rounding noise (``1 - rho^2`` of about ``1e-7``),
+and a degree 1 there is a huge extrapolation, where float64 takes degree 0.
 """
 
 from __future__ import annotations

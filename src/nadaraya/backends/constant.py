@@ -375,9 +375,9 @@ def local_fit(
     slopes: bool = True,
 ) -> tuple[Partials, tuple[NDArray[np.float64], ...]] | None:
     """The local fits of ``degree`` 1 or 2 in one feature as the keys' one weighted polynomial
-    (:mod:`nadaraya.backends._constant_fit`), without moments per query. float32 inputs (all of
-    them) are computed and decided in float64, the fits and ``base`` rounded once at the end (that
-    module's float32 paragraph).
+    (:mod:`nadaraya.backends._constant_fit`), without moments per query, computed and decided in
+    float64 (float32 inputs are read as float64, and the results are float64: the caller rounds
+    them once, as :func:`nadaraya.local.job.prepare` arranges for float32 calls).
 
     Each query's degree is the one the per-query rule gives (reciprocal condition of its scaled
     system at least ``rcond``, else the highest lower degree): decided here where the bounds of
@@ -409,7 +409,6 @@ def local_fit(
     """
     f64 = np.float64
     m, p = queries.shape[0], values.shape[1]
-    dtype = np.result_type(queries, keys, values)
     k = np.ascontiguousarray(keys, dtype=f64)
     s, log_scale = _weights(sample_weight, k.shape[0])
     if not (s.size and s.max() > 0):
@@ -436,7 +435,7 @@ def local_fit(
     # the degrees in int8 (a tenth of the memory), widened below unless every query got ``degree``
     est, used = np.empty((m, p)), np.empty(m, dtype=np.int8)
     slope, inv00 = (np.empty((m, p)), np.empty(m)) if slopes else (np.empty((0, p)), np.empty(0))
-    wide = 0.0  # float32 inputs too: decided in float64 (float32 moments would decide far queries on noise)
+    wide = 0.0  # decided in float64 (float32 moments would decide far queries on noise)
     run_ranges(fit_rows, (rows, q, c0, degree, float(rcond), wide, inv), m, (est, slope, used, inv00),
                grain=4 * BLOCK, work=60.0 * m)
     low, high = (int(used.min()), int(used.max())) if m else (degree, degree)
@@ -471,9 +470,6 @@ def local_fit(
         shift = np.broadcast_to(log_scale, (m,))
     else:
         shift = np.where(weight > 0, log_scale, -np.inf)
-    if dtype != f64:  # the weights' scale is a power of two: the shift's rounding moves no ratio
-        est, slope, inv00 = est.astype(dtype), slope.astype(dtype), inv00.astype(dtype)
-        shift, weight, value = (_narrow(a, dtype) for a in (shift, weight, value))
     return Partials(shift, weight, value), (est, slope, used, inv00)
 
 
@@ -502,13 +498,6 @@ def _narrow_shift(weight, shift):  # type: ignore[no-untyped-def]  # pragma: no 
         shift32[i] = s32
         factor[i] = f
     return shift32, factor
-
-
-def _narrow(a: NDArray[np.float64], dtype: np.dtype) -> NDArray[np.floating]:
-    """``a`` rounded to ``dtype``; a view that repeats one row (stride 0) stays one."""
-    if a.ndim and a.strides[0] == 0:
-        return np.broadcast_to(a[:1].astype(dtype), a.shape)
-    return a.astype(dtype)
 
 
 def _finish(out: NDArray[np.float64], mono: list[tuple[int, ...]], kv: int, d: int, p: int, r: int,

@@ -307,7 +307,6 @@ class _Graph:
         if degree != 0 or var_types is not None:
             self.degree, self.bandwidth, self.columns = _local_spec(self.keys, bandwidth, degree, var_types,
                                                                     categorical_kernel)
-            self._scale_extreme()
         else:
             self.bandwidth = as_bandwidth(bandwidth, d)
         self.sample_weight = None
@@ -318,6 +317,23 @@ class _Graph:
                                           kind="weights")[:, 0]
             if is_dask(sample_weight):
                 self.positive = (self.sample_weight > 0).any()
+        self._widen()
+        self._scale_extreme()
+
+    def _widen(self) -> None:
+        """A local fit on inputs narrower than float64 is summed, merged and solved in float64 and
+        its predictions rounded once, as :func:`nadaraya.local.job.prepare` does on one machine
+        (the tasks run on the CPU): the degree rule is float64's, and the result the NumPy path's.
+        The widening is per chunk, in the tasks; the partials are queries x moments."""
+        self.work = self.dtype
+        if self.degree == 0 or self.dtype.itemsize >= 8:
+            return
+        self.work = np.dtype(np.float64)
+        same = self.queries is self.keys
+        self.keys, self.values = self.keys.astype(self.work), self.values.astype(self.work)
+        self.queries = self.keys if same else self.queries.astype(self.work)
+        if self.sample_weight is not None:
+            self.sample_weight = self.sample_weight.astype(self.work)
 
     def _scale_extreme(self) -> None:
         """Continuous columns whose bandwidth is extreme in units of about it, exactly, as
@@ -329,7 +345,7 @@ class _Graph:
         _, _, h, x_exp = _job.scaled(empty, empty, self.bandwidth)
         if x_exp is None:
             return
-        factor = np.ones(self.keys.shape[1], dtype=self.dtype)
+        factor = np.ones(self.keys.shape[1], dtype=self.work)
         factor[cont] = np.ldexp(1.0, -x_exp)
         same = self.queries is self.keys
         self.keys = self.keys * factor
@@ -418,8 +434,10 @@ class _Graph:
             task = finish(merged[i], fallback[i], self.positive, empty=empty, one_d=self.one_d,
                           start=int(starts[i]), kernel=self.kernel.name, bandwidth=self.bandwidth)
             shape = (size,) if self.one_d else (size, p)
-            pieces.append(da.from_delayed(task, shape=shape, dtype=self.dtype))
+            pieces.append(da.from_delayed(task, shape=shape, dtype=self.work))
         out = da.concatenate(pieces, axis=0)
+        if self.work != self.dtype:  # rounded once (see _widen)
+            out = out.astype(self.dtype)
         return out if out.chunks[0] == self.out_chunks else out.rechunk({0: self.out_chunks})
 
 

@@ -130,6 +130,7 @@ def prepare(
     levels: NDArray[np.int64] | None = None,
     trusted: _call.Trusted | None = None,
     device: str | None = None,
+    backend: str = "auto",
 ) -> Job:
     """Validate a local or mixed call (``queries=None`` means the keys themselves); with
     ``trusted``, the training data validated once (see :func:`nadaraya._core.call.prepare`).
@@ -138,8 +139,10 @@ def prepare(
     rounded once (:meth:`Job.narrowed`): every CPU backend sums in float64, and its sums rounded to
     float32 would leave a nearly singular local system (a far query, weight on a cluster of
     keys) to rounding noise, its degree and its fit. On an accelerator (``device`` other than
-    the CPU) the call keeps its dtype: the sums there are the dtype's, and
-    :func:`nadaraya.local.solve.rcond_for` scales the rule to them."""
+    the CPU, and ``backend`` "auto" or "torch", the one that runs there) the call keeps its dtype:
+    the sums there are the dtype's, and :func:`nadaraya.local.solve.rcond_for` scales the rule to
+    them. A CPU backend named with a device (``backend="fused", device="cuda"``) runs on the CPU:
+    widened."""
     deg = as_degree(degree)
     ck = as_categorical_kernel(categorical_kernel)
     k = get_kernel(kernel)
@@ -147,14 +150,14 @@ def prepare(
         kk, vv, one_d, sw, value_exp = (trusted.keys, trusted.values, trusted.one_d, trusted.sample_weight,
                                         trusted.value_exp)
         caller = kk.dtype
-        if _widened(caller, deg, device):
+        if _widened(caller, deg, device, backend):
             kk, vv = kk.astype(np.float64), vv.astype(np.float64)
             sw = None if sw is None else sw.astype(np.float64)
         qq = kk if queries is None else np.ascontiguousarray(queries, dtype=kk.dtype)
         n, d = kk.shape
     else:
         dtype = caller = pick_dtype(keys, values, keys if queries is None else queries)
-        if _widened(caller, deg, device):
+        if _widened(caller, deg, device, backend):
             dtype = np.dtype(np.float64)
         kk = as_points("keys", keys, dtype)
         n, d = kk.shape
@@ -177,11 +180,11 @@ def prepare(
                dtype=caller if caller != kk.dtype else None)
 
 
-def _widened(dtype: np.dtype, degree: int, device: str | None) -> bool:
-    """Whether a call of ``dtype`` and ``degree`` is widened to float64 (on the CPU, ``device``
-    None or ``"cpu"``: see :func:`prepare`)."""
-    cpu = device is None or str(device).split(":")[0] == "cpu"
-    return degree >= 1 and np.dtype(dtype).itemsize < 8 and cpu
+def _widened(dtype: np.dtype, degree: int, device: str | None, backend: str = "auto") -> bool:
+    """Whether a call of ``dtype`` and ``degree`` is widened to float64: unless its sums are made on
+    an accelerator (``device`` other than the CPU, by the torch backend: see :func:`prepare`)."""
+    accelerator = device is not None and str(device).split(":")[0] != "cpu" and backend in ("auto", "torch")
+    return degree >= 1 and np.dtype(dtype).itemsize < 8 and not accelerator
 
 
 def _bandwidth(bandwidth: ArrayLike, vt: str) -> NDArray[np.float64]:

@@ -24,16 +24,14 @@ one feature at degree 1 and 2 has closed forms (:mod:`nadaraya.local._line`,
 **Sums narrower than float64.** Rounding the sums to float32 (relative ``6e-8``) moves the
 scaled system by about ``1e-7``: below that a reciprocal condition is rounding noise, and a
 solve near it amplifies the rounding by its condition. Local fits on float32 inputs are
-therefore summed and solved in float64 (:func:`nadaraya.local.job.prepare`); sums that arrive
-in float32 all the same (the torch backend on an accelerator, Dask tasks) are decided against
-:func:`rcond_for` their dtype, the threshold that keeps the share of their digits that
-:data:`RCOND` keeps of float64's.
+therefore summed and solved in float64 (:func:`nadaraya.local.job.prepare`, and the Dask tasks);
+sums that arrive in float32 all the same (the torch backend on an accelerator) are decided
+against :func:`rcond_for` their dtype and system size, a fixed multiple of that noise floor.
 """
 
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,34 +45,43 @@ __all__ = ["RCOND", "LocalFit", "hat_diagonal", "monomials", "rcond_for", "solve
 #: solution could lose more than about six of float64's sixteen digits
 RCOND = 1e-10
 
-_EPS64 = float(np.finfo(np.float64).eps)
+#: the threshold of :func:`rcond_for` in units of the noise floor ``size * eps``
+_C_NOISE = 16.0
 
 
-def rcond_for(dtype: np.dtype | type) -> float:
-    """The singular threshold for local systems whose sums are held in ``dtype``.
+def rcond_for(dtype: np.dtype | type, size: int = 1) -> float:
+    """The singular threshold for local systems of ``size`` unknowns whose sums are held in ``dtype``.
 
-    :data:`RCOND` for float64; for a narrower dtype of machine epsilon ``eps`` the threshold
-    that keeps the same share of its digits, ``eps ** (log RCOND / log eps64)`` (about 3.8e-5
-    for float32): above the rounding noise of the scaled system (about ``P eps`` for ``P``
-    unknowns), and a solve there keeps about three of float32's seven digits.
+    ``max(RCOND, 16 * size * eps)``, ``eps`` the dtype's machine epsilon: :data:`RCOND` for
+    float64; for float32 ``1.9e-6 * size`` (3.8e-6, 5.7e-6 and 1.9e-5 for 2, 3 and 10 unknowns).
+
+    The noise floor: the equilibrated system ``S`` (unit diagonal, so ``|S_ij| <= 1`` and its
+    largest eigenvalue is at least 1) built from sums each rounded to ``dtype`` (relative ``u =
+    eps / 2``) is ``S + E`` with ``|E_ij| <= u``, so ``||E||_2 <= size u`` and (Weyl) the
+    reciprocal condition moves by at most ``size u = size eps / 2``: the factor ``c = 16`` puts
+    the threshold 32 times above that movement (a query decided on rounding noise is within 3%
+    of it), and a system that clears it has ``lambda_min >= 32 size u``, so the first-order error
+    of its solution, ``size u (|r| + |beta|) / (lambda_min - size u)`` in the scaled unknowns,
+    is at most about 3% of ``|r| + |beta|`` there and proportionally less above. The bound takes
+    each sum to carry about one rounding; sums accumulated in ``dtype`` carry more (a few for
+    pairwise accumulation), each multiplying the floor. Queries whose float64 reciprocal
+    condition is 1e-5 (2.8 bandwidths outside the data, degree 2 in one feature) keep their degree.
 
     Examples
     --------
     >>> import numpy as np
-    >>> rcond_for(np.float64) == RCOND, float(f"{rcond_for(np.float32):.2g}")
-    (True, 3.8e-05)
+    >>> rcond_for(np.float64, 3) == RCOND, float(f"{rcond_for(np.float32, 3):.2g}")
+    (True, 5.7e-06)
     """
     eps = float(np.finfo(dtype).eps)
-    if eps <= _EPS64:
-        return RCOND
-    return float(RCOND ** (math.log(eps) / math.log(_EPS64)))
+    return max(RCOND, _C_NOISE * size * eps)
 
 
-
-def _threshold(parts: Partials) -> float:
-    """:func:`rcond_for` the narrowest dtype among the sums of ``parts``."""
+def _threshold(parts: Partials, size: int) -> float:
+    """:func:`rcond_for` the narrowest dtype among the sums of ``parts``, for systems of ``size``
+    unknowns (the largest the solve tries: the lower degrees' smaller systems get the same)."""
     arrays = (parts.weight, parts.value, *parts.moments)
-    return max(rcond_for(a.dtype) for a in arrays)
+    return max(rcond_for(a.dtype, size) for a in arrays)
 
 
 def monomials(degree: int, d: int) -> list[tuple[int, ...]]:
@@ -214,7 +221,7 @@ def solve(parts: Partials, degree: int, bandwidth: NDArray[np.floating]) -> Loca
     h = np.asarray(bandwidth, dtype=np.float64)
     m, p = parts.value.shape
     d = h.size
-    rcond_min = _threshold(parts)
+    rcond_min = _threshold(parts, len(monomials(degree, d)))
     if degree == 1 and d == 1:
         return _line(parts, h, rcond_min)
     done = None
