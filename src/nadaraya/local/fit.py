@@ -260,7 +260,7 @@ def _uniform(parts: Partials, fit: LocalFit, degree: int) -> bool:
 def _constant_fit(
     job: Job, exclude: NDArray[np.integer] | None, backend: str
 ) -> tuple[Partials, LocalFit] | None:
-    """Degree 1 or 2 in one feature on the constant backend (float64 or float32): every query's
+    """Degree 1 or 2 in one feature on the constant backend: every query's
     fit is the keys' one weighted polynomial (:func:`nadaraya.backends.constant.local_fit`), at
     the degree the rule of :func:`solve` gives each query. None: the call is not one of these.
     The fits' slopes are not computed (pool reads the estimates)."""

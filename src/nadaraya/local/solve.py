@@ -32,6 +32,7 @@ against :func:`rcond_for` their dtype and system size, a fixed multiple of that 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
