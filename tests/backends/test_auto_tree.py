@@ -1,5 +1,6 @@
 """``auto`` weighs a compact kernel's windows in 2-3 features from the data: the k-d tree visits
-their pairs one by one, so wide windows go to the fused loop over all pairs."""
+their pairs one by one, so wide windows go to the fused loop over all pairs, and where the fused
+backend's tree of key boxes serves it is priced by the pairs near each query."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 
 from nadaraya import backends
+from nadaraya.backends import _fused_compact
 from nadaraya.kernels import get as get_kernel
 
 
@@ -18,7 +20,32 @@ def test_wide_windows_go_to_the_fused_loop_and_narrow_ones_stay_on_the_tree(d: i
     assert backends.choose(k, n=n, m=n, d=d).name == "windowed"  # the sizes alone
     wide = backends.choose_for_data(k, x, x, np.full(d, 0.2))
     assert wide is not None and wide.name == "fused" and "k-d tree" in wide.reason
-    assert backends.choose_for_data(k, x, x, np.full(d, 1e-3)) is None  # a few keys per window
+    few = x[: _fused_compact.SORT_FROM - 1]  # the fused loop over all pairs: a few keys per window win
+    assert backends.choose_for_data(k, few, x, np.full(d, 1e-3)) is None
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_the_fused_tree_of_key_boxes_is_priced_by_the_pairs_near_each_query(d: int) -> None:
+    """Where ``_fused_compact`` takes the call (supports over at most ``MAX_COVER`` of the keys' box,
+    ``SORT_FROM`` queries or more) the fused loop costs its pairs near each query and its walk
+    (measured one thread, m = n / 10: 2-D n = 5e4, h = 0.01 and 0.08: 11 and 47 ms against the k-d
+    tree's 66 ms and 2.4 s; 3-D n = 2e4, h = 0.03 and 0.15: 9 and 20 ms against 55 and 453 ms). Made
+    dear enough per pair, the k-d tree takes it back: the rule holds on both sides of its crossover."""
+    from nadaraya.backends import _capabilities as cap
+
+    k = get_kernel("epanechnikov")
+    n = 200_000
+    x = np.random.default_rng(d).uniform(0.0, 1.0, (n, d))
+    q = x[: n // 10]
+    assert backends.choose(k, n=n, m=q.shape[0], d=d).name == "windowed"  # the sizes alone
+    for h in (0.005, 0.05):
+        assert _fused_compact.covers(np.ascontiguousarray(x.T), np.full(d, 1 / h)) <= _fused_compact.MAX_COVER
+        got = backends.choose_for_data(k, q, x, np.full(d, h))
+        assert got is not None and got.name == "fused" and "tree of key boxes" in got.reason
+    dear = dict(cap.FUSED_COMPACT_NS, pair=1e4, walk=1e5)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cap, "FUSED_COMPACT_NS", dear)
+        assert backends.choose_for_data(k, q, x, np.full(d, 0.005)) is None  # the k-d tree (sizes)
 
 
 def test_where_the_sizes_pick_the_fused_loop_the_data_are_not_sampled() -> None:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from nadaraya.backends._capabilities import FUSED_MOMENTS, WINDOWED_MAX_D, cost, why_not
+from nadaraya.backends._capabilities import FUSED_MOMENTS, WINDOWED_MAX_D, cost, fused_compact_cost, why_not
 from nadaraya.backends._registry import SMALL_PAIRS, Choice, available, get
 from nadaraya.kernels import Kernel
 
@@ -479,29 +479,63 @@ def _choose_tree(kernel: Kernel, queries: NDArray[np.floating], keys: NDArray[np
                  bandwidth: NDArray[np.floating], moments: int) -> Choice | None:
     """A compact kernel in 2-3 features: the fused loop where the windows hold so many keys that the
     k-d tree's pairs (:data:`TREE_PAIR_NS`, counted for :func:`sample_queries` sampled queries in
-    at most 4096 sampled keys) cost more than all pairs; ``None`` otherwise (the sizes' choice stands)."""
+    at most 4096 sampled keys) cost more than the fused loop's: all pairs, or, where its tree of key
+    boxes takes the call (:func:`_compact_share`), the pairs near each query and its walk
+    (``fused_compact_cost``: the share of the keys' box a support covers, then the sampled pairs);
+    ``None`` otherwise (the sizes' choice stands)."""
     from scipy.spatial import cKDTree
 
     m, n, d = queries.shape[0], keys.shape[0], keys.shape[1]
     tree = cost("windowed", kernel, n=n, m=m, d=d, degree=moments)
     loop = cost("fused", kernel, n=n, m=m, d=d, degree=moments)
-    settled = loop <= tree or loop >= tree + m * n * TREE_PAIR_NS * (1 + TREE_PAIR_MOMENTS * moments)
-    if settled or not (math.isfinite(tree) and math.isfinite(loop)):
-        return None  # the sizes pick the fused loop already, or the tree wins with every pair in a window
-    rng = np.random.default_rng(0)
+    if loop <= tree or not (math.isfinite(tree) and math.isfinite(loop)):
+        return None  # the sizes pick the fused loop already
     inv_h = 1.0 / np.asarray(bandwidth, dtype=np.float64)
+    share = _compact_share(kernel, keys, inv_h, m, moments)
+    if share is not None:  # the fused loop walks its tree of key boxes: the pairs near each query
+        loop = fused_compact_cost(n=n, m=m, d=d, degree=moments, pairs=share * m * n)
+        if loop <= tree:  # under the k-d tree's cost before its pairs
+            return _compact_choice(kernel, d, share * n, n, loop, tree)
+    if loop >= tree + m * n * TREE_PAIR_NS * (1 + TREE_PAIR_MOMENTS * moments):
+        return None  # the tree wins with every pair in a window
+    rng = np.random.default_rng(0)
     s = sample_queries(m)
     qs = np.asarray(queries if m <= s else queries[rng.integers(0, m, s)], dtype=np.float64) * inv_h
     ks = np.asarray(keys if n <= 4096 else keys[rng.integers(0, n, 4096)], dtype=np.float64) * inv_h
     near = cKDTree(ks).query_ball_point(qs, 1.0 + 1e-9, p=np.inf, return_length=True)
     pairs = m * float(np.mean(near)) * n / ks.shape[0]
     tree += pairs * TREE_PAIR_NS * (1 + TREE_PAIR_MOMENTS * moments)
+    if share is not None:
+        loop = fused_compact_cost(n=n, m=m, d=d, degree=moments, pairs=pairs)
     if tree <= loop:
         return None
+    if share is not None:
+        return _compact_choice(kernel, d, pairs / max(m, 1), n, loop, tree)
     return Choice("fused", (
         f"compact {kernel.name!r} kernel in d={d}: its windows hold about {pairs / max(m, 1):.0f} of {n} "
         f"keys per query, which the k-d tree visits pair by pair; the compiled multi-core loop over all "
         f"pairs costs less (modelled {loop / 1e9:.3g} s vs {tree / 1e9:.3g} s)"))
+
+
+def _compact_share(kernel: Kernel, keys: NDArray[np.floating], inv_h: NDArray[np.float64], m: int,
+                   moments: int) -> float | None:
+    """The share of the keys' bounding box one support covers where the fused backend takes the call
+    on its tree of key boxes (:func:`nadaraya.backends._fused_compact.serves` and ``MAX_COVER``, the
+    rule ``fused.partials`` applies); ``None`` where it takes its loop over all pairs."""
+    from nadaraya.backends import _fused_compact
+
+    d = keys.shape[1]
+    if not _fused_compact.serves(kernel.log_domain, d, moments, m):
+        return None
+    share = _fused_compact.covers(np.ascontiguousarray(keys.T, dtype=np.float64), inv_h)
+    return share if share <= _fused_compact.MAX_COVER else None
+
+
+def _compact_choice(kernel: Kernel, d: int, near: float, n: int, loop: float, tree: float) -> Choice:
+    return Choice("fused", (
+        f"compact {kernel.name!r} kernel in d={d}: the compiled loop walks a tree of key boxes, each query "
+        f"visiting the about {near:.0f} of {n} keys near it (modelled {loop / 1e9:.3g} s vs the k-d tree's "
+        f"{tree / 1e9:.3g} s)"))
 
 
 def _choose_series(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: NDArray[np.floating],
