@@ -105,7 +105,7 @@ def test_bad_moments_are_refused():
                 moments=3)
     with pytest.raises(ValueError, match="truncated"):
         compute("truncated", np.ones((3, 2)), np.ones((3, 2)), np.ones((3, 1)), kernel=get("gaussian"),
-                bandwidth=np.ones(2), moments=1)
+                bandwidth=np.ones(2), moments=3)
     with pytest.raises(ValueError, match="degree"):
         nadaraya.pool(x, x, y, bandwidth=0.1, degree=4)
 
