@@ -29,8 +29,10 @@ COMPACT = sorted(name for name in fused.KINDS if REGISTRY[name].compact)
 @pytest.fixture(autouse=True)
 def _wide_supports_take_the_tree(monkeypatch):
     """The supports here cover much of the keys' box (a few hundred keys each), where the fused
-    backend would take its general loop: these tests check the tree's sums, so it takes them all."""
+    backend would take its general loop: these tests check the tree's sums, so it takes them all
+    (and from SORT_FROM queries, whatever the number of keys: QUERIES_PER_LEVEL has its own test)."""
     monkeypatch.setattr(_fused_compact, "MAX_COVER", 1.0)
+    monkeypatch.setattr(_fused_compact, "QUERIES_PER_LEVEL", 0.0)
 
 
 def _data(seed, n, m, d, p, zeros=True, dtype=np.float64):
@@ -188,6 +190,28 @@ def test_served_calls():
         q, k, v, sw, h, ex = _data(11 + d, 600, 70, d, 2)
         got, want = _both(q, k, v, "tricube", h * 3, sw, ex, degree)
         _check(got, want, _natural(q, k, v, "tricube", h * 3, sw, ex, degree)[1], RTOL)
+
+
+def test_the_tree_waits_for_queries_that_pay_for_its_build(monkeypatch):
+    """The tree is built per call (about n log n): with few queries among many keys, and with no
+    value columns (the generated loops carry the first), the general loop takes the call and agrees."""
+    monkeypatch.setattr(_fused_compact, "QUERIES_PER_LEVEL", 80.0)
+    assert _fused_compact.fewest_queries(10**6) > 1000 and _fused_compact.fewest_queries(100) == 64
+    assert not _fused_compact.serves(False, 2, 1, 500, n=10**6)
+    assert _fused_compact.serves(False, 2, 1, 500, n=2000)
+    assert not _fused_compact.serves(False, 2, 1, 500, n=2000, p=0)
+    ran = []
+    real = _fused_compact.run
+    monkeypatch.setattr(_fused_compact, "run", lambda *a, **kw: ran.append(1) or real(*a, **kw))
+    q, k, v, sw, h, ex = _data(5, 1100, 80, 2, 2)
+    got, want = _both(q, k, v, "epanechnikov", h, sw, ex, 1)
+    _check(got, want, _natural(q, k, v, "epanechnikov", h, sw, ex, 1)[1], RTOL)
+    assert not ran  # 80 queries among 1100 keys: fewer than 80 per level of the tree
+    q, k, v, sw, h, ex = _data(6, 1100, 400, 2, 0)
+    got, want = _both(q, k, v, "epanechnikov", h, sw, ex, 1)
+    assert not ran and got.value.shape == (400, 0)  # no value columns: the general loop
+    for a, b in zip(got.moments[:2], want.moments[:2], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12 * float(np.abs(b).max()))
 
 
 def test_generated_source_splits_degree_two_from_three_features():

@@ -525,7 +525,7 @@ def _compact_share(kernel: Kernel, keys: NDArray[np.floating], inv_h: NDArray[np
     from nadaraya.backends import _fused_compact
 
     d = keys.shape[1]
-    if not _fused_compact.serves(kernel.log_domain, d, moments, m):
+    if not _fused_compact.serves(kernel.log_domain, d, moments, m, n=keys.shape[0]):
         return None
     share = _fused_compact.covers(np.ascontiguousarray(keys.T, dtype=np.float64), inv_h)
     return share if share <= _fused_compact.MAX_COVER else None

@@ -32,6 +32,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numba
@@ -42,8 +43,8 @@ from nadaraya._support.jit import generated
 from nadaraya.backends import _fused_moments
 from nadaraya.backends._fused_moments import MAX_QUADRATIC, layout
 
-__all__ = ["LEAF", "MAX_COVER", "MAX_FEATURES", "SORT_FROM", "compact_source", "covers", "leaf_order", "run",
-           "serves"]
+__all__ = ["LEAF", "MAX_COVER", "MAX_FEATURES", "QUERIES_PER_LEVEL", "SORT_FROM", "compact_source", "covers",
+           "fewest_queries", "leaf_order", "run", "serves"]
 
 _FASTMATH = {"contract", "reassoc", "nnan", "nsz"}
 #: the most features of the tree (measured in 1-3; in 5 and 8 features, with supports over most
@@ -58,6 +59,23 @@ LEAF = 64
 #: the fewest queries that pay for the tree (it costs about ``n d log2(n / LEAF)`` steps; the general
 #: loop ``m n d``): fewer take the general loop
 SORT_FROM = 64
+#: and at least this many queries per level of the tree (``log2(n / LEAF)``): its build, rebuilt per
+#: call, costs as much as about 80 queries of the general loop per level (3-D Epanechnikov, h = 0.02,
+#: one thread: break-even near 1,150-1,200 queries at n = 1e6 and 4e6, where 64 queries took 6-18x
+#: the general loop's time; 2026-12-06 review)
+QUERIES_PER_LEVEL = 80.0
+
+
+def fewest_queries(n: int) -> float:
+    """The fewest queries for which the tree pays, for ``n`` keys (:data:`SORT_FROM`, and
+    :data:`QUERIES_PER_LEVEL` per level of the tree).
+
+    Examples
+    --------
+    >>> fewest_queries(100), round(fewest_queries(2000)), round(fewest_queries(10**6))
+    (64.0, 397, 1115)
+    """
+    return max(float(SORT_FROM), QUERIES_PER_LEVEL * math.log2(max(n, 1) / LEAF))
 
 
 def covers(kt: NDArray[np.float64], inv_h: NDArray[np.float64]) -> float:
@@ -74,18 +92,22 @@ def covers(kt: NDArray[np.float64], inv_h: NDArray[np.float64]) -> float:
     return float(np.prod(np.minimum(1.0, 2.0 / np.maximum(extent, 1e-300))))
 
 
-def serves(kernel_log_domain: bool, d: int, degree: int, m: int) -> bool:
+def serves(kernel_log_domain: bool, d: int, degree: int, m: int, n: int = 0, p: int = 1) -> bool:
     """Whether the compact loop serves a call: a kernel of compact support, at most
-    :data:`MAX_FEATURES` features, degree 0 to 2, at least :data:`SORT_FROM` queries (and, see
-    :func:`covers`, supports over at most :data:`MAX_COVER` of the keys' box).
+    :data:`MAX_FEATURES` features, degree 0 to 2, at least :func:`fewest_queries` of ``n`` keys,
+    at least one value column (the generated loops carry the first; and, see :func:`covers`,
+    supports over at most :data:`MAX_COVER` of the keys' box).
 
     Examples
     --------
     >>> serves(False, 3, 2, 100), serves(False, 4, 1, 100), serves(True, 1, 0, 100), serves(False, 1, 0, 5)
     (True, False, False, False)
+    >>> serves(False, 2, 1, 500, n=10**6), serves(False, 2, 1, 500, n=2000), serves(False, 2, 1, 500, p=0)
+    (False, True, False)
     """
     degree_served = degree <= 1 or (degree == 2 and d <= MAX_QUADRATIC)
-    return not kernel_log_domain and 1 <= d <= MAX_FEATURES and degree_served and m >= SORT_FROM
+    return (not kernel_log_domain and 1 <= d <= MAX_FEATURES and degree_served and p >= 1
+            and m >= fewest_queries(n))
 
 
 def leaf_order(keys: NDArray[np.float64], inv_h: NDArray[np.float64], leaf: int) -> tuple[NDArray[Any], ...]:

@@ -557,7 +557,7 @@ def partials(
     kind = KINDS[kernel.name]
     d = queries.shape[1]
     degree = int(moments)
-    compact = _fused_compact.serves(log_domain, d, degree, m)
+    compact = _fused_compact.serves(log_domain, d, degree, m, n=kt.shape[1], p=p)
     if compact and _fused_compact.covers(kt, inv_h) <= _fused_compact.MAX_COVER:  # a tree, one pass a pair
         shift = np.zeros(m)
         weight, value, mom = _fused_compact.run(kind, q, kt, vt, inv_h, key_weight, ex, degree,
