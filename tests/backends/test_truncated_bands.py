@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from _truncated_checks import scales
 from nadaraya.backends import _truncated_bands as bands
 from nadaraya.backends import reference, truncated
 from nadaraya.kernels import get
@@ -40,22 +41,6 @@ def calls(monkeypatch):
     return seen
 
 
-def _scales(q, k, v, s, h, shift, ex, degree):
-    """Each column's sum of absolute terms in units of ``exp(shift)``, densely (the moments'
-    ``|k - q|`` a bandwidth longer: the cells compute ``k - q`` to an ulp of ``h``)."""
-    u = (q[:, None] - k[None, :]) / h
-    with np.errstate(divide="ignore"):  # zero weights: no term
-        w = np.exp(np.log(s)[None, :] - 0.5 * u * u - shift[:, None])
-    if ex is not None:
-        w[np.arange(q.size), ex] = 0.0
-    d = np.abs(k[None, :] - q[:, None]) + h
-    av = np.abs(v)
-    cols = [w.sum(1), w @ av]
-    cols += [(w * d**j).sum(1) for j in range(1, 2 * degree + 1)]
-    cols += [(w * d**j) @ av for j in range(1, degree + 1)]
-    return cols
-
-
 def _check(q, k, v, s, h, degree, ex=None, tol=1e-13, dtype=np.float64):
     """Every column of the truncated partials against the reference's on every query, within ``tol``
     of each column's scale."""
@@ -64,7 +49,7 @@ def _check(q, k, v, s, h, degree, ex=None, tol=1e-13, dtype=np.float64):
     b = reference.partials(q[:, None], k[:, None], v, **kw)
     assert np.all(np.asarray(a.shift, dtype=np.float64) >= b.shift - 1e-9 * np.abs(b.shift))
     scale = np.exp(np.asarray(a.shift, dtype=np.float64) - b.shift)
-    cols = _scales(q, k, v, s, h, b.shift, ex, degree)
+    cols = scales(q, k, v, s, h, b.shift, ex, degree)
     got, want = [a.weight, a.value, *a.moments], [b.weight, b.value, *b.moments]
     assert len(got) == len(cols)
     for j, (x, y, c) in enumerate(zip(got, want, cols, strict=True)):

@@ -1,7 +1,7 @@
 """Sample weights on the truncated backend's dense cells (``nadaraya.backends._truncated_cells``): each
 key's factor carries ``s / s_max``, ``L`` widened by ``log(s_max / s_min)``; every column (weight,
 values, each moment of degree 1 and 2) against the reference backend on every query, within
-1e-13 of that column's scale (its sum of absolute terms: ``_scales``)."""
+1e-13 of that column's scale (its sum of absolute terms: ``_truncated_checks.scales``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import nadaraya
+from _truncated_checks import scales
 from nadaraya.backends import reference, truncated
 from nadaraya.kernels import get
 
@@ -33,25 +34,6 @@ def served(monkeypatch):
     return seen
 
 
-def _scales(q, k, v, s, h, shift, ex, degree):
-    """Each column's sum of absolute terms, in units of ``exp(shift)``, written out densely; the
-    moments' ``|k - q|`` a bandwidth longer: the cells compute ``k - q`` as ``h (b - s)`` (offsets from
-    the cells' centres, each exact to an ulp of ``h``), as the unweighted cells do, so a term of a
-    key on top of its query carries an ulp of ``h``, not of ``k - q`` (that matters where one heavy
-    key dominates: its ``|k - q|`` alone would set the scale)."""
-    u = (q[:, None] - k[None, :]) / h
-    with np.errstate(divide="ignore"):  # zero weights: log 0 = -inf, no term
-        w = np.exp(np.log(s)[None, :] - 0.5 * u * u - shift[:, None])
-    if ex is not None:
-        w[np.arange(q.size), ex] = 0.0
-    d = np.abs(k[None, :] - q[:, None]) + h
-    av = np.abs(v)
-    cols = [w.sum(1), w @ av]
-    cols += [(w * d**j).sum(1) for j in range(1, 2 * degree + 1)]
-    cols += [(w * d**j) @ av for j in range(1, degree + 1)]
-    return cols
-
-
 def _check(q, k, v, s, h, degree, ex=None, tol=1e-13, dtype=np.float64):
     """Every column of the truncated partials (inputs cast to ``dtype``) against the reference's
     (float64 inputs of the same values) on every query, within ``tol`` of each column's scale."""
@@ -59,7 +41,7 @@ def _check(q, k, v, s, h, degree, ex=None, tol=1e-13, dtype=np.float64):
     a = truncated.partials(q[:, None].astype(dtype), k[:, None].astype(dtype), v.astype(dtype), **kw)
     b = reference.partials(q[:, None], k[:, None], v, **kw)
     scale = np.exp(np.asarray(a.shift, dtype=np.float64) - b.shift)
-    cols = _scales(q, k, v, s, h, b.shift, ex, degree)
+    cols = scales(q, k, v, s, h, b.shift, ex, degree)
     got = [a.weight, a.value, *a.moments]
     want = [b.weight, b.value, *b.moments]
     assert len(got) == len(cols)

@@ -38,7 +38,7 @@ from numpy.typing import NDArray
 
 from nadaraya.backends._sorted import sorted_exclude, sorted_order
 from nadaraya.backends._truncated_grid import log_ratio
-from nadaraya.backends._truncated_sums import gallop
+from nadaraya.backends._truncated_sums import bound, gallop
 
 __all__ = ["banded", "bounds", "merge_rows", "shares", "split"]
 
@@ -74,18 +74,7 @@ def bounds(ks, ls, ls_max, qs, eb, el, band, inv_h, lower, upper):  # type: igno
         q = qs[i]
         e = el[i] if eb.size and eb[i] == band else -1
         pos = gallop(ks, q, min(pos, n - 1), False)
-        best = -np.inf
-        u2min = np.inf
-        for side in (-1, 1):
-            j = pos - 1 if side < 0 else pos
-            found = 0
-            while 0 <= j < n and found < 2:
-                if j != e:
-                    u = (q - ks[j]) * inv_h
-                    best = max(best, ls[j] - 0.5 * u * u)
-                    u2min = min(u2min, u * u)
-                    found += 1
-                j += side
+        best, u2min = bound(ks, ls, q, e, inv_h, pos)  # the two nearest keys on each side
         lower[i] = max(lower[i], best)
         upper[i] = ls_max - 0.5 * u2min
 
