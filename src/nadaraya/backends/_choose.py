@@ -204,7 +204,7 @@ GRID_MOMENTS = {2: (1.0, 1.6, 1.9), 3: (1.0, 1.6, 3.1)}
 
 def window_moments(d: int, moments: int) -> float:
     """The truncated sums' work per pair with the moments of degree ``moments`` (up to 2) in ``d``
-    features, against degree 0 (:data:`MOMENT_COST` in 1-D, :data:`GRID_MOMENTS` in 2-3).
+    features, against degree 0 (``MOMENT_COST`` in 1-D, ``GRID_MOMENTS`` in 2-3).
 
     Examples
     --------
@@ -219,7 +219,7 @@ def window_moments(d: int, moments: int) -> float:
 def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs: float,
                   cells: bool = False) -> Choice | None:
     """The exact truncated backend for the Gaussian kernel in 1 to 3 features (``moments`` up to 2:
-    :data:`MOMENT_COST` in 1-D, :data:`GRID_MOMENTS` against ``FUSED_MOMENTS`` in 2-3) when the
+    ``MOMENT_COST`` in 1-D, ``GRID_MOMENTS`` against ``FUSED_MOMENTS`` in 2-3) when the
     ``pairs`` its windows hold
     (:func:`nadaraya.backends.truncated.pairs`) make it cheaper than the exact loop over all
     ``m n`` pairs by half; ``None`` otherwise. ``cells``: in 1-D, ``pairs`` is the work of the

@@ -56,7 +56,7 @@ cut where its remainder is under ``2^-60`` of each term: exact as well, with one
 key and per query and pair of cells instead of one per pair of points
 (``nadaraya.backends._truncated_cells``, with its own text; a cost model chooses per cell of
 queries). At a million keys and queries on ``[0, 5]`` this makes every bandwidth take about 0.35 s
-on two cores. With sample weights whose ``log(s_max / s_min)`` is at most :data:`CELLS_SPREAD`,
+on two cores. With sample weights whose ``log(s_max / s_min)`` is at most ``CELLS_SPREAD``,
 each key's factor carries ``s / s_max`` and the cells' ``L`` is ``log(s_max / s_min)`` wider
 (their module text); their queries' shift is ``log s_max - u_near^2 / 2``, at or above every log
 weight, and the windows keep the radius of ``s_max`` (not shrunk: reading the largest weight inside
@@ -480,7 +480,7 @@ def cells_shares(sample_weight: NDArray[np.floating] | None) -> tuple[tuple[floa
 
 
 def priced(windows: float, with_cells: float, shares: tuple[tuple[float, float], ...]) -> float:
-    """The pairs the 1-D work is worth with sample weights in bands (:func:`cells_shares`), from the
+    """The pairs the 1-D work is worth with sample weights in bands (``cells_shares``), from the
     two counts of :func:`pairs_1d`: per band, ``reach`` times the least of the cells' work and its
     share of the windows' pairs.
 
@@ -517,7 +517,7 @@ def pairs(queries: NDArray[np.floating], keys: NDArray[np.floating], bandwidth: 
     moments : int, default 0
         The local polynomial degree (the cells serve degrees 0 to :data:`MAX_DEGREE`).
     sample_weight : ndarray of shape (n,), optional
-        In 1-D, the work of the bands of keys by weight (:func:`cells_shares`, :func:`priced`).
+        In 1-D, the work of the bands of keys by weight (``cells_shares``, ``priced``).
 
     Returns
     -------
