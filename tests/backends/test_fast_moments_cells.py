@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import nadaraya
-from nadaraya.backends import _truncated_cells, compute, truncated
+from _spies import cells_served
+from nadaraya.backends import compute, truncated
 from nadaraya.kernels import get
 
 
@@ -31,17 +32,8 @@ def plain_wls(xq, xk, y, h, degree, sw=None, loo=False):
 
 @pytest.fixture
 def served(monkeypatch):
-    """The share of queries the dense cells served in the last truncated call."""
-    seen = []
-    real = _truncated_cells.sums
-
-    def spy(*args, **kw):
-        done = real(*args, **kw)
-        seen.append(float(done.mean()) if done.size else 0.0)
-        return done
-
-    monkeypatch.setattr(truncated._cells, "sums", spy)
-    return seen
+    """The share of queries the dense cells served in each truncated call."""
+    return cells_served(monkeypatch)
 
 
 def data(n, seed=0):

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from test_truncated import _compare, _run
 
 import nadaraya
+from _spies import cells_served
 from nadaraya.backends import _truncated_cells as cells
 from nadaraya.backends import choose_for_data, truncated
 from nadaraya.bandwidth import score_bandwidth
@@ -28,16 +29,7 @@ from nadaraya.kernels import get
 @pytest.fixture
 def served(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """The share of queries the cells served in each call of the truncated backend."""
-    shares: list[float] = []
-    real = cells.sums
-
-    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        done = real(*args, **kwargs)
-        shares.append(float(done.mean()) if done.size else 0.0)
-        return done
-
-    monkeypatch.setattr(truncated._cells, "sums", spy)
-    return shares
+    return cells_served(monkeypatch)
 
 
 def _dense(kind: str, n: int, m: int, p: int, seed: int):

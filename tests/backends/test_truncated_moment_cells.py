@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from _spies import cells_served
 from nadaraya.backends import _truncated_cells, reference, truncated
 from nadaraya.backends._truncated_sums import horner, horner_each
 from nadaraya.kernels import get
@@ -17,17 +18,8 @@ GAUSS = get("gaussian")
 
 @pytest.fixture
 def served(monkeypatch):
-    """The share of queries the dense cells served in the last truncated call."""
-    seen = []
-    real = _truncated_cells.sums
-
-    def spy(*args, **kw):
-        done = real(*args, **kw)
-        seen.append(float(done.mean()) if done.size else 0.0)
-        return done
-
-    monkeypatch.setattr(truncated._cells, "sums", spy)
-    return seen
+    """The share of queries the dense cells served in each truncated call."""
+    return cells_served(monkeypatch)
 
 
 def _abs_moments(q, k, v, h, shift, exclude):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import nadaraya
+from _spies import cells_served
 from _truncated_checks import scales
 from nadaraya.backends import reference, truncated
 from nadaraya.kernels import get
@@ -21,17 +22,7 @@ H = 0.02
 @pytest.fixture
 def served(monkeypatch):
     """The share of queries the dense cells served in each truncated call with sample weights."""
-    seen = []
-    real = truncated._cells.sums
-
-    def spy(*args, **kw):
-        done = real(*args, **kw)
-        if kw.get("sw") is not None:
-            seen.append(float(done.mean()) if done.size else 0.0)
-        return done
-
-    monkeypatch.setattr(truncated._cells, "sums", spy)
-    return seen
+    return cells_served(monkeypatch, weighted=True)
 
 
 def _check(q, k, v, s, h, degree, ex=None, tol=1e-13, dtype=np.float64):

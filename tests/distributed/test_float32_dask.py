@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 import nadaraya
+from _spies import solved_degrees
 from nadaraya import NadarayaWatson
-from nadaraya.local import fit as _fit
 
 da = pytest.importorskip("dask.array")
 pytest.importorskip("nadaraya.distributed.backend")
@@ -73,21 +73,13 @@ def test_dask_float32_keeps_the_degree_outside_the_data(monkeypatch):
     condition about 1e-5), so must Dask's; the degrees are recorded from the solve the call makes."""
     Q, X, y = _data()
     Q = Q[1:3]
-    seen = []
-    real = _fit.finish_local
-
-    def spy(*a, **k):
-        fit = real(*a, **k)
-        seen.append(np.array(fit.degree))
-        return fit
-
-    monkeypatch.setattr(_fit, "finish_local", spy)
     kw = dict(kernel="gaussian", bandwidth=H, degree=2)
-    got = _quiet(nadaraya.pool, da.from_array(Q), da.from_array(X, chunks=100), da.from_array(y, chunks=100),
-                 **kw)
-    np.testing.assert_array_equal(seen.pop(), [2, 2])
-    _quiet(nadaraya.pool, Q.astype(np.float64), X.astype(np.float64), y.astype(np.float64), **kw)
-    np.testing.assert_array_equal(seen.pop(), [2, 2])
+    with solved_degrees(monkeypatch) as seen:
+        got = _quiet(nadaraya.pool, da.from_array(Q), da.from_array(X, chunks=100),
+                     da.from_array(y, chunks=100), **kw)
+        np.testing.assert_array_equal(seen.pop(), [2, 2])
+        _quiet(nadaraya.pool, Q.astype(np.float64), X.astype(np.float64), y.astype(np.float64), **kw)
+        np.testing.assert_array_equal(seen.pop(), [2, 2])
     np.testing.assert_array_equal(got, _quiet(nadaraya.pool, Q, X, y, **kw))
     assert abs(float(got[0]) - (-0.92458)) < 1e-5 and abs(float(got[1]) - 0.70770) < 1e-5
 

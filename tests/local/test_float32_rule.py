@@ -30,6 +30,7 @@ import pytest
 from test_local import design
 
 import nadaraya
+from _spies import solved_degrees
 from nadaraya import backends
 from nadaraya.backends._capabilities import why_not
 from nadaraya.kernels import get
@@ -85,16 +86,7 @@ def _pool(Q, X, y, kernel, backend, degree):
 def _degrees(monkeypatch, Q, X, y, kernel, backend, degree):
     """Each query's degree as the public ``nadaraya.pool`` call decides it, end to end: recorded
     from the solve it makes (:func:`nadaraya.local.fit.finish_local`)."""
-    seen = []
-    real = _fit.finish_local
-
-    def spy(*a, **k):
-        fit = real(*a, **k)
-        seen.append(np.array(fit.degree))
-        return fit
-
-    with monkeypatch.context() as mp:
-        mp.setattr(_fit, "finish_local", spy)
+    with solved_degrees(monkeypatch) as seen:
         _pool(Q, X, y, kernel, backend, degree)
     assert len(seen) == 1
     return seen[0]
