@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from nadaraya.kernels import Kernel
 from nadaraya.local import fit as _fit
 from nadaraya.local import job as _job
-from nadaraya.local.solve import _regular, _systems, monomials
+from nadaraya.local.solve import _systems, monomials, used_degree
 from nadaraya.partials import Partials
 
 __all__ = ["squared_kernel", "variances"]
@@ -91,7 +91,8 @@ def variances(
     degree each query's fit used (:attr:`nadaraya.local.solve.LocalFit.degree`), makes each variance
     that of the fit actually used: the leading block of the same sums where a query's system of
     the job's degree was singular (its slopes' are NaN where it used degree 0; all NaN where -1).
-    Without it, a query whose system of the job's degree is singular gets NaN.
+    Without it, the degree is decided from ``parts`` by the solve's rule
+    (:func:`nadaraya.local.solve.used_degree`): the degree the fit from ``parts`` uses.
     """
     call = job.call
     m = call.queries.shape[0]
@@ -140,11 +141,8 @@ def _assemble(
     M, _ = _systems(first[rows], degree, h)
     V, _ = _systems(second[rows], degree, h)
     take = 1 + dc if slopes else 1
-    if used is None:
-        regular, _ = _regular(M)
-        level = np.where(regular, degree, -1)
-    else:
-        level = np.asarray(used)[rows]
+    # the degree the fit used: given, or the solve's own decision on the same sums
+    level = used_degree(first[rows], degree, h) if used is None else np.asarray(used)[rows]
     for r in range(degree, 0, -1):  # each query's system: the leading block of the degree it used
         now = level == r
         if not now.any():

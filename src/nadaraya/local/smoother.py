@@ -6,12 +6,15 @@ responses of a bootstrap -- it pays to compute the rows ``a(x)`` once per block 
 apply them to all the vectors by one matrix product (BLAS), instead of streaming every vector
 through the kernel sums. Rows are computed as the reference backend computes weights (product
 kernels in the log domain with each row's exact maximum; categorical factors per pair), then
-``a_i = w_i b(z_i)^T M^-1 e_0`` (or ``e_a / h_a`` for a slope) with the same singular-system
-rule as :mod:`nadaraya.local.solve` (the highest regular lower degree).
+``a_i = w_i b(z_i)^T M^-1 e_0`` (or ``e_a / h_a`` for a slope), each query at the degree the
+solve's rule gives its system (:func:`nadaraya.local.solve.used_degree`, at the threshold of the
+dtype the call's sums are held in): the highest regular lower degree where the asked one is
+singular, as for the predictions and their variances.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 
 import numpy as np
@@ -21,7 +24,8 @@ from nadaraya._core.nearest import FAR_LOG_WEIGHT
 from nadaraya._support.config import get_config
 from nadaraya.backends.reference import block_weights
 from nadaraya.local import job as _job
-from nadaraya.local.solve import _regular, monomials
+from nadaraya.local.solve import monomials, used_degree
+from nadaraya.partials import Partials
 
 __all__ = ["blocks"]
 
@@ -110,22 +114,38 @@ def _local_rows(
     B = np.stack([np.prod(z[:, :, list(mo)], axis=2) if mo else np.ones((b, n)) for mo in basis], axis=2)
     Bw = B * (w / np.where(live, total, 1.0)[:, None])[:, :, None]
     M = np.einsum("bnp,bnq->bpq", Bw, B)
-    todo = live.copy()
+    level = used_degree(_as_partials(M, live, degree, h.size), degree, np.ones(h.size), job.call.keys.dtype)
     target = 0 if slope is None else 1 + slope
     for r in range(degree, 0, -1):
-        size = len(monomials(r, h.size))
-        regular, _ = _regular(M[:, :size, :size])
-        now = todo & regular
+        now = level == r
         if now.any():
+            size = len(monomials(r, h.size))
             e = np.zeros((int(now.sum()), size, 1))
             e[:, target, 0] = 1.0
             c = np.linalg.solve(M[now][:, :size, :size], e)[:, :, 0]
             rows = np.einsum("bnp,bp->bn", Bw[now][:, :, :size], c)
             out[now] = rows / (h[slope] if slope is not None else 1.0)
-            todo &= ~now
-    if slope is None and todo.any():  # degree 0 at worst
-        out[todo] = w[todo] / total[todo, None]
+    flat = level == 0
+    if slope is None and flat.any():  # degree 0 at worst
+        out[flat] = w[flat] / total[flat, None]
     return out
+
+
+def _as_partials(M: NDArray[np.float64], live: NDArray[np.bool_], degree: int, d: int) -> Partials:
+    """Partials whose local systems at bandwidth 1 are ``M`` (b, P, P), the normalised systems in
+    ``z``: weight 1 (0 where no key has weight, ``live``), each moment sum of order ``j`` (in
+    the layout of :func:`nadaraya.backends.reference.moment_shapes`) the entry of ``M`` that
+    holds the same monomial, no values. The solve reads ``M`` back from them unchanged."""
+    b = M.shape[0]
+    at = {mono: a for a, mono in enumerate(monomials(degree, d))}
+    moments = []
+    for j in range(1, 2 * degree + 1):
+        half = min(j, degree)
+        cols = [M[:, at[idx[:half]], at[idx[half:]]]
+                for idx in map(tuple, map(sorted, itertools.product(range(d), repeat=j)))]
+        moments.append(np.stack(cols, axis=1).reshape((b,) + (d,) * j))
+    moments += [np.zeros((b,) + (d,) * j + (1,)) for j in range(1, degree + 1)]
+    return Partials(np.zeros(b), live.astype(np.float64), np.zeros((b, 1)), tuple(moments))
 
 
 def blocks(

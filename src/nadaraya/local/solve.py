@@ -16,7 +16,9 @@ whose system is regular*, down to degree 0 (Nadaraya-Watson, regular wherever so
 positive weight). A system counts as singular when the reciprocal condition number of ``M``
 after symmetric diagonal scaling (which makes it independent of the units of ``z``) is below
 :data:`RCOND`, or a diagonal entry is zero. The lower-degree system is the leading block of the
-same sums, so a fallback costs nothing. :class:`LocalFit` says which degree each query got.
+same sums, so a fallback costs nothing. :class:`LocalFit` says which degree each query got;
+:func:`used_degree` is the same decision for the fit's consumers (its variance, the smoother's
+rows), so that none of them decides a query's degree by a rule of its own.
 The general solve runs compiled, one query at a time (:mod:`nadaraya.local._small_solve`);
 one feature at degree 1 and 2 has closed forms (:mod:`nadaraya.local._line`,
 :mod:`nadaraya.local._parabola`).
@@ -40,7 +42,7 @@ from numpy.typing import NDArray
 
 from nadaraya.partials import Partials, merge
 
-__all__ = ["RCOND", "LocalFit", "hat_diagonal", "monomials", "rcond_for", "solve"]
+__all__ = ["RCOND", "LocalFit", "hat_diagonal", "monomials", "rcond_for", "solve", "used_degree"]
 
 #: a scaled local system whose reciprocal condition number is below this is singular: its
 #: solution could lose more than about six of float64's sixteen digits
@@ -220,9 +222,53 @@ def solve(parts: Partials, degree: int, bandwidth: NDArray[np.floating]) -> Loca
     (1.0, 2.0)
     """
     h = np.asarray(bandwidth, dtype=np.float64)
+    return _solve(parts, degree, h, _threshold(parts, len(monomials(degree, h.size))))
+
+
+def used_degree(
+    parts: Partials, degree: int, bandwidth: NDArray[np.floating], dtype: np.dtype | type | None = None
+) -> NDArray[np.int64]:
+    """The degree each query's local fit of ``degree`` uses: the decision of :func:`solve`, the one
+    rule for every consumer of a local fit (its variance, the smoother's rows).
+
+    Parameters
+    ----------
+    parts : Partials
+        As for :func:`solve`.
+    degree : int
+    bandwidth : ndarray of shape (d,)
+    dtype : dtype, optional
+        The dtype of the sums the decision is made for (:func:`rcond_for` it): by default the
+        narrowest among ``parts``' own, as :func:`solve` takes; a caller that holds the sums wider
+        than the fit it follows names the fit's.
+
+    Returns
+    -------
+    ndarray of shape (m,)
+        ``degree`` where its system is regular, else the highest lower degree whose system is,
+        0 at worst; -1 where no key has positive weight.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from nadaraya.backends import reference
+    >>> from nadaraya.kernels import get
+    >>> h, keys = np.array([0.2]), np.arange(11.0)[:, None] / 10
+    >>> q = np.array([[0.5], [3.0], [9.0]])  # at the keys' centre, 10 and 40 bandwidths outside
+    >>> parts = reference.partials(q, keys, keys, kernel=get("gaussian"), bandwidth=h, moments=2)
+    >>> used_degree(parts, 2, h).tolist(), used_degree(parts, 2, h, np.float32).tolist()
+    ([2, 1, 0], [2, 0, 0])
+    """
+    h = np.asarray(bandwidth, dtype=np.float64)
+    size = len(monomials(degree, h.size))
+    rcond_min = _threshold(parts, size) if dtype is None else rcond_for(dtype, size)
+    return _solve(parts, degree, h, rcond_min).degree
+
+
+def _solve(parts: Partials, degree: int, h: NDArray[np.float64], rcond_min: float) -> LocalFit:
+    """:func:`solve` with its singular threshold given."""
     m, p = parts.value.shape
     d = h.size
-    rcond_min = _threshold(parts, len(monomials(degree, d)))
     if degree == 1 and d == 1:
         return _line(parts, h, rcond_min)
     done = None
@@ -246,7 +292,7 @@ def solve(parts: Partials, degree: int, bandwidth: NDArray[np.floating]) -> Loca
     if done is not None:
         if done.any():
             rest = np.nonzero(~done)[0]
-            sub = solve(parts[rest], degree, h)
+            sub = _solve(parts[rest], degree, h, rcond_min)
             estimate[done], slope[done, 0], inv00[done], used[done] = est2[done], slope2[done], inv2[done], 2
             estimate[rest], slope[rest], inv00[rest] = sub.estimate, sub.slope, sub.inverse00
             used[rest] = sub.degree
