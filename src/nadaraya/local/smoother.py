@@ -135,7 +135,8 @@ def _as_partials(M: NDArray[np.float64], live: NDArray[np.bool_], degree: int, d
     """Partials whose local systems at bandwidth 1 are ``M`` (b, P, P), the normalised systems in
     ``z``: weight 1 (0 where no key has weight, ``live``), each moment sum of order ``j`` (in
     the layout of :func:`nadaraya.backends.reference.moment_shapes`) the entry of ``M`` that
-    holds the same monomial, no values. The solve reads ``M`` back from them unchanged."""
+    holds the same monomial, no values. The solve reads ``M`` back from them unchanged (its
+    corner, ``sum w / sum w``, as exactly 1)."""
     b = M.shape[0]
     at = {mono: a for a, mono in enumerate(monomials(degree, d))}
     moments = []
