@@ -234,6 +234,21 @@ def window_moments(d: int, moments: int) -> float:
     return GRID_MOMENTS[min(max(d, 2), 3)][moments]
 
 
+def fused_moments(d: int, moments: int) -> float:
+    """The fused loop's work per pair with the moments of degree ``moments`` (up to 2) in ``d``
+    features, against degree 0 (``MOMENT_COST`` in 1-D, ``FUSED_MOMENTS`` in 2 or more): what the
+    truncated sums and the series are weighed against.
+
+    Examples
+    --------
+    >>> fused_moments(1, 2), fused_moments(2, 1), fused_moments(3, 2)
+    (3.0, 1.6, 3.0)
+    """
+    if d == 1:
+        return 1 + MOMENT_COST["fused"] * moments
+    return FUSED_MOMENTS[moments]
+
+
 def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs: float,
                   cells: bool = False) -> Choice | None:
     """The exact truncated backend for the Gaussian kernel in 1 to 3 features (``moments`` up to 2:
@@ -256,8 +271,7 @@ def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs
     if not 1 <= d <= 3 or kernel.name != "gaussian" or n * m < SMALL_PAIRS or moments > 2:
         return None
     cost = pairs * TRUNCATED_NS["pair"] * window_moments(d, moments) + (n + m) * TRUNCATED_NS["point"]
-    fused = 1 + MOMENT_COST["fused"] * moments if d == 1 else FUSED_MOMENTS[moments]
-    exact = n * m * EXACT_NS_PER_PAIR * fused
+    exact = n * m * EXACT_NS_PER_PAIR * fused_moments(d, moments)
     if cost > exact / 2:
         return None
     if cells:
@@ -595,9 +609,8 @@ def _choose_series(queries: NDArray[np.floating], keys: NDArray[np.floating], ba
         return None
     m, n, d = queries.shape[0], keys.shape[0], keys.shape[1]
     cost, terms, rho = _taylor_nd.estimate(queries, keys, bandwidth, tol, pairs, moments)
-    # the fused loop's moments cost about 1x, 1.2x and 6x its plain pairs (degree 0, 1, 2; measured
-    # in 2 and 3 features, 2026-11); the truncated grid's, GRID_MOMENTS
-    exact = n * m * EXACT_NS_PER_PAIR * (1.0, 1.2, 6.0)[moments]
+    # the fused loop's moments (FUSED_MOMENTS), the truncated grid's (GRID_MOMENTS)
+    exact = n * m * EXACT_NS_PER_PAIR * fused_moments(d, moments)
     grid = pairs * TRUNCATED_NS["pair"] * window_moments(d, moments) + (n + m) * TRUNCATED_NS["point"]
     exact = min(grid, exact)
     if not cost < exact / 2:
