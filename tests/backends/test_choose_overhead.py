@@ -77,7 +77,8 @@ def test_the_size_ranking_is_kept_and_is_the_cost_models_argmin(monkeypatch: pyt
     chooser.by_size.cache_clear()
     for kernel in (*KERNELS, "logistic", "constant"):
         k = get_kernel(kernel)
-        for n, m, d, degree in ((600, 600, 1, 0), (2000, 2000, 1, 2), (10**5, 10**5, 2, 1), (10**5, 10, 4, 2)):
+        for n, m, d, degree in ((600, 600, 1, 0), (2000, 2000, 1, 2), (10**5, 10**5, 2, 1),
+                                (10**5, 10, 4, 2)):
             ranked = sorted((cost(name, k, n=n, m=m, d=d, degree=degree), name)
                             for name in chooser._BY_SIZE if name in backends.available())
             assert backends.choose(k, n=n, m=m, d=d, moments=degree).name == ranked[0][1]

@@ -248,7 +248,8 @@ def fused_compact_cost(*, n: int, m: int, d: int, degree: int, pairs: float) -> 
     ...     "fused", "epanechnikov", n=10**5, m=10**4, d=2)
     True
     """
-    from nadaraya.backends._fused_compact import LEAF  # its keys per leaf; here: import nadaraya loads no numba
+    # its keys per leaf, imported here: import nadaraya loads no numba
+    from nadaraya.backends._fused_compact import LEAF
 
     levels = math.log2(n / LEAF + 2)
     return (pairs * FUSED_COMPACT_NS["pair"] * d ** 0.5 * FUSED_MOMENTS[min(degree, 3)]
