@@ -72,9 +72,9 @@ def test_the_shortcuts_never_change_the_choice(kernel: str, d: int, h: float) ->
 
 
 def test_the_size_ranking_is_kept_and_is_the_cost_models_argmin(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``by_size`` is the cost model's argmin for every kernel, d 1-4, degree 0-2 and a few sizes;
+    """``_by_size`` is the cost model's argmin for every kernel, d 1-4, degree 0-2 and a few sizes;
     asked again for the same kernel and sizes, it prices nothing."""
-    chooser.by_size.cache_clear()
+    chooser._by_size.cache_clear()
     for kernel in (*KERNELS, "logistic", "constant"):
         k = get_kernel(kernel)
         for n, m, d, degree in ((600, 600, 1, 0), (2000, 2000, 1, 2), (10**5, 10**5, 2, 1),
@@ -130,7 +130,7 @@ def test_the_series_in_2_3_features_is_weighed_against_fused_moments(
     x = np.random.default_rng(0).uniform(0.0, 5.0, (3000, 2))
     h = np.array([1.0, 1.0])
     exact = 3000 * 3000 * chooser.EXACT_NS_PER_PAIR * FUSED_MOMENTS[degree]
-    assert chooser.fused_moments(2, degree) == chooser.fused_moments(3, degree) == FUSED_MOMENTS[degree]
+    assert chooser._loop_moments(2, degree) == chooser._loop_moments(3, degree) == FUSED_MOMENTS[degree]
     for scale, taken in ((0.999, True), (1.001, False)):
         monkeypatch.setattr(taylor_nd, "estimate", lambda *a, s=scale: (s * exact / 2, 10, 1.0))
         got = chooser._choose_series(x, x, h, 1e-8, pairs=1e12, moments=degree)

@@ -60,23 +60,13 @@ def choose(
     pairs = n * m
     if pairs < SMALL_PAIRS:
         return Choice("reference", f"{pairs} pairs: too few to pay for loading compiled code")
-    return by_size(kernel, n, m, d, moments)
+    return _by_size(kernel, n, m, d, moments)
 
 
 @functools.lru_cache(maxsize=256)
-def by_size(kernel: Kernel, n: int, m: int, d: int, moments: int) -> Choice:
-    """The choice of :func:`choose` from the sizes alone (at least :data:`SMALL_PAIRS` pairs): the
-    installed backend of :data:`_BY_SIZE` of lowest modelled cost. Kept per kernel and sizes (a
-    bandwidth search or a refit makes many calls of one size: ranking them costs about 10 us,
-    a twentieth of the Laplacian's sums at n = m = 2e3); a change to the cost model's constants
-    takes effect after ``by_size.cache_clear()``.
-
-    Examples
-    --------
-    >>> from nadaraya.kernels import get as kernel
-    >>> by_size(kernel("epanechnikov"), 10**5, 10**5, 1, 0).name
-    'windowed'
-    """
+def _by_size(kernel: Kernel, n: int, m: int, d: int, moments: int) -> Choice:
+    """:func:`choose` from the sizes alone, kept per kernel and sizes (the ranking costs about 10 us, a
+    twentieth of the Laplacian's sums at n = m = 2e3); the cost model's constants, read once per key."""
     have = available()
     ranked = sorted((cost(name, kernel, n=n, m=m, d=d, degree=moments), name)
                     for name in _BY_SIZE if name in have)
@@ -234,19 +224,10 @@ def window_moments(d: int, moments: int) -> float:
     return GRID_MOMENTS[min(max(d, 2), 3)][moments]
 
 
-def fused_moments(d: int, moments: int) -> float:
-    """The fused loop's work per pair with the moments of degree ``moments`` (up to 2) in ``d``
-    features, against degree 0 (``MOMENT_COST`` in 1-D, ``FUSED_MOMENTS`` in 2 or more): what the
-    truncated sums and the series are weighed against.
-
-    Examples
-    --------
-    >>> fused_moments(1, 2), fused_moments(2, 1), fused_moments(3, 2)
-    (3.0, 1.6, 3.0)
-    """
-    if d == 1:
-        return 1 + MOMENT_COST["fused"] * moments
-    return FUSED_MOMENTS[moments]
+def _loop_moments(d: int, moments: int) -> float:
+    """The fused loop's work per pair with the moments of degree ``moments`` (up to 2) against degree 0
+    (``MOMENT_COST`` in 1-D, ``FUSED_MOMENTS`` in 2-3): what the truncated sums and the series face."""
+    return 1 + MOMENT_COST["fused"] * moments if d == 1 else FUSED_MOMENTS[moments]
 
 
 def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs: float,
@@ -271,7 +252,7 @@ def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs
     if not 1 <= d <= 3 or kernel.name != "gaussian" or n * m < SMALL_PAIRS or moments > 2:
         return None
     cost = pairs * TRUNCATED_NS["pair"] * window_moments(d, moments) + (n + m) * TRUNCATED_NS["point"]
-    exact = n * m * EXACT_NS_PER_PAIR * fused_moments(d, moments)
+    exact = n * m * EXACT_NS_PER_PAIR * _loop_moments(d, moments)
     if cost > exact / 2:
         return None
     if cells:
@@ -474,17 +455,8 @@ def _cells_pairs(queries: NDArray[np.floating], keys: NDArray[np.floating],
 
 @functools.lru_cache(maxsize=64)
 def _draws(*ranges: tuple[int, int]) -> tuple[NDArray[np.int64], ...]:
-    """Per ``(high, size)``, ``size`` indices below ``high``, drawn in turn from one
-    ``np.random.default_rng(0)``: the same every call, so kept per sizes (a generator's start and
-    its draws cost 10-20 us, a tenth of the estimate at n = 2e3); read-only.
-
-    Examples
-    --------
-    >>> a, b = _draws((10, 3), (5, 2))
-    >>> rng = np.random.default_rng(0)
-    >>> a.tolist() == rng.integers(0, 10, 3).tolist(), b.tolist() == rng.integers(0, 5, 2).tolist()
-    (True, True)
-    """
+    """Per ``(high, size)``, ``size`` indices below ``high`` drawn in turn from one ``default_rng(0)``,
+    read-only: the same every call, kept per sizes (10-20 us, a tenth of the estimate at n = 2e3)."""
     rng = np.random.default_rng(0)
     out = tuple(rng.integers(0, high, size) for high, size in ranges)
     for index in out:
@@ -610,7 +582,7 @@ def _choose_series(queries: NDArray[np.floating], keys: NDArray[np.floating], ba
     m, n, d = queries.shape[0], keys.shape[0], keys.shape[1]
     cost, terms, rho = _taylor_nd.estimate(queries, keys, bandwidth, tol, pairs, moments)
     # the fused loop's moments (FUSED_MOMENTS), the truncated grid's (GRID_MOMENTS)
-    exact = n * m * EXACT_NS_PER_PAIR * fused_moments(d, moments)
+    exact = n * m * EXACT_NS_PER_PAIR * _loop_moments(d, moments)
     grid = pairs * TRUNCATED_NS["pair"] * window_moments(d, moments) + (n + m) * TRUNCATED_NS["point"]
     exact = min(grid, exact)
     if not cost < exact / 2:
