@@ -137,14 +137,9 @@ def choose_backend(
         backend = "torch"  # a device names the torch backend
     choice = None
     if backend == "auto":
-        shares = ((1.0, 1.0),)  # the bands of keys by sample weight the dense cells of 1-D take
-        if call.sample_weight is not None:
-            from nadaraya.backends.truncated import cells_shares
-
-            shares = cells_shares(call.sample_weight)
         choice = backends.choose_for_data(call.kernel, call.queries, call.keys, call.bandwidth,
                                           moments=moments, tol=tol, loo=exclude is not None, merged=merged,
-                                          shares=shares)
+                                          sample_weight=call.sample_weight)
     if choice is None:
         choice = backends.choose(call.kernel, n=n, m=m, d=d, backend=backend, moments=moments,
                                  loo=exclude is not None, tol=tol)

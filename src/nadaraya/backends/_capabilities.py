@@ -236,9 +236,6 @@ def cost(name: str, kernel: Kernel | str, *, n: int, m: int, d: int, degree: int
 #: h = 0.01, 0.03, 0.08 took 11-22, 18-33, 37-65 ms (degree 0-2), 3-D n = 2e4 at h = 0.03, 0.08, 0.15
 #: took 9, 9-16, 14-32 ms, where the k-d tree took 54-163, 141-643 and 452-2650 ms
 FUSED_COMPACT_NS = {"pair": 4.0, "walk": 200.0, "build": 10.0}
-#: keys per leaf of that tree (``_fused_compact.LEAF``)
-_COMPACT_LEAF = 64
-
 
 def fused_compact_cost(*, n: int, m: int, d: int, degree: int, pairs: float) -> float:
     """The modelled time, in nanoseconds, of the fused backend's tree of key boxes for ``m``
@@ -251,7 +248,10 @@ def fused_compact_cost(*, n: int, m: int, d: int, degree: int, pairs: float) -> 
     ...     "fused", "epanechnikov", n=10**5, m=10**4, d=2)
     True
     """
-    levels = math.log2(n / _COMPACT_LEAF + 2)
+    # its keys per leaf, imported here: import nadaraya loads no numba
+    from nadaraya.backends._fused_compact import LEAF
+
+    levels = math.log2(n / LEAF + 2)
     return (pairs * FUSED_COMPACT_NS["pair"] * d ** 0.5 * FUSED_MOMENTS[min(degree, 3)]
             + (m * FUSED_COMPACT_NS["walk"] + n * FUSED_COMPACT_NS["build"]) * levels)
 

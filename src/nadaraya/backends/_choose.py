@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -59,6 +60,13 @@ def choose(
     pairs = n * m
     if pairs < SMALL_PAIRS:
         return Choice("reference", f"{pairs} pairs: too few to pay for loading compiled code")
+    return _by_size(kernel, n, m, d, moments)
+
+
+@functools.lru_cache(maxsize=256)
+def _by_size(kernel: Kernel, n: int, m: int, d: int, moments: int) -> Choice:
+    """:func:`choose` from the sizes alone, kept per kernel and sizes (the ranking costs about 10 us, a
+    twentieth of the Laplacian's sums at n = m = 2e3); the cost model's constants, read once per key."""
     have = available()
     ranked = sorted((cost(name, kernel, n=n, m=m, d=d, degree=moments), name)
                     for name in _BY_SIZE if name in have)
@@ -216,6 +224,12 @@ def window_moments(d: int, moments: int) -> float:
     return GRID_MOMENTS[min(max(d, 2), 3)][moments]
 
 
+def _loop_moments(d: int, moments: int) -> float:
+    """The fused loop's work per pair with the moments of degree ``moments`` (up to 2) against degree 0
+    (``MOMENT_COST`` in 1-D, ``FUSED_MOMENTS`` in 2-3): what the truncated sums and the series face."""
+    return 1 + MOMENT_COST["fused"] * moments if d == 1 else FUSED_MOMENTS[moments]
+
+
 def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs: float,
                   cells: bool = False) -> Choice | None:
     """The exact truncated backend for the Gaussian kernel in 1 to 3 features (``moments`` up to 2:
@@ -238,8 +252,7 @@ def choose_window(kernel: Kernel, *, n: int, m: int, d: int, moments: int, pairs
     if not 1 <= d <= 3 or kernel.name != "gaussian" or n * m < SMALL_PAIRS or moments > 2:
         return None
     cost = pairs * TRUNCATED_NS["pair"] * window_moments(d, moments) + (n + m) * TRUNCATED_NS["point"]
-    fused = 1 + MOMENT_COST["fused"] * moments if d == 1 else FUSED_MOMENTS[moments]
-    exact = n * m * EXACT_NS_PER_PAIR * fused
+    exact = n * m * EXACT_NS_PER_PAIR * _loop_moments(d, moments)
     if cost > exact / 2:
         return None
     if cells:
@@ -259,6 +272,7 @@ def choose_for_data(
     kernel: Kernel, queries: NDArray[np.floating], keys: NDArray[np.floating],
     bandwidth: NDArray[np.floating], *, moments: int = 0, tol: float | None = None, loo: bool = False,
     merged: bool = False, shares: tuple[tuple[float, float], ...] = ((1.0, 1.0),),
+    sample_weight: NDArray[np.floating] | None = None,
 ) -> Choice | None:
     """The data-aware part of ``backend="auto"``: within ``tol`` in 1-D, the Taylor series of the
     Gaussian or the binned sums of the logistic kernel (:func:`choose_within`; ``loo``: the call
@@ -266,7 +280,8 @@ def choose_for_data(
     bound holds per sum, not the binned certificate per prediction); else, for the Gaussian in 1
     to 3 features, the exact truncated sums where the windows hold few of the pairs
     (:func:`choose_window`, from a sampled estimate; ``shares``: in 1-D, the bands of keys by
-    sample weight a query takes, ``truncated.cells_shares``, priced by ``truncated.priced``); for
+    sample weight a query takes, ``truncated.cells_shares``, priced by ``truncated.priced``; or
+    the call's ``sample_weight``, whose bands are then found only where that estimate is taken); for
     a compact kernel in 2-3 features, the fused loop where the windows hold too many keys for the k-d tree
     (:func:`_choose_tree`); for the logistic kernel in 1-D (degree up to 2), its exact near
     windows and tails' series (:func:`nadaraya.backends.logistic.choice`); ``None`` where none
@@ -318,6 +333,8 @@ def choose_for_data(
         return None  # the estimate would cost more than the truncated sums could save: the sizes decide
     # the dense cells (1-D) take sample weights in bands of keys by weight, each priced
     cells_serve = d == 1 and moments <= truncated.MAX_DEGREE
+    if d == 1 and sample_weight is not None:
+        shares = truncated.cells_shares(sample_weight)
     if all_near(queries, keys, bandwidth):  # the windows hold all pairs: no need to count them
         windows = float(m) * n
         with_cells = _cells_pairs(queries, keys, bandwidth) if cells_serve else windows
@@ -406,11 +423,15 @@ def all_near(queries: NDArray[np.floating], keys: NDArray[np.floating],
 
     if queries.shape[0] == 0 or keys.shape[0] == 0:
         return True
-    h = np.broadcast_to(np.asarray(bandwidth, dtype=np.float64), (keys.shape[1],))
+    d = keys.shape[1]
+    h = np.asarray(bandwidth, dtype=np.float64).reshape(-1)
+    h = h.tolist() * d if h.size == 1 else h.tolist()
+    both = (keys,) if queries is keys else (queries, keys)  # a call on its own keys: one pass
     square = 0.0
-    for j in range(keys.shape[1]):  # column by column: min(axis=0) of a narrow array is 30x slower
-        q, k = queries[:, j], keys[:, j]
-        square += ((max(float(q.max()), float(k.max())) - min(float(q.min()), float(k.min()))) / h[j]) ** 2
+    for j in range(d):  # column by column: min(axis=0) of a narrow array is 30x slower
+        cols = [a[:, j] for a in both]
+        hi, lo = max(float(c.max()) for c in cols), min(float(c.min()) for c in cols)
+        square += ((hi - lo) / h[j]) ** 2
     return bool(square <= 2.0 * log_ratio(keys.shape[0]))
 
 
@@ -425,11 +446,22 @@ def _cells_pairs(queries: NDArray[np.floating], keys: NDArray[np.floating],
     q = np.asarray(queries, dtype=np.float64).reshape(-1)
     k = np.asarray(keys, dtype=np.float64).reshape(-1)
     m, n = q.size, k.size
-    sampled = q if m <= 512 else q[np.random.default_rng(0).integers(0, m, 512)]
+    sampled = q if m <= 512 else q[_draws((m, 512))[0]]
     per = np.full(sampled.size, float(n))
     worth = np.minimum(per, cells.worth(sampled, q, k, float(np.asarray(bandwidth).reshape(-1)[0]), per,
                                         log_ratio(n)))
     return min(m * float(worth.mean()), float(m) * n)
+
+
+@functools.lru_cache(maxsize=64)
+def _draws(*ranges: tuple[int, int]) -> tuple[NDArray[np.int64], ...]:
+    """Per ``(high, size)``, ``size`` indices below ``high`` drawn in turn from one ``default_rng(0)``,
+    read-only: the same every call, kept per sizes (10-20 us, a tenth of the estimate at n = 2e3)."""
+    rng = np.random.default_rng(0)
+    out = tuple(rng.integers(0, high, size) for high, size in ranges)
+    for index in out:
+        index.flags.writeable = False
+    return out
 
 
 def _sampled_pairs(queries: NDArray[np.floating], keys: NDArray[np.floating],
@@ -446,11 +478,11 @@ def _sampled_pairs(queries: NDArray[np.floating], keys: NDArray[np.floating],
     s = sample_queries(m)
     if s >= min(m, 512):
         return truncated.pairs(queries, keys, bandwidth)
-    rng = np.random.default_rng(0)
     few_q, few_k = COARSE
+    at_q, at_k, at_s = _draws((m, few_q), (n, few_k), (m, s))  # those of one generator, in turn
     inv_h = 1.0 / np.asarray(bandwidth, dtype=np.float64)
-    qs = np.asarray(queries[rng.integers(0, m, few_q)], dtype=np.float64) * inv_h
-    ks = np.asarray(keys[rng.integers(0, n, few_k)], dtype=np.float64) * inv_h
+    qs = np.asarray(queries[at_q], dtype=np.float64) * inv_h
+    ks = np.asarray(keys[at_k], dtype=np.float64) * inv_h
     square = np.zeros((few_q, few_k))
     for j in range(qs.shape[1]):
         square += np.subtract.outer(qs[:, j], ks[:, j]) ** 2
@@ -458,7 +490,7 @@ def _sampled_pairs(queries: NDArray[np.floating], keys: NDArray[np.floating],
     stops = (EXACT_NS_PER_PAIR * m * n / 2 - (n + m) * TRUNCATED_NS["point"]) / TRUNCATED_NS["pair"]
     if coarse > COARSE_MARGIN * stops:
         return coarse
-    return truncated.pairs(queries[rng.integers(0, m, s)], keys, bandwidth) * (m / s)
+    return truncated.pairs(queries[at_s], keys, bandwidth) * (m / s)
 
 
 #: the queries and keys the coarse count of :func:`_sampled_pairs` samples, and how far over the
@@ -549,9 +581,8 @@ def _choose_series(queries: NDArray[np.floating], keys: NDArray[np.floating], ba
         return None
     m, n, d = queries.shape[0], keys.shape[0], keys.shape[1]
     cost, terms, rho = _taylor_nd.estimate(queries, keys, bandwidth, tol, pairs, moments)
-    # the fused loop's moments cost about 1x, 1.2x and 6x its plain pairs (degree 0, 1, 2; measured
-    # in 2 and 3 features, 2026-11); the truncated grid's, GRID_MOMENTS
-    exact = n * m * EXACT_NS_PER_PAIR * (1.0, 1.2, 6.0)[moments]
+    # the fused loop's moments (FUSED_MOMENTS), the truncated grid's (GRID_MOMENTS)
+    exact = n * m * EXACT_NS_PER_PAIR * _loop_moments(d, moments)
     grid = pairs * TRUNCATED_NS["pair"] * window_moments(d, moments) + (n + m) * TRUNCATED_NS["point"]
     exact = min(grid, exact)
     if not cost < exact / 2:
