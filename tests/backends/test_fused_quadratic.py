@@ -133,3 +133,25 @@ def test_float32_local_quadratic_fit(d):
     want = _plain_wls(x32[:80].astype(np.float64), x32.astype(np.float64), y32.astype(np.float64)[:, None],
                       "gaussian", h.astype(np.float64), sw32.astype(np.float64))[:, 0]
     assert np.all(np.abs(got - want) <= 5e-6), float(np.max(np.abs(got - want)))
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_loop_parts_sum_each_entry_once_with_its_parent_and_few_live_sums(d):
+    """Each unique entry in exactly one loop, its parent in the same loop (no product computed
+    twice), at most MAX_LIVE sums a loop (those with the value column count)."""
+    parts = _fused_moments.loop_parts(2, d)
+    nodes = [seq for seq, _ in _fused_moments.layout(2, d)]
+    assert sorted(s for part in parts for s in part) == sorted(nodes)
+    for part in parts:
+        assert all(len(s) == 1 or s[:-1] in part for s in part)
+        assert len(part) + sum(len(s) <= 2 for s in part) <= _fused_moments.MAX_LIVE
+    assert len(parts) == (2 if d == 3 else 1)
+
+
+def test_quadratic_source_computes_each_product_once():
+    """In 3 features: 34 products in the loops over the block with the first value column, and 9
+    in the further columns' loop."""
+    source = _fused_moments._quadratic_source(3)
+    products = [line.split("=")[0].strip() for line in source.splitlines() if line.strip().startswith("t_")]
+    assert len(products) == 34 + 9
+    assert len(set(products)) == 34

@@ -19,8 +19,9 @@ Three ways to sum a block:
   registers, so a pair costs its ``d`` differences and one multiply-add per unique entry;
 - degree 2 with at most :data:`MAX_QUADRATIC` features: the same, generated from the walk
   (:func:`_quadratic_source`): each unique entry's product ``w u_a1 ... u_at`` is its parent's
-  times one difference, a register per product and per sum (:func:`generated_key` names it;
-  from :data:`SPLIT_FROM` features in two loops over the block, fewer registers live in each);
+  times one difference, a register per product and per sum (:func:`generated_key` names it);
+  the walk's subtrees under each first feature go to loops of at most :data:`MAX_LIVE` sums
+  (:func:`loop_parts`), so no product is computed twice and few sums leave the registers;
 - otherwise (degree 3, or more features): the differences of each feature go to a scratch row,
   and the depth-first walk keeps one scratch row of products per depth (``w u_a1 ... u_at``),
   so each unique entry costs one pass of a multiply and an add over the block.
@@ -43,8 +44,8 @@ from numpy.typing import NDArray
 
 from nadaraya._support.jit import generated
 
-__all__ = ["MAX_GENERATED", "MAX_QUADRATIC", "block_moments", "block_values", "exp_linear_source", "expand",
-           "generated_key", "layout", "merge_row", "scratch", "table", "width"]
+__all__ = ["MAX_GENERATED", "MAX_LIVE", "MAX_QUADRATIC", "block_moments", "block_values", "exp_linear_source",
+           "expand", "generated_key", "layout", "loop_parts", "merge_row", "scratch", "table", "width"]
 
 _FASTMATH = {"contract", "reassoc"}  # reordered sums (so they vectorise) and FMA
 #: the most features whose degree-1 sums are generated with every sum in registers
@@ -349,19 +350,47 @@ _LOOP = """{zeros}
     {stores}
 """
 
-#: from this many features the degree-2 sums take two loops over the block (the sums of depth
-#: up to 2 with the values, then those of depth 3 and 4): fewer live registers each
+#: from this many features the compact loops (:mod:`nadaraya.backends._fused_compact`) take the
+#: degree-2 sums in two loops over the block (the sums of depth up to 2 with the values, then
+#: those of depth 3 and 4): fewer live registers each
 SPLIT_FROM = 3
+#: the most sums one generated degree-2 loop holds (of 32 vector registers; the others hold the
+#: differences, the products and the loads). In 3 features (43 sums) one thread, 2048 keys,
+#: cycles per 8 pairs: 52 in two loops by depth (34 products, 9 of them twice), 46 in two by
+#: first feature (24 and 19 sums, each product once), 61 in one loop (sums spilled)
+MAX_LIVE = 24
+
+
+def loop_parts(degree: int, d: int) -> list[list[tuple[int, ...]]]:
+    """The unique entries each generated loop over a block sums: the walk's subtrees under each
+    first feature (an entry's parent is in its own subtree, so no product is computed twice), in
+    order, packed into loops of at most :data:`MAX_LIVE` sums (those with the value column count).
+
+    Examples
+    --------
+    >>> [len(part) for part in loop_parts(2, 3)], [len(part) for part in loop_parts(2, 2)]
+    ([20, 14], [14])
+    """
+    parts: list[list[tuple[int, ...]]] = []
+    live = 0
+    for a in range(d):
+        subtree = [seq for seq, _ in layout(degree, d) if seq[0] == a]
+        size = len(subtree) + sum(len(seq) <= degree for seq in subtree)
+        if not parts or live + size > MAX_LIVE:
+            parts.append([])
+            live = 0
+        parts[-1] += subtree
+        live += size
+    return parts
 
 
 def _quadratic_source(d: int, degree: int = 2) -> str:
     """Python source of the sums of a key block of ``degree`` (2) from its weights ``row``, for
     ``d`` features, every sum a scalar, in the depth-first walk's order (:func:`layout`): per
     pair ``u_a = k_a - q_a``, each entry's product ``t_s = t_parent u_last`` (the parent of a
-    first-depth entry is ``w``), ``sum t_s``, and ``sum t_s v_0`` for ``t <= degree``; from
-    :data:`SPLIT_FROM` features the sums of depth up to ``degree`` (with the values) and the
-    deeper ones take a loop each (the shared products recomputed); each further value column
-    takes one more loop, with ``w v_c`` at the root."""
+    first-depth entry is ``w``), ``sum t_s``, and ``sum t_s v_0`` for ``t <= degree``; a loop
+    over the block per part of :func:`loop_parts`, with the differences of the features its
+    entries name; each further value column takes one more loop, with ``w v_c`` at the root."""
     plain, first, _ = _positions(degree, d, 1)
     nodes = [seq for seq, _ in layout(degree, d)]
     name = lambda seq: "_".join(map(str, seq))  # noqa: E731
@@ -369,11 +398,10 @@ def _quadratic_source(d: int, degree: int = 2) -> str:
     low = [seq for seq in nodes if len(seq) <= degree]
     n_plain = len(plain)
     at = lambda s: f"out[{n_plain} + {first[s] - n_plain} * p"  # noqa: E731  # a value sum's first column
-    diffs = "\n        ".join(f"e_{a} = k_{a}[j] - q_{a}" for a in range(d))
-    parts = [nodes] if d < SPLIT_FROM else [low, [seq for seq in nodes if len(seq) > degree]]
     loops = []
-    for summed in parts:
+    for summed in loop_parts(degree, d):
         needed = sorted({seq[:t] for seq in summed for t in range(1, len(seq) + 1)}, key=nodes.index)
+        diffs = "\n        ".join(f"e_{a} = k_{a}[j] - q_{a}" for a in sorted({a for s in summed for a in s}))
         values = [seq for seq in summed if len(seq) <= degree]
         body = [f"t_{name(s)} = {parent(s)} * e_{s[-1]}" for s in needed]
         body += [f"s_{name(s)} += t_{name(s)}" for s in summed]

@@ -30,7 +30,9 @@ Local polynomial moments (``moments=r``, :mod:`nadaraya.backends._fused_moments`
 block's weights, once computed under its shift, also feed the unique entries of the moment sums
 (exact differences ``k - q``), which merge with the weight's rescaling; ``moments=0`` compiles
 without them. Degree 1 costs per pair ``d`` differences and about ``d (d + 3) / 2 + d p``
-multiply-adds on top of the weight: measured 1.2x the plain pass at d = 1 and 1.9-2.1x at d = 5.
+multiply-adds on top of the weight: measured 1.2x the plain pass at d = 1 and 1.75-2.0x at d = 5
+(one thread; there the weight takes about 33 cycles per 8 pairs and the sums' 25 multiplies at
+least 25, at one 512-bit multiply a cycle, so about 1.75x is the floor).
 
 Complexity: O(m n d) time over ``numba.get_num_threads()`` threads (times O(d^(2r)) with
 moments of degree r); O(threads KEY_BLOCK d) memory besides the inputs and the partials.
