@@ -175,3 +175,23 @@ def _plain_row(q: np.ndarray, X: np.ndarray, r: int) -> np.ndarray:
     B = design((X - q) / H, r)
     root = np.sqrt(w)
     return np.linalg.pinv(B * root[:, None], rcond=1e-15)[0] * root
+
+
+
+@pytest.mark.parametrize(("d", "degree"), [(1, 1), (1, 2), (2, 2), (3, 3)])
+def test_smoother_partials_read_back_as_its_systems(d, degree):
+    """The partials the smoother's rows are decided from give the solve back the rows' own systems
+    ``M`` (normalised, in ``z``): each entry within rounding (entries of one monomial are summed
+    in different orders: 1e-15 relative measured), the corner as exactly 1."""
+    from nadaraya.local.smoother import _as_partials
+    from nadaraya.local.solve import _systems
+
+    rng = np.random.default_rng(d + 10 * degree)
+    Z = rng.normal(size=(5, 40, d))
+    w = rng.uniform(0.0, 1.0, (5, 40))
+    B = np.stack([design(z, degree) for z in Z])
+    M = np.einsum("bnp,bnq->bpq", B * (w / w.sum(axis=1, keepdims=True))[:, :, None], B)
+    back, _ = _systems(_as_partials(M, np.ones(5, dtype=bool), degree, d), degree, np.ones(d))
+    s = 1.0 / np.sqrt(np.einsum("bii->bi", M))  # compared on the unit diagonal's scale
+    S = s[:, :, None] * s[:, None, :]
+    np.testing.assert_allclose(back * S, M * S, rtol=0, atol=1e-13)

@@ -14,6 +14,7 @@ singular, as for the predictions and their variances.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterator
 
@@ -137,16 +138,27 @@ def _as_partials(M: NDArray[np.float64], live: NDArray[np.bool_], degree: int, d
     the layout of :func:`nadaraya.backends.reference.moment_shapes`) the entry of ``M`` that
     holds the same monomial, no values. The solve reads ``M`` back from them unchanged (its
     corner, ``sum w / sum w``, as exactly 1)."""
-    b = M.shape[0]
-    at = {mono: a for a, mono in enumerate(monomials(degree, d))}
-    moments = []
-    for j in range(1, 2 * degree + 1):
-        half = min(j, degree)
-        cols = [M[:, at[idx[:half]], at[idx[half:]]]
-                for idx in map(tuple, map(sorted, itertools.product(range(d), repeat=j)))]
-        moments.append(np.stack(cols, axis=1).reshape((b,) + (d,) * j))
+    b, size = M.shape[0], M.shape[1]
+    flat = M.reshape(b, size * size)
+    moments = [flat[:, at].reshape((b,) + (d,) * j) for j, at in enumerate(_entries(degree, d), start=1)]
     moments += [np.zeros((b,) + (d,) * j + (1,)) for j in range(1, degree + 1)]
     return Partials(np.zeros(b), live.astype(np.float64), np.zeros((b, 1)), tuple(moments))
+
+
+@functools.lru_cache(maxsize=32)
+def _entries(degree: int, d: int) -> tuple[NDArray[np.intp], ...]:
+    """For each order ``j`` of :func:`_as_partials`' moments, the flat index into ``M`` (P, P) of
+    each entry of the moment tensor (its monomial split into a row of degree at most ``degree``
+    and the rest)."""
+    size = len(monomials(degree, d))
+    at = {mono: a for a, mono in enumerate(monomials(degree, d))}
+    out = []
+    for j in range(1, 2 * degree + 1):
+        half = min(j, degree)
+        out.append(np.array([at[idx[:half]] * size + at[idx[half:]]
+                             for idx in map(tuple, map(sorted, itertools.product(range(d), repeat=j)))],
+                            dtype=np.intp))
+    return tuple(out)
 
 
 def blocks(

@@ -33,6 +33,7 @@ against :func:`rcond_for` their dtype and system size, a fixed multiple of that 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -301,30 +302,35 @@ def _solve(parts: Partials, degree: int, h: NDArray[np.float64], rcond_min: floa
     return _general(parts, degree, h, estimate, slope, used, inv00, rcond_min)
 
 
-def _tables(degree: int, h: NDArray[np.float64]) -> tuple[NDArray, ...]:
-    """Where each entry of ``M`` and ``R`` sits among the moment sums, and its power of ``1 / h``:
-    the order and flat index of ``M[a, b]`` and ``R[a]`` (the layout of :func:`_systems`)."""
-    d = h.size
+@functools.lru_cache(maxsize=64)
+def _layout(degree: int, d: int) -> tuple[NDArray, ...]:
+    """The part of :func:`_tables` that depends on ``degree`` and ``d`` only (computed once)."""
     basis = monomials(degree, d)
     size = len(basis)
-    inv_h = 1.0 / h
 
     def flat(idx: tuple[int, ...]) -> int:
         return int(np.ravel_multi_index(idx, (d,) * len(idx))) if idx else 0
 
-    def scale(idx: tuple[int, ...]) -> float:
-        return float(np.prod(inv_h[list(idx)])) if idx else 1.0
-
     morder, mflat = np.zeros((size, size), dtype=np.int64), np.zeros((size, size), dtype=np.int64)
-    mscale = np.ones((size, size))
-    rorder, rflat, rscale = np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64), np.ones(size)
+    rorder, rflat = np.zeros(size, dtype=np.int64), np.zeros(size, dtype=np.int64)
     for a, ba in enumerate(basis):
-        rorder[a], rflat[a], rscale[a] = len(ba), flat(ba), scale(ba)
+        rorder[a], rflat[a] = len(ba), flat(ba)
         for b, bb in enumerate(basis[: a + 1]):
             idx = tuple(sorted(ba + bb))
             morder[a, b], mflat[a, b] = len(idx), flat(idx)
-            mscale[a, b] = scale(ba) * scale(bb)
     sizes = np.array([len(monomials(r, d)) for r in range(degree + 1)], dtype=np.int64)
+    return morder, mflat, rorder, rflat, sizes
+
+
+def _tables(degree: int, h: NDArray[np.float64]) -> tuple[NDArray, ...]:
+    """Where each entry of ``M`` and ``R`` sits among the moment sums, and its power of ``1 / h``:
+    the order and flat index of ``M[a, b]`` and ``R[a]`` (the layout of :func:`_systems`)."""
+    d = h.size
+    inv_h = 1.0 / h
+    morder, mflat, rorder, rflat, sizes = (a.copy() for a in _layout(degree, d))
+    rscale = np.array([float(np.prod(inv_h[list(ba)])) if ba else 1.0 for ba in monomials(degree, d)])
+    lower = np.tril(np.ones(morder.shape, dtype=bool))
+    mscale = np.where(lower, rscale[:, None] * rscale[None, :], 1.0)
     return morder, mflat, mscale, rorder, rflat, rscale, sizes
 
 
