@@ -40,7 +40,7 @@ from nadaraya.kernels import get
 from nadaraya.local import fit as _fit
 from nadaraya.local import job as _job
 from nadaraya.local.smoother import blocks
-from nadaraya.local.solve import RCOND, monomials, rcond_for, solve
+from nadaraya.local.solve import RCOND, monomials, rcond_for, solve, used_degree
 from nadaraya.partials import Partials
 
 H = 0.1
@@ -195,3 +195,17 @@ def test_smoother_partials_read_back_as_its_systems(d, degree):
     s = 1.0 / np.sqrt(np.einsum("bii->bi", M))  # compared on the unit diagonal's scale
     S = s[:, :, None] * s[:, None, :]
     np.testing.assert_allclose(back * S, M * S, rtol=0, atol=1e-13)
+
+
+@pytest.mark.parametrize(("degree", "bandwidth", "match"), [
+    (-1, [0.2], "degree must be an integer >= 0, got -1"),
+    (1.0, [0.2], "degree must be an integer >= 0, got 1.0"),
+    (2, [0.2], "degree=2 needs the 6 moment sums of moments=2; parts carry 3"),
+    (1, [0.2, 0.3], r"bandwidth must hold one value per feature \(1\), got 2"),
+])
+def test_used_degree_names_bad_arguments(degree, bandwidth, match):
+    keys = np.arange(11.0)[:, None] / 10
+    parts = reference.partials(keys[:3], keys, keys, kernel=get("gaussian"), bandwidth=np.array([0.2]),
+                               moments=1)
+    with pytest.raises(ValueError, match=match):
+        used_degree(parts, degree, np.array(bandwidth))

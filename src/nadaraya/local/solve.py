@@ -229,15 +229,18 @@ def solve(parts: Partials, degree: int, bandwidth: NDArray[np.floating]) -> Loca
 def used_degree(
     parts: Partials, degree: int, bandwidth: NDArray[np.floating], dtype: np.dtype | type | None = None
 ) -> NDArray[np.int64]:
-    """The degree each query's local fit of ``degree`` uses: the decision of :func:`solve`, the one
-    rule for every consumer of a local fit (its variance, the smoother's rows).
+    """The degree each query's local fit of ``degree`` uses: :func:`solve`'s own decision.
+
+    Every consumer of a local fit (its variance, the smoother's rows) decides by this one rule.
 
     Parameters
     ----------
     parts : Partials
-        As for :func:`solve`.
+        As for :func:`solve`: summed with ``moments=degree``.
     degree : int
+        The degree asked for, at least 0.
     bandwidth : ndarray of shape (d,)
+        The bandwidth per feature the moments were summed with (as for :func:`solve`).
     dtype : dtype, optional
         The dtype of the sums the decision is made for (:func:`rcond_for` it): by default the
         narrowest among ``parts``' own, as :func:`solve` takes; a caller that holds the sums wider
@@ -260,7 +263,15 @@ def used_degree(
     >>> used_degree(parts, 2, h).tolist(), used_degree(parts, 2, h, np.float32).tolist()
     ([2, 1, 0], [2, 0, 0])
     """
-    h = np.asarray(bandwidth, dtype=np.float64)
+    h = np.asarray(bandwidth, dtype=np.float64).reshape(-1)
+    d = parts.moments[0].shape[1] if parts.moments else h.size
+    if isinstance(degree, bool) or not isinstance(degree, (int, np.integer)) or degree < 0:
+        raise ValueError(f"degree must be an integer >= 0, got {degree!r}")
+    if len(parts.moments) != 3 * degree:
+        raise ValueError(f"degree={degree} needs the {3 * degree} moment sums of moments={degree}; "
+                         f"parts carry {len(parts.moments)}")
+    if h.size != d:
+        raise ValueError(f"bandwidth must hold one value per feature ({d}), got {h.size}: {bandwidth!r}")
     size = len(monomials(degree, h.size))
     rcond_min = _threshold(parts, size) if dtype is None else rcond_for(dtype, size)
     return _solve(parts, degree, h, rcond_min).degree
