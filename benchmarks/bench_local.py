@@ -5,9 +5,10 @@ Workloads (issue 14), each a ratio of two timings taken in this run:
 - L1, the cost of local linear over local constant on the same data: one ``pool`` pass with
   ``degree=1`` over one with ``degree=0``, Gaussian, 1-D n = m = 1e5 on U(0, 5) and 5-D
   n = m = 2e4 on U(0, 1)^5 (target, like for like on the fused engine: at most 1.6x; the
-  exponentials are shared), and with ``backend="auto"``, which may take another backend per
-  degree (no target: in 1-D the local-constant pass rides on the truncated sums' dense cells,
-  whose exact series local fits' moments do not take).
+  exponentials are shared. In 5-D a pair's local-linear sums are 25 products after its weight,
+  which bounds the ratio near 1.75x on a core that issues one 512-bit multiply a cycle; issue 30
+  takes up to 2.35x there as met, and the verdict says so), and with ``backend="auto"``, which
+  may take another backend per degree (no target here: ``bench_degrees`` D1 holds auto's).
 - L2, local-linear CV selection, 1-D n = 1000 (y = 2 sin x + x + N(0, 0.5^2)): nadaraya's
   ``select_bandwidth(degree=1)`` against statsmodels ``KernelReg(reg_type="ll", bw="cv_ls")``
   (run once); each selected bandwidth is scored by the same exact CV (target: at least 100x,
@@ -60,9 +61,17 @@ def l1(name: str, n: int, d: int) -> None:
                 t, _ = timed(call, repeat=1)
                 times[deg] = min(times[deg], t)
         row(name, f"pool degree=0 backend={backend}", times[0])
-        target = "target <= 1.6x" if backend == "fused" else "no target: each degree takes its own backend"
+        ratio = times[1] / times[0]
+        if backend != "fused":
+            target = "no target: each degree takes its own backend"
+        elif ratio <= 1.6:
+            target = "target <= 1.6x: met"
+        elif d > 1 and ratio <= 2.35:
+            target = "target <= 1.6x: NOT MET; issue 30 takes <= 2.35x in 5-D as met (floor about 1.75x)"
+        else:
+            target = "target <= 1.6x: NOT MET"
         row(name, f"pool degree=1 backend={backend}", times[1],
-            f"ratio {times[1] / times[0]:.2f}x local constant ({target})")
+            f"ratio {ratio:.2f}x local constant ({target})")
 
 
 def _ours(x: np.ndarray, y: np.ndarray, **kw: Any) -> Any:
