@@ -43,8 +43,8 @@ from nadaraya._support.jit import generated
 from nadaraya.backends import _fused_moments
 from nadaraya.backends._fused_moments import MAX_QUADRATIC, layout
 
-__all__ = ["LEAF", "MAX_COVER", "MAX_FEATURES", "QUERIES_PER_LEVEL", "SORT_FROM", "compact_source", "covers",
-           "fewest_queries", "leaf_order", "run", "serves"]
+__all__ = ["LEAF", "MAX_COVER", "MAX_FEATURES", "QUERIES_PER_LEVEL", "SORT_FROM", "TRIM", "compact_source",
+           "covers", "fewest_queries", "leaf_order", "run", "serves"]
 
 _FASTMATH = {"contract", "reassoc", "nnan", "nsz"}
 #: the most features of the tree (measured in 1-3; in 5 and 8 features, with supports over most
@@ -54,6 +54,8 @@ MAX_FEATURES = 3
 #: (``prod min(1, 2 h / extent)``): above it few nodes are skipped, and the leaves' calls cost
 #: more than they save (3-D, support over the whole box: 2x the general loop; 2 % of it: 5-10x less)
 MAX_COVER = 0.05
+#: the share of the keys at each end of a feature that :func:`covers` leaves out of its extent
+TRIM = 0.01
 #: keys per leaf of the tree (:func:`leaf_order`)
 LEAF = 64
 #: the fewest queries that pay for the tree (it costs about ``n d log2(n / LEAF)`` steps; the general
@@ -79,16 +81,29 @@ def fewest_queries(n: int) -> float:
 
 
 def covers(kt: NDArray[np.float64], inv_h: NDArray[np.float64]) -> float:
-    """The share of the keys' ``(d, n)`` bounding box that one support box covers.
+    """The share of the keys' ``(d, n)`` box that one support box covers: per feature, twice the
+    bandwidth over the range of the central keys (from the :data:`TRIM` quantile to ``1 - TRIM``,
+    widened by ``1 / (1 - 2 TRIM)``), so that a few outliers do not shrink the share (and send
+    wide supports to the tree, which then visits most leaves).
 
     Examples
     --------
     >>> covers(np.array([[0.0, 1.0], [0.0, 4.0]]), np.array([4.0, 1.0]))
     0.25
+    >>> x = np.linspace(0.0, 1.0, 1000)[None, :]
+    >>> round(covers(x, np.array([5.0])), 3), round(covers(np.append(x, [[1e6]], axis=1), np.array([5.0])), 3)
+    (0.4, 0.4)
     """
-    if kt.shape[1] == 0:
+    n = kt.shape[1]
+    if n == 0:
         return 1.0
-    extent = (kt.max(axis=1) - kt.min(axis=1)) * inv_h
+    a = int(TRIM * (n - 1))
+    if a > 0:
+        ends = np.partition(kt, (a, n - 1 - a), axis=1)
+        extent = (ends[:, n - 1 - a] - ends[:, a]) * (n - 1) / (n - 1 - 2 * a)
+    else:
+        extent = kt.max(axis=1) - kt.min(axis=1)
+    extent = extent * inv_h
     return float(np.prod(np.minimum(1.0, 2.0 / np.maximum(extent, 1e-300))))
 
 
@@ -357,14 +372,17 @@ def run(kind: int, q: NDArray[np.float64], kt: NDArray[np.float64], vt: NDArray[
         inv_h: NDArray[np.float64], key_weight: NDArray[np.float64], exclude: NDArray[np.int64],
         degree: int, width: int) -> tuple[NDArray[np.float64], ...]:
     """The compact loop over queries ``q`` (m, d) and keys ``kt`` (d, n), values ``vt`` (p, n),
-    sample weights ``key_weight`` (n,) and left-out key per query ``exclude`` (-1: none): the
+    sample weights ``key_weight`` (n,) and left-out key per query ``exclude`` (none outside 0..n-1): the
     weights' sums (m,), the values' (m, p) and the flat moment sums (m, width)."""
     (m, d), n = q.shape, kt.shape[1]
     perm, nodes, lo, hi = leaf_order(kt.T, inv_h, LEAF)
     kt, vt, key_weight = (np.ascontiguousarray(a[..., perm]) for a in (kt, vt, key_weight))
     where = np.empty(n, dtype=np.int64)
     where[perm] = np.arange(n, dtype=np.int64)
-    exclude = np.where(exclude >= 0, where[np.maximum(exclude, 0)], -1) if n else exclude
+    # an index outside 0..n-1 leaves no key out, as in the general loop and the reference (a Dask
+    # chunk's exclude is relative to its key chunk: the left-out key may lie in another chunk)
+    inside = (exclude >= 0) & (exclude < n)
+    exclude = np.where(inside, where[np.where(inside, exclude, 0)] if n else -1, -1).astype(np.int64)
     weight, value, mom = np.zeros(m), np.zeros((m, vt.shape[0])), np.zeros((m, width))
     if (kind, d, degree) not in _TASKS:
         _TASKS[kind, d, degree] = compile_task(kind, d, degree)
