@@ -140,16 +140,18 @@ def test_small_and_empty(n, m):
         assert np.all(got.weight == 0) and all(np.all(mo == 0) for mo in got.moments)
 
 
-def test_keys_on_the_support_boundary_weigh():
+@pytest.mark.parametrize("degree", [1, 2])
+def test_keys_on_the_support_boundary_weigh(degree):
     """Keys at exactly ``|u| = 1`` (a grid of eighths, h = 1/4, queries on the grid): the boxcar
-    kernel weighs them 1/2, so a node whose box touches the support must not be skipped."""
+    kernel weighs them 1/2, so a node whose box touches the support must not be skipped (nor,
+    at degree 2, the keys of a leaf cut at the support in its sorted feature)."""
     g = np.arange(0.0, 4.0, 0.125)
     k = np.stack(np.meshgrid(g, g), axis=-1).reshape(-1, 2)
     q = k[::7].copy()
     v = np.sin(k[:, :1]) + k[:, 1:]
     h = np.array([0.25, 0.25])
-    got, want = _both(q, k, v, "boxcar", h, None, None, 1)
-    sizes = _natural(q, k, v, "boxcar", h, np.ones(len(k)), None, 1)[1]
+    got, want = _both(q, k, v, "boxcar", h, None, None, degree)
+    sizes = _natural(q, k, v, "boxcar", h, np.ones(len(k)), None, degree)[1]
     _check(got, want, sizes, RTOL)
     # 5 x 5 keys in each inner query's closed box, 16 of them on its edge
     inner = np.all((q >= 0.25) & (q <= 3.625 - 0.25), axis=1)
@@ -168,8 +170,10 @@ def test_the_tree(d):
     for node, (a, b, left, right) in enumerate(nodes):
         assert np.array_equal(lo[:, node], ordered[a:b].min(axis=0))
         assert np.array_equal(hi[:, node], ordered[a:b].max(axis=0))
-        if left < 0:
+        if left < 0:  # a leaf: its keys ascend in its widest feature
             assert 0 < b - a <= 64
+            assert right == np.argmax(np.ptp(ordered[a:b] * 3.0, axis=0))
+            assert np.all(np.diff(ordered[a:b, right]) >= 0)
         else:
             assert nodes[left, 0] == a and nodes[left, 1] == nodes[right, 0] and nodes[right, 1] == b
             assert (nodes[left, 1] - a) % 64 == 0
@@ -294,3 +298,18 @@ def test_the_cover_test_ignores_outliers(monkeypatch):
     monkeypatch.setattr(_fused_compact, "run", lambda *a, **kw: ran.append(1))
     fused.partials(k[:200], k, v, kernel=get("epanechnikov"), bandwidth=h, moments=1)
     assert not ran
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_degree_two_gathers_a_query_s_leaves_in_buffers_it_may_fill(monkeypatch, d):
+    """At degree 2 each query's leaves are copied into one buffer; with a buffer of 64 keys it
+    fills and is summed many times a query (and a left-out key may be the last of one)."""
+    monkeypatch.setattr(_fused_compact, "GATHERED", 64)
+    monkeypatch.setattr(_fused_compact, "_TASKS", {})  # compiled anew, with that buffer
+    k, v, sw, h = _outlying(60 + d, 1200, d)
+    h = h * 2.5
+    ex = np.arange(1200)
+    got, want = _both(k, k, v, "tricube", h, sw, ex, 2)
+    w, sizes = _natural(k, k, v, "tricube", h, sw, ex, 2)
+    assert np.median(np.count_nonzero(w, axis=1)) > 4 * 64  # several buffers a query
+    _check(got, want, sizes, RTOL)
