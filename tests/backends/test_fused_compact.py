@@ -272,8 +272,8 @@ def test_outliers_leave_one_out_and_weights_match_the_general_loop(monkeypatch, 
 
 
 def test_exclude_beyond_the_keys_leaves_none_out(monkeypatch):
-    """An exclude index outside ``0 .. n-1`` (a Dask chunk's, relative to another key chunk) leaves
-    no key out, in the tree as in the general loop and the reference (it raised in the tree)."""
+    """An exclude index outside ``0 .. n-1`` leaves no key out, in the tree as in the general loop
+    and the reference (it raised IndexError in the tree)."""
     q, k, v, sw, h, _ = _data(9, 700, 90, 2, 1)
     ex = np.resize(np.array([700, 10**9, -2, -1]), 90)
     for degree in (0, 2):

@@ -442,8 +442,8 @@ def run(kind: int, q: NDArray[np.float64], kt: NDArray[np.float64], vt: NDArray[
     kt, vt, key_weight = (np.ascontiguousarray(a[..., perm]) for a in (kt, vt, key_weight))
     where = np.empty(n, dtype=np.int64)
     where[perm] = np.arange(n, dtype=np.int64)
-    # an index outside 0..n-1 leaves no key out, as in the general loop and the reference (a Dask
-    # chunk's exclude is relative to its key chunk: the left-out key may lie in another chunk)
+    # an index outside 0..n-1 leaves no key out, as in the general loop and the reference (both
+    # public: nadaraya.backends.compute passes any integer through)
     inside = (exclude >= 0) & (exclude < n)
     exclude = np.where(inside, where[np.where(inside, exclude, 0)] if n else -1, -1).astype(np.int64)
     weight, value, mom = np.zeros(m), np.zeros((m, vt.shape[0])), np.zeros((m, width))
