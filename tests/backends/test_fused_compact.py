@@ -140,16 +140,18 @@ def test_small_and_empty(n, m):
         assert np.all(got.weight == 0) and all(np.all(mo == 0) for mo in got.moments)
 
 
-def test_keys_on_the_support_boundary_weigh():
+@pytest.mark.parametrize("degree", [1, 2])
+def test_keys_on_the_support_boundary_weigh(degree):
     """Keys at exactly ``|u| = 1`` (a grid of eighths, h = 1/4, queries on the grid): the boxcar
-    kernel weighs them 1/2, so a node whose box touches the support must not be skipped."""
+    kernel weighs them 1/2, so a node whose box touches the support must not be skipped (nor,
+    at degree 2, the keys of a leaf cut at the support in its sorted feature)."""
     g = np.arange(0.0, 4.0, 0.125)
     k = np.stack(np.meshgrid(g, g), axis=-1).reshape(-1, 2)
     q = k[::7].copy()
     v = np.sin(k[:, :1]) + k[:, 1:]
     h = np.array([0.25, 0.25])
-    got, want = _both(q, k, v, "boxcar", h, None, None, 1)
-    sizes = _natural(q, k, v, "boxcar", h, np.ones(len(k)), None, 1)[1]
+    got, want = _both(q, k, v, "boxcar", h, None, None, degree)
+    sizes = _natural(q, k, v, "boxcar", h, np.ones(len(k)), None, degree)[1]
     _check(got, want, sizes, RTOL)
     # 5 x 5 keys in each inner query's closed box, 16 of them on its edge
     inner = np.all((q >= 0.25) & (q <= 3.625 - 0.25), axis=1)
@@ -168,8 +170,10 @@ def test_the_tree(d):
     for node, (a, b, left, right) in enumerate(nodes):
         assert np.array_equal(lo[:, node], ordered[a:b].min(axis=0))
         assert np.array_equal(hi[:, node], ordered[a:b].max(axis=0))
-        if left < 0:
+        if left < 0:  # a leaf: its keys ascend in its widest feature
             assert 0 < b - a <= 64
+            assert right == np.argmax(np.ptp(ordered[a:b] * 3.0, axis=0))
+            assert np.all(np.diff(ordered[a:b, right]) >= 0)
         else:
             assert nodes[left, 0] == a and nodes[left, 1] == nodes[right, 0] and nodes[right, 1] == b
             assert (nodes[left, 1] - a) % 64 == 0
@@ -219,3 +223,93 @@ def test_generated_source_splits_degree_two_from_three_features():
     two, three = _fused_compact.compact_source(2 * 16 + 2), _fused_compact.compact_source(2 * 16 + 3)
     assert two.count("for j in range(nb)") == 2 and three.count("for j in range(nb)") == 3
     assert "mom[i, 0] += -s_0" in three  # odd orders negated once (e = q - k)
+
+
+def _outlying(seed, n, d):
+    """Keys in the unit cube but 1 % far out (on either side, in some features), sample weights
+    with zeros, one output."""
+    rng = np.random.default_rng(seed)
+    keys = rng.uniform(size=(n, d))
+    far = rng.choice(n, size=n // 100, replace=False)
+    keys[far] += rng.choice([-1.0, 1.0], size=(far.size, d)) * rng.uniform(5.0, 80.0, size=(far.size, d)) \
+        * (rng.uniform(size=(far.size, d)) < 0.6)
+    values = rng.normal(size=(n, 2))
+    sw = rng.uniform(0.5, 2.0, size=n)
+    sw[rng.uniform(size=n) < 0.1] = 0.0
+    return keys, values, sw, rng.uniform(0.15, 0.3, size=d)
+
+
+def _general(monkeypatch, q, k, v, kernel, h, sw, ex, degree):
+    """The general fused loop's partials (the tree refused by its cover test)."""
+    with monkeypatch.context() as patch:
+        patch.setattr(_fused_compact, "MAX_COVER", -1.0)
+        return fused.partials(q, k, v, kernel=get(kernel), bandwidth=h, sample_weight=sw, exclude=ex,
+                              moments=degree)
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+@pytest.mark.parametrize("degree", [0, 1, 2])
+def test_outliers_leave_one_out_and_weights_match_the_general_loop(monkeypatch, d, degree):
+    """Queries are the keys, 1 % of them far out, each leaving itself out (and some queries
+    a key index the keys do not have, which leaves none out): the tree's sums are the general
+    loop's and the reference's, on every query and every sum."""
+    k, v, sw, h = _outlying(40 + 3 * d + degree, 1500, d)
+    ex = np.arange(1500)
+    ex[::7] = 1500 + np.arange(ex[::7].size)  # beyond the keys: nothing left out
+    ex[3::11] = -5
+    ran = []
+    real = _fused_compact.run
+    monkeypatch.setattr(_fused_compact, "run", lambda *a, **kw: ran.append(1) or real(*a, **kw))
+    got, want = _both(k, k, v, "epanechnikov", h, sw, ex, degree)
+    assert ran  # the tree took the call
+    general = _general(monkeypatch, k, k, v, "epanechnikov", h, sw, ex, degree)
+    assert len(ran) == 1
+    kept = np.where((ex >= 0) & (ex < 1500), ex, -1)
+    w, sizes = _natural(k, k, v, "epanechnikov", h, sw, kept, degree)
+    _check(got, want, sizes, RTOL)
+    _check(got, general, sizes, RTOL)
+    assert np.any(w[np.arange(1500), np.arange(1500)][ex < 0] > 0)  # unmasked own terms weigh
+
+
+def test_exclude_beyond_the_keys_leaves_none_out(monkeypatch):
+    """An exclude index outside ``0 .. n-1`` leaves no key out, in the tree as in the general loop
+    and the reference (it raised IndexError in the tree)."""
+    q, k, v, sw, h, _ = _data(9, 700, 90, 2, 1)
+    ex = np.resize(np.array([700, 10**9, -2, -1]), 90)
+    for degree in (0, 2):
+        got, want = _both(q, k, v, "biweight", h, sw, ex, degree)
+        plain = _both(q, k, v, "biweight", h, sw, None, degree)[0]
+        sizes = _natural(q, k, v, "biweight", h, sw, None, degree)[1]
+        _check(got, want, sizes, RTOL)
+        _check(got, plain, sizes, RTOL)
+        _check(got, _general(monkeypatch, q, k, v, "biweight", h, sw, ex, degree), sizes, RTOL)
+
+
+def test_the_cover_test_ignores_outliers(monkeypatch):
+    """A few far keys do not shrink the share a support covers: a support over most of the keys'
+    bulk keeps the general loop (where the tree, visiting most leaves, took twice its time)."""
+    monkeypatch.setattr(_fused_compact, "MAX_COVER", 0.05)
+    k, v, _, h = _outlying(5, 3000, 3)
+    bulk = np.all((k >= 0) & (k <= 1), axis=1)
+    share = _fused_compact.covers(np.ascontiguousarray(k.T), 1 / h)
+    assert share == pytest.approx(_fused_compact.covers(np.ascontiguousarray(k[bulk].T), 1 / h), rel=0.05)
+    assert share > 0.05 and np.prod(2 * h / np.ptp(k, axis=0)) < 0.05  # the bounding box's would be < 0.05
+    ran = []
+    monkeypatch.setattr(_fused_compact, "run", lambda *a, **kw: ran.append(1))
+    fused.partials(k[:200], k, v, kernel=get("epanechnikov"), bandwidth=h, moments=1)
+    assert not ran
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_degree_two_gathers_a_query_s_leaves_in_buffers_it_may_fill(monkeypatch, d):
+    """At degree 2 each query's leaves are copied into one buffer; with a buffer of 64 keys it
+    fills and is summed many times a query (and a left-out key may be the last of one)."""
+    monkeypatch.setattr(_fused_compact, "GATHERED", 64)
+    monkeypatch.setattr(_fused_compact, "_TASKS", {})  # compiled anew, with that buffer
+    k, v, sw, h = _outlying(60 + d, 1200, d)
+    h = h * 2.5
+    ex = np.arange(1200)
+    got, want = _both(k, k, v, "tricube", h, sw, ex, 2)
+    w, sizes = _natural(k, k, v, "tricube", h, sw, ex, 2)
+    assert np.median(np.count_nonzero(w, axis=1)) > 4 * 64  # several buffers a query
+    _check(got, want, sizes, RTOL)
