@@ -94,6 +94,16 @@ def test_the_size_ranking_is_kept_and_is_the_cost_models_argmin(monkeypatch: pyt
         backends.choose(lap, n=N + 1, m=N, d=1)
 
 
+def test_the_kept_ranking_is_per_degree() -> None:
+    """The same kernel and sizes at another degree are ranked again: the Laplacian's running sums
+    serve degree 2 in 1-D but not 3, the k-d tree overtakes the fused loop from degree 3 in 3-D."""
+    chooser._by_size.cache_clear()
+    lap, tri = get_kernel("laplacian"), get_kernel("tricube")
+    assert [backends.choose(lap, n=N, m=N, d=1, moments=r).name for r in (0, 3)] == ["laplace", "fused"]
+    ranked = [backends.choose(tri, n=5000, m=5000, d=3, moments=r).name for r in (2, 3)]
+    assert ranked == ["fused", "windowed"]
+
+
 def test_the_weights_bands_are_found_only_where_priced(monkeypatch: pytest.MonkeyPatch) -> None:
     """A weighted call of the Laplacian, a compact kernel or the Gaussian in 2-D finds no bands of
     its weights (only the 1-D Gaussian's dense cells price them), and the 1-D Gaussian does."""
