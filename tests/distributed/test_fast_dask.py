@@ -123,3 +123,24 @@ def test_an_unknown_engine_is_refused_at_the_call_not_at_compute() -> None:
         nadaraya.pool(x, da.from_array(x, chunks=10), x, backend="nope")
     with pytest.raises(ValueError, match=r"backend='nope' is not known"):
         nadaraya.loo_pool(da.from_array(x, chunks=10), x, backend="nope")
+
+
+def test_a_chunk_is_priced_with_its_sample_weights(monkeypatch):
+    """auto prices a Dask chunk as one process prices the call: with its sample weights (the 1-D
+    Gaussian's bands of keys by weight change which exact backend is cheapest)."""
+    seen = []
+    choose = backends.choose_for_data
+
+    def spy(*args, **kw):
+        seen.append(kw.get("sample_weight"))
+        return choose(*args, **kw)
+
+    monkeypatch.setattr(backends, "choose_for_data", spy)
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0, 1, (300, 1))
+    sw = np.exp(rng.uniform(-80, 80, 300))
+    got = dask_backend.block(x, x, x, sw, None, kernel="gaussian", bandwidth=np.array([0.05]), engine="auto")
+    assert len(seen) == 1 and seen[0] is not None and np.array_equal(seen[0], sw)
+    ref = backends.compute("reference", x, x, x, kernel=nadaraya.kernels.get("gaussian"),
+                           bandwidth=np.array([0.05]), sample_weight=sw)
+    np.testing.assert_allclose(got.finalize(), ref.finalize(), rtol=1e-12)

@@ -211,15 +211,15 @@ def block(
     if isinstance(exclude, str):
         exclude = np.arange(m)
     choice = None
-    if engine == "auto":
+    sw = None if sw is None else np.ascontiguousarray(sw)
+    if engine == "auto":  # priced as the call would be in one process: with its weights' bands
         choice = backends.choose_for_data(kern, q, k, bandwidth, moments=moments, tol=tol,
-                                          loo=exclude is not None, merged=True)
+                                          loo=exclude is not None, merged=True, sample_weight=sw)
     if choice is None:
         choice = backends.choose(kern, n=k.shape[0], m=m, d=k.shape[1], backend=engine, moments=moments,
                                  loo=exclude is not None, tol=tol)
     if choice.name in ("fused", "truncated", "taylor"):
         _share_cores_with_worker()
-    sw = None if sw is None else np.ascontiguousarray(sw)
     return backends.compute(choice.name, q, k, v, kernel=kern, bandwidth=bandwidth,
                             sample_weight=sw, exclude=exclude, moments=moments, tol=tol)
 
