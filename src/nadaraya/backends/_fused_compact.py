@@ -17,8 +17,8 @@ the log domain) in at most :data:`MAX_FEATURES` features (degree 2: at most
   one the sums take, negated: ``fl(q - k) = -fl(k - q)`` exactly, so the sums of odd order are
   negated once at the end. From :data:`~nadaraya.backends._fused_moments.SPLIT_FROM` features
   the sums of order 3 and 4 take a second loop over the weights stored by the first.
-  From degree :data:`GATHER_FROM` the loop runs once a query, over the keys of its leaves copied
-  into one buffer (a leaf's keys ascend in one feature: those at either end beyond the support in
+  From degree :data:`GATHER_FROM` the loop runs once a buffer, over the keys of a query's leaves
+  copied into it (a leaf's keys ascend in one feature: those at either end beyond the support in
   it, 8 at a time, are not copied; a copied left-out key's weight is set to zero).
 
 The sums carry no shift (the weights are the kernel's values), so each leaf's sums are added
@@ -66,8 +66,8 @@ TRIM = 0.01
 #: 0.084-0.092 s, against 0.109-0.119 s leaf by leaf; degree 0 and 1 gained nothing (0.039 s took 0.045 s)
 GATHER_FROM = 2
 GATHERED = 4096
-#: a key is skipped from ``|q - k| / h > _CUT`` in that feature (a hair above 1, so that a rounding
-#: apart from the kernel's own ``|u|`` skips no key that weighs)
+#: a key is skipped from ``|q - k| / h > _CUT`` in that feature (computed as the kernel computes its
+#: ``|u|``, so 1 would do; the hair above it is slack)
 _CUT = 1.0 + 2.0**-30
 #: keys skipped at a time (a multiple of the vector width)
 _STEP = 8
@@ -365,7 +365,8 @@ def compile_task(kind: int, d: int, degree: int):  # type: ignore[no-untyped-def
         big = 1
         for node in range(nodes.shape[0]):
             big = max(big, nodes[node, 1] - nodes[node, 0]) if nodes[node, 2] < 0 else big
-        cap = max(big, gathered) if gather else big
+        # at most GATHERED keys, and about 1 MiB a task with many value columns (embeddings)
+        cap = max(big, min(gathered, (1 << 17) // (p + d + 2))) if gather else big
         row = np.empty(cap)
         kwb = np.empty(cap)
         kb = np.empty((d, cap if gather else 0))  # (C-contiguous, as kt and vt)
