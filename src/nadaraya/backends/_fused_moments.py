@@ -364,7 +364,9 @@ MAX_LIVE = 24
 def loop_parts(degree: int, d: int) -> list[list[tuple[int, ...]]]:
     """The unique entries each generated loop over a block sums: the walk's subtrees under each
     first feature (an entry's parent is in its own subtree, so no product is computed twice), in
-    order, packed into loops of at most :data:`MAX_LIVE` sums (those with the value column count).
+    order, packed into loops of at most :data:`MAX_LIVE` sums (those with the value column count);
+    a subtree that alone holds more takes a loop of its own (none does in degree 2 up to
+    :data:`MAX_QUADRATIC` features: the largest, in 3, holds 24).
 
     Examples
     --------
