@@ -67,7 +67,7 @@ def l1(name: str, n: int, d: int) -> None:
         elif ratio <= 1.6:
             target = "target <= 1.6x: met"
         elif d > 1 and ratio <= 2.35:
-            target = "target <= 1.6x: NOT MET; issue 30 takes <= 2.35x in 5-D as met (floor about 1.75x)"
+            target = "target <= 1.6x: NOT MET; issue 30 takes <= 2.35x in 5-D as met"
         else:
             target = "target <= 1.6x: NOT MET"
         row(name, f"pool degree=1 backend={backend}", times[1],
